@@ -1,0 +1,186 @@
+"""Proximal Policy Optimization for batched environments.
+
+The losses and GAE are pure functions (tested against hand-computed values). `PPO` owns the optimizer and
+runs the minibatch epochs; collecting rollouts is the runner's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.storage.rollout import Minibatch, RolloutStorage
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    num_steps: int = 32
+    """Control steps collected per env between updates (rollout length)."""
+    num_epochs: int = 5
+    """Passes over each rollout."""
+    num_minibatches: int = 4
+    """Minibatches per epoch; minibatch size is num_steps * num_envs / num_minibatches."""
+    gamma: float = 0.99
+    """Discount per control step."""
+    lam: float = 0.95
+    """GAE lambda."""
+    clip_param: float = 0.2
+    """Policy ratio clip range (and value clip range when value_clip is on)."""
+    value_clip: bool = True
+    """Clip the value update around the rollout's values, as the PPO paper's implementations do."""
+    value_loss_coef: float = 1.0
+    """Weight of the value loss."""
+    entropy_coef: float = 0.0
+    """Weight of the entropy bonus."""
+    learning_rate: float = 1e-3
+    """Adam step size (initial value when the schedule is adaptive)."""
+    schedule: Literal["fixed", "adaptive"] = "adaptive"
+    """`adaptive`: scale the LR to keep the KL between successive policies near desired_kl."""
+    desired_kl: float = 0.01
+    """KL target of the adaptive schedule."""
+    min_learning_rate: float = 1e-5
+    """Lower bound of the adaptive LR."""
+    max_learning_rate: float = 1e-2
+    """Upper bound of the adaptive LR."""
+    max_grad_norm: float = 1.0
+    """Global gradient-norm clip."""
+    normalize_advantages: bool = True
+    """Standardize advantages per minibatch."""
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    terminated: torch.Tensor,
+    dones: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation over a `(T, N)` rollout; returns `(advantages, returns)`.
+
+    `next_values[t]` is V of the state after step t (the final observation where an episode ended at t).
+    `terminated[t]`: the episode ended in a true terminal state, so nothing is bootstrapped.
+    `dones[t]`: the episode ended for any reason (terminated or truncated), so the advantage recursion
+    stops there; a truncated step still bootstraps from `next_values[t]`.
+    """
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[0])
+    not_terminal = (~terminated).to(rewards.dtype)
+    not_done = (~dones).to(rewards.dtype)
+    for t in reversed(range(rewards.shape[0])):
+        delta = rewards[t] + gamma * not_terminal[t] * next_values[t] - values[t]
+        running = delta + gamma * lam * not_done[t] * running
+        advantages[t] = running
+    return advantages, advantages + values
+
+
+def clipped_surrogate_loss(
+    log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor, clip: float
+) -> torch.Tensor:
+    """PPO's clipped policy objective, negated to a loss (mean over the batch)."""
+    ratio = torch.exp(log_probs - old_log_probs)
+    unclipped = ratio * advantages
+    clipped = ratio.clamp(1.0 - clip, 1.0 + clip) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def value_loss(
+    values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor, clip: float | None
+) -> torch.Tensor:
+    """Squared error to the returns; with `clip`, the pessimistic max over clipped and unclipped values."""
+    unclipped = (values - returns).square()
+    if clip is None:
+        return unclipped.mean()
+    clipped_values = old_values + (values - old_values).clamp(-clip, clip)
+    return torch.max(unclipped, (clipped_values - returns).square()).mean()
+
+
+def gaussian_kl(mean0: torch.Tensor, std0: torch.Tensor, mean1: torch.Tensor, std1: torch.Tensor) -> torch.Tensor:
+    """KL(N0 || N1) of diagonal Gaussians `(B, A)`, summed over actions → `(B,)`."""
+    return (torch.log(std1 / std0) + (std0.square() + (mean0 - mean1).square()) / (2 * std1.square()) - 0.5).sum(-1)
+
+
+def adapt_learning_rate(lr: float, kl: float, cfg: PPOConfig) -> float:
+    """Shrink the LR by 1.5 when the KL overshoots 2× its target; grow it by 1.5 under half the target."""
+    if kl > 2.0 * cfg.desired_kl:
+        lr /= 1.5
+    elif kl < 0.5 * cfg.desired_kl:
+        lr *= 1.5
+    return min(max(lr, cfg.min_learning_rate), cfg.max_learning_rate)
+
+
+class PPO:
+    """Runs PPO updates on an `ActorCritic` from a filled `RolloutStorage`."""
+
+    def __init__(self, policy: ActorCritic, cfg: PPOConfig) -> None:
+        self.policy = policy
+        self.cfg = cfg
+        self.learning_rate = cfg.learning_rate
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
+
+    def compute_returns(self, storage: RolloutStorage) -> None:
+        storage.advantages, storage.returns = gae(
+            storage.rewards,
+            storage.values,
+            storage.next_values,
+            storage.terminated,
+            storage.dones,
+            self.cfg.gamma,
+            self.cfg.lam,
+        )
+
+    def update(self, storage: RolloutStorage) -> dict[str, float]:
+        """Minibatch epochs over the rollout; returns mean losses, KL and the learning rate used."""
+        self.compute_returns(storage)
+        totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "kl": 0.0}
+        count = 0
+        for batch in storage.minibatches(self.cfg.num_minibatches, self.cfg.num_epochs):
+            stats = self._step(batch)
+            for key in totals:
+                totals[key] += stats[key]
+            count += 1
+        storage.clear()
+        metrics = {key: value / count for key, value in totals.items()}
+        metrics["learning_rate"] = self.learning_rate
+        return metrics
+
+    def _step(self, batch: Minibatch) -> dict[str, float]:
+        cfg = self.cfg
+        log_probs, entropy, mean, std = self.policy.evaluate(batch.obs, batch.actions)
+        with torch.no_grad():
+            kl = gaussian_kl(batch.old_mean, batch.old_std, mean, std).mean()
+        if cfg.schedule == "adaptive":
+            self.learning_rate = adapt_learning_rate(self.learning_rate, kl.item(), cfg)
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.learning_rate
+        advantages = batch.advantages
+        if cfg.normalize_advantages:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, advantages, cfg.clip_param)
+        values = self.policy.value(batch.critic_obs)
+        v_loss = value_loss(values, batch.old_values, batch.returns, cfg.clip_param if cfg.value_clip else None)
+        loss = policy_loss + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy.mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        return {
+            "policy_loss": policy_loss.item(),
+            "value_loss": v_loss.item(),
+            "entropy": entropy.mean().item(),
+            "kl": kl.item(),
+        }
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.learning_rate = float(state["learning_rate"])
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate

@@ -1,0 +1,66 @@
+"""`robo-rl eval`: deterministic evaluation of a trained run (torch checkpoint or its policy.onnx)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from rich.console import Console
+
+from robo_rl.cli.run_loading import load_trained, make_env
+from robo_rl.runners.evaluate import EvalResult, evaluate
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="evaluate a trained policy",
+        description="Run the deterministic policy of RUN_DIR for --episodes episodes (in parallel) and print the "
+        "mean, std, min and max return. --onnx evaluates RUN_DIR/policy.onnx in onnxruntime instead "
+        "of the torch checkpoint, i.e. exactly the artifact that gets deployed.",
+    )
+    p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train")
+    p.add_argument("--episodes", type=int, default=100, help="episodes to run (default: 100)")
+    p.add_argument("--seed", type=int, default=12345, help="seed of the initial states (default: 12345)")
+    p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
+    p.add_argument("--onnx", action="store_true", help="evaluate RUN_DIR/policy.onnx with onnxruntime")
+    p.add_argument("--device", default="cpu", help="device for env and policy (default: cpu)")
+    p.set_defaults(func=main)
+
+
+def onnx_actor(path: Path) -> Callable[[torch.Tensor], torch.Tensor]:
+    import onnxruntime as ort
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no exported policy (run robo-rl export first)")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+    def act(obs: torch.Tensor) -> torch.Tensor:
+        out = session.run(None, {"obs": obs.cpu().numpy().astype(np.float32)})[0]
+        return torch.from_numpy(out).to(obs.device)
+
+    return act
+
+
+def evaluate_run(
+    run_dir: Path, episodes: int, seed: int, checkpoint: Path | None = None, use_onnx: bool = False, device: str = "cpu"
+) -> EvalResult:
+    if episodes < 1:
+        raise ValueError(f"--episodes must be at least 1, got {episodes}")
+    trained = load_trained(run_dir, checkpoint, device)
+    env = make_env(trained.cfg, num_envs=episodes, device=device)
+    actor = onnx_actor(run_dir / "policy.onnx") if use_onnx else trained.policy.deterministic_actor()
+    return evaluate(env, actor, seed=seed)
+
+
+def main(args: argparse.Namespace) -> int:
+    result = evaluate_run(args.run_dir, args.episodes, args.seed, args.checkpoint, args.onnx, args.device)
+    source = "policy.onnx (onnxruntime)" if args.onnx else "checkpoint (torch)"
+    Console().print(
+        f"{args.run_dir} ({source}): return {result.mean_return:.1f} ± {result.std_return:.1f} over "
+        f"{len(result.returns)} episodes (min {min(result.returns):.1f}, max {max(result.returns):.1f})"
+    )
+    return 0

@@ -1,0 +1,51 @@
+"""Live training progress in the terminal: iterations, env-steps/s, training and evaluation return."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+class TrainingProgress:
+    """A rich progress bar advanced by the runner's per-iteration callback."""
+
+    def __init__(self, total_iterations: int, start_iteration: int, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[steps_per_s]} steps/s"),
+            TextColumn("return {task.fields[ret]}"),
+            TextColumn("eval {task.fields[eval]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self._task = self._progress.add_task(
+            "train", total=total_iterations, completed=start_iteration, steps_per_s="—", ret="—", eval="—"
+        )
+        self._last_eval: float | None = None
+
+    def __enter__(self) -> TrainingProgress:  # noqa: PYI034
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def __call__(self, metrics: dict[str, Any]) -> None:
+        if metrics.get("eval_return") is not None:
+            self._last_eval = metrics["eval_return"]
+        self._progress.update(
+            self._task,
+            completed=metrics["iteration"],
+            steps_per_s=f"{metrics['steps_per_s']:,.0f}",
+            ret=_fmt(metrics.get("mean_return")),
+            eval=_fmt(self._last_eval),
+        )

@@ -1,0 +1,42 @@
+"""Rebuild a trained policy and its task from a run directory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from robo_rl.cli.tasks import env_factory
+from robo_rl.config import load_yaml
+from robo_rl.envs import BatchedEnv
+from robo_rl.experiment import ExperimentConfig
+from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.runners import checkpoint
+from robo_rl.runners.build import build_policy
+from robo_rl.runners.run_dir import RunDirectory
+
+
+@dataclass
+class TrainedPolicy:
+    run: RunDirectory
+    cfg: ExperimentConfig
+    policy: ActorCritic
+    checkpoint: Path
+    iteration: int
+
+
+def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: str = "cpu") -> TrainedPolicy:
+    """Config from RUN/config.yaml and weights from `checkpoint_path` (default RUN/checkpoints/latest.pt)."""
+    run = RunDirectory.open(run_path)
+    cfg = load_yaml(ExperimentConfig, run.config_file)
+    path = checkpoint_path or run.latest_checkpoint
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no checkpoint (train first, or pass --checkpoint)")
+    env = make_env(cfg, num_envs=1, device=device)
+    policy = build_policy(cfg, env)
+    state = checkpoint.load(path, device)
+    policy.load_state_dict(state["policy"])
+    return TrainedPolicy(run, cfg, policy.eval(), path, int(state["iteration"]))
+
+
+def make_env(cfg: ExperimentConfig, num_envs: int, device: str, seed: int | None = None) -> BatchedEnv:
+    return env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed)

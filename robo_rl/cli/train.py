@@ -1,0 +1,139 @@
+"""`robo-rl train`: train a policy from a preset or YAML config, or resume a run."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+
+from robo_rl.cli.progress import TrainingProgress
+from robo_rl.cli.tasks import env_factory, resolve_config
+from robo_rl.config import ConfigError, load_yaml, to_dict
+from robo_rl.experiment import ExperimentConfig
+from robo_rl.runners.build import build_runner
+from robo_rl.runners.on_policy import OnPolicyRunner, TrainResult
+from robo_rl.runners.run_dir import RunDirectory
+
+DESCRIPTION = """\
+Train a policy. CONFIG is a preset name (default: pendulum_ppo) or a YAML file whose keys map onto the
+experiment config (see robo_rl/configs/*.yaml). Each run gets a directory RUNS_ROOT/NAME/<time>-seed<N> with
+config.yaml, meta.json (git hash, seed, versions), metrics.jsonl, TensorBoard scalars in tb/, checkpoints/ and
+learning_curve.png. Ctrl-C saves a checkpoint; continue with --resume RUN_DIR.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train", help="train a policy", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("config", nargs="?", default="pendulum_ppo", help="preset name or YAML file")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set ppo.learning_rate=3e-4 (repeatable)",
+    )
+    p.add_argument("--seed", type=int, help="shorthand for --set seed=N")
+    p.add_argument("--device", help="shorthand for --set task.device=DEVICE (cpu, cuda, cuda:1)")
+    p.add_argument("--num-envs", type=int, help="shorthand for --set task.num_envs=N")
+    p.add_argument("--max-iterations", type=int, help="shorthand for --set runner.max_iterations=N")
+    p.add_argument("--runs-root", type=Path, default=Path("runs"), help="where run directories go (default: runs)")
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="continue RUN_DIR from its latest checkpoint with its own config (only --max-iterations may change)",
+    )
+    p.add_argument("--export", action="store_true", help="write RUN_DIR/policy.onnx when training ends")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=main)
+
+
+def _shorthands(args: argparse.Namespace) -> list[str]:
+    pairs = (("seed", args.seed), ("task.device", args.device), ("task.num_envs", args.num_envs))
+    return [f"{key}={value}" for key, value in pairs if value is not None]
+
+
+def main(args: argparse.Namespace) -> int:
+    console = Console(stderr=False)
+    if args.resume is not None:
+        runner, run = _resume(args)
+    else:
+        runner, run = _start(args)
+    console.print(f"run directory: [bold]{run.path}[/bold]")
+    result = train(runner, run, console, quiet=args.quiet)
+    if result is None:
+        return 130
+    print_summary(console, result, run)
+    if args.export:
+        from robo_rl.cli.export import export_run
+
+        export_run(run.path, None, console)
+    return 0
+
+
+def _start(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:
+    overrides = _shorthands(args) + args.overrides
+    if args.max_iterations is not None:
+        overrides.append(f"runner.max_iterations={args.max_iterations}")
+    cfg = resolve_config(args.config, overrides)
+    command = shlex.join(["robo-rl", *sys.argv[1:]])
+    run = RunDirectory.create(
+        args.runs_root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command
+    )
+    return build_runner(cfg, env_factory(), run=run), run
+
+
+def _resume(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:
+    if args.overrides or _shorthands(args) or args.config != "pendulum_ppo":
+        raise ConfigError("--resume uses the run's own config; only --max-iterations may be given with it")
+    run = RunDirectory.open(args.resume)
+    cfg = load_yaml(ExperimentConfig, run.config_file)
+    if args.max_iterations is not None:
+        cfg = replace(cfg, runner=replace(cfg.runner, max_iterations=args.max_iterations))
+        run.config_file.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    if not run.latest_checkpoint.is_file():
+        raise FileNotFoundError(f"{run.latest_checkpoint}: no checkpoint to resume from")
+    runner = build_runner(cfg, env_factory(), run=run)
+    runner.load(run.latest_checkpoint)
+    run.truncate_metrics(runner.iteration)
+    return runner, run
+
+
+def train(runner: OnPolicyRunner, run: RunDirectory, console: Console, quiet: bool = False) -> TrainResult | None:
+    """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None."""
+    try:
+        if quiet:
+            return runner.learn()
+        with TrainingProgress(runner.cfg.max_iterations, runner.iteration, console) as progress:
+            return runner.learn(progress)
+    except KeyboardInterrupt:
+        runner.save(run.latest_checkpoint)
+        run.plot_learning_curve()
+        console.print(
+            f"interrupted at iteration {runner.iteration}; checkpoint saved. "
+            f"Continue with: robo-rl train --resume {run.path}"
+        )
+        return None
+
+
+def print_summary(console: Console, result: TrainResult, run: RunDirectory) -> None:
+    status = "reached the target return" if result.reached_target else "stopped at max_iterations"
+    console.print(
+        f"{status}: {result.iterations} iterations, {result.env_steps:,} env steps, "
+        f"{result.wall_time:.1f} s training wall-clock "
+        f"({result.env_steps / max(result.wall_time, 1e-9):,.0f} steps/s)"
+    )
+    if result.final_eval is not None:
+        ev = result.final_eval
+        console.print(
+            f"last evaluation: return {ev.mean_return:.1f} ± {ev.std_return:.1f} over {len(ev.returns)} episodes"
+        )
+    console.print(f"learning curve: {run.path / 'learning_curve.png'}")

@@ -1,0 +1,307 @@
+"""Strict mapping of YAML files, plain dicts and CLI overrides onto nested frozen dataclass configs.
+
+Field types come from the dataclass annotations (`typing.get_type_hints`, so `from __future__ import
+annotations` works). Supported: `bool`, `int`, `float`, `str`, `Literal[...]`, `X | None`, `tuple[X, ...]`,
+fixed tuples `tuple[X, Y]` and nested dataclasses (given as mappings; missing keys keep their defaults).
+Unknown keys, wrong types and nulls for non-optional fields raise `ConfigError`, whose message is one line
+naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fast'`.
+
+Only the standard library and PyYAML are used, so `real/` (no torch) can load configs too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import re
+import types
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+import yaml
+
+T = TypeVar("T")
+
+_TOP_LEVEL = "(top level)"
+
+# PyYAML implements YAML 1.1, whose floats need a dot and a signed exponent: `1e-3`, `3e4` and `1.0e5` load
+# as *strings*, while YAML 1.2 (and every reader) sees numbers. Numeric fields accept exactly that shape;
+# any other string ('fast', or a deliberately quoted '0.5') is still an error.
+_YAML11_UNPARSED_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+class ConfigError(ValueError):
+    """A config key or value is wrong. The message is one line that starts with the dotted key path."""
+
+
+def from_dict(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
+    """Build the dataclass `cls` from `data`, recursing into nested dataclass fields.
+
+    `path` is the dotted key path of `data` inside a larger config, used in error messages.
+    """
+    if not (dataclasses.is_dataclass(cls) and isinstance(cls, type)):
+        raise TypeError(f"from_dict needs a dataclass type, got {cls!r}")
+    if not isinstance(data, Mapping):
+        raise _mismatch("a mapping", data, path or _TOP_LEVEL)
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in fields:
+            raise ConfigError(_unknown_key_message(_join(path, key), str(key), sorted(fields)))
+        kwargs[key] = _convert(hints[key], value, _join(path, key))
+    for name, f in fields.items():
+        if name not in kwargs and f.default is f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"{_join(path, name)}: missing required key")
+    try:
+        return cls(**kwargs)
+    except ValueError as err:  # a __post_init__ check; name where it failed
+        raise ConfigError(f"{path or _TOP_LEVEL}: {_one_line(str(err))}") from err
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """The config as plain dicts, lists and scalars, ready for `yaml.safe_dump` or `json.dumps`."""
+    if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
+        raise TypeError(f"to_dict needs a dataclass instance, got {cfg!r}")
+    return {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.init}
+
+
+def read_yaml(path: str | os.PathLike[str]) -> Any:
+    """Parse a YAML file; a missing file or a syntax error is a one-line ConfigError naming the file."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read ({err.strerror})") from err
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: {_yaml_problem(err)}") from err
+
+
+def load_yaml(cls: type[T], path: str | os.PathLike[str]) -> T:
+    """Read a YAML file into `cls`. An empty file gives the defaults; errors are prefixed with the file."""
+    data = read_yaml(path)
+    try:
+        return from_dict(cls, {} if data is None else data)
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def dump_yaml(cfg: Any, path: str | os.PathLike[str]) -> None:
+    """Write the config as YAML, fields in declaration order; `load_yaml` reads it back equal."""
+    Path(path).write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+
+
+def apply_overrides(cfg: T, overrides: Sequence[str]) -> T:
+    """A copy of `cfg` with CLI overrides such as `"ppo.learning_rate=3e-4"` applied.
+
+    Values are parsed as YAML and validated exactly like file input. A mapping value replaces the whole
+    section, so its unlisted keys return to their defaults.
+    """
+    data = to_dict(cfg)
+    for override in overrides:
+        key, value = _parse_override(override)
+        _set_dotted(data, key, value)
+    return from_dict(type(cfg), data)
+
+
+def merge(cfg: T, data: Mapping[str, Any], source: str = "") -> T:
+    """A copy of `cfg` with the (possibly partial, nested) mapping `data` laid over it, validated.
+
+    Unlike `apply_overrides`, a nested mapping updates only the keys it names. `source` (a file name)
+    prefixes error messages.
+    """
+    if not isinstance(data, Mapping):
+        error = _mismatch("a mapping", data, _TOP_LEVEL)
+        raise ConfigError(f"{source}: {error}" if source else str(error))
+    merged = _deep_update(to_dict(cfg), data)
+    try:
+        return from_dict(type(cfg), merged)
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}" if source else str(err)) from None
+
+
+def _deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_update(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def config_hash(cfg: Any) -> str:
+    """12 hex chars of the sha256 of the config's canonical JSON (sorted keys): a short, stable run id."""
+    # Round-trip first so that equal configs hash equal: `lr=1` typed in code and `lr=1.0` from YAML.
+    canonical = to_dict(from_dict(type(cfg), to_dict(cfg)))
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    """`value` checked (and converted, e.g. list to tuple) against the annotation `tp`."""
+    origin = get_origin(tp)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return from_dict(tp, value, path)
+    if origin in (Union, types.UnionType):
+        return _convert_union(tp, value, path)
+    if value is None:
+        raise _mismatch(_type_name(tp), value, path)
+    if origin is Literal:
+        return _convert_literal(tp, value, path)
+    if origin is tuple:
+        return _convert_tuple(tp, value, path)
+    if tp in _SCALARS:
+        return _SCALARS[tp](value, path)
+    raise TypeError(f"{path}: unsupported config field type {tp!r}")
+
+
+def _convert_union(tp: Any, value: Any, path: str) -> Any:
+    members = [arg for arg in get_args(tp) if arg is not type(None)]
+    if value is None and len(members) < len(get_args(tp)):
+        return None
+    if len(members) == 1:  # Optional: keep the member's more precise message
+        return _convert(members[0], value, path)
+    for member in members:
+        try:
+            return _convert(member, value, path)
+        except ConfigError:
+            continue
+    raise _mismatch(_type_name(tp), value, path)
+
+
+def _convert_literal(tp: Any, value: Any, path: str) -> Any:
+    # Compare types too, so that True does not pass for Literal[1].
+    if any(value == allowed and type(value) is type(allowed) for allowed in get_args(tp)):
+        return value
+    raise _mismatch("one of " + ", ".join(repr(a) for a in get_args(tp)), value, path)
+
+
+def _convert_tuple(tp: Any, value: Any, path: str) -> tuple[Any, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise _mismatch("a list", value, path)
+    args = get_args(tp)
+    if len(args) == 2 and args[1] is Ellipsis:
+        args = (args[0],) * len(value)
+    elif len(args) != len(value):
+        raise ConfigError(f"{path}: expected {len(args)} items, got {len(value)}")
+    return tuple(_convert(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, value, strict=False)))
+
+
+def _as_number(value: Any) -> int | float | None:
+    """The number `value` stands for, or None (bools are not numbers here)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and _YAML11_UNPARSED_FLOAT.fullmatch(value.strip()):
+        return float(value)
+    return None
+
+
+def _to_float(value: Any, path: str) -> float:
+    number = _as_number(value)
+    if number is None:
+        raise _mismatch("float", value, path)
+    return float(number)
+
+
+def _to_int(value: Any, path: str) -> int:
+    number = _as_number(value)
+    if isinstance(number, float) and number.is_integer():  # 3.0, 1.0e+6
+        number = int(number)
+    if not isinstance(number, int):
+        raise _mismatch("int", value, path)
+    return number
+
+
+def _exact(tp: type) -> Callable[[Any, str], Any]:
+    def check(value: Any, path: str) -> Any:
+        if not isinstance(value, tp):
+            raise _mismatch(tp.__name__, value, path)
+        return value
+
+    return check
+
+
+_SCALARS: dict[type, Callable[[Any, str], Any]] = {
+    bool: _exact(bool),
+    int: _to_int,
+    float: _to_float,
+    str: _exact(str),
+}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_dict(value)
+    if isinstance(value, (tuple, list)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _parse_override(override: str) -> tuple[str, Any]:
+    key, sep, raw = override.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"{override!r}: malformed override, expected 'dotted.key=value'")
+    try:
+        return key, yaml.safe_load(raw)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{key}: cannot parse override value {raw!r}: {_yaml_problem(err)}") from err
+
+
+def _set_dotted(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for depth, key in enumerate(parents):
+        child = node.get(key)
+        if child is None:  # an unset Optional section, or an unknown key that from_dict will report
+            child = node[key] = {}
+        elif not isinstance(child, dict):
+            prefix = ".".join(parents[: depth + 1])
+            raise ConfigError(f"{prefix}: is a {type(child).__name__}, not a section; cannot set {dotted}")
+        node = child
+    node[leaf] = value
+
+
+def _unknown_key_message(path: str, key: str, valid: list[str]) -> str:
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{path}: unknown key ({hint}valid: {', '.join(valid)})"
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    if mark is None:
+        return _one_line(str(err))
+    problem = getattr(err, "problem", None) or "invalid YAML"
+    return f"line {mark.line + 1}, column {mark.column + 1}: {_one_line(problem)}"
+
+
+def _mismatch(expected: str, value: Any, path: str) -> ConfigError:
+    return ConfigError(f"{path}: expected {expected}, got {_describe(value)}")
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    text = repr(value)  # repr escapes newlines, keeping the message on one line
+    return f"{type(value).__name__} {text if len(text) <= 60 else text[:57] + '...'}"
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type) and get_origin(tp) is None:
+        return tp.__name__
+    return str(tp).replace("typing.", "").replace("NoneType", "None")
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

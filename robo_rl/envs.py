@@ -1,0 +1,131 @@
+"""The batched environment contract shared by simulators and real robots.
+
+Every environment holds `num_envs` independent copies of a task on one torch device and steps them together.
+Tensors are shaped `(num_envs, ...)`. Episodes reset automatically: when an env finishes, the observation
+returned by `step` is already the first observation of its next episode, and the last observation of the
+finished episode is in `info["final_obs"]` (needed to bootstrap values on time-outs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+
+INFO_FINAL_OBS = "final_obs"
+"""info key: `(num_envs, obs_dim)` last observation of each env; equals the returned obs where not done."""
+INFO_PRIVILEGED_OBS = "privileged_obs"
+"""info key: `(num_envs, privileged_dim)` critic-only observation matching the returned obs."""
+INFO_FINAL_PRIVILEGED_OBS = "final_privileged_obs"
+"""info key: `(num_envs, privileged_dim)` privileged counterpart of `final_obs`."""
+
+
+@dataclass(frozen=True)
+class SpaceSpec:
+    """A flat vector space: one name, lower bound, upper bound and SI unit per element.
+
+    Bounds may be infinite for observations; actions must have finite bounds because policies are scaled
+    onto them.
+    """
+
+    names: tuple[str, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    units: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.names), len(self.low), len(self.high), len(self.units)}
+        if len(sizes) != 1:
+            raise ValueError(
+                f"SpaceSpec fields differ in length: names={len(self.names)} low={len(self.low)} "
+                f"high={len(self.high)} units={len(self.units)}"
+            )
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"SpaceSpec names must be unique, got {self.names}")
+        bad = [n for n, lo, hi in zip(self.names, self.low, self.high, strict=False) if not lo <= hi]
+        if bad:
+            raise ValueError(f"SpaceSpec low > high for {bad}")
+
+    @property
+    def dim(self) -> int:
+        return len(self.names)
+
+    @property
+    def is_bounded(self) -> bool:
+        return all(math.isfinite(v) for v in self.low + self.high)
+
+    def low_tensor(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        return torch.tensor(self.low, dtype=torch.float32, device=device)
+
+    def high_tensor(self, device: torch.device | str = "cpu") -> torch.Tensor:
+        return torch.tensor(self.high, dtype=torch.float32, device=device)
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        return {"names": list(self.names), "low": list(self.low), "high": list(self.high), "units": list(self.units)}
+
+
+StepResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]
+"""`(obs, reward, terminated, truncated, info)`; obs `(N, obs_dim)`, the rest `(N,)` (bool flags)."""
+
+
+@runtime_checkable
+class BatchedEnv(Protocol):
+    """What a runner needs from an environment. Simulators and real-robot bridges implement it.
+
+    Attributes:
+        num_envs: number of parallel copies N.
+        device: torch device holding every tensor the env returns and accepts.
+        dt: control period in seconds (time between two `step` calls in the modelled world).
+        obs_spec: observation vector the policy sees.
+        action_spec: action vector the env accepts; values are clipped to its bounds.
+        privileged_obs_spec: extra critic-only observation (asymmetric actor-critic), or None.
+        max_episode_steps: time limit after which an episode is truncated.
+
+    Envs with a `privileged_obs_spec` also expose `privileged_obs` `(N, privileged_dim)`, the critic-only
+    observation matching the last returned obs (so it is available right after `reset`).
+    """
+
+    num_envs: int
+    device: torch.device
+    dt: float
+    obs_spec: SpaceSpec
+    action_spec: SpaceSpec
+    privileged_obs_spec: SpaceSpec | None
+    max_episode_steps: int
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env; returns obs `(N, obs_dim)`. A seed makes the whole env stream reproducible."""
+        ...
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        """Apply `(N, action_dim)` actions for one control period; auto-resets finished envs."""
+        ...
+
+
+def check_step_result(env: BatchedEnv, result: StepResult) -> None:
+    """Raise ValueError if a step result breaks the contract (shapes, dtypes, devices, info keys)."""
+    obs, reward, terminated, truncated, info = result
+    n = env.num_envs
+    expected = {
+        "obs": (obs, (n, env.obs_spec.dim)),
+        "reward": (reward, (n,)),
+        "terminated": (terminated, (n,)),
+        "truncated": (truncated, (n,)),
+        INFO_FINAL_OBS: (info.get(INFO_FINAL_OBS), (n, env.obs_spec.dim)),
+    }
+    if env.privileged_obs_spec is not None:
+        dim = env.privileged_obs_spec.dim
+        expected[INFO_PRIVILEGED_OBS] = (info.get(INFO_PRIVILEGED_OBS), (n, dim))
+        expected[INFO_FINAL_PRIVILEGED_OBS] = (info.get(INFO_FINAL_PRIVILEGED_OBS), (n, dim))
+    for name, (tensor, shape) in expected.items():
+        if not isinstance(tensor, torch.Tensor):
+            raise ValueError(f"{name}: expected a tensor, got {type(tensor).__name__}")
+        if tuple(tensor.shape) != shape:
+            raise ValueError(f"{name}: expected shape {shape}, got {tuple(tensor.shape)}")
+        if tensor.device.type != torch.device(env.device).type:
+            raise ValueError(f"{name}: on {tensor.device}, env is on {env.device}")
+    for name, flag in (("terminated", terminated), ("truncated", truncated)):
+        if flag.dtype != torch.bool:
+            raise ValueError(f"{name}: expected dtype torch.bool, got {flag.dtype}")

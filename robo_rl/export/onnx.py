@@ -1,0 +1,110 @@
+"""Export the deterministic actor (normalizer + network + action clip/scale) to one `policy.onnx` file.
+
+The file's metadata carries everything deployment needs to check that it drives the right robot: observation
+names/order/units/bounds, action names/bounds/units, control period, and provenance (config hash, git hash,
+robo_rl version). `real/` and `firmware_export/` read only this file.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+import robo_rl
+from robo_rl.envs import SpaceSpec
+
+OBS_INPUT = "obs"
+ACTION_OUTPUT = "action"
+OPSET = 18
+
+
+@dataclass(frozen=True)
+class PolicyMetadata:
+    obs_spec: SpaceSpec
+    """Observation vector the policy expects, in order."""
+    action_spec: SpaceSpec
+    """Action vector the policy outputs; outputs are clipped to its bounds."""
+    dt: float
+    """Control period in seconds the policy was trained at."""
+    task: str
+    """Registered task name the policy was trained on."""
+    config_hash: str
+    """`robo_rl.config.config_hash` of the training config."""
+    git_hash: str
+    """Commit of the robo_rl source that trained the policy."""
+
+    def to_props(self) -> dict[str, str]:
+        """ONNX metadata_props: flat string key/values (lists as JSON)."""
+        return {
+            "robo_rl.version": robo_rl.__version__,
+            "robo_rl.task": self.task,
+            "robo_rl.dt": repr(self.dt),
+            "robo_rl.obs_names": json.dumps(list(self.obs_spec.names)),
+            "robo_rl.obs_units": json.dumps(list(self.obs_spec.units)),
+            "robo_rl.obs_low": json.dumps(list(self.obs_spec.low)),
+            "robo_rl.obs_high": json.dumps(list(self.obs_spec.high)),
+            "robo_rl.action_names": json.dumps(list(self.action_spec.names)),
+            "robo_rl.action_units": json.dumps(list(self.action_spec.units)),
+            "robo_rl.action_low": json.dumps(list(self.action_spec.low)),
+            "robo_rl.action_high": json.dumps(list(self.action_spec.high)),
+            "robo_rl.config_hash": self.config_hash,
+            "robo_rl.git_hash": self.git_hash,
+        }
+
+
+def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
+    """Write `actor` `(batch, obs_dim) → (batch, action_dim)` as a single self-contained ONNX file.
+
+    The batch dimension is dynamic. The model is checked with `onnx.checker` before it replaces `path`.
+    """
+    import onnx
+
+    actor = actor.eval().to("cpu")
+    example = torch.zeros(1, metadata.obs_spec.dim)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's progress chatter is not the user's concern
+        program = torch.onnx.export(
+            actor,
+            (example,),
+            dynamo=True,
+            input_names=[OBS_INPUT],
+            output_names=[ACTION_OUTPUT],
+            dynamic_shapes=({0: torch.export.Dim("batch", min=1)},),
+            opset_version=OPSET,
+            verbose=False,
+        )
+    model = program.model_proto
+    model.producer_name = "robo_rl"
+    model.producer_version = robo_rl.__version__
+    onnx.helper.set_model_props(model, metadata.to_props())
+    onnx.checker.check_model(model, full_check=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    onnx.save_model(model, str(tmp), save_as_external_data=False)
+    tmp.replace(path)
+    return path
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """The `robo_rl.*` metadata_props of an exported policy."""
+    import onnx
+
+    model = onnx.load(str(path), load_external_data=False)
+    return {p.key: p.value for p in model.metadata_props}
+
+
+def onnx_parity(actor: nn.Module, path: Path, obs: torch.Tensor) -> float:
+    """Max absolute difference between torch `actor` and onnxruntime on `obs` `(batch, obs_dim)`."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        expected = actor.eval().to("cpu")(obs.cpu()).numpy()
+    got = session.run([ACTION_OUTPUT], {OBS_INPUT: obs.cpu().numpy().astype(np.float32)})[0]
+    return float(np.max(np.abs(expected - got)))

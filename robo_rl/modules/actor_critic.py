@@ -1,0 +1,145 @@
+"""Gaussian actor-critic whose observation normalizer and action scaling live inside the module.
+
+Actions are produced in a normalized space where the action bounds map to [-1, 1]; `ActionScaler` maps them
+onto the env's bounds. `DeterministicActor` packages normalizer → actor → clip → scale as one module, which
+is what evaluation runs and what is exported, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+from torch.distributions import Normal
+
+from robo_rl.modules.mlp import Activation, init_orthogonal, mlp
+from robo_rl.modules.normalizer import EmpiricalNormalizer
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    actor_hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the actor MLP."""
+    critic_hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of the critic MLP."""
+    activation: Activation = "elu"
+    """Nonlinearity between layers: elu, relu, tanh or leaky_relu."""
+    log_std: Literal["learned", "state_dependent"] = "learned"
+    """`learned`: one free log-std per action; `state_dependent`: the actor outputs mean and log-std."""
+    init_log_std: float = 0.0
+    """Initial log standard deviation of the Gaussian in normalized action units."""
+    min_log_std: float = -5.0
+    """Lower clamp on the log-std (keeps the log-probability finite)."""
+    max_log_std: float = 2.0
+    """Upper clamp on the log-std."""
+    normalize_obs: bool = True
+    """Keep running mean/std of observations inside the module and normalize inputs with them."""
+
+
+class ActionScaler(nn.Module):
+    """Maps normalized actions in [-1, 1] onto `[low, high]`, clipping first."""
+
+    def __init__(self, low: torch.Tensor, high: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("center", (high + low) / 2)
+        self.register_buffer("half_range", (high - low) / 2)
+
+    def forward(self, normalized: torch.Tensor) -> torch.Tensor:
+        return self.center + self.half_range * normalized.clamp(-1.0, 1.0)
+
+
+def _normalizer(dim: int, enabled: bool) -> nn.Module:
+    return EmpiricalNormalizer(dim) if enabled else nn.Identity()
+
+
+class ActorCritic(nn.Module):
+    """Gaussian policy and value function for PPO.
+
+    Args:
+        obs_dim: actor observation size.
+        action_low, action_high: `(action_dim,)` env action bounds (finite).
+        cfg: network and distribution settings.
+        critic_obs_dim: critic input size when the critic sees privileged observations (asymmetric);
+            defaults to `obs_dim`.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        cfg: PolicyConfig = PolicyConfig(),
+        critic_obs_dim: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.action_dim = int(action_low.numel())
+        self.critic_obs_dim = critic_obs_dim or obs_dim
+        self.obs_normalizer = _normalizer(obs_dim, cfg.normalize_obs)
+        self.critic_normalizer = _normalizer(self.critic_obs_dim, cfg.normalize_obs)
+        head = 2 * self.action_dim if cfg.log_std == "state_dependent" else self.action_dim
+        self.actor = mlp(obs_dim, cfg.actor_hidden, head, cfg.activation)
+        self.critic = mlp(self.critic_obs_dim, cfg.critic_hidden, 1, cfg.activation)
+        init_orthogonal(self.actor, output_gain=0.01)
+        init_orthogonal(self.critic, output_gain=1.0)
+        if cfg.log_std == "learned":
+            self.log_std = nn.Parameter(torch.full((self.action_dim,), cfg.init_log_std))
+        else:
+            last = self.actor[-1]
+            assert isinstance(last, nn.Linear)
+            nn.init.constant_(last.bias[self.action_dim :], cfg.init_log_std)
+        self.scaler = ActionScaler(action_low.float(), action_high.float())
+
+    def mean_and_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and std `(N, action_dim)` of the normalized-action Gaussian for raw obs `(N, obs_dim)`."""
+        out = self.actor(self.obs_normalizer(obs))
+        if self.cfg.log_std == "learned":
+            mean, log_std = out, self.log_std.expand_as(out)
+        else:
+            mean, log_std = out[:, : self.action_dim], out[:, self.action_dim :]
+        return mean, log_std.clamp(self.cfg.min_log_std, self.cfg.max_log_std).exp()
+
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Sample normalized actions; returns `(action, log_prob, mean, std)`."""
+        mean, std = self.mean_and_std(obs)
+        action = mean + std * torch.randn_like(mean)
+        return action, Normal(mean, std).log_prob(action).sum(-1), mean, std
+
+    def evaluate(
+        self, obs: torch.Tensor, action: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Log-prob `(N,)`, entropy `(N,)`, mean and std of `action` under the current policy."""
+        mean, std = self.mean_and_std(obs)
+        dist = Normal(mean, std)
+        return dist.log_prob(action).sum(-1), dist.entropy().sum(-1), mean, std
+
+    def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
+        """State value `(N,)` from raw critic observations `(N, critic_obs_dim)`."""
+        return self.critic(self.critic_normalizer(critic_obs)).squeeze(-1)
+
+    def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
+        if isinstance(self.obs_normalizer, EmpiricalNormalizer):
+            self.obs_normalizer.update(obs)
+        if isinstance(self.critic_normalizer, EmpiricalNormalizer):
+            self.critic_normalizer.update(critic_obs)
+
+    def deterministic_actor(self) -> DeterministicActor:
+        """The exportable actor; it shares parameters and statistics with this module."""
+        return DeterministicActor(self.obs_normalizer, self.actor, self.scaler, self.action_dim)
+
+
+class DeterministicActor(nn.Module):
+    """Raw observation `(N, obs_dim)` → env action `(N, action_dim)` within bounds: what gets deployed."""
+
+    def __init__(self, normalizer: nn.Module, actor: nn.Module, scaler: ActionScaler, action_dim: int) -> None:
+        super().__init__()
+        self.normalizer = normalizer
+        self.actor = actor
+        self.scaler = scaler
+        self.action_dim = action_dim
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        mean = self.actor(self.normalizer(obs))[:, : self.action_dim]
+        return self.scaler(mean)

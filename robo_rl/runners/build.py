@@ -1,0 +1,49 @@
+"""Assemble env, policy, algorithm and runner from an `ExperimentConfig`.
+
+The env factory is injected (the CLI passes `robo_rl.sim.make`), so the core never imports a simulator.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from robo_rl.algorithms.ppo import PPO
+from robo_rl.envs import BatchedEnv
+from robo_rl.experiment import ExperimentConfig
+from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.runners.on_policy import OnPolicyRunner
+from robo_rl.runners.run_dir import RunDirectory
+
+EVAL_SEED_OFFSET = 1_000_003
+
+
+class EnvFactory(Protocol):
+    def __call__(self, name: str, num_envs: int, device: str = "cpu", seed: int | None = None) -> BatchedEnv: ...
+
+
+def build_policy(cfg: ExperimentConfig, env: BatchedEnv) -> ActorCritic:
+    spec = env.action_spec
+    if not spec.is_bounded:
+        raise ValueError(f"task {cfg.task.name!r}: action bounds must be finite to scale the policy onto them")
+    privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
+    return ActorCritic(
+        env.obs_spec.dim,
+        spec.low_tensor(),
+        spec.high_tensor(),
+        cfg.policy,
+        critic_obs_dim=env.obs_spec.dim + privileged,
+    ).to(env.device)
+
+
+def build_runner(
+    cfg: ExperimentConfig, make_env: EnvFactory, run: RunDirectory | None = None, evaluate: bool = True
+) -> OnPolicyRunner:
+    """A ready-to-train runner; `evaluate=False` skips creating the evaluation env."""
+    env = make_env(cfg.task.name, num_envs=cfg.task.num_envs, device=cfg.task.device, seed=cfg.seed)
+    eval_env = None
+    if evaluate:
+        eval_env = make_env(
+            cfg.task.name, num_envs=cfg.runner.eval_episodes, device=cfg.task.device, seed=cfg.seed + EVAL_SEED_OFFSET
+        )
+    policy = build_policy(cfg, env)
+    return OnPolicyRunner(env, policy, PPO(policy, cfg.ppo), cfg.runner, cfg.seed, eval_env=eval_env, run=run)

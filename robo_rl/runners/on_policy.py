@@ -1,0 +1,228 @@
+"""Training loop for on-policy algorithms (PPO): collect a rollout from a batched env, update, log, save."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from robo_rl.algorithms.ppo import PPO
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv
+from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.runners import checkpoint
+from robo_rl.runners.episode_stats import EpisodeTracker
+from robo_rl.runners.evaluate import EvalResult, evaluate
+from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.storage.rollout import RolloutStorage
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    max_iterations: int = 300
+    """Upper bound on collect-and-update iterations."""
+    target_return: float | None = None
+    """Stop as soon as a deterministic evaluation's mean return reaches this; None trains all iterations."""
+    eval_interval: int = 5
+    """Iterations between deterministic evaluations (0: evaluate only at the end)."""
+    eval_episodes: int = 100
+    """Episodes per evaluation, run in parallel as one batched env."""
+    save_interval: int = 50
+    """Iterations between numbered checkpoint snapshots; latest.pt is refreshed at every evaluation too."""
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    iterations: int
+    env_steps: int
+    wall_time: float
+    """Seconds spent training (collection, updates and evaluations), summed across resumes."""
+    final_eval: EvalResult | None
+    reached_target: bool
+
+
+def critic_observation(obs: torch.Tensor, info: dict[str, torch.Tensor], key: str) -> torch.Tensor:
+    """Critic input: the observation, followed by the privileged part when the env provides one."""
+    privileged = info.get(key)
+    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
+
+
+class OnPolicyRunner:
+    """Owns the env loop of PPO training; the algorithm only sees filled rollout storage.
+
+    Args:
+        env: training env.
+        policy: actor-critic being trained.
+        algorithm: PPO instance wrapping `policy`.
+        cfg: loop settings.
+        seed: seeds torch and the env stream.
+        eval_env: env for deterministic evaluation (its num_envs = episodes per evaluation); None skips it.
+        run: run directory to log and checkpoint into; None keeps everything in memory (tests).
+    """
+
+    def __init__(
+        self,
+        env: BatchedEnv,
+        policy: ActorCritic,
+        algorithm: PPO,
+        cfg: RunnerConfig,
+        seed: int,
+        eval_env: BatchedEnv | None = None,
+        run: RunDirectory | None = None,
+    ) -> None:
+        self.env, self.policy, self.algorithm, self.cfg = env, policy, algorithm, cfg
+        self.seed, self.eval_env, self.run = seed, eval_env, run
+        num_steps = algorithm.cfg.num_steps
+        self.storage = RolloutStorage(
+            num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device
+        )
+        self.tracker = EpisodeTracker(env.num_envs, env.device)
+        self.iteration = 0
+        self.env_steps = 0
+        self.wall_time = 0.0
+        torch.manual_seed(seed)
+        self.obs = env.reset(seed=seed)
+        self.critic_obs = critic_observation(self.obs, self._reset_info(), INFO_PRIVILEGED_OBS)
+
+    def _reset_info(self) -> dict[str, torch.Tensor]:
+        privileged = getattr(self.env, "privileged_obs", None)
+        return {} if privileged is None else {INFO_PRIVILEGED_OBS: privileged}
+
+    @torch.no_grad()
+    def collect(self) -> None:
+        """Fill the rollout storage with `num_steps` steps of every env."""
+        policy, storage, env = self.policy, self.storage, self.env
+        value = policy.value(self.critic_obs)
+        for _ in range(storage.num_steps):
+            action, log_prob, mean, std = policy.act(self.obs)
+            next_obs, reward, terminated, truncated, info = env.step(policy.scaler(action))
+            done = terminated | truncated
+            next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
+            final_critic = critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS)
+            # One critic pass for both: V(next obs) feeds the next step, V(final obs) bootstraps time-outs.
+            both = policy.value(torch.cat([next_critic, final_critic]))
+            next_value, final_value = both.chunk(2)
+            storage.add(
+                obs=self.obs,
+                critic_obs=self.critic_obs,
+                actions=action,
+                log_probs=log_prob,
+                values=value,
+                next_values=torch.where(done, final_value, next_value),
+                mean=mean,
+                std=std,
+                rewards=reward,
+                terminated=terminated,
+                dones=done,
+            )
+            self.tracker.record(reward, done)
+            self.obs, self.critic_obs, value = next_obs, next_critic, next_value
+        # Statistics change once per rollout, so values within a rollout all come from the same normalizer.
+        policy.update_normalizers(storage.obs.flatten(0, 1), storage.critic_obs.flatten(0, 1))
+        self.env_steps += storage.num_steps * env.num_envs
+
+    def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+        """Train until `max_iterations` or the target return; returns the summary of the whole run."""
+        last_eval: EvalResult | None = None
+        reached = False
+        while self.iteration < self.cfg.max_iterations and not reached:
+            start = time.perf_counter()
+            self.collect()
+            losses = self.algorithm.update(self.storage)
+            self.iteration += 1
+            mean_return, mean_length, episodes = self.tracker.flush()
+            evaluation = self._maybe_evaluate()
+            self.wall_time += time.perf_counter() - start
+            if evaluation is not None:
+                last_eval = evaluation
+                reached = self.cfg.target_return is not None and evaluation.mean_return >= self.cfg.target_return
+            metrics = {
+                "iteration": self.iteration,
+                "env_steps": self.env_steps,
+                "wall_time": self.wall_time,
+                "steps_per_s": self.storage.num_steps * self.env.num_envs / (time.perf_counter() - start),
+                "mean_return": mean_return,
+                "mean_length": mean_length,
+                "episodes": episodes,
+                "eval_return": None if evaluation is None else evaluation.mean_return,
+                **losses,
+            }
+            self._record(metrics, evaluated=evaluation is not None)
+            if on_iteration is not None:
+                on_iteration(metrics)
+        self._finish()
+        return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
+
+    def _maybe_evaluate(self) -> EvalResult | None:
+        if self.eval_env is None:
+            return None
+        last = self.iteration >= self.cfg.max_iterations
+        periodic = self.cfg.eval_interval > 0 and self.iteration % self.cfg.eval_interval == 0
+        return self.evaluate() if (last or periodic) else None
+
+    def evaluate(self) -> EvalResult:
+        """Deterministic evaluation on the eval env with a fixed seed (same initial states every time)."""
+        if self.eval_env is None:
+            raise RuntimeError("no evaluation env was given to the runner")
+        actor = self.policy.deterministic_actor().eval()
+        return evaluate(self.eval_env, actor, seed=self.seed + 1_000_003)
+
+    def _record(self, metrics: dict[str, Any], evaluated: bool) -> None:
+        if self.run is None:
+            return
+        self.run.log(metrics)
+        if evaluated:
+            self.save(self.run.latest_checkpoint)
+        if self.cfg.save_interval > 0 and self.iteration % self.cfg.save_interval == 0:
+            self.save(self.run.checkpoints / f"model_{self.iteration:06d}.pt")
+            self.save(self.run.latest_checkpoint)
+
+    def _finish(self) -> None:
+        if self.run is None:
+            return
+        self.save(self.run.latest_checkpoint)
+        self.run.plot_learning_curve()
+        self.run.close()
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "policy": self.policy.state_dict(),
+            "algorithm": self.algorithm.state_dict(),
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "wall_time": self.wall_time,
+            "obs": self.obs,
+            "critic_obs": self.critic_obs,
+            "tracker": self.tracker.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+        }
+        if torch.cuda.is_available():
+            state["cuda_rng"] = torch.cuda.get_rng_state_all()
+        env_state = getattr(self.env, "state_dict", None)
+        if env_state is not None:
+            state["env"] = env_state()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.iteration = int(state["iteration"])
+        self.env_steps = int(state["env_steps"])
+        self.wall_time = float(state["wall_time"])
+        self.obs = state["obs"].to(self.env.device)
+        self.critic_obs = state["critic_obs"].to(self.env.device)
+        self.tracker.load_state_dict(state["tracker"])
+        torch.set_rng_state(state["torch_rng"])
+        if "cuda_rng" in state and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state["cuda_rng"])
+        if "env" in state and hasattr(self.env, "load_state_dict"):
+            self.env.load_state_dict(state["env"])
+
+    def save(self, path: Path) -> None:
+        checkpoint.save_atomic(self.state_dict(), path)
+
+    def load(self, path: Path) -> None:
+        self.load_state_dict(checkpoint.load(path, self.env.device))

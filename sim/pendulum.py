@@ -1,0 +1,166 @@
+"""Batched inverted-pendulum swing-up with the dynamics, reward and reset of Gymnasium's Pendulum-v1.
+
+The state of each env is `[theta, theta_dot]`: angle from upright in rad (counter-clockwise positive) and
+angular velocity in rad/s. All envs step together on one torch device; nothing in `step` syncs with the host.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from robo_rl.envs import INFO_FINAL_OBS, SpaceSpec, StepResult
+
+
+@dataclass(frozen=True)
+class PendulumConfig:
+    """Physical and episode parameters; the defaults are Pendulum-v1's."""
+
+    max_speed: float = 8.0
+    """Angular speed limit in rad/s; theta_dot is clipped to +-max_speed after every step."""
+    max_torque: float = 2.0
+    """Torque limit in N*m; actions are clipped to +-max_torque."""
+    dt: float = 0.05
+    """Control period in s (one explicit semi-implicit Euler step)."""
+    g: float = 10.0
+    """Gravitational acceleration in m/s^2."""
+    m: float = 1.0
+    """Mass of the rod in kg."""
+    l: float = 1.0  # noqa: E741 (Gymnasium's name for the rod length)
+    """Length of the rod in m."""
+    max_episode_steps: int = 200
+    """Steps after which an episode is truncated."""
+
+    def __post_init__(self) -> None:
+        positive = {
+            "max_speed": self.max_speed,
+            "max_torque": self.max_torque,
+            "dt": self.dt,
+            "m": self.m,
+            "l": self.l,
+            "max_episode_steps": self.max_episode_steps,
+        }
+        bad = [name for name, value in positive.items() if not value > 0]
+        if bad:
+            raise ValueError(f"PendulumConfig fields must be positive: {bad}")
+
+
+def angle_normalize(theta: torch.Tensor) -> torch.Tensor:
+    """Wrap angles in rad to [-pi, pi); same formula as Pendulum-v1 (torch.remainder follows numpy's %)."""
+    return torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
+
+
+class Pendulum:
+    """`num_envs` pendulums implementing the `BatchedEnv` protocol.
+
+    Observation `(num_envs, 3)`: `[cos theta, sin theta, theta_dot]`. Action `(num_envs, 1)`: torque in N*m.
+    Reward `(num_envs,)`: `-(angle_normalize(theta)^2 + 0.1 theta_dot^2 + 0.001 torque^2)` of the state before
+    the step. Episodes never terminate; they are truncated after `max_episode_steps` and reset inside `step`.
+    """
+
+    dtype: torch.dtype = torch.float32
+    privileged_obs_spec: SpaceSpec | None = None
+
+    def __init__(
+        self,
+        num_envs: int,
+        device: str | torch.device = "cpu",
+        config: PendulumConfig = PendulumConfig(),
+        seed: int | None = None,
+    ) -> None:
+        """Build the envs and reset them; `seed` is passed to `reset`, None draws a non-deterministic seed."""
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.config = config
+        self.dt = config.dt
+        self.max_episode_steps = config.max_episode_steps
+        self.obs_spec = SpaceSpec(
+            names=("cos_theta", "sin_theta", "theta_dot"),
+            low=(-1.0, -1.0, -config.max_speed),
+            high=(1.0, 1.0, config.max_speed),
+            units=("1", "1", "rad/s"),
+        )
+        self.action_spec = SpaceSpec(
+            names=("torque",), low=(-config.max_torque,), high=(config.max_torque,), units=("N*m",)
+        )
+        self._generator = torch.Generator(device=self.device)
+        self._state = torch.zeros(num_envs, 2, dtype=self.dtype, device=self.device)
+        self._steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        if seed is None:
+            self._generator.seed()
+        self.reset(seed)
+
+    @property
+    def state(self) -> torch.Tensor:
+        """`(num_envs, 2)` copy of `[theta (rad), theta_dot (rad/s)]`."""
+        return self._state.clone()
+
+    def set_state(self, state: torch.Tensor) -> None:
+        """Overwrite `[theta, theta_dot]` of every env, `(num_envs, 2)`; step counters are kept."""
+        self._state.copy_(state.reshape(self.num_envs, 2))
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env to theta ~ U(-pi, pi), theta_dot ~ U(-1, 1); returns obs `(num_envs, 3)`."""
+        if seed is not None:
+            self._generator.manual_seed(seed)
+        self._state = self._sample_initial_state()
+        self._steps.zero_()
+        return self._observe(self._state)
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        """Apply torques `(num_envs, 1)` in N*m for `dt`; auto-resets envs whose episode is over."""
+        torque = action.to(device=self.device, dtype=self.dtype).reshape(self.num_envs)
+        torque = torque.clamp(-self.config.max_torque, self.config.max_torque)
+        reward = -self._cost(self._state, torque)
+        self._state = self._integrate(self._state, torque)
+        final_obs = self._observe(self._state)
+        self._steps += 1
+        truncated = self._steps >= self.max_episode_steps
+        terminated = torch.zeros_like(truncated)
+        self._reset_where(truncated)
+        obs = torch.where(truncated.unsqueeze(-1), self._observe(self._state), final_obs)
+        return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs}
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue the exact same stream: state, step counters, generator state."""
+        return {
+            "state": self._state.clone(),
+            "steps": self._steps.clone(),
+            "generator": self._generator.get_state(),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict` saved (possibly from another device)."""
+        self._state = state_dict["state"].to(device=self.device, dtype=self.dtype).clone()
+        self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
+        self._generator.set_state(state_dict["generator"].cpu())
+
+    def _sample_initial_state(self) -> torch.Tensor:
+        unit = torch.rand(self.num_envs, 2, generator=self._generator, device=self.device, dtype=self.dtype)
+        high = torch.tensor([math.pi, 1.0], device=self.device, dtype=self.dtype)
+        return (2 * unit - 1) * high
+
+    def _reset_where(self, done: torch.Tensor) -> None:
+        # Sampling for every env and selecting keeps `step` free of host syncs (no `done.any()`).
+        fresh = self._sample_initial_state()
+        self._state = torch.where(done.unsqueeze(-1), fresh, self._state)
+        self._steps = torch.where(done, torch.zeros_like(self._steps), self._steps)
+
+    def _cost(self, state: torch.Tensor, torque: torch.Tensor) -> torch.Tensor:
+        theta, theta_dot = state.unbind(-1)
+        return angle_normalize(theta) ** 2 + 0.1 * theta_dot**2 + 0.001 * torque**2
+
+    def _integrate(self, state: torch.Tensor, torque: torch.Tensor) -> torch.Tensor:
+        c = self.config
+        theta, theta_dot = state.unbind(-1)
+        accel = 3 * c.g / (2 * c.l) * torch.sin(theta) + 3.0 / (c.m * c.l**2) * torque
+        new_theta_dot = (theta_dot + accel * c.dt).clamp(-c.max_speed, c.max_speed)
+        new_theta = theta + new_theta_dot * c.dt
+        return torch.stack((new_theta, new_theta_dot), dim=-1)
+
+    def _observe(self, state: torch.Tensor) -> torch.Tensor:
+        theta, theta_dot = state.unbind(-1)
+        return torch.stack((torch.cos(theta), torch.sin(theta), theta_dot), dim=-1)

@@ -1,0 +1,60 @@
+"""Task registry: build any simulated task by name, with config fields overridden by keyword.
+
+A factory is an env class (or function) called as `factory(num_envs, device=..., config=..., seed=...)`
+whose `config` parameter defaults to a frozen config dataclass instance; that default is the task's config,
+and `make` overrides its fields with `dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from robo_rl.envs import BatchedEnv
+
+EnvFactory = Callable[..., BatchedEnv]
+
+_TASKS: dict[str, tuple[EnvFactory, Any]] = {}
+
+
+def register(name: str, factory: EnvFactory) -> None:
+    """Register `factory` under `name`; its `config` parameter default is the task's default config."""
+    if name in _TASKS:
+        raise ValueError(f"task {name!r} is already registered")
+    _TASKS[name] = (factory, _default_config(factory))
+
+
+def make(
+    name: str,
+    num_envs: int,
+    device: str | torch.device = "cpu",
+    seed: int | None = None,
+    **overrides: Any,
+) -> BatchedEnv:
+    """Build `num_envs` copies of task `name` on `device`; `overrides` replace fields of its config."""
+    if name not in _TASKS:
+        raise ValueError(f"unknown task {name!r}; registered tasks: {names()}")
+    factory, default = _TASKS[name]
+    valid = [field.name for field in dataclasses.fields(default)]
+    unknown = sorted(set(overrides) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown} for task {name!r}; valid fields: {valid}")
+    config = dataclasses.replace(default, **overrides)
+    return factory(num_envs, device=device, config=config, seed=seed)
+
+
+def names() -> list[str]:
+    """Registered task names, sorted."""
+    return sorted(_TASKS)
+
+
+def _default_config(factory: EnvFactory) -> Any:
+    parameter = inspect.signature(factory).parameters.get("config")
+    default = None if parameter is None else parameter.default
+    if not dataclasses.is_dataclass(default) or isinstance(default, type):
+        raise TypeError(f"{factory!r} needs a `config` parameter defaulting to a config dataclass instance")
+    return default
