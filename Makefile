@@ -24,10 +24,12 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/robo-rl demo
 
+# pytest exits 5 when it collects nothing: that is a failure here, never a silent pass.
 test: $(STAMP)
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 bench: $(STAMP)
+	$(PY) bench/pendulum_steps.py
 	$(PY) bench/pendulum_vs_sb3.py
 
 lint: $(STAMP)

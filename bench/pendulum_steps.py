@@ -7,10 +7,7 @@ Each contender runs random actions for a warm-up, then for `--seconds` of wall t
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +15,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import torch
+from machine import machine_info
 
 from robo_rl.sim.pendulum import Pendulum
 
@@ -69,20 +67,6 @@ def bench_gymnasium(num_envs: int, seconds: float) -> dict:
     result = time_steps(step, seconds, num_envs, lambda: None)
     envs.close()
     return result
-
-
-def machine_info() -> dict:
-    return {
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "gymnasium": gymnasium.__version__,
-        "cuda_device": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
 
 
 def print_table(results: dict[str, dict], baseline: str) -> None:

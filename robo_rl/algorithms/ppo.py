@@ -30,8 +30,9 @@ class PPOConfig:
     """GAE lambda."""
     clip_param: float = 0.2
     """Policy ratio clip range (and value clip range when value_clip is on)."""
-    value_clip: bool = True
-    """Clip the value update around the rollout's values, as the PPO paper's implementations do."""
+    value_clip: bool = False
+    """Clip each value update to ±clip_param around the rollout's values (as rsl_rl and baselines do). Off by
+    default: with unscaled returns in the hundreds (pendulum) it freezes the critic and training stalls."""
     value_loss_coef: float = 1.0
     """Weight of the value loss."""
     entropy_coef: float = 0.0
@@ -47,7 +48,8 @@ class PPOConfig:
     max_learning_rate: float = 1e-2
     """Upper bound of the adaptive LR."""
     max_grad_norm: float = 1.0
-    """Global gradient-norm clip."""
+    """Gradient-norm clip, applied to the actor and the critic separately (a large value-loss gradient
+    must not shrink the policy's step)."""
     normalize_advantages: bool = True
     """Standardize advantages per minibatch."""
 
@@ -167,7 +169,8 @@ class PPO:
         loss = policy_loss + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy.mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        nn.utils.clip_grad_norm_(self.policy.parameters(), cfg.max_grad_norm)
+        nn.utils.clip_grad_norm_(self.policy.actor_parameters(), cfg.max_grad_norm)
+        nn.utils.clip_grad_norm_(self.policy.critic_parameters(), cfg.max_grad_norm)
         self.optimizer.step()
         return {
             "policy_loss": policy_loss.item(),

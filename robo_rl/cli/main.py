@@ -27,7 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    args.argv = argv  # recorded in each run's meta.json
     try:
         return args.func(args)
     except (ConfigError, FileNotFoundError, ValueError) as err:

@@ -30,6 +30,8 @@ class TrainingProgress:
         self._task = self._progress.add_task(
             "train", total=total_iterations, completed=start_iteration, steps_per_s="—", ret="—", eval="—"
         )
+        # Episodes finish only every max_episode_steps / num_steps iterations: show the latest known values.
+        self._last_return: float | None = None
         self._last_eval: float | None = None
 
     def __enter__(self) -> TrainingProgress:  # noqa: PYI034
@@ -40,12 +42,14 @@ class TrainingProgress:
         self._progress.stop()
 
     def __call__(self, metrics: dict[str, Any]) -> None:
+        if metrics.get("mean_return") is not None:
+            self._last_return = metrics["mean_return"]
         if metrics.get("eval_return") is not None:
             self._last_eval = metrics["eval_return"]
         self._progress.update(
             self._task,
             completed=metrics["iteration"],
             steps_per_s=f"{metrics['steps_per_s']:,.0f}",
-            ret=_fmt(metrics.get("mean_return")),
+            ret=_fmt(self._last_return),
             eval=_fmt(self._last_eval),
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -84,7 +83,7 @@ def _start(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:
     if args.max_iterations is not None:
         overrides.append(f"runner.max_iterations={args.max_iterations}")
     cfg = resolve_config(args.config, overrides)
-    command = shlex.join(["robo-rl", *sys.argv[1:]])
+    command = shlex.join(["robo-rl", *args.argv])
     run = RunDirectory.create(
         args.runs_root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command
     )

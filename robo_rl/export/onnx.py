@@ -7,8 +7,11 @@ robo_rl version). `real/` and `firmware_export/` read only this file.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,8 +70,7 @@ def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
 
     actor = actor.eval().to("cpu")
     example = torch.zeros(1, metadata.obs_spec.dim)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's progress chatter is not the user's concern
+    with _quiet_exporter():
         program = torch.onnx.export(
             actor,
             (example,),
@@ -89,6 +91,20 @@ def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
     onnx.save_model(model, str(tmp), save_as_external_data=False)
     tmp.replace(path)
     return path
+
+
+@contextlib.contextmanager
+def _quiet_exporter() -> Iterator[None]:
+    """Silence the exporter's progress chatter and its notes about torchvision ops we never use."""
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def read_metadata(path: Path) -> dict[str, str]:

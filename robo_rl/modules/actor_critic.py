@@ -119,6 +119,14 @@ class ActorCritic(nn.Module):
         """State value `(N,)` from raw critic observations `(N, critic_obs_dim)`."""
         return self.critic(self.critic_normalizer(critic_obs)).squeeze(-1)
 
+    def actor_parameters(self) -> list[nn.Parameter]:
+        """Parameters of the action distribution (network and learned log-std)."""
+        extra = [self.log_std] if isinstance(getattr(self, "log_std", None), nn.Parameter) else []
+        return [*self.actor.parameters(), *extra]
+
+    def critic_parameters(self) -> list[nn.Parameter]:
+        return list(self.critic.parameters())
+
     def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
         if isinstance(self.obs_normalizer, EmpiricalNormalizer):
             self.obs_normalizer.update(obs)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+import torch
+
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
@@ -45,5 +47,6 @@ def build_runner(
         eval_env = make_env(
             cfg.task.name, num_envs=cfg.runner.eval_episodes, device=cfg.task.device, seed=cfg.seed + EVAL_SEED_OFFSET
         )
+    torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     policy = build_policy(cfg, env)
     return OnPolicyRunner(env, policy, PPO(policy, cfg.ppo), cfg.runner, cfg.seed, eval_env=eval_env, run=run)

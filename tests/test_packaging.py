@@ -1,0 +1,67 @@
+"""The installed layout: sim/, real/ and firmware_export/ exist only as robo_rl.* and real/ stays torch-free.
+
+Each check runs the venv's python in a fresh process outside the repository, so neither the source tree on
+sys.path nor modules imported by pytest can make it pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _python(code: str, cwd: Path) -> dict:
+    """Run `code` (which prints one JSON line last) with the venv's python in `cwd`; return that JSON."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_subpackages_import_only_under_robo_rl(tmp_path: Path) -> None:
+    code = """
+import importlib, json
+result = {}
+for name in ("robo_rl.sim", "robo_rl.real", "robo_rl.firmware_export", "sim", "real", "firmware_export"):
+    try:
+        importlib.import_module(name)
+        result[name] = "ok"
+    except ModuleNotFoundError as err:
+        result[name] = f"ModuleNotFoundError:{err.name}"
+print(json.dumps(result))
+"""
+    assert _python(code, tmp_path) == {
+        "robo_rl.sim": "ok",
+        "robo_rl.real": "ok",
+        "robo_rl.firmware_export": "ok",
+        "sim": "ModuleNotFoundError:sim",
+        "real": "ModuleNotFoundError:real",
+        "firmware_export": "ModuleNotFoundError:firmware_export",
+    }
+
+
+def test_sim_make_works_from_outside_the_repo(tmp_path: Path) -> None:
+    code = """
+import json
+from robo_rl.sim import make, names
+env = make("pendulum", num_envs=2, seed=0)
+print(json.dumps({"names": names(), "obs": list(env.reset(seed=0).shape)}))
+"""
+    assert _python(code, tmp_path) == {"names": ["pendulum"], "obs": [2, 3]}
+
+
+@pytest.mark.parametrize("module", ["robo_rl", "robo_rl.real", "robo_rl.config"])
+def test_deployment_side_does_not_import_torch(module: str, tmp_path: Path) -> None:
+    code = f"""
+import json, sys
+import {module}
+print(json.dumps({{"torch": "torch" in sys.modules}}))
+"""
+    assert _python(code, tmp_path) == {"torch": False}
