@@ -16,7 +16,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml setup.py
 	$(PIP) install $(TORCH)
-	$(PIP) install -e ".[sim,export,dev]"
+	$(PIP) install -e ".[train,sim,export,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)

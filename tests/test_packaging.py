@@ -65,3 +65,43 @@ import {module}
 print(json.dumps({{"torch": "torch" in sys.modules}}))
 """
     assert _python(code, tmp_path) == {"torch": False}
+
+
+def _requirement_closure(extras: set[str]) -> set[str]:
+    """Names of every distribution `pip install robo-rl[extras]` would pull, read from installed metadata.
+
+    robo-rl's own requirements are filtered by the requested extras (self-references like robo-rl[train]
+    expand); other distributions' requirements are followed transitively with their default markers.
+    """
+    from importlib.metadata import PackageNotFoundError, requires
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    todo: list[tuple[str, set[str]]] = [("robo-rl", extras)]
+    while todo:
+        name, wanted = todo.pop()
+        try:
+            lines = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        for line in lines:
+            req = Requirement(line)
+            key = canonicalize_name(req.name)
+            if not any(req.marker is None or req.marker.evaluate({"extra": e}) for e in wanted | {""}):
+                continue
+            if key == "robo-rl":  # a self-reference such as robo-rl[train]
+                todo.append((key, set(req.extras)))
+            elif key not in seen:
+                seen.add(key)
+                todo.append((key, set(req.extras)))
+    return seen
+
+
+def test_real_extra_does_not_pull_torch() -> None:
+    real = _requirement_closure({"real"})
+    assert "onnxruntime" in real and "numpy" in real
+    assert "torch" not in real, sorted(real)
+    # The check can fail: the training extra does pull torch.
+    assert "torch" in _requirement_closure({"train"})

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 def plot_learning_curve(rows: list[dict[str, Any]], out: Path, title: str) -> None:
     """Training return (stochastic policy) and evaluation return (deterministic) vs environment steps."""
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    for key, label, style in (("mean_return", "training episodes", "-"), ("eval_return", "evaluation", "o-")):
+    for key, label, style in (("mean_return", "training episodes", ".-"), ("eval_return", "evaluation", "o-")):
         points = [(r["env_steps"], r[key]) for r in rows if r.get(key) is not None]
         if points:
             xs, ys = zip(*points, strict=False)

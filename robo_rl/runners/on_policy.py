@@ -120,9 +120,19 @@ class OnPolicyRunner:
             )
             self.tracker.record(reward, done)
             self.obs, self.critic_obs, value = next_obs, next_critic, next_value
-        # Statistics change once per rollout, so values within a rollout all come from the same normalizer.
-        policy.update_normalizers(storage.obs.flatten(0, 1), storage.critic_obs.flatten(0, 1))
         self.env_steps += storage.num_steps * env.num_envs
+
+    def update(self) -> dict[str, float]:
+        """PPO update on the collected rollout, then fold its observations into the normalizers.
+
+        The statistics change only after the update: the rollout's log-probs and values were computed with the
+        old statistics, and changing them first would shift every action distribution (a KL the adaptive
+        learning rate would wrongly blame on the update).
+        """
+        losses = self.algorithm.update(self.storage)
+        self.policy.update_normalizers(self.storage.obs.flatten(0, 1), self.storage.critic_obs.flatten(0, 1))
+        self.storage.clear()
+        return losses
 
     def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
         """Train until `max_iterations` or the target return; returns the summary of the whole run."""
@@ -131,7 +141,7 @@ class OnPolicyRunner:
         while self.iteration < self.cfg.max_iterations and not reached:
             start = time.perf_counter()
             self.collect()
-            losses = self.algorithm.update(self.storage)
+            losses = self.update()
             self.iteration += 1
             mean_return, mean_length, episodes = self.tracker.flush()
             evaluation = self._maybe_evaluate()
