@@ -22,6 +22,10 @@ class TaskConfig:
     device: str = "cpu"
     """Torch device for the env, the rollout storage and the networks: cpu, cuda, cuda:1, ..."""
 
+    def __post_init__(self) -> None:
+        if self.num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {self.num_envs}")
+
 
 @dataclass(frozen=True)
 class ExperimentConfig:

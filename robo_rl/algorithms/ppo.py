@@ -53,6 +53,30 @@ class PPOConfig:
     normalize_advantages: bool = True
     """Standardize advantages per minibatch."""
 
+    def __post_init__(self) -> None:
+        at_least_one = {
+            "num_steps": self.num_steps,
+            "num_epochs": self.num_epochs,
+            "num_minibatches": self.num_minibatches,
+        }
+        for name, value in at_least_one.items():
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+        for name, value in {"gamma": self.gamma, "lam": self.lam}.items():
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {value}")
+        positive = {
+            "clip_param": self.clip_param,
+            "learning_rate": self.learning_rate,
+            "desired_kl": self.desired_kl,
+            "max_grad_norm": self.max_grad_norm,
+        }
+        for name, value in positive.items():
+            if not value > 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if not 0 < self.min_learning_rate <= self.max_learning_rate:
+            raise ValueError("need 0 < min_learning_rate <= max_learning_rate")
+
 
 def gae(
     rewards: torch.Tensor,

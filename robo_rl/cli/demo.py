@@ -10,16 +10,12 @@ import argparse
 import time
 from pathlib import Path
 
-import yaml
-from rich.console import Console
-
 from robo_rl.cli.evaluate import evaluate_run
 from robo_rl.cli.export import export_run
+from robo_rl.cli.progress import terminal
 from robo_rl.cli.tasks import env_factory, resolve_config
-from robo_rl.cli.train import print_summary, train
-from robo_rl.config import to_dict
+from robo_rl.cli.train import create_run, print_summary, train
 from robo_rl.runners.build import build_runner
-from robo_rl.runners.run_dir import RunDirectory
 
 EVAL_EPISODES = 100
 
@@ -38,15 +34,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    console = Console()
+    console = terminal()
     cfg = resolve_config("pendulum_ppo", [f"seed={args.seed}", f"task.device={args.device}"])
-    run = RunDirectory.create(
-        args.runs_root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), "robo-rl demo"
-    )
+    runner = build_runner(cfg, env_factory())
+    runner.run = run = create_run(args.runs_root, cfg, "robo-rl demo")
     console.rule("1/3 train PPO on the batched pendulum (target: mean return ≥ -200)")
     console.print(f"{cfg.task.num_envs} envs on {cfg.task.device}; run directory: {run.path}")
     start = time.perf_counter()
-    result = train(build_runner(cfg, env_factory(), run=run), run, console)
+    result = train(runner, run, console)
     if result is None:
         return 130
     total = time.perf_counter() - start

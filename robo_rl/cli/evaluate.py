@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.console import Console
 
+from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.runners.evaluate import EvalResult, evaluate
 
@@ -59,7 +59,7 @@ def evaluate_run(
 def main(args: argparse.Namespace) -> int:
     result = evaluate_run(args.run_dir, args.episodes, args.seed, args.checkpoint, args.onnx, args.device)
     source = "policy.onnx (onnxruntime)" if args.onnx else "checkpoint (torch)"
-    Console().print(
+    terminal().print(
         f"{args.run_dir} ({source}): return {result.mean_return:.1f} ± {result.std_return:.1f} over "
         f"{len(result.returns)} episodes (min {min(result.returns):.1f}, max {max(result.returns):.1f})"
     )

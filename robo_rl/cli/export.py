@@ -8,6 +8,7 @@ from pathlib import Path
 import torch
 from rich.console import Console
 
+from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.config import config_hash
 from robo_rl.envs import SpaceSpec
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    export_run(args.run_dir, args.checkpoint, Console(), args.output)
+    export_run(args.run_dir, args.checkpoint, terminal(), args.output)
     return 0
 
 

@@ -53,3 +53,8 @@ class TrainingProgress:
             ret=_fmt(self._last_return),
             eval=_fmt(self._last_eval),
         )
+
+
+def terminal() -> Console:
+    """The CLI's console. Soft wrap: paths and commands stay on one line, so they can be copied from logs."""
+    return Console(soft_wrap=True)

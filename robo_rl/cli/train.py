@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from robo_rl.cli.progress import TrainingProgress
+from robo_rl.cli.progress import TrainingProgress, terminal
 from robo_rl.cli.tasks import env_factory, resolve_config
 from robo_rl.config import ConfigError, load_yaml, to_dict
 from robo_rl.experiment import ExperimentConfig
@@ -61,7 +61,7 @@ def _shorthands(args: argparse.Namespace) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    console = Console(stderr=False)
+    console = terminal()
     if args.resume is not None:
         runner, run = _resume(args)
     else:
@@ -83,11 +83,13 @@ def _start(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:
     if args.max_iterations is not None:
         overrides.append(f"runner.max_iterations={args.max_iterations}")
     cfg = resolve_config(args.config, overrides)
-    command = shlex.join(["robo-rl", *args.argv])
-    run = RunDirectory.create(
-        args.runs_root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command
-    )
-    return build_runner(cfg, env_factory(), run=run), run
+    runner = build_runner(cfg, env_factory())  # before the run directory, so bad input leaves nothing behind
+    runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]))
+    return runner, runner.run
+
+
+def create_run(root: Path, cfg: ExperimentConfig, command: str) -> RunDirectory:
+    return RunDirectory.create(root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command)
 
 
 def _resume(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:

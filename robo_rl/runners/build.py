@@ -23,6 +23,18 @@ class EnvFactory(Protocol):
     def __call__(self, name: str, num_envs: int, device: str = "cpu", seed: int | None = None) -> BatchedEnv: ...
 
 
+def check_device(device: str) -> None:
+    """Raise ValueError, naming the config key, if `device` is malformed or not present on this machine."""
+    try:
+        parsed = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"task.device: {device!r} is not a torch device ({err})") from None
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"task.device: {device!r} requested, but CUDA is not available to this torch build")
+    if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        raise ValueError(f"task.device: {device!r} requested, but only {torch.cuda.device_count()} GPU(s) exist")
+
+
 def build_policy(cfg: ExperimentConfig, env: BatchedEnv) -> ActorCritic:
     spec = env.action_spec
     if not spec.is_bounded:
@@ -41,6 +53,7 @@ def build_runner(
     cfg: ExperimentConfig, make_env: EnvFactory, run: RunDirectory | None = None, evaluate: bool = True
 ) -> OnPolicyRunner:
     """A ready-to-train runner; `evaluate=False` skips creating the evaluation env."""
+    check_device(cfg.task.device)
     env = make_env(cfg.task.name, num_envs=cfg.task.num_envs, device=cfg.task.device, seed=cfg.seed)
     eval_env = None
     if evaluate:

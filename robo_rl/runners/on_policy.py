@@ -33,6 +33,12 @@ class RunnerConfig:
     save_interval: int = 50
     """Iterations between numbered checkpoint snapshots; latest.pt is refreshed at every evaluation too."""
 
+    def __post_init__(self) -> None:
+        if self.max_iterations < 0 or self.eval_interval < 0 or self.save_interval < 0:
+            raise ValueError("max_iterations, eval_interval and save_interval must not be negative")
+        if self.eval_episodes < 1:
+            raise ValueError(f"eval_episodes must be at least 1, got {self.eval_episodes}")
+
 
 @dataclass(frozen=True)
 class TrainResult:

@@ -1,0 +1,87 @@
+"""Bad input fails with one line and leaves nothing behind; Ctrl-C during training loses nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from robo_rl.cli.main import main
+
+ROBO_RL = str(Path(sys.executable).with_name("robo-rl"))
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(argv)
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--num-envs", "0"], "task: num_envs must be at least 1, got 0"),
+        (["--set", "ppo.gamma=1.5"], "ppo: gamma must lie in [0, 1], got 1.5"),
+        (["--set", "ppo.num_minibatches=0"], "ppo: num_minibatches must be at least 1, got 0"),
+        (["--set", "runner.eval_episodes=0"], "runner: eval_episodes must be at least 1, got 0"),
+        (["--set", "task.name=no_such_task"], "unknown task 'no_such_task'"),
+        (["--device", "cuda:x"], "task.device: 'cuda:x' is not a torch device"),
+        (["missing_file.yaml"], "missing_file.yaml: cannot read"),
+    ],
+)
+def test_bad_input_is_one_line_and_creates_no_run(args: list[str], expected: str, tmp_path: Path) -> None:
+    code, err = _run(["train", *args, "--runs-root", str(tmp_path / "runs"), "--quiet"])
+    assert code == 2
+    assert err.count("\n") == 1 and expected in err, err
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_request_without_cuda_is_a_clear_error(tmp_path: Path) -> None:
+    code, err = _run(["train", "--device", "cuda", "--runs-root", str(tmp_path), "--quiet"])
+    assert code == 2 and "CUDA is not available" in err and err.count("\n") == 1
+
+
+def _metrics_rows(run: Path) -> list[dict]:
+    path = run / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _wait_for_run_dir(root: Path, proc: subprocess.Popen, timeout: float) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        runs = list(root.glob("pendulum_ppo/*"))
+        if runs and len(_metrics_rows(runs[0])) >= 3:
+            return runs[0]
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(f"training did not log 3 iterations in {timeout} s: {proc.communicate()}")
+
+
+def test_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path: Path) -> None:
+    root = tmp_path / "runs"
+    train = [ROBO_RL, "train", "--num-envs", "16", "--max-iterations", "100000", "--runs-root", str(root)]
+    train += ["--set", "runner.target_return=null", "--set", "runner.eval_interval=0", "--quiet"]
+    proc = subprocess.Popen(train, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = _wait_for_run_dir(root, proc, timeout=120)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"robo-rl train --resume {run}\n" in out  # one line, so it can be copied from a log
+    saved = torch.load(run / "checkpoints" / "latest.pt", weights_only=False)
+    logged = len(_metrics_rows(run))
+    assert saved["iteration"] >= logged >= 3  # nothing logged is missing from the checkpoint
+
+    resume = [ROBO_RL, "train", "--resume", str(run), "--max-iterations", str(saved["iteration"] + 2), "--quiet"]
+    subprocess.run(resume, check=True, capture_output=True, timeout=120)
+    iterations = [row["iteration"] for row in _metrics_rows(run)]
+    assert iterations == list(range(1, saved["iteration"] + 3))
