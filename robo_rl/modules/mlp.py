@@ -17,12 +17,16 @@ _ACTIVATIONS: dict[str, type[nn.Module]] = {
 }
 
 
-def mlp(in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: Activation) -> nn.Sequential:
-    """`in_dim → hidden... → out_dim` with `activation` between layers and a linear output."""
+def mlp(
+    in_dim: int, hidden: tuple[int, ...], out_dim: int, activation: Activation, layer_norm: bool = False
+) -> nn.Sequential:
+    """`in_dim → hidden... → out_dim` with `activation` between layers (after a LayerNorm if asked) and a
+    linear output."""
     layers: list[nn.Module] = []
     dims = (in_dim, *hidden)
     for a, b in itertools.pairwise(dims):
-        layers += [nn.Linear(a, b), _ACTIVATIONS[activation]()]
+        norm = [nn.LayerNorm(b)] if layer_norm else []
+        layers += [nn.Linear(a, b), *norm, _ACTIVATIONS[activation]()]
     layers.append(nn.Linear(dims[-1], out_dim))
     return nn.Sequential(*layers)
 

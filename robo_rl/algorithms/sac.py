@@ -1,0 +1,154 @@
+"""Soft actor-critic for batched envs, with the RLPD options (LayerNorm critics, large ensembles with a random
+subset minimum, high update-to-data ratio; symmetric demo/online sampling lives in the replay storage).
+
+The losses are pure functions in `sac_losses` / `off_policy_targets`; this class owns networks and optimizers.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
+from robo_rl.algorithms.sac_losses import sac_actor_loss, soft_target, temperature_loss
+from robo_rl.modules.mlp import Activation
+from robo_rl.modules.q_ensemble import QEnsemble
+from robo_rl.modules.squashed_actor import SquashedGaussianActor
+from robo_rl.storage.replay import Transitions
+
+
+@dataclass(frozen=True)
+class SACConfig:
+    gamma: float = 0.99
+    """Discount per control step."""
+    tau: float = 0.005
+    """Polyak factor of the target critics."""
+    actor_learning_rate: float = 1e-3
+    """Adam step size of the actor."""
+    critic_learning_rate: float = 1e-3
+    """Adam step size of the critics."""
+    alpha_learning_rate: float = 1e-3
+    """Adam step size of log(alpha)."""
+    init_alpha: float = 1.0
+    """Initial entropy temperature."""
+    target_entropy: float | None = None
+    """Entropy the temperature steers to; None means -action_dim."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    num_critics: int = 2
+    """Critic ensemble size (RLPD: 10)."""
+    critic_subset: int = 2
+    """Members in the random subset whose minimum forms the target (2 = clipped double Q)."""
+    actor_q: Literal["min", "mean"] = "min"
+    """How the actor reduces the ensemble: min (SAC) or mean (RLPD/REDQ with large ensembles)."""
+    layer_norm: bool = False
+    """LayerNorm after each critic hidden layer (RLPD)."""
+    actor_hidden: tuple[int, ...] = (256, 256)
+    """Actor MLP hidden widths."""
+    critic_hidden: tuple[int, ...] = (256, 256)
+    """Critic MLP hidden widths."""
+    activation: Activation = "relu"
+    """Hidden nonlinearity for actor and critics."""
+    normalize_obs: bool = False
+    """Running observation normalizer inside the actor (off: off-policy targets prefer fixed inputs)."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.critic_subset <= self.num_critics:
+            raise ValueError(f"critic_subset must be in [1, num_critics={self.num_critics}]")
+        if not 0.0 < self.tau <= 1.0 or not 0.0 <= self.gamma <= 1.0:
+            raise ValueError("need 0 < tau <= 1 and 0 <= gamma <= 1")
+        if self.batch_size < 1 or self.init_alpha <= 0:
+            raise ValueError("batch_size must be at least 1 and init_alpha positive")
+
+
+class SAC:
+    def __init__(
+        self,
+        obs_dim: int,
+        critic_obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        cfg: SACConfig,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.cfg = cfg
+        action_dim = int(action_low.numel())
+        self.actor = SquashedGaussianActor(
+            obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
+        ).to(device)
+        self.critic = QEnsemble(
+            critic_obs_dim, action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
+        ).to(device)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=True)
+        self.target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
+
+    @property
+    def alpha(self) -> torch.Tensor:
+        return self.log_alpha.detach().exp()
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Normalized action `(N, A)` for exploration (sampled) or evaluation (deterministic)."""
+        return self.actor.deterministic(obs) if deterministic else self.actor.sample(obs)[0]
+
+    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]:
+        """One critic step (and, if asked, one actor and temperature step), then a target-network update."""
+        metrics = {"critic_loss": self._update_critic(batch)}
+        if update_actor:
+            metrics.update(self._update_actor(batch))
+        polyak_update(self.target_critic, self.critic, self.cfg.tau)
+        return metrics
+
+    def _update_critic(self, batch: Transitions) -> float:
+        with torch.no_grad():
+            next_action, next_log_prob = self.actor.sample(batch.next_obs)
+            next_q = subset_min(self.target_critic(batch.next_critic_obs, next_action), self.cfg.critic_subset)
+            target = soft_target(batch.rewards, next_q, next_log_prob, batch.terminated, self.cfg.gamma, self.alpha)
+        loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.critic_optimizer.step()
+        return loss.item()
+
+    def _update_actor(self, batch: Transitions) -> dict[str, float]:
+        action, log_prob = self.actor.sample(batch.obs)
+        q = self.critic(batch.critic_obs, action)
+        q = q.min(dim=0).values if self.cfg.actor_q == "min" else q.mean(dim=0)
+        actor_loss = sac_actor_loss(q, log_prob, self.alpha)
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_optimizer.step()
+        alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
+        self.alpha_optimizer.zero_grad(set_to_none=True)
+        alpha_loss.backward()
+        self.alpha_optimizer.step()
+        return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -log_prob.mean().item()}
+
+    def state_dict(self) -> dict:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "log_alpha": self.log_alpha.detach().clone(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        self.actor.load_state_dict(state["actor"])
+        self.critic.load_state_dict(state["critic"])
+        self.target_critic.load_state_dict(state["target_critic"])
+        with torch.no_grad():
+            self.log_alpha.copy_(state["log_alpha"])
+        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
+        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])

@@ -1,0 +1,128 @@
+"""TD3 for batched envs: clipped double-Q targets, target policy smoothing, delayed actor updates.
+
+Learning to Fly in Seconds trains its quadrotor policy with TD3. Actions live in the normalized box [-1, 1];
+the actor's `deterministic_actor()` maps them onto the env's bounds for evaluation and export.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+
+from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update
+from robo_rl.algorithms.td3_losses import smoothed_action, td3_actor_loss, td3_target
+from robo_rl.modules.mlp import Activation
+from robo_rl.modules.q_ensemble import QEnsemble
+from robo_rl.modules.squashed_actor import TanhActor
+from robo_rl.storage.replay import Transitions
+
+
+@dataclass(frozen=True)
+class TD3Config:
+    gamma: float = 0.99
+    """Discount per control step."""
+    tau: float = 0.005
+    """Polyak factor of the target actor and critics."""
+    actor_learning_rate: float = 1e-3
+    """Adam step size of the actor."""
+    critic_learning_rate: float = 1e-3
+    """Adam step size of the critics."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    exploration_noise: float = 0.1
+    """Std of the Gaussian added to actions while collecting, in normalized action units."""
+    target_noise: float = 0.2
+    """Std of the target policy smoothing noise, normalized units."""
+    target_noise_clip: float = 0.5
+    """Clip of the target policy smoothing noise, normalized units."""
+    policy_delay: int = 2
+    """Critic steps per actor (and target) step."""
+    actor_hidden: tuple[int, ...] = (256, 256)
+    """Actor MLP hidden widths."""
+    critic_hidden: tuple[int, ...] = (256, 256)
+    """Critic MLP hidden widths."""
+    activation: Activation = "relu"
+    """Hidden nonlinearity."""
+    normalize_obs: bool = False
+    """Running observation normalizer inside the actor."""
+
+    def __post_init__(self) -> None:
+        if self.policy_delay < 1 or self.batch_size < 1:
+            raise ValueError("policy_delay and batch_size must be at least 1")
+        if min(self.exploration_noise, self.target_noise, self.target_noise_clip) < 0:
+            raise ValueError("noise settings must not be negative")
+
+
+class TD3:
+    def __init__(
+        self,
+        obs_dim: int,
+        critic_obs_dim: int,
+        action_low: torch.Tensor,
+        action_high: torch.Tensor,
+        cfg: TD3Config,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.cfg = cfg
+        action_dim = int(action_low.numel())
+        self.actor = TanhActor(
+            obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
+        ).to(device)
+        self.critic = QEnsemble(critic_obs_dim, action_dim, cfg.critic_hidden, 2, cfg.activation).to(device)
+        self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
+        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate)
+        self.critic_steps = 0
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Normalized action `(N, A)`; with exploration noise unless deterministic."""
+        action = self.actor(obs)
+        if deterministic:
+            return action
+        return (action + self.cfg.exploration_noise * torch.randn_like(action)).clamp(-1.0, 1.0)
+
+    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]:
+        """A critic step; every `policy_delay` critic steps also an actor step and the target updates."""
+        metrics = {"critic_loss": self._update_critic(batch)}
+        self.critic_steps += 1
+        if update_actor and self.critic_steps % self.cfg.policy_delay == 0:
+            actor_loss = td3_actor_loss(self.critic(batch.critic_obs, self.actor(batch.obs))[0])
+            self.actor_optimizer.zero_grad(set_to_none=True)
+            actor_loss.backward()
+            self.actor_optimizer.step()
+            polyak_update(self.target_actor, self.actor, self.cfg.tau)
+            polyak_update(self.target_critic, self.critic, self.cfg.tau)
+            metrics["actor_loss"] = actor_loss.item()
+        return metrics
+
+    def _update_critic(self, batch: Transitions) -> float:
+        cfg = self.cfg
+        with torch.no_grad():
+            next_action = smoothed_action(self.target_actor(batch.next_obs), cfg.target_noise, cfg.target_noise_clip)
+            next_q = self.target_critic(batch.next_critic_obs, next_action)
+            target = td3_target(batch.rewards, next_q, batch.terminated, cfg.gamma)
+        loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.critic_optimizer.step()
+        return loss.item()
+
+    def state_dict(self) -> dict:
+        return {
+            "actor": self.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "target_actor": self.target_actor.state_dict(),
+            "target_critic": self.target_critic.state_dict(),
+            "actor_optimizer": self.actor_optimizer.state_dict(),
+            "critic_optimizer": self.critic_optimizer.state_dict(),
+            "critic_steps": self.critic_steps,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        for name in ("actor", "critic", "target_actor", "target_critic", "actor_optimizer", "critic_optimizer"):
+            getattr(self, name).load_state_dict(state[name])
+        self.critic_steps = int(state["critic_steps"])

@@ -1,0 +1,227 @@
+"""Training loop for off-policy algorithms (SAC, TD3): step the batched env, store, update from replay.
+
+One iteration = one `env.step` of all `num_envs` envs (num_envs transitions) followed by `updates_per_step`
+gradient steps. Finished episodes store the env's `final_obs` as their next observation, so truncated
+(time-out) transitions bootstrap correctly; `terminated` alone stops bootstrapping.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv
+from robo_rl.runners import checkpoint
+from robo_rl.runners.episode_stats import EpisodeTracker
+from robo_rl.runners.evaluate import EvalResult, evaluate
+from robo_rl.runners.on_policy import TrainResult, critic_observation
+from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.storage.replay import ReplayBuffer, Transitions
+
+
+class OffPolicyAlgorithm(Protocol):
+    """What the runner needs from SAC or TD3."""
+
+    actor: nn.Module
+
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor: ...
+    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]: ...
+    def state_dict(self) -> dict: ...
+    def load_state_dict(self, state: dict) -> None: ...
+
+
+@dataclass(frozen=True)
+class OffPolicyRunnerConfig:
+    max_iterations: int = 20_000
+    """Upper bound on env steps of the whole batch (iterations)."""
+    learning_starts: int = 1_000
+    """Transitions collected with uniformly random actions before the first update."""
+    updates_per_step: int = 1
+    """Gradient steps per iteration (the update-to-data ratio is this / num_envs)."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    buffer_capacity: int = 1_000_000
+    """Replay capacity in transitions (preallocated on the env's device)."""
+    target_return: float | None = None
+    """Stop once a deterministic evaluation's mean return reaches this; None trains all iterations."""
+    eval_interval: int = 1_000
+    """Iterations between deterministic evaluations (0: only at the end)."""
+    eval_episodes: int = 20
+    """Episodes per evaluation, run in parallel."""
+    save_interval: int = 10_000
+    """Iterations between numbered checkpoints (the replay buffer is saved with each)."""
+
+    def __post_init__(self) -> None:
+        if self.updates_per_step < 0 or self.learning_starts < 0 or self.max_iterations < 0:
+            raise ValueError("updates_per_step, learning_starts and max_iterations must not be negative")
+        if self.batch_size < 1 or self.buffer_capacity < 1 or self.eval_episodes < 1:
+            raise ValueError("batch_size, buffer_capacity and eval_episodes must be at least 1")
+
+
+class OffPolicyRunner:
+    def __init__(
+        self,
+        env: BatchedEnv,
+        algorithm: OffPolicyAlgorithm,
+        cfg: OffPolicyRunnerConfig,
+        seed: int,
+        eval_env: BatchedEnv | None = None,
+        run: RunDirectory | None = None,
+    ) -> None:
+        self.env, self.algorithm, self.cfg, self.seed = env, algorithm, cfg, seed
+        self.eval_env, self.run = eval_env, run
+        privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
+        self.buffer = ReplayBuffer(
+            cfg.buffer_capacity, env.obs_spec.dim, env.obs_spec.dim + privileged, env.action_spec.dim, env.device
+        )
+        self.tracker = EpisodeTracker(env.num_envs, env.device)
+        self.generator = torch.Generator(device=env.device).manual_seed(seed)
+        self.iteration = self.env_steps = 0
+        self.wall_time = 0.0
+        torch.manual_seed(seed)
+        self.obs = env.reset(seed=seed)
+        privileged_obs = getattr(env, "privileged_obs", None)
+        info = {} if privileged_obs is None else {INFO_PRIVILEGED_OBS: privileged_obs}
+        self.critic_obs = critic_observation(self.obs, info, INFO_PRIVILEGED_OBS)
+
+    def _action(self) -> torch.Tensor:
+        if self.env_steps < self.cfg.learning_starts:
+            shape = (self.env.num_envs, self.env.action_spec.dim)
+            return torch.rand(shape, generator=self.generator, device=self.env.device) * 2 - 1
+        return self.algorithm.act(self.obs)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One env step of every env, stored in the replay buffer."""
+        action = self._action()
+        next_obs, reward, terminated, truncated, info = self.env.step(self.algorithm.actor.scaler(action))
+        next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
+        final_critic = critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS)
+        flags = torch.zeros_like(terminated)
+        self.buffer.add(
+            Transitions(
+                obs=self.obs,
+                critic_obs=self.critic_obs,
+                actions=action,
+                rewards=reward,
+                next_obs=info[INFO_FINAL_OBS],
+                next_critic_obs=final_critic,
+                terminated=terminated,
+                truncated=truncated,
+                intervened=flags,
+                is_demo=flags,
+            )
+        )
+        self.tracker.record(reward, terminated | truncated)
+        self.obs, self.critic_obs = next_obs, next_critic
+        self.env_steps += self.env.num_envs
+
+    def train_step(self) -> dict[str, float]:
+        if self.env_steps < self.cfg.learning_starts or len(self.buffer) < self.cfg.batch_size:
+            return {}
+        metrics: dict[str, float] = {}
+        for _ in range(self.cfg.updates_per_step):
+            metrics = self.algorithm.update(self.buffer.sample(self.cfg.batch_size, self.generator))
+        return metrics
+
+    def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+        last_eval: EvalResult | None = None
+        reached = False
+        while self.iteration < self.cfg.max_iterations and not reached:
+            start = time.perf_counter()
+            self.step()
+            losses = self.train_step()
+            self.iteration += 1
+            evaluation = self._maybe_evaluate()
+            self.wall_time += time.perf_counter() - start
+            if evaluation is None and on_iteration is None and self.run is None:
+                continue
+            mean_return, mean_length, episodes = self.tracker.flush()
+            if evaluation is not None:
+                last_eval = evaluation
+                reached = self.cfg.target_return is not None and evaluation.mean_return >= self.cfg.target_return
+            metrics = {
+                "iteration": self.iteration,
+                "env_steps": self.env_steps,
+                "wall_time": self.wall_time,
+                "mean_return": mean_return,
+                "mean_length": mean_length,
+                "episodes": episodes,
+                "eval_return": None if evaluation is None else evaluation.mean_return,
+                **losses,
+            }
+            self._record(metrics, evaluation is not None)
+            if on_iteration is not None:
+                on_iteration(metrics)
+        self._finish()
+        return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
+
+    def _maybe_evaluate(self) -> EvalResult | None:
+        if self.eval_env is None:
+            return None
+        last = self.iteration >= self.cfg.max_iterations
+        periodic = self.cfg.eval_interval > 0 and self.iteration % self.cfg.eval_interval == 0
+        return self.evaluate() if (last or periodic) else None
+
+    def evaluate(self) -> EvalResult:
+        if self.eval_env is None:
+            raise RuntimeError("no evaluation env was given to the runner")
+        actor = self.algorithm.actor.deterministic_actor().eval()
+        return evaluate(self.eval_env, actor, seed=self.seed + 1_000_003)
+
+    def _record(self, metrics: dict[str, Any], evaluated: bool) -> None:
+        if self.run is None:
+            return
+        if evaluated or self.iteration % 100 == 0:
+            self.run.log(metrics)
+        if self.cfg.save_interval > 0 and self.iteration % self.cfg.save_interval == 0:
+            self.save(self.run.latest_checkpoint)
+
+    def _finish(self) -> None:
+        if self.run is None:
+            return
+        self.save(self.run.latest_checkpoint)
+        self.run.plot_learning_curve()
+        self.run.close()
+
+    def state_dict(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "algorithm": self.algorithm.state_dict(),
+            "buffer": self.buffer.state_dict(),
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "wall_time": self.wall_time,
+            "obs": self.obs,
+            "critic_obs": self.critic_obs,
+            "tracker": self.tracker.state_dict(),
+            "generator": self.generator.get_state(),
+            "torch_rng": torch.get_rng_state(),
+        }
+        env_state = getattr(self.env, "state_dict", None)
+        if env_state is not None:
+            state["env"] = env_state()
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.algorithm.load_state_dict(state["algorithm"])
+        self.buffer.load_state_dict(state["buffer"])
+        self.iteration, self.env_steps = int(state["iteration"]), int(state["env_steps"])
+        self.wall_time = float(state["wall_time"])
+        self.obs, self.critic_obs = state["obs"].to(self.env.device), state["critic_obs"].to(self.env.device)
+        self.tracker.load_state_dict(state["tracker"])
+        self.generator.set_state(state["generator"])
+        torch.set_rng_state(state["torch_rng"])
+        if "env" in state and hasattr(self.env, "load_state_dict"):
+            self.env.load_state_dict(state["env"])
+
+    def save(self, path: Path) -> None:
+        checkpoint.save_atomic(self.state_dict(), path)
+
+    def load(self, path: Path) -> None:
+        self.load_state_dict(checkpoint.load(path, self.env.device))

@@ -1,0 +1,234 @@
+"""Preallocated off-policy replay storage on the env's device, and RLPD / HIL-SERL symmetric sampling.
+
+A `ReplayBuffer` is a ring of `capacity` transitions. Each transition carries two flags from SERL-style
+training: `intervened` (a human took over the action) and `is_demo` (from an offline demonstration). A
+`SymmetricSampler` draws a fixed share of every batch from a prior buffer (demonstrations and interventions)
+and the rest from the online buffer, as RLPD and HIL-SERL do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from robo_rl.runners import checkpoint
+
+
+@dataclass
+class Transitions:
+    """A batch of B environment transitions; every field is a tensor with leading dimension B.
+
+    Attributes:
+        obs: `(B, obs_dim)` policy observation before the step.
+        critic_obs: `(B, critic_obs_dim)` critic observation before the step: the obs followed by the privileged
+            part when the env has one (see `robo_rl.runners.on_policy.critic_observation`), else equal to obs.
+        actions: `(B, action_dim)` action in the policy's output space, before the actor's scaler maps it onto
+            the env's bounds: the space the critic is trained in. Human actions must be mapped back into it.
+        rewards: `(B,)` float reward of the step.
+        next_obs: `(B, obs_dim)` observation after the step. For a finished episode pass the env's
+            `info["final_obs"]`, not the returned obs (which already belongs to the next episode): bootstrapping
+            a time-out needs the value of the state the episode was cut in. `info["final_obs"]` equals the
+            returned obs where no episode ended, so it can be passed for every env.
+        next_critic_obs: `(B, critic_obs_dim)` critic counterpart of next_obs (built from
+            `info["final_privileged_obs"]` for finished episodes).
+        terminated: `(B,)` bool, the episode ended in a terminal state (no bootstrapping).
+        truncated: `(B,)` bool, the episode was cut by a time limit (bootstrap from next_obs).
+        intervened: `(B,)` bool, the action came from a human intervention, not the policy.
+        is_demo: `(B,)` bool, the transition comes from an offline demonstration.
+    """
+
+    obs: torch.Tensor
+    critic_obs: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    next_obs: torch.Tensor
+    next_critic_obs: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    intervened: torch.Tensor
+    is_demo: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.obs.shape[0]
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Transitions))
+_FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
+_SIZE_KEYS = ("capacity", "obs_dim", "critic_obs_dim", "action_dim")
+
+
+def concat_transitions(a: Transitions, b: Transitions) -> Transitions:
+    """`a` followed by `b` along the batch dimension; both must be on the same device."""
+    return Transitions(**{name: torch.cat((getattr(a, name), getattr(b, name))) for name in FIELD_NAMES})
+
+
+class ReplayBuffer:
+    """Ring buffer of `capacity` transitions preallocated on `device`; the oldest are overwritten first.
+
+    Slots fill from 0, so the stored transitions are always slots `[0, len)`; once full, `add` overwrites from
+    the ring position onwards. `state_dict` holds only the filled slots (a checkpoint of a small fill is small)
+    and restores them, the length and the ring position exactly.
+
+    Args:
+        capacity: number of transitions kept.
+        obs_dim: policy observation size.
+        critic_obs_dim: critic observation size (obs_dim plus the privileged size, if any).
+        action_dim: action size.
+        device: torch device of every stored tensor; the env's device.
+    """
+
+    def __init__(
+        self, capacity: int, obs_dim: int, critic_obs_dim: int, action_dim: int, device: torch.device | str
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self.obs_dim, self.critic_obs_dim, self.action_dim = obs_dim, critic_obs_dim, action_dim
+        self._row_shapes: dict[str, tuple[int, ...]] = {
+            "obs": (obs_dim,),
+            "critic_obs": (critic_obs_dim,),
+            "actions": (action_dim,),
+            "rewards": (),
+            "next_obs": (obs_dim,),
+            "next_critic_obs": (critic_obs_dim,),
+            **{name: () for name in _FLAG_NAMES},
+        }
+        self._data = Transitions(
+            **{
+                name: torch.zeros(
+                    capacity, *shape, dtype=torch.bool if name in _FLAG_NAMES else torch.float32, device=device
+                )
+                for name, shape in self._row_shapes.items()
+            }
+        )
+        # The tensors' own device: "cuda" becomes "cuda:0", which is what incoming tensors report.
+        self.device = self._data.rewards.device
+        self._position = 0
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, batch: Transitions) -> None:
+        """Append B transitions, overwriting the oldest; with B > capacity only the last `capacity` are kept.
+
+        The slots written are the ones B single adds would have written, so the ring position stays consistent.
+        """
+        n = self._check_batch(batch)
+        keep = min(n, self.capacity)
+        if keep == 0:
+            return
+        start = self._position + n - keep
+        slots = (start + torch.arange(keep, device=self.device)) % self.capacity
+        for name in FIELD_NAMES:
+            stored = getattr(self._data, name)
+            stored[slots] = getattr(batch, name)[n - keep :].to(stored.dtype)
+        self._position = (self._position + n) % self.capacity
+        self._size = min(self._size + n, self.capacity)
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Transitions:
+        """`batch_size` stored transitions drawn uniformly with replacement.
+
+        A generator must live on the buffer's device (torch.randint's rule).
+        """
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty ReplayBuffer")
+        idx = torch.randint(self._size, (batch_size,), device=self.device, generator=generator)
+        return Transitions(**{name: getattr(self._data, name)[idx] for name in FIELD_NAMES})
+
+    def stored(self) -> Transitions:
+        """Views of the `len(self)` stored transitions, in slot order (not insertion order once wrapped)."""
+        return Transitions(**{name: getattr(self._data, name)[: self._size] for name in FIELD_NAMES})
+
+    def state_dict(self) -> dict[str, Any]:
+        """Sizes, ring position and CPU copies of the filled slots only.
+
+        Copies, not views: torch.save writes a view's whole underlying storage, i.e. the full capacity.
+        """
+        return {
+            **self._dims(),
+            "position": self._position,
+            "size": self._size,
+            "transitions": {name: getattr(self._data, name)[: self._size].to("cpu", copy=True) for name in FIELD_NAMES},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a `state_dict`; ValueError naming the field if capacity or a dimension differs."""
+        for name, ours in self._dims().items():
+            if name not in state:
+                raise ValueError(f"replay buffer state lacks {name!r}")
+            if state[name] != ours:
+                raise ValueError(f"{name}: the saved replay buffer has {state[name]}, this buffer has {ours}")
+        size = state["size"]
+        for name in FIELD_NAMES:
+            getattr(self._data, name)[:size].copy_(state["transitions"][name])
+        self._position, self._size = state["position"], size
+
+    def save(self, path: Path | str) -> None:
+        """Write the buffer to `path` atomically (the old file or the new one, never half of either)."""
+        checkpoint.save_atomic(self.state_dict(), Path(path))
+
+    @classmethod
+    def load(cls, path: Path | str, device: torch.device | str = "cpu") -> ReplayBuffer:
+        """A buffer with the saved capacity and dimensions, holding the saved transitions, on `device`."""
+        # Read onto the CPU: load_state_dict copies to `device`, so a GPU never holds the data twice.
+        state = checkpoint.load(Path(path), "cpu")
+        missing = [key for key in _SIZE_KEYS if key not in state]
+        if missing:
+            raise ValueError(f"{path}: not a replay buffer file (missing {missing})")
+        buffer = cls(*(state[key] for key in _SIZE_KEYS), device=device)
+        buffer.load_state_dict(state)
+        return buffer
+
+    def _dims(self) -> dict[str, int]:
+        return {key: getattr(self, key) for key in _SIZE_KEYS}
+
+    def _check_batch(self, batch: Transitions) -> int:
+        """The batch size B; ValueError naming the first field whose shape, dtype or device is wrong."""
+        n = len(batch)
+        for name, row_shape in self._row_shapes.items():
+            tensor = getattr(batch, name)
+            if tuple(tensor.shape) != (n, *row_shape):
+                raise ValueError(f"{name}: expected shape {(n, *row_shape)}, got {tuple(tensor.shape)}")
+            # Flags must already be bool (a float here is likely a misplaced field); floats are cast to float32.
+            is_flag = name in _FLAG_NAMES
+            if not (tensor.dtype == torch.bool if is_flag else tensor.dtype.is_floating_point):
+                raise ValueError(f"{name}: expected {'torch.bool' if is_flag else 'a float dtype'}, got {tensor.dtype}")
+            if tensor.device != self.device:
+                raise ValueError(f"{name}: on {tensor.device}, the replay buffer is on {self.device}")
+        return n
+
+
+class SymmetricSampler:
+    """Batches mixing a prior buffer (demonstrations, interventions) with the online buffer (RLPD, HIL-SERL).
+
+    Every batch holds exactly `round(batch_size * prior_fraction)` prior transitions (Python's round: halves go
+    to the even number) followed by online ones. While the prior buffer is empty, all come from online.
+
+    Args:
+        online: transitions collected by the policy.
+        prior: demonstration and intervention transitions.
+        prior_fraction: share of each batch drawn from `prior`, in [0, 1].
+    """
+
+    def __init__(self, online: ReplayBuffer, prior: ReplayBuffer, prior_fraction: float = 0.5) -> None:
+        if not 0.0 <= prior_fraction <= 1.0:
+            raise ValueError(f"prior_fraction must be in [0, 1], got {prior_fraction}")
+        for name in ("obs_dim", "critic_obs_dim", "action_dim", "device"):
+            if getattr(online, name) != getattr(prior, name):
+                raise ValueError(f"{name}: online has {getattr(online, name)}, prior has {getattr(prior, name)}")
+        self.online, self.prior, self.prior_fraction = online, prior, prior_fraction
+
+    def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Transitions:
+        """`batch_size` transitions: the prior share first, then the online share."""
+        num_prior = round(batch_size * self.prior_fraction) if len(self.prior) > 0 else 0
+        if num_prior == 0:
+            return self.online.sample(batch_size, generator)
+        if num_prior == batch_size:
+            return self.prior.sample(batch_size, generator)
+        return concat_transitions(
+            self.prior.sample(num_prior, generator), self.online.sample(batch_size - num_prior, generator)
+        )

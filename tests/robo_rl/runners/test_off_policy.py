@@ -1,0 +1,112 @@
+"""Off-policy training: SAC and TD3 learn the pendulum, resume is exact (replay buffer included), time-outs
+store the final observation, and the trained actors export to ONNX."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from robo_rl.algorithms.sac import SAC, SACConfig
+from robo_rl.algorithms.td3 import TD3, TD3Config
+from robo_rl.envs import INFO_FINAL_OBS
+from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
+from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.sim import make
+
+SMALL = (64, 64)
+
+
+def _algorithm(name: str, seed: int, hidden: tuple[int, ...] = SMALL) -> SAC | TD3:
+    env = make("pendulum", num_envs=1)
+    low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
+    torch.manual_seed(seed)
+    if name == "sac":
+        return SAC(3, 3, low, high, SACConfig(actor_hidden=hidden, critic_hidden=hidden, batch_size=64))
+    return TD3(3, 3, low, high, TD3Config(actor_hidden=hidden, critic_hidden=hidden, batch_size=64))
+
+
+def _runner(name: str, cfg: OffPolicyRunnerConfig, seed: int = 0, max_episode_steps: int = 200) -> OffPolicyRunner:
+    env = make("pendulum", num_envs=1, seed=seed, max_episode_steps=max_episode_steps)
+    eval_env = make("pendulum", num_envs=cfg.eval_episodes, seed=seed + 7)
+    return OffPolicyRunner(env, _algorithm(name, seed), cfg, seed, eval_env=eval_env)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "max_steps"), [("sac", 8_000), ("td3", 12_000)])
+def test_learns_pendulum_within_a_step_budget(name: str, max_steps: int) -> None:
+    cfg = OffPolicyRunnerConfig(
+        max_iterations=max_steps,
+        learning_starts=1_000,
+        target_return=-200.0,
+        eval_interval=1_000,
+        eval_episodes=20,
+        batch_size=64,
+    )
+    result = _runner(name, cfg).learn()
+    assert result.final_eval is not None
+    assert result.reached_target, f"{name}: eval return {result.final_eval.mean_return:.0f} after {max_steps} steps"
+
+
+def _flat_state(runner: OffPolicyRunner) -> dict[str, torch.Tensor]:
+    tensors = {f"p.{k}": v for k, v in runner.algorithm.actor.state_dict().items()}
+    tensors |= {f"q.{k}": v for k, v in runner.algorithm.critic.state_dict().items()}
+    tensors |= {f"b.{k}": v for k, v in runner.buffer.state_dict().items() if isinstance(v, torch.Tensor)}
+    return tensors
+
+
+@pytest.mark.parametrize("name", ["sac", "td3"])
+def test_resume_through_a_checkpoint_is_exact(name: str, tmp_path: Path) -> None:
+    def cfg(iterations: int) -> OffPolicyRunnerConfig:
+        return OffPolicyRunnerConfig(
+            max_iterations=iterations, learning_starts=50, batch_size=16, eval_interval=0, buffer_capacity=120
+        )  # the ring buffer wraps before the checkpoint
+
+    straight = _runner(name, cfg(260))
+    straight.learn()
+    first = _runner(name, cfg(130))
+    first.learn()
+    first.save(tmp_path / "ckpt.pt")
+    resumed = _runner(name, cfg(260))
+    resumed.load(tmp_path / "ckpt.pt")
+    assert len(resumed.buffer) == 120 and resumed.iteration == 130
+    resumed.learn()
+    a, b = _flat_state(straight), _flat_state(resumed)
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_time_out_transitions_store_the_final_observation() -> None:
+    cfg = OffPolicyRunnerConfig(max_iterations=5, learning_starts=100, eval_interval=0)
+    runner = _runner("sac", cfg, max_episode_steps=5)
+    for _ in range(4):
+        runner.step()
+    before = runner.env.state_dict()
+    runner.step()  # the 5th step truncates the episode and auto-resets the env
+    stored = runner.buffer.stored()
+    assert bool(stored.truncated[-1]) and not bool(stored.terminated[-1])
+    # Replay the stored action from the saved state: next_obs must be that step's final obs...
+    runner.env.load_state_dict(before)
+    _, _, _, _, info = runner.env.step(runner.algorithm.actor.scaler(stored.actions[-1:]))
+    torch.testing.assert_close(stored.next_obs[-1], info[INFO_FINAL_OBS][0])
+    # ...not the first obs of the new episode, which is what the env returned and the runner now holds.
+    assert not torch.allclose(stored.next_obs[-1], runner.obs[0])
+    assert torch.equal(stored.next_obs[:-1], stored.obs[1:])  # within the episode, next_obs chains to obs
+
+
+@pytest.mark.parametrize("name", ["sac", "td3"])
+def test_trained_actor_exports_to_onnx_with_parity(name: str, tmp_path: Path) -> None:
+    runner = _runner(name, OffPolicyRunnerConfig(max_iterations=80, learning_starts=40, batch_size=16, eval_interval=0))
+    runner.learn()
+    env = runner.env
+    actor = runner.algorithm.actor.deterministic_actor()
+    metadata = PolicyMetadata(env.obs_spec, env.action_spec, env.dt, "pendulum", "test", "test")
+    path = export_onnx(actor, metadata, tmp_path / "policy.onnx")
+    obs = torch.randn(500, 3) * 4
+    assert onnx_parity(actor, path, obs) <= 1e-5
+    with torch.no_grad():
+        actions = actor(obs)
+    assert actions.abs().max() <= 2.0  # within the torque bounds
+    torch.testing.assert_close(actions, 2.0 * runner.algorithm.act(obs, deterministic=True))
