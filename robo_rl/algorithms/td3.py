@@ -29,8 +29,6 @@ class TD3Config:
     """Adam step size of the actor."""
     critic_learning_rate: float = 1e-3
     """Adam step size of the critics."""
-    batch_size: int = 256
-    """Transitions per gradient step."""
     exploration_noise: float = 0.1
     """Std of the Gaussian added to actions while collecting, in normalized action units."""
     target_noise: float = 0.2
@@ -49,8 +47,8 @@ class TD3Config:
     """Running observation normalizer inside the actor."""
 
     def __post_init__(self) -> None:
-        if self.policy_delay < 1 or self.batch_size < 1:
-            raise ValueError("policy_delay and batch_size must be at least 1")
+        if self.policy_delay < 1:
+            raise ValueError("policy_delay must be at least 1")
         if min(self.exploration_noise, self.target_noise, self.target_noise_clip) < 0:
             raise ValueError("noise settings must not be negative")
 

@@ -52,7 +52,7 @@ def evaluate_run(
         raise ValueError(f"--episodes must be at least 1, got {episodes}")
     trained = load_trained(run_dir, checkpoint, device)
     env = make_env(trained.cfg, num_envs=episodes, device=device)
-    actor = onnx_actor(run_dir / "policy.onnx") if use_onnx else trained.policy.deterministic_actor()
+    actor = onnx_actor(run_dir / "policy.onnx") if use_onnx else trained.actor
     return evaluate(env, actor, seed=seed)
 
 

@@ -57,7 +57,7 @@ def export_run(run_dir: Path, checkpoint: Path | None, console: Console, output:
         config_hash=config_hash(trained.cfg),
         git_hash=trained.run.meta()["git_hash"],
     )
-    actor = trained.policy.deterministic_actor()
+    actor = trained.actor
     path = export_onnx(actor, metadata, output or run_dir / "policy.onnx")
     error = onnx_parity(actor, path, sample_observations(env.obs_spec, PARITY_SAMPLES))
     verdict = "ok" if error <= PARITY_TOLERANCE else "MISMATCH"

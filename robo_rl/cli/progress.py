@@ -49,7 +49,7 @@ class TrainingProgress:
         self._progress.update(
             self._task,
             completed=metrics["iteration"],
-            steps_per_s=f"{metrics['steps_per_s']:,.0f}",
+            steps_per_s=f"{metrics.get('steps_per_s', 0.0):,.0f}",
             ret=_fmt(self._last_return),
             eval=_fmt(self._last_eval),
         )

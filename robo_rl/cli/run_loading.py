@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from torch import nn
+
 from robo_rl.cli.tasks import env_factory
 from robo_rl.config import load_yaml
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
-from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners import checkpoint
-from robo_rl.runners.build import build_policy
+from robo_rl.runners.build import build_deployable_actor
 from robo_rl.runners.run_dir import RunDirectory
 
 
@@ -19,7 +20,8 @@ from robo_rl.runners.run_dir import RunDirectory
 class TrainedPolicy:
     run: RunDirectory
     cfg: ExperimentConfig
-    policy: ActorCritic
+    actor: nn.Module
+    """Deterministic raw obs → env action module (what eval runs and export writes)."""
     checkpoint: Path
     iteration: int
 
@@ -32,10 +34,8 @@ def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: st
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no checkpoint (train first, or pass --checkpoint)")
     env = make_env(cfg, num_envs=1, device=device)
-    policy = build_policy(cfg, env)
     state = checkpoint.load(path, device)
-    policy.load_state_dict(state["policy"])
-    return TrainedPolicy(run, cfg, policy.eval(), path, int(state["iteration"]))
+    return TrainedPolicy(run, cfg, build_deployable_actor(cfg, env, state), path, int(state["iteration"]))
 
 
 def make_env(cfg: ExperimentConfig, num_envs: int, device: str, seed: int | None = None) -> BatchedEnv:

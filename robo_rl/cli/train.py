@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -12,10 +11,10 @@ from rich.console import Console
 
 from robo_rl.cli.progress import TrainingProgress, terminal
 from robo_rl.cli.tasks import env_factory, resolve_config
-from robo_rl.config import ConfigError, load_yaml, to_dict
+from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
 from robo_rl.experiment import ExperimentConfig
-from robo_rl.runners.build import build_runner
-from robo_rl.runners.on_policy import OnPolicyRunner, TrainResult
+from robo_rl.runners.build import Runner, build_runner
+from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
 
 DESCRIPTION = """\
@@ -30,7 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train", help="train a policy", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("config", nargs="?", default="pendulum_ppo", help="preset name or YAML file")
+    p.add_argument("config", nargs="?", help="preset name or YAML file (default: pendulum_<algo>)")
+    p.add_argument("--algo", choices=("ppo", "sac", "td3"), help="algorithm; shorthand for --set algo=NAME")
     p.add_argument(
         "--set",
         dest="overrides",
@@ -42,7 +42,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="shorthand for --set seed=N")
     p.add_argument("--device", help="shorthand for --set task.device=DEVICE (cpu, cuda, cuda:1)")
     p.add_argument("--num-envs", type=int, help="shorthand for --set task.num_envs=N")
-    p.add_argument("--max-iterations", type=int, help="shorthand for --set runner.max_iterations=N")
+    p.add_argument(
+        "--max-iterations",
+        type=int,
+        help="iterations to train (runner.max_iterations for ppo, off_policy.max_iterations otherwise)",
+    )
     p.add_argument("--runs-root", type=Path, default=Path("runs"), help="where run directories go (default: runs)")
     p.add_argument(
         "--resume",
@@ -56,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _shorthands(args: argparse.Namespace) -> list[str]:
-    pairs = (("seed", args.seed), ("task.device", args.device), ("task.num_envs", args.num_envs))
+    pairs = (("algo", args.algo), ("seed", args.seed), ("task.device", args.device), ("task.num_envs", args.num_envs))
     return [f"{key}={value}" for key, value in pairs if value is not None]
 
 
@@ -78,11 +82,11 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _start(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:
-    overrides = _shorthands(args) + args.overrides
+def _start(args: argparse.Namespace) -> tuple[Runner, RunDirectory]:
+    source = args.config or f"pendulum_{args.algo or 'ppo'}"
+    cfg = resolve_config(source, _shorthands(args) + args.overrides)
     if args.max_iterations is not None:
-        overrides.append(f"runner.max_iterations={args.max_iterations}")
-    cfg = resolve_config(args.config, overrides)
+        cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
     runner = build_runner(cfg, env_factory())  # before the run directory, so bad input leaves nothing behind
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]))
     return runner, runner.run
@@ -92,13 +96,13 @@ def create_run(root: Path, cfg: ExperimentConfig, command: str) -> RunDirectory:
     return RunDirectory.create(root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command)
 
 
-def _resume(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:
-    if args.overrides or _shorthands(args) or args.config != "pendulum_ppo":
+def _resume(args: argparse.Namespace) -> tuple[Runner, RunDirectory]:
+    if args.overrides or _shorthands(args) or args.config is not None:
         raise ConfigError("--resume uses the run's own config; only --max-iterations may be given with it")
     run = RunDirectory.open(args.resume)
     cfg = load_yaml(ExperimentConfig, run.config_file)
     if args.max_iterations is not None:
-        cfg = replace(cfg, runner=replace(cfg.runner, max_iterations=args.max_iterations))
+        cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
         run.config_file.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     if not run.latest_checkpoint.is_file():
         raise FileNotFoundError(f"{run.latest_checkpoint}: no checkpoint to resume from")
@@ -108,7 +112,7 @@ def _resume(args: argparse.Namespace) -> tuple[OnPolicyRunner, RunDirectory]:
     return runner, run
 
 
-def train(runner: OnPolicyRunner, run: RunDirectory, console: Console, quiet: bool = False) -> TrainResult | None:
+def train(runner: Runner, run: RunDirectory, console: Console, quiet: bool = False) -> TrainResult | None:
     """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None."""
     try:
         if quiet:

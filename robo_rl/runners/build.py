@@ -5,14 +5,18 @@ The env factory is injected (the CLI passes `robo_rl.sim.make`), so the core nev
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
+from torch import nn
 
 from robo_rl.algorithms.ppo import PPO
+from robo_rl.algorithms.sac import SAC
+from robo_rl.algorithms.td3 import TD3
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.runners.run_dir import RunDirectory
 
@@ -49,17 +53,43 @@ def build_policy(cfg: ExperimentConfig, env: BatchedEnv) -> ActorCritic:
     ).to(env.device)
 
 
+Runner = OnPolicyRunner | OffPolicyRunner
+
+
 def build_runner(
     cfg: ExperimentConfig, make_env: EnvFactory, run: RunDirectory | None = None, evaluate: bool = True
-) -> OnPolicyRunner:
-    """A ready-to-train runner; `evaluate=False` skips creating the evaluation env."""
+) -> Runner:
+    """A ready-to-train runner for `cfg.algo`; `evaluate=False` skips creating the evaluation env."""
     check_device(cfg.task.device)
     env = make_env(cfg.task.name, num_envs=cfg.task.num_envs, device=cfg.task.device, seed=cfg.seed)
+    loop = getattr(cfg, cfg.loop_section)
     eval_env = None
     if evaluate:
         eval_env = make_env(
-            cfg.task.name, num_envs=cfg.runner.eval_episodes, device=cfg.task.device, seed=cfg.seed + EVAL_SEED_OFFSET
+            cfg.task.name, num_envs=loop.eval_episodes, device=cfg.task.device, seed=cfg.seed + EVAL_SEED_OFFSET
         )
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
-    policy = build_policy(cfg, env)
-    return OnPolicyRunner(env, policy, PPO(policy, cfg.ppo), cfg.runner, cfg.seed, eval_env=eval_env, run=run)
+    if cfg.algo == "ppo":
+        policy = build_policy(cfg, env)
+        return OnPolicyRunner(env, policy, PPO(policy, cfg.ppo), cfg.runner, cfg.seed, eval_env=eval_env, run=run)
+    return OffPolicyRunner(env, build_off_policy(cfg, env), cfg.off_policy, cfg.seed, eval_env=eval_env, run=run)
+
+
+def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3:
+    privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
+    dims = (env.obs_spec.dim, env.obs_spec.dim + privileged)
+    bounds = (env.action_spec.low_tensor(), env.action_spec.high_tensor())
+    if cfg.algo == "sac":
+        return SAC(*dims, *bounds, cfg.sac, device=env.device)
+    return TD3(*dims, *bounds, cfg.td3, device=env.device)
+
+
+def build_deployable_actor(cfg: ExperimentConfig, env: BatchedEnv, state: dict[str, Any]) -> nn.Module:
+    """The deterministic obs → env-action module of a checkpoint `state`, whatever algorithm trained it."""
+    if cfg.algo == "ppo":
+        policy = build_policy(cfg, env)
+        policy.load_state_dict(state["policy"])
+        return policy.deterministic_actor().eval()
+    algorithm = build_off_policy(cfg, env)
+    algorithm.actor.load_state_dict(state["algorithm"]["actor"])
+    return algorithm.actor.deterministic_actor().eval()

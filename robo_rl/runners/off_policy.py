@@ -150,6 +150,7 @@ class OffPolicyRunner:
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
                 "wall_time": self.wall_time,
+                "steps_per_s": self.env_steps / max(self.wall_time, 1e-9),
                 "mean_return": mean_return,
                 "mean_length": mean_length,
                 "episodes": episodes,

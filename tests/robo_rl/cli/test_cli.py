@@ -17,7 +17,7 @@ import pytest
 from robo_rl.cli.main import main
 from robo_rl.cli.tasks import resolve_config
 from robo_rl.config import load_yaml
-from robo_rl.experiment import ExperimentConfig, pendulum_ppo
+from robo_rl.experiment import PRESETS, ExperimentConfig, pendulum_ppo
 from robo_rl.export.onnx import read_metadata
 
 ROBO_RL = Path(sys.executable).with_name("robo-rl")
@@ -97,10 +97,11 @@ def test_installed_entry_point_reports_config_error_in_one_line(tmp_path: Path) 
     assert "Traceback" not in proc.stderr
 
 
-def test_shipped_pendulum_yaml_is_the_preset() -> None:
-    shipped = files("robo_rl") / "configs" / "pendulum_ppo.yaml"
-    assert load_yaml(ExperimentConfig, shipped) == pendulum_ppo()
-    assert resolve_config(str(shipped), []) == resolve_config("pendulum_ppo", []) == pendulum_ppo()
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_shipped_yaml_is_the_preset(name: str) -> None:
+    shipped = files("robo_rl") / "configs" / f"{name}.yaml"
+    assert load_yaml(ExperimentConfig, shipped) == PRESETS[name]()
+    assert resolve_config(str(shipped), []) == resolve_config(name, []) == PRESETS[name]()
 
 
 @pytest.fixture(scope="module")

@@ -32,9 +32,11 @@ def _off_policy_returns(name: str, seed: int) -> list[float]:
     env = make("pendulum", num_envs=4, seed=seed)
     low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
     torch.manual_seed(seed)
-    small = {"actor_hidden": (32, 32), "critic_hidden": (32, 32), "batch_size": 32}
+    small = {"actor_hidden": (32, 32), "critic_hidden": (32, 32)}
     algorithm = SAC(3, 3, low, high, SACConfig(**small)) if name == "sac" else TD3(3, 3, low, high, TD3Config(**small))
-    cfg = OffPolicyRunnerConfig(max_iterations=150, learning_starts=200, eval_interval=50, eval_episodes=8)
+    cfg = OffPolicyRunnerConfig(
+        max_iterations=150, learning_starts=200, batch_size=32, eval_interval=50, eval_episodes=8
+    )
     rows: list[float] = []
     runner = OffPolicyRunner(env, algorithm, cfg, seed, eval_env=make("pendulum", num_envs=8, seed=seed + 1))
     runner.learn(lambda m: rows.append(m["eval_return"]) if m["eval_return"] is not None else None)

@@ -23,8 +23,8 @@ def _algorithm(name: str, seed: int, hidden: tuple[int, ...] = SMALL) -> SAC | T
     low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
     torch.manual_seed(seed)
     if name == "sac":
-        return SAC(3, 3, low, high, SACConfig(actor_hidden=hidden, critic_hidden=hidden, batch_size=64))
-    return TD3(3, 3, low, high, TD3Config(actor_hidden=hidden, critic_hidden=hidden, batch_size=64))
+        return SAC(3, 3, low, high, SACConfig(actor_hidden=hidden, critic_hidden=hidden))
+    return TD3(3, 3, low, high, TD3Config(actor_hidden=hidden, critic_hidden=hidden))
 
 
 def _runner(name: str, cfg: OffPolicyRunnerConfig, seed: int = 0, max_episode_steps: int = 200) -> OffPolicyRunner:

@@ -1,0 +1,61 @@
+"""`robo-rl train --algo sac|td3`: run directory, checkpoint, export and evaluation work as for PPO."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from robo_rl.cli.main import main
+from robo_rl.config import load_yaml
+from robo_rl.experiment import ExperimentConfig
+
+
+def _run(argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0
+    return out.getvalue()
+
+
+def _mean_return(text: str) -> float:
+    match = re.search(r"return (-?\d+\.\d)", text)
+    assert match, text
+    return float(match.group(1))
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_train_export_eval_with_off_policy_algorithm(algo: str, tmp_path: Path) -> None:
+    _run(
+        [
+            "train",
+            "--algo",
+            algo,
+            "--max-iterations",
+            "300",
+            "--set",
+            "off_policy.learning_starts=100",
+            "--set",
+            "off_policy.eval_interval=0",
+            "--runs-root",
+            str(tmp_path),
+            "--quiet",
+        ]
+    )
+    (run,) = (tmp_path / f"pendulum_{algo}").iterdir()
+    cfg = load_yaml(ExperimentConfig, run / "config.yaml")
+    assert cfg.algo == algo and cfg.off_policy.max_iterations == 300 and cfg.runner == ExperimentConfig().runner
+    assert (run / "checkpoints" / "latest.pt").is_file() and (run / "learning_curve.png").is_file()
+    assert "(ok)" in _run(["export", str(run)])
+    torch_eval = _run(["eval", str(run), "--episodes", "4"])
+    onnx_eval = _run(["eval", str(run), "--episodes", "4", "--onnx"])
+    assert _mean_return(torch_eval) == _mean_return(onnx_eval)
+
+
+def test_algo_switches_the_default_preset(tmp_path: Path) -> None:
+    _run(["train", "--algo", "td3", "--max-iterations", "5", "--runs-root", str(tmp_path), "--quiet"])
+    (run,) = (tmp_path / "pendulum_td3").iterdir()
+    assert load_yaml(ExperimentConfig, run / "config.yaml").td3.actor_hidden == (64, 64)  # the preset's, not default
