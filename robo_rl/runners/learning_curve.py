@@ -30,3 +30,23 @@ def plot_learning_curve(rows: list[dict[str, Any]], out: Path, title: str) -> No
     fig.savefig(tmp)
     plt.close(fig)
     tmp.replace(out)
+
+
+def plot_comparison(runs: dict[str, list[dict[str, Any]]], out: Path, key: str = "eval_return") -> None:
+    """Overlay `key` vs environment steps for several runs (label → metrics rows) in one figure."""
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    for label, rows in runs.items():
+        points = [(r["env_steps"], r[key]) for r in rows if r.get(key) is not None]
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.plot(xs, ys, ".-", label=label, markersize=4)
+    ax.set_xlabel("environment steps")
+    ax.set_ylabel(key.replace("_", " "))
+    ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    tmp = out.with_suffix(".tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(out)

@@ -15,10 +15,7 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 
 from robo_rl.envs import (
     INFO_FINAL_OBS,
-    INFO_FINAL_PRIVILEGED_OBS,
     INFO_PRIVILEGED_OBS,
-    SpaceSpec,
-    StepResult,
     check_step_result,
 )
 from robo_rl.sim import make, names
@@ -38,28 +35,6 @@ WORST_STEP_COST = math.pi**2 + 0.1 * 8.0**2 + 0.001 * 2.0**2
 
 def _random_actions(steps: int, shape: tuple[int, ...], seed: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-2.0, 2.0, size=(steps, *shape)).astype(np.float32)
-
-
-class _PendulumWithAngle(Pendulum):
-    """Pendulum with a privileged observation `[theta, theta_dot]` recovered from the obs, to cover that path."""
-
-    privileged_obs_spec = SpaceSpec(("theta", "theta_dot"), (-math.pi, -8.0), (math.pi, 8.0), ("rad", "rad/s"))
-
-    @staticmethod
-    def angle_obs(obs: torch.Tensor) -> torch.Tensor:
-        return torch.stack((torch.atan2(obs[:, 1], obs[:, 0]), obs[:, 2]), dim=-1)
-
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        obs = super().reset(seed)
-        self.privileged_obs = self.angle_obs(obs)
-        return obs
-
-    def step(self, action: torch.Tensor) -> StepResult:
-        obs, reward, terminated, truncated, info = super().step(action)
-        self.privileged_obs = self.angle_obs(obs)
-        info[INFO_PRIVILEGED_OBS] = self.privileged_obs
-        info[INFO_FINAL_PRIVILEGED_OBS] = self.angle_obs(info[INFO_FINAL_OBS])
-        return obs, reward, terminated, truncated, info
 
 
 @pytest.mark.parametrize("name", names())
@@ -128,8 +103,8 @@ def test_env_matches_batched_env_and_returns_final_obs_at_truncation() -> None:
     assert truncations == [False] * 199 + [True]
 
 
-def test_env_puts_privileged_obs_matching_each_returned_obs_in_info() -> None:
-    env = GymnasiumEnv(_PendulumWithAngle(1, seed=0, config=PendulumConfig(max_episode_steps=3)))
+def test_env_puts_privileged_obs_matching_each_returned_obs_in_info(pendulum_with_angle: type[Pendulum]) -> None:
+    env = GymnasiumEnv(pendulum_with_angle(1, seed=0, config=PendulumConfig(max_episode_steps=3)))
     obs, info = env.reset(seed=0)
     for action in _random_actions(3, (1,), seed=1):
         np.testing.assert_allclose(info[INFO_PRIVILEGED_OBS], [math.atan2(obs[1], obs[0]), obs[2]], atol=1e-6)
@@ -205,8 +180,8 @@ def test_vector_env_matches_batched_env_with_staggered_episodes() -> None:
     assert finished_at == {0: [199], 1: [149], 2: [99], 3: [0, 200]}
 
 
-def test_vector_env_passes_privileged_obs_and_final_privileged_obs() -> None:
-    batched = _PendulumWithAngle(3, seed=0)
+def test_vector_env_passes_privileged_obs_and_final_privileged_obs(pendulum_with_angle: type[Pendulum]) -> None:
+    batched = pendulum_with_angle(3, seed=0)
     state = batched.state_dict()
     state["steps"] = torch.tensor([0, 0, 199])
     batched.load_state_dict(state)
@@ -214,7 +189,7 @@ def test_vector_env_passes_privileged_obs_and_final_privileged_obs() -> None:
     obs, _, _, truncated, info = venv.step(np.zeros((3, 1), np.float32))
     check_step_result(batched, batched.step(torch.zeros(3, 1)))
     np.testing.assert_array_equal(truncated, [False, False, True])
-    angle = _PendulumWithAngle.angle_obs
+    angle = pendulum_with_angle.angle_obs
     np.testing.assert_array_equal(info[INFO_PRIVILEGED_OBS], angle(torch.from_numpy(obs)).numpy())
     final_obs = torch.from_numpy(info["final_obs"][2]).reshape(1, 3)
     np.testing.assert_array_equal(info["final_info"][INFO_PRIVILEGED_OBS][2], angle(final_obs)[0].numpy())

@@ -1,0 +1,39 @@
+"""Shared test fixtures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, SpaceSpec, StepResult
+from robo_rl.sim.pendulum import Pendulum
+
+
+class PendulumWithAngle(Pendulum):
+    """Pendulum with a privileged observation `[theta, theta_dot]` recovered from the obs, to cover that path."""
+
+    privileged_obs_spec = SpaceSpec(("theta", "theta_dot"), (-math.pi, -8.0), (math.pi, 8.0), ("rad", "rad/s"))
+
+    @staticmethod
+    def angle_obs(obs: torch.Tensor) -> torch.Tensor:
+        return torch.stack((torch.atan2(obs[:, 1], obs[:, 0]), obs[:, 2]), dim=-1)
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        obs = super().reset(seed)
+        self.privileged_obs = self.angle_obs(obs)
+        return obs
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        obs, reward, terminated, truncated, info = super().step(action)
+        self.privileged_obs = self.angle_obs(obs)
+        info[INFO_PRIVILEGED_OBS] = self.privileged_obs
+        info[INFO_FINAL_PRIVILEGED_OBS] = self.angle_obs(info[INFO_FINAL_OBS])
+        return obs, reward, terminated, truncated, info
+
+
+@pytest.fixture
+def pendulum_with_angle() -> type[Pendulum]:
+    """A Pendulum whose critic-only (privileged) observation is the true `[theta, theta_dot]`."""
+    return PendulumWithAngle

@@ -1,0 +1,46 @@
+"""`robo-rl compare` overlays several runs' curves in one PNG and refuses a metric no run has."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+from robo_rl.cli.main import main
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _quiet(argv: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        return main(argv), err.getvalue()
+
+
+def test_compare_writes_one_png_for_several_runs(tmp_path: Path) -> None:
+    for seed in ("0", "1"):
+        code, _ = _quiet(
+            [
+                "train",
+                "--max-iterations",
+                "2",
+                "--num-envs",
+                "16",
+                "--seed",
+                seed,
+                "--set",
+                "runner.eval_interval=1",
+                "--runs-root",
+                str(tmp_path / "runs"),
+                "--quiet",
+            ]
+        )
+        assert code == 0
+    runs = sorted(str(p) for p in (tmp_path / "runs" / "pendulum_ppo").iterdir())
+    out = tmp_path / "cmp.png"
+    assert _quiet(["compare", *runs, "-o", str(out)])[0] == 0
+    data = out.read_bytes()
+    assert data.startswith(PNG_SIGNATURE) and len(data) > 5_000
+    code, err = _quiet(["compare", *runs, "-o", str(tmp_path / "x.png"), "--metric", "no_such_metric"])
+    assert code == 2 and "no_such_metric" in err and err.count("\n") == 1
+    assert not (tmp_path / "x.png").exists()
