@@ -16,11 +16,10 @@ from robo_rl.algorithms.td3 import TD3
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.runners.run_dir import RunDirectory
-
-EVAL_SEED_OFFSET = 1_000_003
 
 
 class EnvFactory(Protocol):

@@ -38,3 +38,14 @@ def _fsync_dir(directory: Path) -> None:
 def load(path: Path, device: torch.device | str = "cpu") -> dict[str, Any]:
     # weights_only=False: our checkpoints hold RNG states and plain dicts written by this module.
     return torch.load(path, map_location=device, weights_only=False)
+
+
+def env_state(env: object) -> dict[str, Any] | None:
+    """The env's own `state_dict()` when it has one (simulators do; real robots cannot be rewound)."""
+    state_dict = getattr(env, "state_dict", None)
+    return None if state_dict is None else state_dict()
+
+
+def restore_env_state(env: object, state: dict[str, Any] | None) -> None:
+    if state is not None and hasattr(env, "load_state_dict"):
+        env.load_state_dict(state)

@@ -10,6 +10,14 @@ import torch
 
 from robo_rl.envs import BatchedEnv
 
+EVAL_SEED_OFFSET = 1_000_003
+"""Evaluation envs are reset with `seed + EVAL_SEED_OFFSET`: fixed held-out initial states per training seed."""
+
+
+def evaluation_due(iteration: int, max_iterations: int, interval: int) -> bool:
+    """Evaluate every `interval` iterations (0: never periodically) and always after the last one."""
+    return iteration >= max_iterations or (interval > 0 and iteration % interval == 0)
+
 
 @dataclass(frozen=True)
 class EvalResult:

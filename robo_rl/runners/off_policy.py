@@ -19,7 +19,7 @@ from torch import nn
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeTracker
-from robo_rl.runners.evaluate import EvalResult, evaluate
+from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, EvalResult, evaluate, evaluation_due
 from robo_rl.runners.on_policy import TrainResult, critic_observation
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage.replay import ReplayBuffer, Transitions
@@ -166,15 +166,14 @@ class OffPolicyRunner:
     def _maybe_evaluate(self) -> EvalResult | None:
         if self.eval_env is None:
             return None
-        last = self.iteration >= self.cfg.max_iterations
-        periodic = self.cfg.eval_interval > 0 and self.iteration % self.cfg.eval_interval == 0
-        return self.evaluate() if (last or periodic) else None
+        due = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
+        return self.evaluate() if due else None
 
     def evaluate(self) -> EvalResult:
         if self.eval_env is None:
             raise RuntimeError("no evaluation env was given to the runner")
         actor = self.algorithm.actor.deterministic_actor().eval()
-        return evaluate(self.eval_env, actor, seed=self.seed + 1_000_003)
+        return evaluate(self.eval_env, actor, seed=self.seed + EVAL_SEED_OFFSET)
 
     def _record(self, metrics: dict[str, Any], evaluated: bool) -> None:
         if self.run is None:
@@ -185,11 +184,8 @@ class OffPolicyRunner:
             self.save(self.run.latest_checkpoint)
 
     def _finish(self) -> None:
-        if self.run is None:
-            return
-        self.save(self.run.latest_checkpoint)
-        self.run.plot_learning_curve()
-        self.run.close()
+        if self.run is not None:
+            self.run.finish(self.save)
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {
@@ -204,9 +200,7 @@ class OffPolicyRunner:
             "generator": self.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
         }
-        env_state = getattr(self.env, "state_dict", None)
-        if env_state is not None:
-            state["env"] = env_state()
+        state["env"] = checkpoint.env_state(self.env)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -218,8 +212,7 @@ class OffPolicyRunner:
         self.tracker.load_state_dict(state["tracker"])
         self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
-        if "env" in state and hasattr(self.env, "load_state_dict"):
-            self.env.load_state_dict(state["env"])
+        checkpoint.restore_env_state(self.env, state.get("env"))
 
     def save(self, path: Path) -> None:
         checkpoint.save_atomic(self.state_dict(), path)

@@ -15,7 +15,7 @@ from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILE
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeTracker
-from robo_rl.runners.evaluate import EvalResult, evaluate
+from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, EvalResult, evaluate, evaluation_due
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage.rollout import RolloutStorage
 
@@ -175,16 +175,15 @@ class OnPolicyRunner:
     def _maybe_evaluate(self) -> EvalResult | None:
         if self.eval_env is None:
             return None
-        last = self.iteration >= self.cfg.max_iterations
-        periodic = self.cfg.eval_interval > 0 and self.iteration % self.cfg.eval_interval == 0
-        return self.evaluate() if (last or periodic) else None
+        due = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
+        return self.evaluate() if due else None
 
     def evaluate(self) -> EvalResult:
         """Deterministic evaluation on the eval env with a fixed seed (same initial states every time)."""
         if self.eval_env is None:
             raise RuntimeError("no evaluation env was given to the runner")
         actor = self.policy.deterministic_actor().eval()
-        return evaluate(self.eval_env, actor, seed=self.seed + 1_000_003)
+        return evaluate(self.eval_env, actor, seed=self.seed + EVAL_SEED_OFFSET)
 
     def _record(self, metrics: dict[str, Any], evaluated: bool) -> None:
         if self.run is None:
@@ -197,11 +196,8 @@ class OnPolicyRunner:
             self.save(self.run.latest_checkpoint)
 
     def _finish(self) -> None:
-        if self.run is None:
-            return
-        self.save(self.run.latest_checkpoint)
-        self.run.plot_learning_curve()
-        self.run.close()
+        if self.run is not None:
+            self.run.finish(self.save)
 
     def state_dict(self) -> dict[str, Any]:
         state: dict[str, Any] = {
@@ -217,9 +213,7 @@ class OnPolicyRunner:
         }
         if torch.cuda.is_available():
             state["cuda_rng"] = torch.cuda.get_rng_state_all()
-        env_state = getattr(self.env, "state_dict", None)
-        if env_state is not None:
-            state["env"] = env_state()
+        state["env"] = checkpoint.env_state(self.env)
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -234,8 +228,7 @@ class OnPolicyRunner:
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])
-        if "env" in state and hasattr(self.env, "load_state_dict"):
-            self.env.load_state_dict(state["env"])
+        checkpoint.restore_env_state(self.env, state.get("env"))
 
     def save(self, path: Path) -> None:
         checkpoint.save_atomic(self.state_dict(), path)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,12 @@ class RunDirectory:
         out = self.path / CURVE_FILE
         plot_learning_curve(self.metrics(), out, title=self.path.name)
         return out
+
+    def finish(self, save_checkpoint: Callable[[Path], None]) -> None:
+        """End of training: write latest.pt through `save_checkpoint`, the learning curve, flush TensorBoard."""
+        save_checkpoint(self.latest_checkpoint)
+        self.plot_learning_curve()
+        self.close()
 
     def close(self) -> None:
         if self._writer is not None:
