@@ -104,6 +104,12 @@ class BatchedEnv(Protocol):
         ...
 
 
+def critic_obs_dim(env: BatchedEnv) -> int:
+    """Size of the critic's input: the observation plus the privileged part, if the env has one."""
+    privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
+    return env.obs_spec.dim + privileged
+
+
 def check_step_result(env: BatchedEnv, result: StepResult) -> None:
     """Raise ValueError if a step result breaks the contract (shapes, dtypes, devices, info keys)."""
     obs, reward, terminated, truncated, info = result

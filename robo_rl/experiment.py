@@ -69,30 +69,29 @@ def pendulum_ppo() -> ExperimentConfig:
     )
 
 
-def pendulum_sac() -> ExperimentConfig:
-    """SAC on one pendulum, one update per step; reaches -200 in about 4k env steps."""
+def _pendulum_off_policy(algo: Algorithm) -> ExperimentConfig:
+    """One pendulum, one update per env step, 64-64 networks, stop at a mean return of -200."""
+    small = {"actor_hidden": (64, 64), "critic_hidden": (64, 64)}
     return ExperimentConfig(
-        name="pendulum_sac",
-        algo="sac",
+        name=f"pendulum_{algo}",
+        algo=algo,
         task=TaskConfig(name="pendulum", num_envs=1),
-        sac=SACConfig(actor_hidden=(64, 64), critic_hidden=(64, 64)),
+        sac=SACConfig(**small) if algo == "sac" else SACConfig(),
+        td3=TD3Config(**small) if algo == "td3" else TD3Config(),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
         ),
     )
+
+
+def pendulum_sac() -> ExperimentConfig:
+    """SAC on one pendulum; reaches -200 in about 4k env steps."""
+    return _pendulum_off_policy("sac")
 
 
 def pendulum_td3() -> ExperimentConfig:
-    """TD3 on one pendulum, one update per step; reaches -200 in about 7k env steps."""
-    return ExperimentConfig(
-        name="pendulum_td3",
-        algo="td3",
-        task=TaskConfig(name="pendulum", num_envs=1),
-        td3=TD3Config(actor_hidden=(64, 64), critic_hidden=(64, 64)),
-        off_policy=OffPolicyRunnerConfig(
-            max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
-        ),
-    )
+    """TD3 on one pendulum; reaches -200 in about 7k env steps."""
+    return _pendulum_off_policy("td3")
 
 
 PRESETS = {"pendulum_ppo": pendulum_ppo, "pendulum_sac": pendulum_sac, "pendulum_td3": pendulum_td3}

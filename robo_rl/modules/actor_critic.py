@@ -15,7 +15,7 @@ from torch import nn
 from torch.distributions import Normal
 
 from robo_rl.modules.mlp import Activation, init_orthogonal, mlp
-from robo_rl.modules.normalizer import EmpiricalNormalizer
+from robo_rl.modules.normalizer import EmpiricalNormalizer, make_normalizer
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,6 @@ class ActionScaler(nn.Module):
         return self.center + self.half_range * normalized.clamp(-1.0, 1.0)
 
 
-def _normalizer(dim: int, enabled: bool) -> nn.Module:
-    return EmpiricalNormalizer(dim) if enabled else nn.Identity()
-
-
 class ActorCritic(nn.Module):
     """Gaussian policy and value function for PPO.
 
@@ -77,8 +73,8 @@ class ActorCritic(nn.Module):
         self.cfg = cfg
         self.action_dim = int(action_low.numel())
         self.critic_obs_dim = critic_obs_dim or obs_dim
-        self.obs_normalizer = _normalizer(obs_dim, cfg.normalize_obs)
-        self.critic_normalizer = _normalizer(self.critic_obs_dim, cfg.normalize_obs)
+        self.obs_normalizer = make_normalizer(obs_dim, cfg.normalize_obs)
+        self.critic_normalizer = make_normalizer(self.critic_obs_dim, cfg.normalize_obs)
         head = 2 * self.action_dim if cfg.log_std == "state_dependent" else self.action_dim
         self.actor = mlp(obs_dim, cfg.actor_hidden, head, cfg.activation)
         self.critic = mlp(self.critic_obs_dim, cfg.critic_hidden, 1, cfg.activation)

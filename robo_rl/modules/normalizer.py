@@ -6,6 +6,11 @@ import torch
 from torch import nn
 
 
+def make_normalizer(dim: int, enabled: bool) -> nn.Module:
+    """An `EmpiricalNormalizer` when enabled, otherwise the identity (so callers never branch)."""
+    return EmpiricalNormalizer(dim) if enabled else nn.Identity()
+
+
 class EmpiricalNormalizer(nn.Module):
     """Normalizes `(batch, dim)` inputs by a running mean and variance, then clips to `±clip`.
 

@@ -13,13 +13,26 @@ from torch import nn
 
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.modules.mlp import Activation, mlp
-from robo_rl.modules.normalizer import EmpiricalNormalizer
+from robo_rl.modules.normalizer import make_normalizer
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 
 
-def _normalizer(dim: int, enabled: bool) -> nn.Module:
-    return EmpiricalNormalizer(dim) if enabled else nn.Identity()
+def _build_parts(
+    actor: nn.Module,
+    obs_dim: int,
+    outputs: int,
+    action_low: torch.Tensor,
+    action_high: torch.Tensor,
+    hidden: tuple[int, ...],
+    activation: Activation,
+    normalize_obs: bool,
+) -> None:
+    """Give `actor` the pieces both actors share: obs normalizer, network with `outputs` heads, scaler."""
+    actor.action_dim = int(action_low.numel())
+    actor.obs_normalizer = make_normalizer(obs_dim, normalize_obs)
+    actor.net = mlp(obs_dim, hidden, outputs * actor.action_dim, activation)
+    actor.scaler = ActionScaler(action_low.float(), action_high.float())
 
 
 def squashed_log_prob(pre_tanh: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -43,10 +56,7 @@ class SquashedGaussianActor(nn.Module):
         normalize_obs: bool = True,
     ) -> None:
         super().__init__()
-        self.action_dim = int(action_low.numel())
-        self.obs_normalizer = _normalizer(obs_dim, normalize_obs)
-        self.net = mlp(obs_dim, hidden, 2 * self.action_dim, activation)
-        self.scaler = ActionScaler(action_low.float(), action_high.float())
+        _build_parts(self, obs_dim, 2, action_low, action_high, hidden, activation, normalize_obs)
 
     def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = self.net(self.obs_normalizer(obs)).chunk(2, dim=-1)
@@ -79,10 +89,7 @@ class TanhActor(nn.Module):
         normalize_obs: bool = True,
     ) -> None:
         super().__init__()
-        self.action_dim = int(action_low.numel())
-        self.obs_normalizer = _normalizer(obs_dim, normalize_obs)
-        self.net = mlp(obs_dim, hidden, self.action_dim, activation)
-        self.scaler = ActionScaler(action_low.float(), action_high.float())
+        _build_parts(self, obs_dim, 1, action_low, action_high, hidden, activation, normalize_obs)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.net(self.obs_normalizer(obs)))

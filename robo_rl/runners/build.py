@@ -13,7 +13,7 @@ from torch import nn
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.sac import SAC
 from robo_rl.algorithms.td3 import TD3
-from robo_rl.envs import BatchedEnv
+from robo_rl.envs import BatchedEnv, critic_obs_dim
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
@@ -42,13 +42,12 @@ def build_policy(cfg: ExperimentConfig, env: BatchedEnv) -> ActorCritic:
     spec = env.action_spec
     if not spec.is_bounded:
         raise ValueError(f"task {cfg.task.name!r}: action bounds must be finite to scale the policy onto them")
-    privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
     return ActorCritic(
         env.obs_spec.dim,
         spec.low_tensor(),
         spec.high_tensor(),
         cfg.policy,
-        critic_obs_dim=env.obs_spec.dim + privileged,
+        critic_obs_dim=critic_obs_dim(env),
     ).to(env.device)
 
 
@@ -75,8 +74,7 @@ def build_runner(
 
 
 def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3:
-    privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
-    dims = (env.obs_spec.dim, env.obs_spec.dim + privileged)
+    dims = (env.obs_spec.dim, critic_obs_dim(env))
     bounds = (env.action_spec.low_tensor(), env.action_spec.high_tensor())
     if cfg.algo == "sac":
         return SAC(*dims, *bounds, cfg.sac, device=env.device)

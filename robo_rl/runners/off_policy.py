@@ -16,11 +16,11 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv, critic_obs_dim
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeTracker
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, EvalResult, evaluate, evaluation_due
-from robo_rl.runners.on_policy import TrainResult, critic_observation
+from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage.replay import ReplayBuffer, Transitions
 
@@ -76,9 +76,8 @@ class OffPolicyRunner:
     ) -> None:
         self.env, self.algorithm, self.cfg, self.seed = env, algorithm, cfg, seed
         self.eval_env, self.run = eval_env, run
-        privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
         self.buffer = ReplayBuffer(
-            cfg.buffer_capacity, env.obs_spec.dim, env.obs_spec.dim + privileged, env.action_spec.dim, env.device
+            cfg.buffer_capacity, env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim, env.device
         )
         self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
@@ -86,9 +85,7 @@ class OffPolicyRunner:
         self.wall_time = 0.0
         torch.manual_seed(seed)
         self.obs = env.reset(seed=seed)
-        privileged_obs = getattr(env, "privileged_obs", None)
-        info = {} if privileged_obs is None else {INFO_PRIVILEGED_OBS: privileged_obs}
-        self.critic_obs = critic_observation(self.obs, info, INFO_PRIVILEGED_OBS)
+        self.critic_obs = reset_critic_observation(env, self.obs)
 
     def _action(self) -> torch.Tensor:
         if self.env_steps < self.cfg.learning_starts:

@@ -56,6 +56,12 @@ def critic_observation(obs: torch.Tensor, info: dict[str, torch.Tensor], key: st
     return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
 
 
+def reset_critic_observation(env: BatchedEnv, obs: torch.Tensor) -> torch.Tensor:
+    """Critic input right after `reset`, when there is no step info: the env exposes `privileged_obs`."""
+    privileged = getattr(env, "privileged_obs", None)
+    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
+
+
 class OnPolicyRunner:
     """Owns the env loop of PPO training; the algorithm only sees filled rollout storage.
 
@@ -91,11 +97,7 @@ class OnPolicyRunner:
         self.wall_time = 0.0
         torch.manual_seed(seed)
         self.obs = env.reset(seed=seed)
-        self.critic_obs = critic_observation(self.obs, self._reset_info(), INFO_PRIVILEGED_OBS)
-
-    def _reset_info(self) -> dict[str, torch.Tensor]:
-        privileged = getattr(self.env, "privileged_obs", None)
-        return {} if privileged is None else {INFO_PRIVILEGED_OBS: privileged}
+        self.critic_obs = reset_critic_observation(env, self.obs)
 
     @torch.no_grad()
     def collect(self) -> None:
