@@ -43,7 +43,7 @@ from typing import Any
 import gymnasium
 import stable_baselines3
 import torch
-from machine import machine_info
+from machine import finite_or_none, machine_info, warm_up_torch, warn_if_busy
 from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -60,8 +60,6 @@ GYM_ID = "Pendulum-v1"
 EVAL_EPISODES = 10
 EVAL_SEEDS = tuple(range(10_000, 10_000 + EVAL_EPISODES))
 METHODS = ("robo", "sb3_sac", "sb3_ppo")
-BUSY_LOAD = 0.5
-"""1-minute load average above which the run warns that other processes are distorting the timings."""
 LABELS = {"robo": "robo_rl PPO", "sb3_sac": "SB3 SAC (zoo)", "sb3_ppo": "SB3 PPO (zoo)"}
 
 ZOO = "https://github.com/DLR-RM/rl-baselines3-zoo/blob"
@@ -228,10 +226,6 @@ def effective_hyperparameters(spec: SB3Spec) -> dict[str, Any]:
     }
 
 
-def finite_or_none(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def summarize(rows: list[RunRow]) -> dict[str, Any]:
     """Median time and steps to the target (a run that missed it counts as infinite) and successes."""
     times = [r.wall_time_s if r.reached else math.inf for r in rows]
@@ -327,31 +321,11 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
-def warn_if_busy() -> float:
-    """The 1-minute load average, with a warning when other processes are likely competing for the CPU."""
-    load = os.getloadavg()[0]
-    if load > BUSY_LOAD:
-        print(f"warning: load average {load:.2f} at start; other processes will inflate the timings", flush=True)
-    return load
-
-
 def runner_for(method: str, args: argparse.Namespace) -> Callable[[int], RunRow]:
     if method == "robo":
         return lambda seed: run_robo(seed, args.robo_max_iterations)
     cap = args.sb3_max_steps_sac if method == "sb3_sac" else args.sb3_max_steps_ppo
     return lambda seed: run_sb3(method, seed, cap)
-
-
-def warm_up_torch() -> None:
-    """Pay torch's one-time costs (kernel selection, allocator, autograd set-up) before any clock starts, so
-    that the first method timed is not charged for them. The same small MLP update serves every method."""
-    net = torch.nn.Sequential(torch.nn.Linear(3, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1))
-    optimizer = torch.optim.Adam(net.parameters())
-    for batch in (1, 64, 256, 1024):
-        loss = net(torch.randn(batch, 3)).square().mean()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
 
 
 def main() -> None:

@@ -20,6 +20,9 @@ INFO_PRIVILEGED_OBS = "privileged_obs"
 """info key: `(num_envs, privileged_dim)` critic-only observation matching the returned obs."""
 INFO_FINAL_PRIVILEGED_OBS = "final_privileged_obs"
 """info key: `(num_envs, privileged_dim)` privileged counterpart of `final_obs`."""
+INFO_SUCCESS = "success"
+"""info key, only from tasks that define success: `(num_envs,)` bool, whether the episode that ended at this step
+succeeded; read it where `terminated | truncated`, its value elsewhere means nothing."""
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,20 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv, SpaceSpec
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    INFO_SUCCESS,
+    BatchedEnv,
+    SpaceSpec,
+)
 from robo_rl.sim.registry import make
 
-__all__ = ["GymnasiumEnv", "GymnasiumVectorEnv", "check_task", "space_to_box"]
+IS_SUCCESS = "is_success"
+"""Gymnasium-side info key for `robo_rl.envs.INFO_SUCCESS` (Stable-Baselines3's name)."""
+
+__all__ = ["IS_SUCCESS", "GymnasiumEnv", "GymnasiumVectorEnv", "check_task", "space_to_box"]
 
 
 def space_to_box(spec: SpaceSpec) -> spaces.Box:
@@ -56,7 +66,8 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
 
     Observations are float32 arrays `(obs_dim,)`, actions `(action_dim,)` in the units of the env's specs.
     When the batched env has a `privileged_obs_spec`, `info["privileged_obs"]` `(privileged_dim,)` matches each
-    returned observation.
+    returned observation. When a task defines success, the step ending an episode has `info["is_success"]`
+    (the key Stable-Baselines3 reads for its success rate).
     """
 
     def __init__(self, env: BatchedEnv, render_mode: str | None = None) -> None:
@@ -100,6 +111,8 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
         if self.env.privileged_obs_spec is not None:
             key = INFO_FINAL_PRIVILEGED_OBS if done else INFO_PRIVILEGED_OBS
             info[INFO_PRIVILEGED_OBS] = _to_numpy(batched_info[key][0])
+        if done and INFO_SUCCESS in batched_info:
+            info[IS_SUCCESS] = bool(batched_info[INFO_SUCCESS][0])
         returned_obs = batched_info[INFO_FINAL_OBS] if done else obs
         return _to_numpy(returned_obs[0]), float(reward[0]), is_terminated, is_truncated, info
 
@@ -110,7 +123,8 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv[np.ndarray, np.ndarray, np.n
     `step` returns obs `(num_envs, obs_dim)` float32, rewards `(num_envs,)` float64 and bool flags
     `(num_envs,)`. When some envs finished, `info` carries (as `SyncVectorEnv` does in `SAME_STEP` mode)
     `final_obs`, an object array `(num_envs,)` holding the last `(obs_dim,)` observation of each finished env
-    and None elsewhere, `final_info` (a dict; `privileged_obs` there when the env has one), and the boolean
+    and None elsewhere, `final_info` (a dict; `privileged_obs` there when the env has one, `is_success` when the
+    task defines success), and the boolean
     masks `_final_obs` and `_final_info`. Privileged observations matching the returned obs are in
     `info["privileged_obs"]` `(num_envs, privileged_dim)`.
     """
@@ -179,6 +193,9 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv[np.ndarray, np.ndarray, np.n
             final_privileged = _to_numpy(batched_info[INFO_FINAL_PRIVILEGED_OBS])
             final_info[INFO_PRIVILEGED_OBS] = np.where(done[:, None], final_privileged, 0.0).astype(np.float32)
             final_info[f"_{INFO_PRIVILEGED_OBS}"] = done.copy()
+        if INFO_SUCCESS in batched_info:
+            final_info[IS_SUCCESS] = batched_info[INFO_SUCCESS].cpu().numpy() & done
+            final_info[f"_{IS_SUCCESS}"] = done.copy()
         info["final_obs"], info["_final_obs"] = final_obs, done.copy()
         info["final_info"], info["_final_info"] = final_info, done.copy()
 

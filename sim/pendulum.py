@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, SpaceSpec, StepResult
+from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,10 @@ class PendulumConfig:
     """Length of the rod in m."""
     max_episode_steps: int = 200
     """Steps after which an episode is truncated."""
+    success_angle: float = 0.2
+    """An episode succeeds when it ends within this many rad of upright..."""
+    success_speed: float = 1.0
+    """...turning slower than this many rad/s (reported as `info["success"]`)."""
 
     def __post_init__(self) -> None:
         positive = {
@@ -42,6 +46,8 @@ class PendulumConfig:
             "m": self.m,
             "l": self.l,
             "max_episode_steps": self.max_episode_steps,
+            "success_angle": self.success_angle,
+            "success_speed": self.success_speed,
         }
         bad = [name for name, value in positive.items() if not value > 0]
         if bad:
@@ -59,6 +65,7 @@ class Pendulum:
     Observation `(num_envs, 3)`: `[cos theta, sin theta, theta_dot]`. Action `(num_envs, 1)`: torque in N*m.
     Reward `(num_envs,)`: `-(angle_normalize(theta)^2 + 0.1 theta_dot^2 + 0.001 torque^2)` of the state before
     the step. Episodes never terminate; they are truncated after `max_episode_steps` and reset inside `step`.
+    `info["success"]`: the pendulum is balanced (see `PendulumConfig.success_angle`) at the end of the episode.
     """
 
     dtype: torch.dtype = torch.float32
@@ -117,12 +124,13 @@ class Pendulum:
         reward = -self._cost(self._state, torque)
         self._state = self._integrate(self._state, torque)
         final_obs = self._observe(self._state)
+        success = self._balanced(self._state)
         self._steps += 1
         truncated = self._steps >= self.max_episode_steps
         terminated = torch.zeros_like(truncated)
         self._reset_where(truncated)
         obs = torch.where(truncated.unsqueeze(-1), self._observe(self._state), final_obs)
-        return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs}
+        return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs, INFO_SUCCESS: success}
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the exact same stream: state, step counters, generator state."""
@@ -148,6 +156,11 @@ class Pendulum:
         fresh = self._sample_initial_state()
         self._state = torch.where(done.unsqueeze(-1), fresh, self._state)
         self._steps = torch.where(done, torch.zeros_like(self._steps), self._steps)
+
+    def _balanced(self, state: torch.Tensor) -> torch.Tensor:
+        theta, theta_dot = state.unbind(-1)
+        c = self.config
+        return (angle_normalize(theta).abs() <= c.success_angle) & (theta_dot.abs() <= c.success_speed)
 
     def _cost(self, state: torch.Tensor, torque: torch.Tensor) -> torch.Tensor:
         theta, theta_dot = state.unbind(-1)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from robo_rl.config import ConfigError, apply_overrides
 from robo_rl.envs import BatchedEnv
 
 EnvFactory = Callable[..., BatchedEnv]
@@ -33,12 +34,23 @@ def make(
     num_envs: int,
     device: str | torch.device = "cpu",
     seed: int | None = None,
+    params: Sequence[str] = (),
     **overrides: Any,
 ) -> BatchedEnv:
-    """Build `num_envs` copies of task `name` on `device`; `overrides` replace fields of its config."""
+    """Build `num_envs` copies of task `name` on `device`.
+
+    `params` are `"key=value"` strings on the task's config, nested keys dotted (`"randomization.mass=0.2"`),
+    parsed and validated like CLI `--set` overrides (ConfigError naming the key); `overrides` then replace
+    top-level fields by keyword.
+    """
     if name not in _TASKS:
         raise ValueError(f"unknown task {name!r}; registered tasks: {names()}")
     factory, default = _TASKS[name]
+    if params:
+        try:
+            default = apply_overrides(default, params)
+        except ConfigError as err:
+            raise ConfigError(f"task.params of {name!r}: {err}") from None
     valid = [field.name for field in dataclasses.fields(default)]
     unknown = sorted(set(overrides) - set(valid))
     if unknown:

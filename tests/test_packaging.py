@@ -52,9 +52,12 @@ def test_sim_make_works_from_outside_the_repo(tmp_path: Path) -> None:
 import json
 from robo_rl.sim import make, names
 env = make("pendulum", num_envs=2, seed=0)
-print(json.dumps({"names": names(), "obs": list(env.reset(seed=0).shape)}))
+quad = make("quadrotor/hover", num_envs=2, seed=0)  # its frame YAML is package data
+print(json.dumps({"names": names(), "obs": list(env.reset(seed=0).shape), "quad": quad.params.name}))
 """
-    assert _python(code, tmp_path) == {"names": ["pendulum"], "obs": [2, 3]}
+    result = _python(code, tmp_path)
+    assert {"pendulum", "quadrotor/hover", "gym/InvertedPendulum-v5"} <= set(result["names"])
+    assert result["obs"] == [2, 3] and result["quad"]
 
 
 @pytest.mark.parametrize("module", ["robo_rl", "robo_rl.real", "robo_rl.config"])

@@ -15,6 +15,7 @@ import torch
 
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
 from robo_rl.algorithms.sac_losses import sac_actor_loss, soft_target, temperature_loss
+from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.modules.squashed_actor import SquashedGaussianActor
@@ -84,8 +85,8 @@ class SAC:
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=True)
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate, fused=True)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate, fused=True)
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
 
     @property
@@ -118,7 +119,8 @@ class SAC:
 
     def _update_actor(self, batch: Transitions) -> dict[str, float]:
         action, log_prob = self.actor.sample(batch.obs)
-        q = self.critic(batch.critic_obs, action)
+        with frozen(self.critic):
+            q = self.critic(batch.critic_obs, action)
         q = q.min(dim=0).values if self.cfg.actor_q == "min" else q.mean(dim=0)
         actor_loss = sac_actor_loss(q, log_prob, self.alpha)
         self.actor_optimizer.zero_grad(set_to_none=True)

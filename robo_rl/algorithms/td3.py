@@ -13,6 +13,7 @@ import torch
 
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update
 from robo_rl.algorithms.td3_losses import smoothed_action, td3_actor_loss, td3_target
+from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.modules.squashed_actor import TanhActor
@@ -45,6 +46,8 @@ class TD3Config:
     """Hidden nonlinearity."""
     normalize_obs: bool = False
     """Running observation normalizer inside the actor."""
+    layer_norm: bool = False
+    """LayerNorm after each critic hidden layer (as RLPD does for SAC; steadier Q-values)."""
 
     def __post_init__(self) -> None:
         if self.policy_delay < 1:
@@ -68,11 +71,13 @@ class TD3:
         self.actor = TanhActor(
             obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
         ).to(device)
-        self.critic = QEnsemble(critic_obs_dim, action_dim, cfg.critic_hidden, 2, cfg.activation).to(device)
+        self.critic = QEnsemble(critic_obs_dim, action_dim, cfg.critic_hidden, 2, cfg.activation, cfg.layer_norm).to(
+            device
+        )
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate, fused=True)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate, fused=True)
         self.critic_steps = 0
 
     @torch.no_grad()
@@ -88,7 +93,8 @@ class TD3:
         metrics = {"critic_loss": self._update_critic(batch)}
         self.critic_steps += 1
         if update_actor and self.critic_steps % self.cfg.policy_delay == 0:
-            actor_loss = td3_actor_loss(self.critic(batch.critic_obs, self.actor(batch.obs))[0])
+            with frozen(self.critic):
+                actor_loss = td3_actor_loss(self.critic(batch.critic_obs, self.actor(batch.obs))[0])
             self.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.backward()
             self.actor_optimizer.step()

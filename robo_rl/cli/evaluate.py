@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from robo_rl.cli.progress import terminal
+from robo_rl.cli.progress import describe_evaluation, terminal
 from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.runners.evaluate import EvalResult, evaluate
+from robo_rl.runners.flight_plot import plot_flights, record_positions
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,7 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "eval",
         help="evaluate a trained policy",
         description="Run the deterministic policy of RUN_DIR for --episodes episodes (in parallel) and print the "
-        "mean, std, min and max return. --onnx evaluates RUN_DIR/policy.onnx in onnxruntime instead "
+        "mean, std, min and max return, and the success rate for tasks that define success (e.g. pendulum: "
+        "balanced at the end of the episode). --onnx evaluates RUN_DIR/policy.onnx in onnxruntime instead "
         "of the torch checkpoint, i.e. exactly the artifact that gets deployed.",
     )
     p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train")
@@ -28,6 +30,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
     p.add_argument("--onnx", action="store_true", help="evaluate RUN_DIR/policy.onnx with onnxruntime")
     p.add_argument("--device", default="cpu", help="device for env and policy (default: cpu)")
+    p.add_argument(
+        "--task-param",
+        dest="task_params",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change the task for this evaluation, e.g. held-out ranges: --task-param randomization.mass=0.3 "
+        "(repeatable; applied after the run's task.params)",
+    )
     p.set_defaults(func=main)
 
 
@@ -46,21 +57,43 @@ def onnx_actor(path: Path) -> Callable[[torch.Tensor], torch.Tensor]:
 
 
 def evaluate_run(
-    run_dir: Path, episodes: int, seed: int, checkpoint: Path | None = None, use_onnx: bool = False, device: str = "cpu"
+    run_dir: Path,
+    episodes: int,
+    seed: int,
+    checkpoint: Path | None = None,
+    use_onnx: bool = False,
+    device: str = "cpu",
+    task_params: Sequence[str] = (),
 ) -> EvalResult:
+    """Evaluate the run's deterministic policy; `task_params` change the task (after the run's own params)."""
     if episodes < 1:
         raise ValueError(f"--episodes must be at least 1, got {episodes}")
     trained = load_trained(run_dir, checkpoint, device)
-    env = make_env(trained.cfg, num_envs=episodes, device=device)
+    env = make_env(trained.cfg, num_envs=episodes, device=device, extra_params=task_params)
     actor = onnx_actor(run_dir / "policy.onnx") if use_onnx else trained.actor
     return evaluate(env, actor, seed=seed)
 
 
+def plot_run_flights(run_dir: Path, episodes: int, seed: int) -> Path | None:
+    """RUN_DIR/flights.png: 3-D position-error paths of `episodes` deterministic flights; None if the task has
+    no position error in its observation."""
+    trained = load_trained(run_dir)
+    env = make_env(trained.cfg, num_envs=episodes, device="cpu")
+    try:
+        positions = record_positions(env, trained.actor, seed)
+    except ValueError:
+        return None
+    out = run_dir / "flights.png"
+    plot_flights(positions, out, f"{trained.cfg.task.name}: {episodes} evaluation flights")
+    return out
+
+
 def main(args: argparse.Namespace) -> int:
-    result = evaluate_run(args.run_dir, args.episodes, args.seed, args.checkpoint, args.onnx, args.device)
-    source = "policy.onnx (onnxruntime)" if args.onnx else "checkpoint (torch)"
-    terminal().print(
-        f"{args.run_dir} ({source}): return {result.mean_return:.1f} ± {result.std_return:.1f} over "
-        f"{len(result.returns)} episodes (min {min(result.returns):.1f}, max {max(result.returns):.1f})"
+    result = evaluate_run(
+        args.run_dir, args.episodes, args.seed, args.checkpoint, args.onnx, args.device, args.task_params
     )
+    source = "policy.onnx (onnxruntime)" if args.onnx else "checkpoint (torch)"
+    terminal().print(f"{args.run_dir} ({source}): {describe_evaluation(result)}")
+    if result.success_rate is None:
+        terminal().print("success rate: n/a (this task defines no success criterion)")
     return 0

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 import robo_rl
-from robo_rl.cli import compare, demo, evaluate, export, train
+from robo_rl.cli import collect, compare, demo, evaluate, export, train
 from robo_rl.config import ConfigError
 
 DESCRIPTION = """\
@@ -21,7 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"robo-rl {robo_rl.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (train, evaluate, export, compare, demo):
+    for command in (train, evaluate, export, collect, compare, demo):
         command.add_parser(sub)
     return parser
 

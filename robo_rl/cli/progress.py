@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from robo_rl.runners.evaluate import EvalResult
 
 
 def _fmt(value: float | None) -> str:
@@ -58,3 +62,35 @@ class TrainingProgress:
 def terminal() -> Console:
     """The CLI's console. Soft wrap: paths and commands stay on one line, so they can be copied from logs."""
     return Console(soft_wrap=True)
+
+
+def seconds_since_process_start() -> float | None:
+    """Seconds since this process started (interpreter start-up and imports included), from /proc; None where
+    /proc is missing."""
+    try:
+        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def describe_targets(loop: Any) -> str:
+    """'target: mean return >= X, success rate >= Y' from a runner config."""
+    parts = []
+    if getattr(loop, "target_return", None) is not None:
+        parts.append(f"mean return ≥ {loop.target_return:g}")
+    if getattr(loop, "target_success_rate", None) is not None:
+        parts.append(f"success rate ≥ {loop.target_success_rate:.0%} over {loop.eval_episodes} episodes")
+    return "target: " + (", ".join(parts) if parts else "none, all iterations")
+
+
+def describe_evaluation(result: EvalResult) -> str:
+    """'return M ± S over N episodes (min, max), success R% (k/N)'; the success part only where defined."""
+    text = (
+        f"return {result.mean_return:.1f} ± {result.std_return:.1f} over {len(result.returns)} episodes "
+        f"(min {min(result.returns):.1f}, max {max(result.returns):.1f})"
+    )
+    if result.success_rate is None:
+        return text
+    return f"{text}, success rate {result.success_rate:.1%} ({sum(result.successes or ())}/{len(result.returns)})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,5 +39,9 @@ def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: st
     return TrainedPolicy(run, cfg, build_deployable_actor(cfg, env, state), path, int(state["iteration"]))
 
 
-def make_env(cfg: ExperimentConfig, num_envs: int, device: str, seed: int | None = None) -> BatchedEnv:
-    return env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed)
+def make_env(
+    cfg: ExperimentConfig, num_envs: int, device: str, seed: int | None = None, extra_params: Sequence[str] = ()
+) -> BatchedEnv:
+    """The run's task with its `task.params`, then `extra_params` (e.g. held-out evaluation ranges)."""
+    params = (*cfg.task.params, *extra_params)
+    return env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params)

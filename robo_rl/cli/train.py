@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from robo_rl.cli.progress import TrainingProgress, terminal
+from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
 from robo_rl.cli.tasks import env_factory, resolve_config
 from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
 from robo_rl.experiment import ExperimentConfig
@@ -130,15 +130,12 @@ def train(runner: Runner, run: RunDirectory, console: Console, quiet: bool = Fal
 
 
 def print_summary(console: Console, result: TrainResult, run: RunDirectory) -> None:
-    status = "reached the target return" if result.reached_target else "stopped at max_iterations"
+    status = "reached the target" if result.reached_target else "stopped at max_iterations"
     console.print(
         f"{status}: {result.iterations} iterations, {result.env_steps:,} env steps, "
         f"{result.wall_time:.1f} s training wall-clock "
         f"({result.env_steps / max(result.wall_time, 1e-9):,.0f} steps/s)"
     )
     if result.final_eval is not None:
-        ev = result.final_eval
-        console.print(
-            f"last evaluation: return {ev.mean_return:.1f} ± {ev.std_return:.1f} over {len(ev.returns)} episodes"
-        )
+        console.print(f"last evaluation: {describe_evaluation(result.final_eval)}")
     console.print(f"learning curve: {run.path / 'learning_curve.png'}")

@@ -49,6 +49,10 @@ class ActionScaler(nn.Module):
     def forward(self, normalized: torch.Tensor) -> torch.Tensor:
         return self.center + self.half_range * normalized.clamp(-1.0, 1.0)
 
+    def normalize(self, action: torch.Tensor) -> torch.Tensor:
+        """The inverse map: env actions (clipped to `[low, high]`) → `[-1, 1]`, e.g. for demonstrations."""
+        return ((action - self.center) / self.half_range).clamp(-1.0, 1.0)
+
 
 class ActorCritic(nn.Module):
     """Gaussian policy and value function for PPO.

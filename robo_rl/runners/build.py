@@ -5,6 +5,7 @@ The env factory is injected (the CLI passes `robo_rl.sim.make`), so the core nev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import torch
@@ -23,7 +24,9 @@ from robo_rl.runners.run_dir import RunDirectory
 
 
 class EnvFactory(Protocol):
-    def __call__(self, name: str, num_envs: int, device: str = "cpu", seed: int | None = None) -> BatchedEnv: ...
+    def __call__(
+        self, name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
+    ) -> BatchedEnv: ...
 
 
 def check_device(device: str) -> None:
@@ -59,12 +62,17 @@ def build_runner(
 ) -> Runner:
     """A ready-to-train runner for `cfg.algo`; `evaluate=False` skips creating the evaluation env."""
     check_device(cfg.task.device)
-    env = make_env(cfg.task.name, num_envs=cfg.task.num_envs, device=cfg.task.device, seed=cfg.seed)
+    task = cfg.task
+    env = make_env(task.name, num_envs=task.num_envs, device=task.device, seed=cfg.seed, params=task.params)
     loop = getattr(cfg, cfg.loop_section)
     eval_env = None
     if evaluate:
         eval_env = make_env(
-            cfg.task.name, num_envs=loop.eval_episodes, device=cfg.task.device, seed=cfg.seed + EVAL_SEED_OFFSET
+            task.name,
+            num_envs=loop.eval_episodes,
+            device=task.device,
+            seed=cfg.seed + EVAL_SEED_OFFSET,
+            params=task.params,
         )
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.algo == "ppo":

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from robo_rl.envs import BatchedEnv
+from robo_rl.envs import INFO_SUCCESS, BatchedEnv
 
 EVAL_SEED_OFFSET = 1_000_003
 """Evaluation envs are reset with `seed + EVAL_SEED_OFFSET`: fixed held-out initial states per training seed."""
@@ -25,6 +25,8 @@ class EvalResult:
     """Undiscounted return of each evaluated episode."""
     lengths: tuple[int, ...]
     """Length of each episode in control steps."""
+    successes: tuple[bool, ...] | None = None
+    """Whether each episode succeeded, for tasks that define success (`info["success"]`); else None."""
 
     @property
     def mean_return(self) -> float:
@@ -35,22 +37,60 @@ class EvalResult:
         mean = self.mean_return
         return math.sqrt(sum((r - mean) ** 2 for r in self.returns) / len(self.returns))
 
+    @property
+    def success_rate(self) -> float | None:
+        """Fraction of successful episodes, or None when the task does not define success."""
+        if self.successes is None:
+            return None
+        return sum(self.successes) / len(self.successes)
+
+
+def targets_reached(evaluation: EvalResult, target_return: float | None, target_success_rate: float | None) -> bool:
+    """Whether `evaluation` meets every target that is set; False when none is set (train all iterations).
+
+    A success target on a task that defines no success is never met.
+    """
+    if target_return is None and target_success_rate is None:
+        return False
+    if target_return is not None and evaluation.mean_return < target_return:
+        return False
+    if target_success_rate is None:
+        return True
+    rate = evaluation.success_rate
+    return rate is not None and rate >= target_success_rate
+
+
+def eval_metrics(evaluation: EvalResult | None) -> dict[str, float | None]:
+    """The evaluation columns of a runner's metrics row (None where no evaluation ran this iteration)."""
+    if evaluation is None:
+        return {"eval_return": None, "eval_success_rate": None}
+    return {"eval_return": evaluation.mean_return, "eval_success_rate": evaluation.success_rate}
+
 
 @torch.no_grad()
 def evaluate(env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], seed: int) -> EvalResult:
     """Run each of the env's `num_envs` copies for exactly one episode with `actor` `(N, obs) → (N, act)`.
 
-    The env is reset with `seed`, so the same seed evaluates the same initial states.
+    The env is reset with `seed`, so the same seed evaluates the same initial states. Where the env reports
+    `info["success"]`, each episode's value at its last step is collected; an episode still running after
+    `max_episode_steps` (an env that never truncates) counts as not successful.
     """
     obs = env.reset(seed=seed)
     returns = torch.zeros(env.num_envs, device=env.device)
     lengths = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
     running = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
+    succeeded = torch.zeros_like(running)
+    defines_success = False
     for _ in range(env.max_episode_steps):
-        obs, reward, terminated, truncated, _ = env.step(actor(obs))
+        obs, reward, terminated, truncated, info = env.step(actor(obs))
         returns += reward * running
         lengths += running.long()
-        running &= ~(terminated | truncated)
+        ended = running & (terminated | truncated)
+        if INFO_SUCCESS in info:
+            defines_success = True
+            succeeded |= ended & info[INFO_SUCCESS]
+        running &= ~ended
         if not bool(running.any()):
             break
-    return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()))
+    successes = tuple(succeeded.tolist()) if defines_success else None
+    return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes)

@@ -16,13 +16,50 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv, critic_obs_dim
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    BatchedEnv,
+    StepResult,
+    critic_obs_dim,
+)
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeTracker
-from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, EvalResult, evaluate, evaluation_due
+from robo_rl.runners.evaluate import (
+    EVAL_SEED_OFFSET,
+    EvalResult,
+    eval_metrics,
+    evaluate,
+    evaluation_due,
+    targets_reached,
+)
 from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
 from robo_rl.runners.run_dir import RunDirectory
-from robo_rl.storage.replay import ReplayBuffer, Transitions
+from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, SymmetricSampler, Transitions
+
+
+def transitions_of_step(
+    obs: torch.Tensor, critic_obs: torch.Tensor, action: torch.Tensor, result: StepResult, is_demo: bool
+) -> Transitions:
+    """The replay transitions of one batched env step from `obs` with normalized `action` ([-1, 1]).
+
+    Finished episodes store the env's `final_obs` (and its privileged part) as the next observation, so that
+    time-outs bootstrap from the state the episode was cut in.
+    """
+    _, reward, terminated, truncated, info = result
+    return Transitions(
+        obs=obs,
+        critic_obs=critic_obs,
+        actions=action,
+        rewards=reward,
+        next_obs=info[INFO_FINAL_OBS],
+        next_critic_obs=critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS),
+        terminated=terminated,
+        truncated=truncated,
+        intervened=torch.zeros_like(terminated),
+        is_demo=torch.full_like(terminated, is_demo),
+    )
 
 
 class OffPolicyAlgorithm(Protocol):
@@ -50,18 +87,52 @@ class OffPolicyRunnerConfig:
     """Replay capacity in transitions (preallocated on the env's device)."""
     target_return: float | None = None
     """Stop once a deterministic evaluation's mean return reaches this; None trains all iterations."""
+    target_success_rate: float | None = None
+    """Stop once an evaluation's success rate (tasks that define success) reaches this, e.g. 0.95; with
+    target_return too, both must be reached. None: no success target."""
     eval_interval: int = 1_000
     """Iterations between deterministic evaluations (0: only at the end)."""
     eval_episodes: int = 20
     """Episodes per evaluation, run in parallel."""
     save_interval: int = 10_000
     """Iterations between numbered checkpoints (the replay buffer is saved with each)."""
+    prior_buffer: str | None = None
+    """Replay buffer file of demonstrations or interventions (`robo-rl collect` writes one): RLPD-style
+    symmetric sampling draws `prior_fraction` of every batch from it. None trains from online data only."""
+    prior_fraction: float = 0.5
+    """Share of each batch drawn from the prior buffer when there is one (RLPD and HIL-SERL use 0.5)."""
 
     def __post_init__(self) -> None:
         if self.updates_per_step < 0 or self.learning_starts < 0 or self.max_iterations < 0:
             raise ValueError("updates_per_step, learning_starts and max_iterations must not be negative")
         if self.batch_size < 1 or self.buffer_capacity < 1 or self.eval_episodes < 1:
             raise ValueError("batch_size, buffer_capacity and eval_episodes must be at least 1")
+        if not 0.0 <= self.prior_fraction <= 1.0:
+            raise ValueError(f"prior_fraction must be in [0, 1], got {self.prior_fraction}")
+
+
+def load_prior_buffer(
+    path: Path, capacity: int, dims: tuple[int, int, int], device: torch.device | str
+) -> ReplayBuffer:
+    """The transitions of replay buffer file `path` in a new buffer of `capacity` on `device`.
+
+    The copy has the run's capacity, so interventions can be added to it during training; its dimensions must
+    match the task's `(obs, critic_obs, action)` sizes (ValueError naming the mismatch otherwise).
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"off_policy.prior_buffer: {path} does not exist")
+    saved = ReplayBuffer.load(path, "cpu")
+    names = ("obs_dim", "critic_obs_dim", "action_dim")
+    for name, ours in zip(names, dims, strict=True):
+        theirs = getattr(saved, name)
+        if theirs != ours:
+            raise ValueError(f"off_policy.prior_buffer: {path} has {name} {theirs}, the task needs {ours}")
+    if len(saved) == 0:
+        raise ValueError(f"off_policy.prior_buffer: {path} holds no transitions")
+    prior = ReplayBuffer(capacity, *dims, device)
+    stored = saved.stored()
+    prior.add(Transitions(**{name: getattr(stored, name).to(prior.device) for name in FIELD_NAMES}))
+    return prior
 
 
 class OffPolicyRunner:
@@ -76,9 +147,13 @@ class OffPolicyRunner:
     ) -> None:
         self.env, self.algorithm, self.cfg, self.seed = env, algorithm, cfg, seed
         self.eval_env, self.run = eval_env, run
-        self.buffer = ReplayBuffer(
-            cfg.buffer_capacity, env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim, env.device
-        )
+        dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
+        self.buffer = ReplayBuffer(cfg.buffer_capacity, *dims, env.device)
+        self.prior: ReplayBuffer | None = None
+        self.sampler: ReplayBuffer | SymmetricSampler = self.buffer
+        if cfg.prior_buffer is not None:
+            self.prior = load_prior_buffer(Path(cfg.prior_buffer), cfg.buffer_capacity, dims, env.device)
+            self.sampler = SymmetricSampler(self.buffer, self.prior, cfg.prior_fraction)
         self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
         self.iteration = self.env_steps = 0
@@ -97,34 +172,23 @@ class OffPolicyRunner:
     def step(self) -> None:
         """One env step of every env, stored in the replay buffer."""
         action = self._action()
-        next_obs, reward, terminated, truncated, info = self.env.step(self.algorithm.actor.scaler(action))
-        next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
-        final_critic = critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS)
-        flags = torch.zeros_like(terminated)
-        self.buffer.add(
-            Transitions(
-                obs=self.obs,
-                critic_obs=self.critic_obs,
-                actions=action,
-                rewards=reward,
-                next_obs=info[INFO_FINAL_OBS],
-                next_critic_obs=final_critic,
-                terminated=terminated,
-                truncated=truncated,
-                intervened=flags,
-                is_demo=flags,
-            )
-        )
+        result = self.env.step(self.algorithm.actor.scaler(action))
+        self.buffer.add(transitions_of_step(self.obs, self.critic_obs, action, result, is_demo=False))
+        next_obs, reward, terminated, truncated, info = result
         self.tracker.record(reward, terminated | truncated)
-        self.obs, self.critic_obs = next_obs, next_critic
+        self.obs, self.critic_obs = next_obs, critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
         self.env_steps += self.env.num_envs
+
+    def sample_batch(self) -> Transitions:
+        """One training batch: uniform from the online buffer, or RLPD's symmetric mix with the prior buffer."""
+        return self.sampler.sample(self.cfg.batch_size, self.generator)
 
     def train_step(self) -> dict[str, float]:
         if self.env_steps < self.cfg.learning_starts or len(self.buffer) < self.cfg.batch_size:
             return {}
         metrics: dict[str, float] = {}
         for _ in range(self.cfg.updates_per_step):
-            metrics = self.algorithm.update(self.buffer.sample(self.cfg.batch_size, self.generator))
+            metrics = self.algorithm.update(self.sample_batch())
         return metrics
 
     def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
@@ -142,7 +206,7 @@ class OffPolicyRunner:
             mean_return, mean_length, episodes = self.tracker.flush()
             if evaluation is not None:
                 last_eval = evaluation
-                reached = self.cfg.target_return is not None and evaluation.mean_return >= self.cfg.target_return
+                reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
             metrics = {
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
@@ -151,7 +215,7 @@ class OffPolicyRunner:
                 "mean_return": mean_return,
                 "mean_length": mean_length,
                 "episodes": episodes,
-                "eval_return": None if evaluation is None else evaluation.mean_return,
+                **eval_metrics(evaluation),
                 **losses,
             }
             self._record(metrics, evaluation is not None)
@@ -188,6 +252,7 @@ class OffPolicyRunner:
         state: dict[str, Any] = {
             "algorithm": self.algorithm.state_dict(),
             "buffer": self.buffer.state_dict(),
+            "prior_buffer": None if self.prior is None else self.prior.state_dict(),
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "wall_time": self.wall_time,
@@ -203,6 +268,8 @@ class OffPolicyRunner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.algorithm.load_state_dict(state["algorithm"])
         self.buffer.load_state_dict(state["buffer"])
+        if self.prior is not None and state.get("prior_buffer") is not None:
+            self.prior.load_state_dict(state["prior_buffer"])
         self.iteration, self.env_steps = int(state["iteration"]), int(state["env_steps"])
         self.wall_time = float(state["wall_time"])
         self.obs, self.critic_obs = state["obs"].to(self.env.device), state["critic_obs"].to(self.env.device)

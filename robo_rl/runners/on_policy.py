@@ -15,7 +15,14 @@ from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILE
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeTracker
-from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, EvalResult, evaluate, evaluation_due
+from robo_rl.runners.evaluate import (
+    EVAL_SEED_OFFSET,
+    EvalResult,
+    eval_metrics,
+    evaluate,
+    evaluation_due,
+    targets_reached,
+)
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage.rollout import RolloutStorage
 
@@ -26,6 +33,9 @@ class RunnerConfig:
     """Upper bound on collect-and-update iterations."""
     target_return: float | None = None
     """Stop as soon as a deterministic evaluation's mean return reaches this; None trains all iterations."""
+    target_success_rate: float | None = None
+    """Stop once an evaluation's success rate (tasks that define success) reaches this, e.g. 0.95; with
+    target_return too, both must be reached. None: no success target."""
     eval_interval: int = 5
     """Iterations between deterministic evaluations (0: evaluate only at the end)."""
     eval_episodes: int = 100
@@ -156,7 +166,7 @@ class OnPolicyRunner:
             self.wall_time += time.perf_counter() - start
             if evaluation is not None:
                 last_eval = evaluation
-                reached = self.cfg.target_return is not None and evaluation.mean_return >= self.cfg.target_return
+                reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
             metrics = {
                 "iteration": self.iteration,
                 "env_steps": self.env_steps,
@@ -165,7 +175,7 @@ class OnPolicyRunner:
                 "mean_return": mean_return,
                 "mean_length": mean_length,
                 "episodes": episodes,
-                "eval_return": None if evaluation is None else evaluation.mean_return,
+                **eval_metrics(evaluation),
                 **losses,
             }
             self._record(metrics, evaluated=evaluation is not None)

@@ -145,7 +145,27 @@ def test_vector_env_info_at_autoreset_has_sync_vector_env_layout() -> None:
     for key in ("final_obs", "_final_obs", "_final_info"):
         assert ours_info[key].dtype == theirs_info[key].dtype and ours_info[key].shape == theirs_info[key].shape
     assert ours_info["final_obs"][0].shape == theirs_info["final_obs"][0].shape == (3,)
-    assert ours_info["final_info"] == theirs_info["final_info"] == {}
+    assert theirs_info["final_info"] == {}
+    # Pendulum defines success; Gymnasium's layout for a per-env value: the values and a mask of valid entries.
+    assert set(ours_info["final_info"]) == {"is_success", "_is_success"}
+    assert ours_info["final_info"]["_is_success"].tolist() == [True, True]
+
+
+def _balanced_at_end(upright: bool) -> Pendulum:
+    """A one-step pendulum episode that starts upright at rest (success) or hanging down (failure)."""
+    env = Pendulum(1, config=PendulumConfig(max_episode_steps=1), seed=0)
+    env.set_state(torch.tensor([[0.0 if upright else math.pi, 0.0]]))
+    return env
+
+
+@pytest.mark.parametrize("upright", [True, False])
+def test_adapters_report_task_success_as_is_success(upright: bool) -> None:
+    single = GymnasiumEnv(_balanced_at_end(upright))
+    *_, truncated, info = single.step(np.zeros(1, np.float32))
+    assert truncated and info["is_success"] is upright
+    vector = GymnasiumVectorEnv(_balanced_at_end(upright))
+    *_, info = vector.step(np.zeros((1, 1), np.float32))
+    assert info["final_info"]["is_success"].tolist() == [upright]
 
 
 def test_vector_env_matches_batched_env_with_staggered_episodes() -> None:

@@ -170,3 +170,15 @@ def test_state_dict_round_trip_continues_identically(device: str) -> None:
     resumed = Pendulum(32, device=device, config=PendulumConfig(max_episode_steps=40), seed=123)
     resumed.load_state_dict(saved)
     torch.testing.assert_close(_rollout(resumed, actions[55:]), expected, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize(
+    ("theta", "theta_dot", "success"),
+    [(0.0, 0.0, True), (0.15, -0.5, True), (-0.3, 0.0, False), (0.0, 1.5, False), (math.pi, 0.0, False)],
+)
+def test_success_means_balanced_at_the_end_of_the_episode(theta: float, theta_dot: float, success: bool) -> None:
+    # One-step episodes with zero torque and no gravity: the state barely moves, so the final state is the set one.
+    env = Pendulum(1, config=PendulumConfig(max_episode_steps=1, g=0.0, dt=1e-4), seed=0)
+    env.set_state(torch.tensor([[theta, theta_dot]]))
+    *_, truncated, info = env.step(torch.zeros(1, 1))
+    assert bool(truncated[0]) and bool(info["success"][0]) is success

@@ -59,3 +59,25 @@ def test_algo_switches_the_default_preset(tmp_path: Path) -> None:
     _run(["train", "--algo", "td3", "--max-iterations", "5", "--runs-root", str(tmp_path), "--quiet"])
     (run,) = (tmp_path / "pendulum_td3").iterdir()
     assert load_yaml(ExperimentConfig, run / "config.yaml").td3.actor_hidden == (64, 64)  # the preset's, not default
+
+
+def test_collect_then_train_with_the_demonstrations(tmp_path: Path) -> None:
+    _run(["train", "--algo", "td3", "--max-iterations", "5", "--runs-root", str(tmp_path / "expert"), "--quiet"])
+    (expert,) = (tmp_path / "expert" / "pendulum_td3").iterdir()
+    demos = tmp_path / "demos.pt"
+    out = _run(["collect", str(expert), "--transitions", "400", "--envs", "4", "--noise", "0.1", "-o", str(demos)])
+    assert "wrote 400 transitions" in out and "off_policy.prior_buffer=" in out
+    argv = ["train", "--algo", "sac", "--max-iterations", "5", "--runs-root", str(tmp_path / "rlpd"), "--quiet"]
+    _run([*argv, "--set", f"off_policy.prior_buffer={demos}", "--set", "off_policy.learning_starts=0"])
+    (run,) = (tmp_path / "rlpd" / "pendulum_sac").iterdir()
+    assert load_yaml(ExperimentConfig, run / "config.yaml").off_policy.prior_buffer == str(demos)
+    assert re.search(r"success rate \d+\.\d%", _run(["eval", str(run), "--episodes", "3"]))
+
+
+def test_collect_rejects_bad_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _run(["train", "--algo", "td3", "--max-iterations", "2", "--runs-root", str(tmp_path), "--quiet"])
+    (run,) = (tmp_path / "pendulum_td3").iterdir()
+    assert main(["collect", str(run), "--envs", "0"]) == 2
+    assert main(["collect", str(run), "--transitions", "0"]) == 2
+    assert main(["collect", str(run), "--noise", "-1"]) == 2
+    assert "error: " in capsys.readouterr().err

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -15,7 +16,10 @@ from robo_rl.sim.pendulum import Pendulum
 
 @pytest.mark.parametrize("algo", ["ppo", "sac", "td3"])
 def test_critic_sees_privileged_observations(algo: str, pendulum_with_angle: type[Pendulum]) -> None:
-    def make_env(name: str, num_envs: int, device: str = "cpu", seed: int | None = None) -> Pendulum:
+    def make_env(
+        name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
+    ) -> Pendulum:
+        assert not params
         return pendulum_with_angle(num_envs, device=device, seed=seed)
 
     base = PRESETS[f"pendulum_{algo}"]()

@@ -1,0 +1,518 @@
+"""Quadrotor hover as a `BatchedEnv`: fly to a reference point from a random initial state and stay there.
+
+`QuadrotorHover` flies to a fixed point by default; given a moving `Reference` it is the engine of
+`QuadrotorTrack`. Conventions (frames, rotor order, spin) are in `robo_rl.sim.quadrotor.params`, the action
+modes in `robo_rl.sim.quadrotor.actions`, the domain randomization in `robo_rl.sim.quadrotor.randomization`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    INFO_SUCCESS,
+    SpaceSpec,
+    StepResult,
+)
+from robo_rl.sim.quadrotor.actions import ACTION_MODES, ActionMode, CtbrConfig, make_action_map
+from robo_rl.sim.quadrotor.dynamics import (
+    ANGULAR_VELOCITY,
+    INTEGRATORS,
+    POSITION,
+    QUATERNION,
+    ROTOR_SPEED,
+    STATE_DIM,
+    VELOCITY,
+    DynamicsParams,
+    Integrator,
+    integrate,
+    normalize_quaternion_,
+    rotation_rows,
+)
+from robo_rl.sim.quadrotor.params import load_frame
+from robo_rl.sim.quadrotor.randomization import (
+    DISTURBANCE_ACCELERATION,
+    DISTURBANCE_ANGULAR_ACCELERATION,
+    LATENCY,
+    SCALES,
+    EpisodeSampler,
+    RandomizationConfig,
+)
+from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
+
+INFO_TRACKING_ERROR = "tracking_error"
+"""info key: `(num_envs,)` distance in m between the quadrotor and the reference after the step (before any
+reset), for every env at every step."""
+_INIT_DRAWS = 13
+"""Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
+
+
+@dataclass(frozen=True)
+class HoverConfig:
+    """Simulation, initial state, termination, reward and randomization of the hover task."""
+
+    frame: str = "crazyflie_2_1"
+    """Bundled frame name (see `robo_rl.sim.quadrotor.params.frame_names`) or path to a frame YAML file."""
+    action_mode: ActionMode = "motor"
+    """"motor" (per-rotor thrust) or "ctbr" (collective thrust and body rates), see `actions`."""
+    ctbr: CtbrConfig = field(default_factory=CtbrConfig)
+    """Rate controller of the "ctbr" action mode."""
+    dt: float = 0.01
+    """Control period in s."""
+    substeps: int = 1
+    """Integration steps per control period; dt / substeps must stay below the motor time constant."""
+    integrator: Integrator = "rk4"
+    """"rk4" or "semi_implicit_euler"."""
+    episode_length: float = 5.0
+    """Episode duration in s before truncation (max_episode_steps = episode_length / dt, rounded)."""
+    target_position: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Hover point in the world frame in m (QuadrotorTrack uses its trajectory instead)."""
+    init_position_range: float = 0.5
+    """Initial position: reference position + U(-r, r) m per axis."""
+    init_attitude_range: float = math.radians(30.0)
+    """Initial attitude: rotation by U(0, r) rad about a uniformly random axis (tilt and yaw at most r)."""
+    init_velocity_range: float = 1.0
+    """Initial linear velocity: reference velocity + U(-r, r) m/s per axis."""
+    init_angular_velocity_range: float = 2.0
+    """Initial body rates: U(-r, r) rad/s per axis. Rotors start at the nominal hover speed."""
+    action_history: int = 1
+    """Number of previous actions in the observation (4 values each, newest first)."""
+    max_position_error: float = 2.0
+    """Crash (terminate) when farther than this many m from the reference."""
+    max_tilt: float = math.pi / 2
+    """Crash when the body z axis is tilted more than this many rad from world up (pi/2: lying on its side)."""
+    max_angular_speed: float = 35.0
+    """Crash when the body rate norm exceeds this many rad/s (35 rad/s = 2000 deg/s, a usual gyro range)."""
+    floor_height: float | None = None
+    """Crash when the world z position drops below this height in m; None disables the floor."""
+    alive_reward: float = 2.0
+    """Constant reward per step, so that surviving near the reference beats crashing."""
+    position_weight: float = 1.0
+    """Reward penalty per squared m of position error."""
+    distance_weight: float = 1.0
+    """Reward penalty per m of position error (not squared): keeps pulling toward the reference within the last
+    centimetres, where the squared term is flat (precision the hover success gate needs)."""
+    attitude_weight: float = 0.5
+    """Reward penalty per unit of 1 - R_zz (0 upright, 1 on its side, 2 upside down)."""
+    velocity_weight: float = 0.05
+    """Reward penalty per squared m/s of linear velocity error."""
+    angular_velocity_weight: float = 0.01
+    """Reward penalty per squared rad/s of body rate."""
+    action_weight: float = 0.05
+    """Reward penalty per squared unit of (action - hover action), summed over the 4 actions."""
+    crash_penalty: float = 5.0
+    """Reward penalty charged once, at the step that crashes."""
+    success_position_error: float = 0.10
+    """An episode succeeds when it is not crashed and its mean position error over the last `success_window`..."""
+    success_window: float = 1.0
+    """...seconds is below `success_position_error` m (reported as `info["success"]`)."""
+    randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
+    """Domain randomization, all off by default."""
+
+    def __post_init__(self) -> None:
+        if self.action_mode not in ACTION_MODES:
+            raise ValueError(f"HoverConfig.action_mode must be one of {ACTION_MODES}, got {self.action_mode!r}")
+        if self.integrator not in INTEGRATORS:
+            raise ValueError(f"HoverConfig.integrator must be one of {INTEGRATORS}, got {self.integrator!r}")
+        positive = ("dt", "episode_length", "max_position_error", "max_tilt", "max_angular_speed")
+        positive += ("success_position_error", "success_window")
+        bad = [name for name in positive if not getattr(self, name) > 0]
+        non_negative = ("init_position_range", "init_attitude_range", "init_velocity_range")
+        non_negative += ("init_angular_velocity_range", "alive_reward", "position_weight", "attitude_weight")
+        non_negative += ("distance_weight",)
+        non_negative += ("velocity_weight", "angular_velocity_weight", "action_weight", "crash_penalty")
+        bad += [name for name in non_negative if not getattr(self, name) >= 0]
+        if bad:
+            raise ValueError(f"HoverConfig fields out of range (must be positive, or >= 0 for ranges/weights): {bad}")
+        for name in ("substeps", "action_history"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < (1 if name == "substeps" else 0):
+                raise ValueError(f"HoverConfig.{name} must be an int >= {1 if name == 'substeps' else 0}, got {value}")
+        if self.max_episode_steps < 1 or self.init_attitude_range > math.pi or self.max_tilt > math.pi:
+            raise ValueError("HoverConfig: need episode_length >= dt, init_attitude_range <= pi and max_tilt <= pi")
+
+    @property
+    def max_episode_steps(self) -> int:
+        return round(self.episode_length / self.dt)
+
+    @property
+    def success_steps(self) -> int:
+        """Number of final steps whose mean position error decides success."""
+        return max(1, min(self.max_episode_steps, round(self.success_window / self.dt)))
+
+
+class QuadrotorHover:
+    """`num_envs` quadrotors flying to a reference point, implementing the `BatchedEnv` protocol.
+
+    Observation `(num_envs, 18 + 4 * action_history)` (+3 with a moving reference): position error to the
+    reference (3, world, m), rotation matrix body-to-world flattened row-major (9), linear velocity (3, world,
+    m/s; minus the reference velocity), body angular velocity (3, rad/s), [reference velocity (3, m/s) when the
+    reference moves], previous actions (4 per step, newest first). Action `(num_envs, 4)` in [-1, 1] (clipped),
+    see `robo_rl.sim.quadrotor.actions`; `hover_action` holds the nominal frame in hover.
+
+    Reward: `alive_reward - position_weight |e_p|^2 - distance_weight |e_p| - attitude_weight (1 - R_zz)
+    - velocity_weight |e_v|^2 - angular_velocity_weight |w|^2 - action_weight |a - hover_action|^2`, minus
+    `crash_penalty` at a crash.
+    Terminated (crash) beyond `max_position_error`, `max_tilt`, `max_angular_speed` or below `floor_height`
+    (and on non-finite states); truncated after `max_episode_steps`; finished envs reset inside `step`.
+    `info["success"]`: truncated without crash and mean position error over the last `success_window` below
+    `success_position_error`. `info["tracking_error"]` `(num_envs,)`: position error norm in m at every step.
+
+    Privileged (critic) observation `(num_envs, 18)`: this episode's parameter scales, action latency and
+    disturbance (see `randomization.EPISODE_NAMES`), then the rotor speeds / max_rotor_speed.
+
+    Internally tensors are component-major (`(17, num_envs)` state, see `robo_rl.sim.quadrotor.dynamics`);
+    everything the env returns or accepts is batch-major `(num_envs, ...)`.
+    """
+
+    dtype: torch.dtype = torch.float32
+
+    def __init__(
+        self,
+        num_envs: int,
+        device: str | torch.device = "cpu",
+        config: HoverConfig = HoverConfig(),
+        seed: int | None = None,
+        *,
+        reference: Reference | None = None,
+    ) -> None:
+        """Build the envs and reset them; `seed` is passed to `reset`, None draws a non-deterministic seed.
+
+        `reference` replaces the fixed hover point `config.target_position` (QuadrotorTrack passes a trajectory).
+        """
+        self.num_envs = num_envs
+        self.device = torch.device(device)
+        self.config = config
+        self.dt = config.dt
+        self.max_episode_steps = config.max_episode_steps
+        self.params = load_frame(config.frame)
+        if reference is None:
+            reference = FixedPoint(config.target_position, self.device, self.dtype)
+        self._reference = reference
+        self._action_map = make_action_map(config.action_mode, self.params, config.ctbr, self.device, self.dtype)
+        self.hover_action: tuple[float, float, float, float] = self._action_map.hover_action
+        self._nominal = DynamicsParams.nominal(self.params, num_envs, self.device, self.dtype)
+        self._sampler = EpisodeSampler(config.randomization, self.params, self.device, self.dtype)
+        self._check_motor_stability()
+        self.obs_spec = self._obs_spec()
+        self.action_spec = SpaceSpec(self._action_map.names, (-1.0,) * 4, (1.0,) * 4, ("1",) * 4)
+        self.privileged_obs_spec = _concat_specs(self._sampler.spec, self._rotor_spec())
+        self._make_constants()
+        self._generator = torch.Generator(device=self.device)
+        if seed is None:
+            self._generator.seed()
+        self.reset(seed)
+
+    # ----------------------------------------------------------------------------------------------- public API
+
+    @property
+    def state(self) -> torch.Tensor:
+        """`(num_envs, 17)` copy of the physical state, columns as the rows in `robo_rl.sim.quadrotor.dynamics`."""
+        return self._state.T.contiguous()
+
+    @property
+    def episode_params(self) -> torch.Tensor:
+        """`(num_envs, 14)` copy of this episode's randomized parameters (`randomization.EPISODE_NAMES`)."""
+        return self._episode.T.contiguous()
+
+    @property
+    def episode_time(self) -> torch.Tensor:
+        """`(num_envs,)` time since each env's episode started, in s."""
+        return self._steps.to(self.dtype) * self.dt
+
+    def reference_at(self, time: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reference (position m, velocity m/s) `(num_envs, 3)` of each env at episode time `time` `(num_envs,)` s."""
+        position, velocity = self._reference(time.to(device=self.device, dtype=self.dtype), self._phase)
+        return position.T, velocity.T
+
+    def tracking_error(self) -> torch.Tensor:
+        """`(num_envs,)` distance in m between each quadrotor and its reference at the current episode time."""
+        return _norm(self._errors()[0][0])
+
+    def set_state(self, state: torch.Tensor) -> None:
+        """Overwrite the physical state `(num_envs, 17)` (quaternion renormalized); episode data are kept."""
+        state = state.to(device=self.device, dtype=self.dtype).reshape(self.num_envs, STATE_DIM)
+        self._state = normalize_quaternion_(state.T.contiguous())
+        self.privileged_obs = self._privileged()
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        """Reset every env (new initial states and randomization); returns obs `(num_envs, obs_dim)`."""
+        if seed is not None:
+            self._generator.manual_seed(seed)
+        n = self.num_envs
+        self._episode = self._sampler.nominal(n)
+        self._phase = torch.zeros(n, device=self.device, dtype=self.dtype)
+        self._steps = torch.zeros(n, dtype=torch.long, device=self.device)
+        self._error_sum = torch.zeros(n, device=self.device, dtype=self.dtype)
+        self._history = self._hover_history.expand(-1, n).clone()
+        self._action_buffer = self._hover_buffer.expand(-1, -1, n).clone()
+        self._state = self._state_template.expand(-1, n).clone()
+        self._reset_where(torch.ones(n, dtype=torch.bool, device=self.device))
+        self._apply_episode()
+        self.privileged_obs = self._privileged()
+        return self._observe(*self._errors(), self._noise()).T.contiguous()
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        """Apply actions `(num_envs, 4)` in [-1, 1] for `dt`; auto-resets envs whose episode is over."""
+        action = action.to(device=self.device, dtype=self.dtype).reshape(self.num_envs, 4).T.contiguous()
+        action = action.clamp_(-1.0, 1.0)
+        self._advance(action)
+        errors, rotation = self._errors()
+        distance = _norm(errors[0])
+        terminated = self._crashed(distance, rotation)
+        reward = self._reward(errors, distance, rotation, action, terminated)
+        truncated, success = self._time_limit(distance, terminated)
+        noise = self._noise()
+        final_obs, final_privileged = self._observe(errors, rotation, noise), self._privileged()
+        done = terminated | truncated
+        self._reset_where(done)
+        # The first observation of a new episode reuses this step's noise draw (its last one is only for bootstrap).
+        obs = torch.where(done, self._observe(*self._errors(), noise), final_obs)
+        self.privileged_obs = self._privileged()
+        info = {
+            INFO_FINAL_OBS: final_obs.T.contiguous(),
+            INFO_PRIVILEGED_OBS: self.privileged_obs,
+            INFO_FINAL_PRIVILEGED_OBS: final_privileged,
+            INFO_SUCCESS: success,
+            INFO_TRACKING_ERROR: distance,
+        }
+        return obs.T.contiguous(), reward, terminated, truncated, info
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue the exact same stream; "state" is `(num_envs, 17)`, "steps" `(num_envs,)`,
+        the other entries are internal (component-major)."""
+        return {
+            "state": self.state,
+            "steps": self._steps.clone(),
+            "episode": self._episode.clone(),
+            "phase": self._phase.clone(),
+            "error_sum": self._error_sum.clone(),
+            "history": self._history.clone(),
+            "action_buffer": self._action_buffer.clone(),
+            "generator": self._generator.get_state(),
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore what `state_dict` saved (possibly from another device)."""
+        for name in ("episode", "phase", "error_sum", "history", "action_buffer"):
+            setattr(self, f"_{name}", state_dict[name].to(device=self.device, dtype=self.dtype).clone())
+        self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
+        self._generator.set_state(state_dict["generator"].cpu())
+        self._apply_episode()
+        # Not set_state: renormalizing the saved quaternion would change its last bits.
+        self._state = state_dict["state"].to(device=self.device, dtype=self.dtype).T.contiguous()
+        self.privileged_obs = self._privileged()
+
+    # ------------------------------------------------------------------------------------------------ internals
+
+    def _make_constants(self) -> None:
+        c, p = self.config, self.params
+
+        def column(values: list[float]) -> torch.Tensor:
+            return torch.tensor(values, device=self.device, dtype=self.dtype).unsqueeze(-1)
+
+        self._hover = column(list(self.hover_action))
+        self._hover_history = self._hover.repeat(c.action_history, 1)
+        self._hover_buffer = self._hover.unsqueeze(0).repeat(c.randomization.max_action_latency + 1, 1, 1)
+        self._state_template = column([0.0, 0.0, 0.0, 1.0] + [0.0] * 9 + [p.hover_rotor_speed] * 4)
+        ranges = [c.init_position_range] * 3 + [c.init_velocity_range] * 3 + [c.init_angular_velocity_range] * 3
+        self._init_width = column([2 * r for r in ranges])
+        self._init_offset = column([-r for r in ranges])
+        noise = c.randomization.observation_noise
+        self._noise_std = column([s for s in noise for _ in range(3)]) if any(noise) else None
+        self._nominal_mass = p.mass
+        self._nominal_inertia = column(list(p.inertia))
+        self._inv_max_rotor_speed = 1.0 / p.max_rotor_speed
+        self._cos_max_tilt = math.cos(c.max_tilt)
+        self._max_angular_speed_squared = c.max_angular_speed**2
+        # Reward: weights @ [e_p; e_v; w; a - hover]^2, rows 3 + 3 + 3 + 4.
+        weights = [c.position_weight] * 3 + [c.velocity_weight] * 3 + [c.angular_velocity_weight] * 3
+        self._cost_weights = torch.tensor([weights + [c.action_weight] * 4], device=self.device, dtype=self.dtype)
+
+    def _check_motor_stability(self) -> None:
+        h = self.config.dt / self.config.substeps
+        tau = self.params.motor_time_constant * (1 - self.config.randomization.motor_time_constant)
+        if h >= tau:
+            raise ValueError(
+                f"integration step dt/substeps = {h:.4g} s is not below the smallest motor time constant "
+                f"{tau:.4g} s of frame {self.params.name!r}; increase HoverConfig.substeps"
+            )
+
+    def _obs_spec(self) -> SpaceSpec:
+        inf = math.inf
+        moving = self._reference.moving
+        velocity = "velocity_error" if moving else "velocity"
+        groups = [
+            (_xyz("position_error"), -inf, inf, "m"),
+            ([f"rotation_{r}{c}" for r in range(3) for c in range(3)], -1.0, 1.0, "1"),
+            (_xyz(velocity), -inf, inf, "m/s"),
+            (_xyz("angular_velocity"), -inf, inf, "rad/s"),
+        ]
+        if moving:
+            groups.append((_xyz("reference_velocity"), -inf, inf, "m/s"))
+        history = [f"previous_action_{k}_{i}" for k in range(self.config.action_history) for i in range(4)]
+        groups.append((history, -1.0, 1.0, "1"))
+        return SpaceSpec(
+            names=tuple(name for g in groups for name in g[0]),
+            low=tuple(g[1] for g in groups for _ in g[0]),
+            high=tuple(g[2] for g in groups for _ in g[0]),
+            units=tuple(g[3] for g in groups for _ in g[0]),
+        )
+
+    def _rotor_spec(self) -> SpaceSpec:
+        names = tuple(f"rotor_speed_{i}" for i in range(4))
+        return SpaceSpec(names, (0.0,) * 4, (1.0,) * 4, ("1",) * 4)
+
+    def _advance(self, action: torch.Tensor) -> None:
+        """Apply the clipped action `(4, N)` (after its latency) for one control period."""
+        command = self._action_map(self._delayed(action), self._state[ANGULAR_VELOCITY])
+        if self.config.action_history > 0:
+            self._history = torch.cat((action, self._history[:-4]))
+        c = self.config
+        self._state = integrate(
+            self._state, command, self._dynamics, c.dt, c.substeps, c.integrator, self._force, self._torque
+        )
+        self._steps += 1
+
+    def _time_limit(self, distance: torch.Tensor, terminated: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(truncated, success) `(N,)`; accumulates the position error of the episode's final window."""
+        window = self.config.success_steps
+        self._error_sum.addcmul_(distance, self._steps > self.max_episode_steps - window)
+        truncated = (self._steps >= self.max_episode_steps) & ~terminated
+        success = truncated & (self._error_sum < self.config.success_position_error * window)
+        return truncated, success
+
+    def _delayed(self, action: torch.Tensor) -> torch.Tensor:
+        """The action `(4, N)` to apply now: `action` delayed by each env's latency in control steps."""
+        if self.config.randomization.max_action_latency == 0:
+            return action
+        self._action_buffer = torch.cat((action.unsqueeze(0), self._action_buffer[:-1]))
+        return self._action_buffer.gather(0, self._latency_index).squeeze(0)
+
+    def _errors(self) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
+        """((position error, velocity error, body rates, reference velocity) `(3, N)` each, rotation `(9, N)`)."""
+        reference_position, reference_velocity = self._reference(self.episode_time, self._phase)
+        state = self._state
+        position_error = state[POSITION] - reference_position
+        velocity_error = state[VELOCITY] - reference_velocity
+        rotation = rotation_rows(state[QUATERNION], self._nominal.kinematics)
+        return (position_error, velocity_error, state[ANGULAR_VELOCITY], reference_velocity), rotation
+
+    def _noise(self) -> torch.Tensor | None:
+        """`(9, N)` observation noise for (position error, velocity error, body rates), or None when off."""
+        if self._noise_std is None:
+            return None
+        shape = (9, self.num_envs)
+        return torch.randn(shape, generator=self._generator, device=self.device, dtype=self.dtype).mul_(self._noise_std)
+
+    def _observe(
+        self, errors: tuple[torch.Tensor, ...], rotation: torch.Tensor, noise: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Component-major observation `(obs_dim, N)`."""
+        position_error, velocity_error, angular_velocity, reference_velocity = errors
+        if noise is not None:
+            position_error, velocity_error, angular_velocity = (
+                position_error + noise[0:3], velocity_error + noise[3:6], angular_velocity + noise[6:9]
+            )  # fmt: skip
+        parts = [position_error, rotation.clamp(-1.0, 1.0), velocity_error, angular_velocity]
+        if self._reference.moving:
+            parts.append(reference_velocity)
+        parts.append(self._history)
+        return torch.cat(parts)
+
+    def _privileged(self) -> torch.Tensor:
+        """Batch-major privileged observation `(N, 18)`."""
+        rotor = self._state[ROTOR_SPEED] * self._inv_max_rotor_speed
+        return torch.cat((self._episode, rotor)).T.contiguous()
+
+    def _crashed(self, distance: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
+        # Written as "not within bounds" so that NaN states count as crashes.
+        c = self.config
+        within = (distance <= c.max_position_error) & (rotation[8] >= self._cos_max_tilt)
+        within &= self._state[ANGULAR_VELOCITY].square().sum(0) <= self._max_angular_speed_squared
+        if c.floor_height is not None:
+            within &= self._state[2] >= c.floor_height
+        return ~within
+
+    def _reward(
+        self,
+        errors: tuple[torch.Tensor, ...],
+        distance: torch.Tensor,
+        rotation: torch.Tensor,
+        action: torch.Tensor,
+        terminated: torch.Tensor,
+    ) -> torch.Tensor:
+        c = self.config
+        position_error, velocity_error, angular_velocity, _ = errors
+        deviations = torch.cat((position_error, velocity_error, angular_velocity, action - self._hover))
+        cost = (self._cost_weights @ deviations.square_()).squeeze(0)
+        cost = cost.add_(1.0 - rotation[8], alpha=c.attitude_weight).add_(terminated, alpha=c.crash_penalty)
+        cost = cost.add_(distance, alpha=c.distance_weight)
+        return cost.neg_().add_(c.alive_reward)
+
+    def _reset_where(self, done: torch.Tensor) -> None:
+        # Sampling for every env and selecting keeps `step` free of host syncs (no `done.any()`).
+        n = self.num_envs
+        if self.config.randomization.enabled:
+            self._episode = torch.where(done, self._sampler.sample(n, self._generator), self._episode)
+        uniform = torch.rand(_INIT_DRAWS, n, generator=self._generator, device=self.device, dtype=self.dtype)
+        self._phase = torch.where(done, self._reference.phase(uniform[12]), self._phase)
+        self._state = torch.where(done, self._initial_state(uniform), self._state)
+        self._steps.masked_fill_(done, 0)
+        self._error_sum.masked_fill_(done, 0.0)
+        if self.config.action_history > 0:
+            self._history = torch.where(done, self._hover_history, self._history)
+        if self.config.randomization.max_action_latency > 0:
+            self._action_buffer = torch.where(done, self._hover_buffer, self._action_buffer)
+        if self.config.randomization.enabled:
+            self._apply_episode()
+
+    def _initial_state(self, uniform: torch.Tensor) -> torch.Tensor:
+        """`(17, N)` initial states around the reference at time 0 (uses `self._phase`), from U(0, 1) `(13, N)`."""
+        offsets = torch.addcmul(self._init_offset, uniform[:9], self._init_width)
+        reference_position, reference_velocity = self._reference(torch.zeros_like(self._phase), self._phase)
+        half_angle = uniform[9] * (self.config.init_attitude_range / 2)
+        axis_z = uniform[10] * 2 - 1  # uniform on the sphere: z ~ U(-1, 1), azimuth ~ U(0, 2 pi)
+        azimuth = uniform[11] * (2 * math.pi)
+        radius = (1 - axis_z.square()).clamp_(min=0.0).sqrt_()
+        axis = torch.stack((radius * azimuth.cos(), radius * azimuth.sin(), axis_z))
+        quaternion = torch.cat((half_angle.cos().unsqueeze(0), axis.mul_(half_angle.sin())))
+        position, velocity = reference_position + offsets[0:3], reference_velocity + offsets[3:6]
+        rotor = self._state_template[ROTOR_SPEED].expand(-1, self.num_envs)
+        return torch.cat((position, quaternion, velocity, offsets[6:9], rotor))
+
+    def _apply_episode(self) -> None:
+        """Derive the dynamics parameters, disturbances and latencies from the episode parameters."""
+        randomization, episode = self.config.randomization, self._episode
+        self._dynamics = self._nominal.scaled(episode[SCALES]) if randomization.randomizes_dynamics else self._nominal
+        self._force = self._torque = None
+        if randomization.has_disturbance:
+            self._force = episode[DISTURBANCE_ACCELERATION] * self._nominal_mass
+            self._torque = episode[DISTURBANCE_ANGULAR_ACCELERATION] * self._nominal_inertia
+        if randomization.max_action_latency > 0:
+            self._latency_index = episode[LATENCY : LATENCY + 1].long().unsqueeze(1).expand(1, 4, self.num_envs)
+
+
+def _norm(vectors: torch.Tensor) -> torch.Tensor:
+    """`(N,)` Euclidean norms of component-major vectors `(3, N)` (norm(dim=0) is slow on CPU)."""
+    return vectors.square().sum(0).sqrt_()
+
+
+def _xyz(prefix: str) -> list[str]:
+    return [f"{prefix}_{axis}" for axis in "xyz"]
+
+
+def _concat_specs(first: SpaceSpec, second: SpaceSpec) -> SpaceSpec:
+    return SpaceSpec(
+        names=first.names + second.names,
+        low=first.low + second.low,
+        high=first.high + second.high,
+        units=first.units + second.units,
+    )
