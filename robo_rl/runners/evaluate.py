@@ -45,6 +45,15 @@ class EvalResult:
         return sum(self.successes) / len(self.successes)
 
 
+def evaluate_held_out(
+    eval_env: BatchedEnv | None, actor: Callable[[torch.Tensor], torch.Tensor], training_seed: int
+) -> EvalResult:
+    """A runner's evaluation: the held-out initial states of `training_seed + EVAL_SEED_OFFSET`."""
+    if eval_env is None:
+        raise RuntimeError("no evaluation env was given to the runner")
+    return evaluate(eval_env, actor, seed=training_seed + EVAL_SEED_OFFSET)
+
+
 def targets_reached(evaluation: EvalResult, target_return: float | None, target_success_rate: float | None) -> bool:
     """Whether `evaluation` meets every target that is set; False when none is set (train all iterations).
 

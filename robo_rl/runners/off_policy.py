@@ -27,10 +27,9 @@ from robo_rl.envs import (
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeTracker
 from robo_rl.runners.evaluate import (
-    EVAL_SEED_OFFSET,
     EvalResult,
     eval_metrics,
-    evaluate,
+    evaluate_held_out,
     evaluation_due,
     targets_reached,
 )
@@ -225,16 +224,13 @@ class OffPolicyRunner:
         return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
 
     def _maybe_evaluate(self) -> EvalResult | None:
-        if self.eval_env is None:
+        if self.eval_env is None or not evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval):
             return None
-        due = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
-        return self.evaluate() if due else None
+        return self.evaluate()
 
     def evaluate(self) -> EvalResult:
-        if self.eval_env is None:
-            raise RuntimeError("no evaluation env was given to the runner")
         actor = self.algorithm.actor.deterministic_actor().eval()
-        return evaluate(self.eval_env, actor, seed=self.seed + EVAL_SEED_OFFSET)
+        return evaluate_held_out(self.eval_env, actor, self.seed)
 
     def _record(self, metrics: dict[str, Any], evaluated: bool) -> None:
         if self.run is None:
