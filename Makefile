@@ -31,6 +31,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/pendulum_steps.py
 	$(PY) bench/pendulum_vs_sb3.py
+	$(PY) bench/algos_vs_sb3.py
+	$(PY) bench/quadrotor_steps.py
+	$(PY) bench/hover_gate.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check robo_rl sim real firmware_export tests bench

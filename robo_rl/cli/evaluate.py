@@ -37,7 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="change the task for this evaluation, e.g. held-out ranges: --task-param randomization.mass=0.3 "
-        "(repeatable; applied after the run's task.params)",
+        "(repeatable; applied after the run's task.params and task.eval_params)",
     )
     p.set_defaults(func=main)
 
@@ -69,7 +69,7 @@ def evaluate_run(
     if episodes < 1:
         raise ValueError(f"--episodes must be at least 1, got {episodes}")
     trained = load_trained(run_dir, checkpoint, device)
-    env = make_env(trained.cfg, num_envs=episodes, device=device, extra_params=task_params)
+    env = make_env(trained.cfg, num_envs=episodes, device=device, extra_params=task_params, evaluation=True)
     actor = onnx_actor(run_dir / "policy.onnx") if use_onnx else trained.actor
     return evaluate(env, actor, seed=seed)
 
@@ -78,7 +78,7 @@ def plot_run_flights(run_dir: Path, episodes: int, seed: int) -> Path | None:
     """RUN_DIR/flights.png: 3-D position-error paths of `episodes` deterministic flights; None if the task has
     no position error in its observation."""
     trained = load_trained(run_dir)
-    env = make_env(trained.cfg, num_envs=episodes, device="cpu")
+    env = make_env(trained.cfg, num_envs=episodes, device="cpu", evaluation=True)
     try:
         positions = record_positions(env, trained.actor, seed)
     except ValueError:

@@ -27,16 +27,18 @@ class TrainingProgress:
             TextColumn("{task.fields[steps_per_s]} steps/s"),
             TextColumn("return {task.fields[ret]}"),
             TextColumn("eval {task.fields[eval]}"),
+            TextColumn("{task.fields[success]}"),
             TimeElapsedColumn(),
             console=console,
             transient=False,
         )
         self._task = self._progress.add_task(
-            "train", total=total_iterations, completed=start_iteration, steps_per_s="—", ret="—", eval="—"
+            "train", total=total_iterations, completed=start_iteration, steps_per_s="—", ret="—", eval="—", success=""
         )
         # Episodes finish only every max_episode_steps / num_steps iterations: show the latest known values.
         self._last_return: float | None = None
         self._last_eval: float | None = None
+        self._success: dict[str, float | None] = {"train": None, "eval": None}
 
     def __enter__(self) -> TrainingProgress:  # noqa: PYI034
         self._progress.start()
@@ -50,13 +52,24 @@ class TrainingProgress:
             self._last_return = metrics["mean_return"]
         if metrics.get("eval_return") is not None:
             self._last_eval = metrics["eval_return"]
+        for kind in self._success:
+            if metrics.get(f"{kind}_success_rate") is not None:
+                self._success[kind] = metrics[f"{kind}_success_rate"]
         self._progress.update(
             self._task,
             completed=metrics["iteration"],
             steps_per_s=f"{metrics.get('steps_per_s', 0.0):,.0f}",
             ret=_fmt(self._last_return),
             eval=_fmt(self._last_eval),
+            success=self._success_text(),
         )
+
+    def _success_text(self) -> str:
+        """'success train 40% eval 91%' for tasks that report success, else empty."""
+        known = {kind: rate for kind, rate in self._success.items() if rate is not None}
+        if not known:
+            return ""
+        return "success " + " ".join(f"{kind} {rate:.0%}" for kind, rate in known.items())
 
 
 def terminal() -> Console:
@@ -86,11 +99,15 @@ def describe_targets(loop: Any) -> str:
 
 
 def describe_evaluation(result: EvalResult) -> str:
-    """'return M ± S over N episodes (min, max), success R% (k/N)'; the success part only where defined."""
+    """'return M ± S over N episodes (min, max), success rate R% (k/N), RMS tracking error E'; the success and
+    tracking parts only for tasks that report them."""
     text = (
         f"return {result.mean_return:.1f} ± {result.std_return:.1f} over {len(result.returns)} episodes "
         f"(min {min(result.returns):.1f}, max {max(result.returns):.1f})"
     )
-    if result.success_rate is None:
-        return text
-    return f"{text}, success rate {result.success_rate:.1%} ({sum(result.successes or ())}/{len(result.returns)})"
+    if result.success_rate is not None:
+        successes = sum(result.successes or ())
+        text += f", success rate {result.success_rate:.1%} ({successes}/{len(result.returns)})"
+    if result.tracking_rms is not None:
+        text += f", RMS tracking error {result.tracking_rms:.3f}"
+    return text

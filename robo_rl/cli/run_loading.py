@@ -40,8 +40,14 @@ def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: st
 
 
 def make_env(
-    cfg: ExperimentConfig, num_envs: int, device: str, seed: int | None = None, extra_params: Sequence[str] = ()
+    cfg: ExperimentConfig,
+    num_envs: int,
+    device: str,
+    seed: int | None = None,
+    extra_params: Sequence[str] = (),
+    evaluation: bool = False,
 ) -> BatchedEnv:
-    """The run's task with its `task.params`, then `extra_params` (e.g. held-out evaluation ranges)."""
-    params = (*cfg.task.params, *extra_params)
+    """The run's task with its `task.params`, then (with `evaluation`) its `task.eval_params`, then
+    `extra_params` (e.g. held-out evaluation ranges)."""
+    params = (*cfg.task.params, *(cfg.task.eval_params if evaluation else ()), *extra_params)
     return env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params)

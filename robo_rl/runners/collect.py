@@ -65,5 +65,5 @@ def collect_demonstrations(
         obs, reward, terminated, truncated, info = result
         tracker.record(reward, terminated | truncated)
         critic_obs = critic_observation(obs, info, INFO_PRIVILEGED_OBS)
-    mean_return, _, episodes = tracker.flush()
-    return Demonstrations(buffer, episodes, mean_return)
+    stats = tracker.flush()
+    return Demonstrations(buffer, stats.episodes, stats.mean_return)

@@ -1,8 +1,25 @@
-"""Episode return/length bookkeeping for batched envs without a host sync per step."""
+"""Episode return/length/success bookkeeping for batched envs without a host sync per step."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+
+
+@dataclass(frozen=True)
+class EpisodeStats:
+    """Summary of the episodes that finished since the last `EpisodeTracker.flush()`."""
+
+    mean_return: float | None
+    """Mean undiscounted return; None when no episode finished."""
+    mean_length: float | None
+    """Mean length in env steps; None when no episode finished."""
+    episodes: int
+    """Number of finished episodes."""
+    success_rate: float | None
+    """Fraction of them that succeeded (`info["success"]`); None without episodes or when the task does not
+    report success."""
 
 
 class EpisodeTracker:
@@ -14,28 +31,34 @@ class EpisodeTracker:
         self._done_return = torch.zeros((), device=device)
         self._done_length = torch.zeros((), device=device)
         self._done_count = torch.zeros((), device=device)
+        self._done_success = torch.zeros((), device=device)
+        self._reports_success = False
 
-    def record(self, rewards: torch.Tensor, dones: torch.Tensor) -> None:
-        """Add one step's `(N,)` rewards; `dones` `(N,)` bool marks episodes that ended with this step."""
+    def record(self, rewards: torch.Tensor, dones: torch.Tensor, success: torch.Tensor | None = None) -> None:
+        """Add one step's `(N,)` rewards; `dones` `(N,)` bool marks episodes that ended with this step, and
+        `success` `(N,)` bool (where the task reports it) which of those succeeded."""
         self.returns += rewards
         self.lengths += 1
         done = dones.to(self.returns.dtype)
         self._done_return += (self.returns * done).sum()
         self._done_length += (self.lengths * done).sum()
         self._done_count += done.sum()
+        if success is not None:
+            self._reports_success = True
+            self._done_success += (success & dones).sum()
         self.returns *= 1.0 - done
         self.lengths *= 1.0 - done
 
-    def flush(self) -> tuple[float | None, float | None, int]:
-        """Mean return and length of episodes finished since the last flush (None if none), and their count."""
+    def flush(self) -> EpisodeStats:
+        """Statistics of the episodes finished since the last flush; starts a new count."""
         count = int(self._done_count.item())
         if count == 0:
-            return None, None, 0
-        mean_return = self._done_return.item() / count
-        mean_length = self._done_length.item() / count
-        for total in (self._done_return, self._done_length, self._done_count):
+            return EpisodeStats(None, None, 0, None)
+        success_rate = self._done_success.item() / count if self._reports_success else None
+        stats = EpisodeStats(self._done_return.item() / count, self._done_length.item() / count, count, success_rate)
+        for total in (self._done_return, self._done_length, self._done_count, self._done_success):
             total.zero_()
-        return mean_return, mean_length, count
+        return stats
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"returns": self.returns.clone(), "lengths": self.lengths.clone()}

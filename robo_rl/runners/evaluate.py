@@ -8,15 +8,31 @@ from dataclasses import dataclass
 
 import torch
 
-from robo_rl.envs import INFO_SUCCESS, BatchedEnv
+from robo_rl.envs import INFO_SUCCESS, INFO_TRACKING_ERROR, BatchedEnv
 
 EVAL_SEED_OFFSET = 1_000_003
 """Evaluation envs are reset with `seed + EVAL_SEED_OFFSET`: fixed held-out initial states per training seed."""
 
 
-def evaluation_due(iteration: int, max_iterations: int, interval: int) -> bool:
-    """Evaluate every `interval` iterations (0: never periodically) and always after the last one."""
-    return iteration >= max_iterations or (interval > 0 and iteration % interval == 0)
+def evaluation_due(
+    iteration: int,
+    max_iterations: int,
+    interval: int,
+    training_success_rate: float | None = None,
+    min_training_success_rate: float | None = None,
+) -> bool:
+    """Evaluate every `interval` iterations (0: never periodically) and always after the last one.
+
+    With `min_training_success_rate` set, a periodic evaluation is skipped while the success rate of the recent
+    training episodes is known and below it (a cheap pre-check before a costly evaluation).
+    """
+    if iteration >= max_iterations:
+        return True
+    if interval <= 0 or iteration % interval != 0:
+        return False
+    if min_training_success_rate is None or training_success_rate is None:
+        return True
+    return training_success_rate >= min_training_success_rate
 
 
 @dataclass(frozen=True)
@@ -27,6 +43,9 @@ class EvalResult:
     """Length of each episode in control steps."""
     successes: tuple[bool, ...] | None = None
     """Whether each episode succeeded, for tasks that define success (`info["success"]`); else None."""
+    tracking_rms: float | None = None
+    """Root mean square of `info["tracking_error"]` over every step of every episode, for tasks that report it
+    (e.g. m from the quadrotor's reference); else None."""
 
     @property
     def mean_return(self) -> float:
@@ -72,8 +91,12 @@ def targets_reached(evaluation: EvalResult, target_return: float | None, target_
 def eval_metrics(evaluation: EvalResult | None) -> dict[str, float | None]:
     """The evaluation columns of a runner's metrics row (None where no evaluation ran this iteration)."""
     if evaluation is None:
-        return {"eval_return": None, "eval_success_rate": None}
-    return {"eval_return": evaluation.mean_return, "eval_success_rate": evaluation.success_rate}
+        return {"eval_return": None, "eval_success_rate": None, "eval_tracking_rms": None}
+    return {
+        "eval_return": evaluation.mean_return,
+        "eval_success_rate": evaluation.success_rate,
+        "eval_tracking_rms": evaluation.tracking_rms,
+    }
 
 
 @torch.no_grad()
@@ -89,7 +112,8 @@ def evaluate(env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], see
     lengths = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
     running = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
     succeeded = torch.zeros_like(running)
-    defines_success = False
+    squared_error = torch.zeros((), device=env.device)
+    defines_success = tracks = False
     for _ in range(env.max_episode_steps):
         obs, reward, terminated, truncated, info = env.step(actor(obs))
         returns += reward * running
@@ -98,8 +122,12 @@ def evaluate(env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], see
         if INFO_SUCCESS in info:
             defines_success = True
             succeeded |= ended & info[INFO_SUCCESS]
+        if INFO_TRACKING_ERROR in info:
+            tracks = True
+            squared_error += (info[INFO_TRACKING_ERROR].square() * running).sum()
         running &= ~ended
         if not bool(running.any()):
             break
     successes = tuple(succeeded.tolist()) if defines_success else None
-    return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes)
+    rms = math.sqrt(squared_error.item() / max(int(lengths.sum().item()), 1)) if tracks else None
+    return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes, rms)

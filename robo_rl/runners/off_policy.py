@@ -20,12 +20,13 @@ from robo_rl.envs import (
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
     INFO_PRIVILEGED_OBS,
+    INFO_SUCCESS,
     BatchedEnv,
     StepResult,
     critic_obs_dim,
 )
 from robo_rl.runners import checkpoint
-from robo_rl.runners.episode_stats import EpisodeTracker
+from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import (
     EvalResult,
     eval_metrics,
@@ -91,6 +92,10 @@ class OffPolicyRunnerConfig:
     target_return too, both must be reached. None: no success target."""
     eval_interval: int = 1_000
     """Iterations between deterministic evaluations (0: only at the end)."""
+    eval_min_train_success: float | None = None
+    """Skip a due periodic evaluation while the success rate of the training episodes that ended since the last
+    log is below this (tasks that report success). The stochastic training policy usually does worse than the
+    deterministic evaluated one, so set it below the target. None: evaluate whenever due."""
     eval_episodes: int = 20
     """Episodes per evaluation, run in parallel."""
     save_interval: int = 10_000
@@ -174,7 +179,7 @@ class OffPolicyRunner:
         result = self.env.step(self.algorithm.actor.scaler(action))
         self.buffer.add(transitions_of_step(self.obs, self.critic_obs, action, result, is_demo=False))
         next_obs, reward, terminated, truncated, info = result
-        self.tracker.record(reward, terminated | truncated)
+        self.tracker.record(reward, terminated | truncated, info.get(INFO_SUCCESS))
         self.obs, self.critic_obs = next_obs, critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
         self.env_steps += self.env.num_envs
 
@@ -198,11 +203,11 @@ class OffPolicyRunner:
             self.step()
             losses = self.train_step()
             self.iteration += 1
-            evaluation = self._maybe_evaluate()
+            stats = self.tracker.flush() if self._logs_now(on_iteration) else None
+            evaluation = self._maybe_evaluate(stats)
             self.wall_time += time.perf_counter() - start
-            if evaluation is None and on_iteration is None and self.run is None:
+            if stats is None:
                 continue
-            mean_return, mean_length, episodes = self.tracker.flush()
             if evaluation is not None:
                 last_eval = evaluation
                 reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
@@ -211,9 +216,10 @@ class OffPolicyRunner:
                 "env_steps": self.env_steps,
                 "wall_time": self.wall_time,
                 "steps_per_s": self.env_steps / max(self.wall_time, 1e-9),
-                "mean_return": mean_return,
-                "mean_length": mean_length,
-                "episodes": episodes,
+                "mean_return": stats.mean_return,
+                "mean_length": stats.mean_length,
+                "episodes": stats.episodes,
+                "train_success_rate": stats.success_rate,
                 **eval_metrics(evaluation),
                 **losses,
             }
@@ -223,10 +229,23 @@ class OffPolicyRunner:
         self._finish()
         return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
 
-    def _maybe_evaluate(self) -> EvalResult | None:
-        if self.eval_env is None or not evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval):
+    def _logs_now(self, on_iteration: Callable[[dict[str, Any]], None] | None) -> bool:
+        """Whether this iteration produces a metrics row (and so flushes the episode statistics)."""
+        cfg = self.cfg
+        return (
+            on_iteration is not None
+            or evaluation_due(self.iteration, cfg.max_iterations, cfg.eval_interval)
+            or (self.run is not None and self.iteration % 100 == 0)
+        )
+
+    def _maybe_evaluate(self, stats: EpisodeStats | None) -> EvalResult | None:
+        cfg = self.cfg
+        if stats is None or self.eval_env is None:
             return None
-        return self.evaluate()
+        due = evaluation_due(
+            self.iteration, cfg.max_iterations, cfg.eval_interval, stats.success_rate, cfg.eval_min_train_success
+        )
+        return self.evaluate() if due else None
 
     def evaluate(self) -> EvalResult:
         actor = self.algorithm.actor.deterministic_actor().eval()

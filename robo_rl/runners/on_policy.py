@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from robo_rl.algorithms.ppo import PPO
-from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, BatchedEnv
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeTracker
@@ -37,6 +37,10 @@ class RunnerConfig:
     target_return too, both must be reached. None: no success target."""
     eval_interval: int = 5
     """Iterations between deterministic evaluations (0: evaluate only at the end)."""
+    eval_min_train_success: float | None = None
+    """Skip a due periodic evaluation while the success rate of the training episodes that ended since the last
+    log is below this (tasks that report success). The stochastic training policy usually does worse than the
+    deterministic evaluated one, so set it below the target. None: evaluate whenever due."""
     eval_episodes: int = 100
     """Episodes per evaluation, run in parallel as one batched env."""
     save_interval: int = 50
@@ -135,7 +139,7 @@ class OnPolicyRunner:
                 terminated=terminated,
                 dones=done,
             )
-            self.tracker.record(reward, done)
+            self.tracker.record(reward, done, info.get(INFO_SUCCESS))
             self.obs, self.critic_obs, value = next_obs, next_critic, next_value
         self.env_steps += storage.num_steps * env.num_envs
 
@@ -160,8 +164,8 @@ class OnPolicyRunner:
             self.collect()
             losses = self.update()
             self.iteration += 1
-            mean_return, mean_length, episodes = self.tracker.flush()
-            evaluation = self._maybe_evaluate()
+            stats = self.tracker.flush()
+            evaluation = self._maybe_evaluate(stats.success_rate)
             self.wall_time += time.perf_counter() - start
             if evaluation is not None:
                 last_eval = evaluation
@@ -171,9 +175,10 @@ class OnPolicyRunner:
                 "env_steps": self.env_steps,
                 "wall_time": self.wall_time,
                 "steps_per_s": self.storage.num_steps * self.env.num_envs / (time.perf_counter() - start),
-                "mean_return": mean_return,
-                "mean_length": mean_length,
-                "episodes": episodes,
+                "mean_return": stats.mean_return,
+                "mean_length": stats.mean_length,
+                "episodes": stats.episodes,
+                "train_success_rate": stats.success_rate,
                 **eval_metrics(evaluation),
                 **losses,
             }
@@ -183,10 +188,12 @@ class OnPolicyRunner:
         self._finish()
         return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
 
-    def _maybe_evaluate(self) -> EvalResult | None:
-        if self.eval_env is None or not evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval):
-            return None
-        return self.evaluate()
+    def _maybe_evaluate(self, training_success_rate: float | None) -> EvalResult | None:
+        cfg = self.cfg
+        due = evaluation_due(
+            self.iteration, cfg.max_iterations, cfg.eval_interval, training_success_rate, cfg.eval_min_train_success
+        )
+        return self.evaluate() if due and self.eval_env is not None else None
 
     def evaluate(self) -> EvalResult:
         """Deterministic evaluation on the eval env with a fixed seed (same initial states every time)."""

@@ -18,10 +18,12 @@ from robo_rl.envs import (
     INFO_FINAL_PRIVILEGED_OBS,
     INFO_PRIVILEGED_OBS,
     INFO_SUCCESS,
+    INFO_TRACKING_ERROR,
     SpaceSpec,
     StepResult,
 )
 from robo_rl.sim.quadrotor.actions import ACTION_MODES, ActionMode, CtbrConfig, make_action_map
+from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
 from robo_rl.sim.quadrotor.dynamics import (
     ANGULAR_VELOCITY,
     INTEGRATORS,
@@ -47,9 +49,6 @@ from robo_rl.sim.quadrotor.randomization import (
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
 
-INFO_TRACKING_ERROR = "tracking_error"
-"""info key: `(num_envs,)` distance in m between the quadrotor and the reference after the step (before any
-reset), for every env at every step."""
 _INIT_DRAWS = 13
 """Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
 
@@ -115,6 +114,9 @@ class HoverConfig:
     """...seconds is below `success_position_error` m (reported as `info["success"]`)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization, all off by default."""
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
+    """Growth of the initial-state and randomization ranges during training, off by default (evaluate with it
+    off: full ranges)."""
 
     def __post_init__(self) -> None:
         if self.action_mode not in ACTION_MODES:
@@ -208,6 +210,8 @@ class QuadrotorHover:
         self._generator = torch.Generator(device=self.device)
         if seed is None:
             self._generator.seed()
+        self.control_steps = 0
+        """Batched `step` calls since construction (not reset by `reset`): the curriculum's clock."""
         self.reset(seed)
 
     # ----------------------------------------------------------------------------------------------- public API
@@ -259,8 +263,14 @@ class QuadrotorHover:
         self.privileged_obs = self._privileged()
         return self._observe(*self._errors(), self._noise()).T.contiguous()
 
+    @property
+    def curriculum_fraction(self) -> float:
+        """Current size of the initial-state and randomization ranges relative to the configured ones."""
+        return self.config.curriculum.fraction(self.control_steps)
+
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply actions `(num_envs, 4)` in [-1, 1] for `dt`; auto-resets envs whose episode is over."""
+        self.control_steps += 1
         action = action.to(device=self.device, dtype=self.dtype).reshape(self.num_envs, 4).T.contiguous()
         action = action.clamp_(-1.0, 1.0)
         self._advance(action)
@@ -297,6 +307,7 @@ class QuadrotorHover:
             "history": self._history.clone(),
             "action_buffer": self._action_buffer.clone(),
             "generator": self._generator.get_state(),
+            "control_steps": self.control_steps,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -304,6 +315,7 @@ class QuadrotorHover:
         for name in ("episode", "phase", "error_sum", "history", "action_buffer"):
             setattr(self, f"_{name}", state_dict[name].to(device=self.device, dtype=self.dtype).clone())
         self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
+        self.control_steps = int(state_dict.get("control_steps", 0))
         self._generator.set_state(state_dict["generator"].cpu())
         self._apply_episode()
         # Not set_state: renormalizing the saved quaternion would change its last bits.
@@ -460,11 +472,12 @@ class QuadrotorHover:
     def _reset_where(self, done: torch.Tensor) -> None:
         # Sampling for every env and selecting keeps `step` free of host syncs (no `done.any()`).
         n = self.num_envs
+        fraction = self.curriculum_fraction
         if self.config.randomization.enabled:
-            self._episode = torch.where(done, self._sampler.sample(n, self._generator), self._episode)
+            self._episode = torch.where(done, self._sampler.sample(n, self._generator, fraction), self._episode)
         uniform = torch.rand(_INIT_DRAWS, n, generator=self._generator, device=self.device, dtype=self.dtype)
         self._phase = torch.where(done, self._reference.phase(uniform[12]), self._phase)
-        self._state = torch.where(done, self._initial_state(uniform), self._state)
+        self._state = torch.where(done, self._initial_state(uniform, fraction), self._state)
         self._steps.masked_fill_(done, 0)
         self._error_sum.masked_fill_(done, 0.0)
         if self.config.action_history > 0:
@@ -474,11 +487,14 @@ class QuadrotorHover:
         if self.config.randomization.enabled:
             self._apply_episode()
 
-    def _initial_state(self, uniform: torch.Tensor) -> torch.Tensor:
-        """`(17, N)` initial states around the reference at time 0 (uses `self._phase`), from U(0, 1) `(13, N)`."""
+    def _initial_state(self, uniform: torch.Tensor, fraction: float) -> torch.Tensor:
+        """`(17, N)` initial states around the reference at time 0 (uses `self._phase`), from U(0, 1) `(13, N)`,
+        with every range scaled by the curriculum `fraction`."""
         offsets = torch.addcmul(self._init_offset, uniform[:9], self._init_width)
+        if fraction < 1.0:
+            offsets = offsets * fraction
         reference_position, reference_velocity = self._reference(torch.zeros_like(self._phase), self._phase)
-        half_angle = uniform[9] * (self.config.init_attitude_range / 2)
+        half_angle = uniform[9] * (self.config.init_attitude_range * fraction / 2)
         axis_z = uniform[10] * 2 - 1  # uniform on the sphere: z ~ U(-1, 1), azimuth ~ U(0, 2 pi)
         azimuth = uniform[11] * (2 * math.pi)
         radius = (1 - axis_z.square()).clamp_(min=0.0).sqrt_()

@@ -47,7 +47,10 @@ class RandomizationConfig:
     motor_time_constant: float = 0.0
     """Relative half-range of the motor time constant."""
     max_action_latency: int = 0
-    """Actions take effect after L control steps, L ~ U{0, ..., max_action_latency} per env."""
+    """Actions take effect after L control steps, L ~ U{min_action_latency, ..., max_action_latency} per env."""
+    min_action_latency: int = 0
+    """Smallest drawn latency in control steps; equal to max_action_latency for a fixed latency (e.g. 2 steps =
+    20 ms at dt 0.01 s)."""
     position_noise: float = 0.0
     """Standard deviation in m of Gaussian noise added to the observed position error at every step."""
     velocity_noise: float = 0.0
@@ -68,9 +71,13 @@ class RandomizationConfig:
         negative = [name for name in (*absolute, "disturbance_force", "disturbance_torque") if getattr(self, name) < 0]
         if negative:
             raise ValueError(f"RandomizationConfig: fields must be >= 0: {negative}")
-        if not isinstance(self.max_action_latency, int) or self.max_action_latency < 0:
-            latency = self.max_action_latency
-            raise ValueError(f"RandomizationConfig: max_action_latency must be an int >= 0, got {latency}")
+        for name in ("min_action_latency", "max_action_latency"):
+            latency = getattr(self, name)
+            if not isinstance(latency, int) or latency < 0:
+                raise ValueError(f"RandomizationConfig: {name} must be an int >= 0, got {latency}")
+        if self.min_action_latency > self.max_action_latency:
+            latencies = (self.min_action_latency, self.max_action_latency)
+            raise ValueError(f"RandomizationConfig: min_action_latency > max_action_latency: {latencies}")
 
     @property
     def scale_half_ranges(self) -> tuple[float, ...]:
@@ -106,33 +113,37 @@ class EpisodeSampler:
         scale_half = config.scale_half_ranges
         acceleration = config.disturbance_force * nominal.gravity  # force / nominal mass
         angular = [config.disturbance_torque / moment for moment in nominal.inertia]
-        latency_levels = float(config.max_action_latency + 1)
+        min_latency = config.min_action_latency
+        latency_levels = float(config.max_action_latency - min_latency + 1)
         half = (*scale_half, 0.0, *([acceleration] * 3), *angular)
-        # value = offset + width * U(0, 1): scales 1 +- r, latency floor(U * levels), disturbances +- half.
+        # value = offset + width * U(0, 1): scales 1 +- r, latency min + floor(U * levels), disturbances +- half.
         width = [2 * h for h in half]
         width[LATENCY] = latency_levels
-        offset = [1.0 - h for h in scale_half] + [0.0] + [-h for h in half[8:]]
+        offset = [1.0 - h for h in scale_half] + [float(min_latency)] + [-h for h in half[8:]]
         self._width = torch.tensor(width, device=device, dtype=dtype).unsqueeze(-1)
         self._offset = torch.tensor(offset, device=device, dtype=dtype).unsqueeze(-1)
         self._max_latency = float(config.max_action_latency)
         self._nominal = torch.tensor([1.0] * 7 + [0.0] * 7, device=device, dtype=dtype).unsqueeze(-1)
-        self.spec = self._spec(half, scale_half, config.max_action_latency)
+        self.spec = self._spec(half, scale_half, min_latency, config.max_action_latency)
 
     def nominal(self, n: int) -> torch.Tensor:
         """`(14, n)` parameters of the nominal frame: scales 1, no latency, no disturbance."""
         return self._nominal.expand(-1, n).clone()
 
-    def sample(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """`(14, n)` freshly drawn parameters."""
+    def sample(self, n: int, generator: torch.Generator, fraction: float = 1.0) -> torch.Tensor:
+        """`(14, n)` freshly drawn parameters; `fraction` < 1 shrinks every range toward the nominal values
+        (scales toward 1, disturbances and latency toward 0) for a curriculum."""
         width = self._width
         uniform = torch.rand(len(EPISODE_NAMES), n, generator=generator, device=width.device, dtype=width.dtype)
         values = torch.addcmul(self._offset, uniform, width)
+        if fraction < 1.0:
+            values = torch.lerp(self._nominal, values, fraction)
         values[LATENCY].floor_().clamp_(max=self._max_latency)
         return values
 
     @staticmethod
-    def _spec(half: tuple[float, ...], scale_half: tuple[float, ...], max_latency: int) -> SpaceSpec:
-        low = (*(1 - h for h in scale_half), 0.0, *(-h for h in half[8:]))
+    def _spec(half: tuple[float, ...], scale_half: tuple[float, ...], min_latency: int, max_latency: int) -> SpaceSpec:
+        low = (*(1 - h for h in scale_half), float(min_latency), *(-h for h in half[8:]))
         high = (*(1 + h for h in scale_half), float(max_latency), *half[8:])
         units = ("1",) * 7 + ("steps",) + ("m/s^2",) * 3 + ("rad/s^2",) * 3
         return SpaceSpec(names=EPISODE_NAMES, low=low, high=high, units=units)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from robo_rl.runners.evaluate import eval_metrics, evaluate
+from robo_rl.cli.run_loading import make_env
+from robo_rl.config import apply_overrides
+from robo_rl.experiment import pendulum_ppo, quadrotor_hover_ppo
+from robo_rl.runners.build import build_runner
+from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
+from robo_rl.runners.evaluate import eval_metrics, evaluate, evaluation_due
 from robo_rl.sim import make
 
 
@@ -49,3 +55,79 @@ def test_targets_reached_requires_every_target_that_is_set() -> None:
     assert targets_reached(with_success, None, 0.5) and not targets_reached(with_success, None, 0.51)
     assert not targets_reached(with_success, -199.0, 0.5) and targets_reached(with_success, -200.0, 0.5)
     assert not targets_reached(no_success, None, 0.0)
+
+
+def test_evaluation_due_skips_only_periodic_evaluations_below_the_training_success_rate() -> None:
+    assert evaluation_due(10, 100, 5) and not evaluation_due(11, 100, 5)
+    assert not evaluation_due(10, 100, 5, training_success_rate=0.2, min_training_success_rate=0.5)
+    assert evaluation_due(10, 100, 5, training_success_rate=0.5, min_training_success_rate=0.5)
+    # Unknown training success (no episode ended, or a task without success) does not block the evaluation.
+    assert evaluation_due(10, 100, 5, training_success_rate=None, min_training_success_rate=0.5)
+    # The final evaluation always runs.
+    assert evaluation_due(100, 100, 0, training_success_rate=0.0, min_training_success_rate=0.5)
+
+
+def test_episode_tracker_counts_the_successes_of_finished_episodes() -> None:
+    tracker = EpisodeTracker(4, "cpu")
+    done = torch.tensor([True, True, False, True])
+    # Env 2 reports success without finishing: it must not count.
+    tracker.record(torch.ones(4), done, success=torch.tensor([True, False, True, True]))
+    stats = tracker.flush()
+    assert stats.episodes == 3 and stats.success_rate == 2 / 3 and stats.mean_length == 1.0
+    tracker.record(torch.ones(4), torch.zeros(4, dtype=torch.bool), success=torch.zeros(4, dtype=torch.bool))
+    assert tracker.flush() == EpisodeStats(None, None, 0, None)
+    without_success = EpisodeTracker(2, "cpu")
+    without_success.record(torch.ones(2), torch.ones(2, dtype=torch.bool))
+    assert without_success.flush().success_rate is None
+
+
+def test_on_policy_runner_logs_the_training_success_rate() -> None:
+    cfg = apply_overrides(pendulum_ppo(), ["task.num_envs=16", "ppo.num_steps=8", "runner.max_iterations=2"])
+    runner = build_runner(cfg, make, evaluate=False)
+    lenient = ["task.params=[max_episode_steps=4, success_angle=4.0, success_speed=100.0]"]
+    lenient_runner = build_runner(apply_overrides(cfg, lenient), make, evaluate=False)
+    rows: list[dict] = []
+    lenient_runner.learn(rows.append)
+    assert [row["train_success_rate"] for row in rows] == [1.0, 1.0]
+    rows.clear()
+    runner.learn(rows.append)
+    assert all(row["train_success_rate"] is None for row in rows)  # no pendulum episode ends within 16 steps
+
+
+def test_tracking_rms_covers_every_step_of_every_episode() -> None:
+    env = make("quadrotor/track", num_envs=8, episode_length=0.2)
+    hover = torch.tensor(env.hover_action)
+
+    def actor(obs: torch.Tensor) -> torch.Tensor:
+        return hover.expand(obs.shape[0], 4)
+
+    result = evaluate(env, actor, seed=3)
+    assert result.lengths == (20,) * 8  # no crash in 0.2 s
+    replay = make("quadrotor/track", num_envs=8, episode_length=0.2)
+    obs = replay.reset(seed=3)
+    errors = []
+    for _ in range(20):
+        obs, *_, info = replay.step(actor(obs))
+        errors.append(info["tracking_error"])
+    expected = torch.stack(errors).square().mean().sqrt().item()
+    assert result.tracking_rms == pytest.approx(expected, rel=1e-5) and expected > 0.1
+    assert evaluate(make("pendulum", num_envs=2, max_episode_steps=3), _zero_torque, seed=0).tracking_rms is None
+
+
+def test_runner_evaluates_with_the_task_eval_params() -> None:
+    cfg = apply_overrides(
+        quadrotor_hover_ppo(),
+        [
+            "task.num_envs=4",
+            "runner.eval_episodes=3",
+            "task.params=[randomization.mass=0.1]",
+            "task.eval_params=[randomization.mass=0.3, randomization.min_action_latency=1, "
+            "randomization.max_action_latency=1]",
+        ],
+    )
+    runner = build_runner(cfg, make)
+    assert runner.env.config.randomization.mass == 0.1
+    assert runner.eval_env.config.randomization.mass == 0.3
+    assert runner.eval_env.config.randomization.min_action_latency == 1
+    assert make_env(cfg, 2, "cpu").config.randomization.mass == 0.1
+    assert make_env(cfg, 2, "cpu", evaluation=True).config.randomization.mass == 0.3
