@@ -99,7 +99,7 @@ class OffPolicyRunnerConfig:
     eval_episodes: int = 20
     """Episodes per evaluation, run in parallel."""
     save_interval: int = 10_000
-    """Iterations between numbered checkpoints (the replay buffer is saved with each)."""
+    """Iterations between refreshes of checkpoints/latest.pt (the replay buffer is saved with it)."""
     prior_buffer: str | None = None
     """Replay buffer file of demonstrations or interventions (`robo-rl collect` writes one): RLPD-style
     symmetric sampling draws `prior_fraction` of every batch from it. None trains from online data only."""
@@ -230,12 +230,14 @@ class OffPolicyRunner:
         return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
 
     def _logs_now(self, on_iteration: Callable[[dict[str, Any]], None] | None) -> bool:
-        """Whether this iteration produces a metrics row (and so flushes the episode statistics)."""
-        cfg = self.cfg
+        """Whether this iteration produces a metrics row (and so flushes the episode statistics): for the
+        callback, an evaluation, or the run directory's log and checkpoint cadence."""
+        cfg, iteration = self.cfg, self.iteration
+        saves = cfg.save_interval > 0 and iteration % cfg.save_interval == 0
         return (
             on_iteration is not None
-            or evaluation_due(self.iteration, cfg.max_iterations, cfg.eval_interval)
-            or (self.run is not None and self.iteration % 100 == 0)
+            or evaluation_due(iteration, cfg.max_iterations, cfg.eval_interval)
+            or (self.run is not None and (iteration % 100 == 0 or saves))
         )
 
     def _maybe_evaluate(self, stats: EpisodeStats | None) -> EvalResult | None:

@@ -13,6 +13,7 @@ from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.envs import INFO_FINAL_OBS
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
 from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.sim import make
 
 SMALL = (64, 64)
@@ -110,3 +111,22 @@ def test_trained_actor_exports_to_onnx_with_parity(name: str, tmp_path: Path) ->
         actions = actor(obs)
     assert actions.abs().max() <= 2.0  # within the torque bounds
     torch.testing.assert_close(actions, 2.0 * runner.algorithm.act(obs, deterministic=True))
+
+
+def test_checkpoints_follow_save_interval_off_the_log_cadence(tmp_path: Path) -> None:
+
+    settings = {"learning_starts": 50, "batch_size": 16, "eval_interval": 0, "save_interval": 70}
+    cfg = OffPolicyRunnerConfig(max_iterations=160, **settings)
+    runner = _runner("td3", cfg)
+    runner.run = RunDirectory.create(tmp_path, "x", 0, "{}\n", "test")
+    saved_at: list[int] = []
+    save = runner.save
+
+    def recording_save(path: Path) -> None:
+        saved_at.append(runner.iteration)
+        save(path)
+
+    runner.save = recording_save  # type: ignore[method-assign]
+    runner.learn()
+    assert saved_at == [70, 140, 160]  # every save_interval, then the final checkpoint
+    assert runner.run.latest_checkpoint.is_file()
