@@ -38,6 +38,11 @@ class TaskConfig:
         if self.num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {self.num_envs}")
 
+    @property
+    def evaluation_params(self) -> tuple[str, ...]:
+        """Task settings of the evaluation env: `params`, then `eval_params`."""
+        return (*self.params, *self.eval_params)
+
 
 @dataclass(frozen=True)
 class ExperimentConfig:
@@ -75,15 +80,24 @@ def pendulum_ppo() -> ExperimentConfig:
     )
 
 
+def _off_policy_networks(
+    algo: Algorithm, actor_hidden: tuple[int, ...], critic_hidden: tuple[int, ...]
+) -> dict[str, SACConfig | TD3Config]:
+    """The `sac` and `td3` sections: the given network sizes for `algo`, defaults for the other."""
+    networks = {"actor_hidden": actor_hidden, "critic_hidden": critic_hidden}
+    return {
+        "sac": SACConfig(**networks) if algo == "sac" else SACConfig(),
+        "td3": TD3Config(**networks) if algo == "td3" else TD3Config(),
+    }
+
+
 def _pendulum_off_policy(algo: Algorithm) -> ExperimentConfig:
     """One pendulum, one update per env step, 64-64 networks, stop at a mean return of -200."""
-    small = {"actor_hidden": (64, 64), "critic_hidden": (64, 64)}
     return ExperimentConfig(
         name=f"pendulum_{algo}",
         algo=algo,
         task=TaskConfig(name="pendulum", num_envs=1),
-        sac=SACConfig(**small) if algo == "sac" else SACConfig(),
-        td3=TD3Config(**small) if algo == "td3" else TD3Config(),
+        **_off_policy_networks(algo, actor_hidden=(64, 64), critic_hidden=(64, 64)),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
         ),
@@ -128,13 +142,11 @@ def _quadrotor_hover_off_policy(algo: Algorithm) -> ExperimentConfig:
     """SAC / TD3 on the hover task: 64 envs, 2 updates of 512 transitions per batched step, 64-64 actor,
     128-128 critics on the privileged observation, the same 1000-episode gate as the PPO preset. A first
     setting, not tuned (the PPO preset is the fast one; docs/BENCHMARKS.md has the comparison)."""
-    networks = {"actor_hidden": (64, 64), "critic_hidden": (128, 128)}
     return ExperimentConfig(
         name=f"quadrotor_hover_{algo}",
         algo=algo,
         task=TaskConfig(name="quadrotor/hover", num_envs=64),
-        sac=SACConfig(**networks) if algo == "sac" else SACConfig(),
-        td3=TD3Config(**networks) if algo == "td3" else TD3Config(),
+        **_off_policy_networks(algo, actor_hidden=(64, 64), critic_hidden=(128, 128)),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=100_000,
             learning_starts=10_000,

@@ -49,5 +49,5 @@ def make_env(
 ) -> BatchedEnv:
     """The run's task with its `task.params`, then (with `evaluation`) its `task.eval_params`, then
     `extra_params` (e.g. held-out evaluation ranges)."""
-    params = (*cfg.task.params, *(cfg.task.eval_params if evaluation else ()), *extra_params)
+    params = (*(cfg.task.evaluation_params if evaluation else cfg.task.params), *extra_params)
     return env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params)

@@ -72,7 +72,7 @@ def build_runner(
             num_envs=loop.eval_episodes,
             device=task.device,
             seed=cfg.seed + EVAL_SEED_OFFSET,
-            params=(*task.params, *task.eval_params),
+            params=task.evaluation_params,
         )
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.algo == "ppo":
