@@ -221,7 +221,7 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
         base,
         name="quadrotor_hover_robust_ppo",
         task=replace(base.task, params=HOVER_ROBUST_TRAINING, eval_params=HOVER_HELD_OUT),
-        runner=replace(base.runner, max_iterations=1500, eval_interval=50, eval_min_train_success=0.5),
+        runner=replace(base.runner, max_iterations=4000, eval_interval=50, eval_min_train_success=0.5),
     )
 
 

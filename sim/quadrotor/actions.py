@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 
 import torch
 
-from robo_rl.sim.quadrotor.dynamics import rotor_geometry_matrix
+from robo_rl.sim.quadrotor.dynamics import rotor_geometry_matrix, rows_matmul
 from robo_rl.sim.quadrotor.params import QuadrotorParams
 
 ActionMode = Literal["motor", "ctbr"]
@@ -100,7 +100,7 @@ class CtbrActionMap:
         collective = action[:1] * self._thrust_slope + self._thrust_offset
         rate_error = torch.addcmul(-angular_velocity, action[1:], self._max_rate)
         torque = rate_error.mul_(self._torque_gain)
-        rotor_thrust = self._mixer @ torch.cat((collective, torque))
+        rotor_thrust = rows_matmul(self._mixer, torch.cat((collective, torque)))
         rotor_thrust = rotor_thrust.clamp_(self._min_thrust, self._max_thrust)
         return rotor_thrust.mul_(self._inv_thrust_coefficient).sqrt_()
 

@@ -256,23 +256,37 @@ def quat_to_rotmat(quaternion: torch.Tensor) -> torch.Tensor:
     return torch.stack([torch.stack(row, dim=-1) for row in rows], dim=-2)
 
 
+def rows_matmul(matrix: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """`matrix @ rows` (+ `bias`) for a small constant `(m, k)` matrix, `(k, N)` rows and a `(m, 1)` bias.
+
+    Eager: one BLAS call. Under torch.compile: k unrolled multiply-adds, which inductor fuses with the elementwise
+    ops around it (a BLAS call, or a reduction over k, would split the fused step into several kernels).
+    """
+    if torch.compiler.is_compiling():
+        product = matrix[:, :1] * rows[:1] if bias is None else torch.addcmul(bias, matrix[:, :1], rows[:1])
+        for j in range(1, matrix.shape[1]):
+            product = torch.addcmul(product, matrix[:, j : j + 1], rows[j : j + 1])
+        return product
+    return torch.mm(matrix, rows) if bias is None else torch.addmm(bias, matrix, rows)
+
+
 def rotation_rows(quaternion: torch.Tensor, kinematics: Kinematics) -> torch.Tensor:
     """`(9, N)` rotation matrix entries R00, R01, ..., R22 of unit quaternions `(4, N)`; fast path of the envs."""
     products = quaternion.index_select(0, kinematics.rotation_left) * quaternion.index_select(
         0, kinematics.rotation_right
     )
-    return torch.addmm(kinematics.rotation_offset, kinematics.rotation_matrix, products)
+    return rows_matmul(kinematics.rotation_matrix, products, kinematics.rotation_offset)
 
 
 def body_z_axis(quaternion: torch.Tensor, kinematics: Kinematics) -> torch.Tensor:
     """`(3, N)` body z axis in world coordinates (the thrust direction) of quaternions `(4, N)`."""
     products = quaternion.index_select(0, kinematics.body_z_left) * quaternion.index_select(0, kinematics.body_z_right)
-    return torch.addmm(kinematics.body_z_offset, kinematics.body_z_matrix, products)
+    return rows_matmul(kinematics.body_z_matrix, products, kinematics.body_z_offset)
 
 
 def quaternion_rate(quaternion: torch.Tensor, angular_velocity: torch.Tensor, kinematics: Kinematics) -> torch.Tensor:
     """`(4, N)` time derivative `q (x) (0, w) / 2` of quaternions `(4, N)` under body rates `(3, N)` in rad/s."""
-    terms = quaternion.index_select(0, kinematics.rate_rows) * (kinematics.rate_matrix @ angular_velocity)
+    terms = quaternion.index_select(0, kinematics.rate_rows) * rows_matmul(kinematics.rate_matrix, angular_velocity)
     return terms.view(3, 4, -1).sum(0)
 
 
@@ -299,7 +313,7 @@ def state_derivative(
     """
     kinematics = params.kinematics
     quaternion, omega, rotor_speed = state[QUATERNION], state[ANGULAR_VELOCITY], state[ROTOR_SPEED]
-    wrench = (params.rotor_geometry @ rotor_speed.square()).mul_(params.wrench_coefficients)
+    wrench = rows_matmul(params.rotor_geometry, rotor_speed.square()).mul_(params.wrench_coefficients)
     torque = wrench[1:] if external_torque is None else wrench[1:] + external_torque
     thrust_acceleration = wrench[0] * params.inv_mass
     acceleration = torch.addcmul(external_acceleration, body_z_axis(quaternion, kinematics), thrust_acceleration)

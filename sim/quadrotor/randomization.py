@@ -130,13 +130,21 @@ class EpisodeSampler:
         """`(14, n)` parameters of the nominal frame: scales 1, no latency, no disturbance."""
         return self._nominal.expand(-1, n).clone()
 
-    def sample(self, n: int, generator: torch.Generator, fraction: float = 1.0) -> torch.Tensor:
+    def sample(self, n: int, generator: torch.Generator, fraction: float | torch.Tensor = 1.0) -> torch.Tensor:
         """`(14, n)` freshly drawn parameters; `fraction` < 1 shrinks every range toward the nominal values
         (scales toward 1, disturbances and latency toward 0) for a curriculum."""
+        return self.from_uniform(self.draw(n, generator), fraction)
+
+    def draw(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        """`(14, n)` U(0, 1) samples, the only random call of `sample`."""
         width = self._width
-        uniform = torch.rand(len(EPISODE_NAMES), n, generator=generator, device=width.device, dtype=width.dtype)
-        values = torch.addcmul(self._offset, uniform, width)
-        if fraction < 1.0:
+        return torch.rand(len(EPISODE_NAMES), n, generator=generator, device=width.device, dtype=width.dtype)
+
+    def from_uniform(self, uniform: torch.Tensor, fraction: float | torch.Tensor = 1.0) -> torch.Tensor:
+        """`(14, n)` parameters from U(0, 1) samples `(14, n)` (no random call: traceable by torch.compile);
+        `fraction` (a float or a 0-d tensor) as in `sample`."""
+        values = torch.addcmul(self._offset, uniform, self._width)
+        if isinstance(fraction, torch.Tensor) or fraction < 1.0:
             values = torch.lerp(self._nominal, values, fraction)
         values[LATENCY].floor_().clamp_(max=self._max_latency)
         return values

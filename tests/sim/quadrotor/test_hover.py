@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -9,10 +10,17 @@ import numpy as np
 import pytest
 import torch
 
-from robo_rl.envs import check_step_result
+from robo_rl.envs import INFO_PRIVILEGED_OBS, INFO_SUCCESS, check_step_result
 from robo_rl.sim import make
 from robo_rl.sim.gymnasium_adapter import GymnasiumEnv, check_task
-from robo_rl.sim.quadrotor import HoverConfig, QuadrotorHover, RandomizationConfig, pack_state, quat_to_rotmat
+from robo_rl.sim.quadrotor import (
+    CurriculumConfig,
+    HoverConfig,
+    QuadrotorHover,
+    RandomizationConfig,
+    pack_state,
+    quat_to_rotmat,
+)
 from robo_rl.sim.quadrotor.randomization import EPISODE_NAMES
 
 DEVICES = [
@@ -352,3 +360,27 @@ def test_device_trajectory_matches_cpu(device: str) -> None:
         assert obs.device.type == torch.device(dev).type
         trajectories.append(obs.cpu())
     torch.testing.assert_close(trajectories[1], trajectories[0], rtol=0, atol=1e-4)
+
+
+def test_compiled_step_matches_eager_in_one_graph() -> None:
+    """`HoverConfig(compile=True)` fuses the step with torch.compile: one graph, no graph break, the same
+    trajectories, resets, randomization and curriculum (a tensor fraction) as eager stepping."""
+    from torch._dynamo.utils import counters
+
+    curriculum = CurriculumConfig(steps=1000, initial_fraction=0.5)
+    config = HoverConfig(episode_length=0.3, randomization=ALL_RANDOMIZATION, curriculum=curriculum)
+    compiled_config = dataclasses.replace(config, compile=True)
+    counters.clear()
+    results = []
+    for cfg in (config, compiled_config):
+        env = QuadrotorHover(32, config=cfg, seed=4)
+        steps = [env.step(a) for a in _random_actions(env, 80, seed=6, scale=0.5)]
+        results.append(
+            [torch.stack([s[i] for s in steps]).float() for i in range(4)]
+            + [torch.stack([s[4][key] for s in steps]).float() for key in (INFO_SUCCESS, INFO_PRIVILEGED_OBS)]
+        )
+        assert env.curriculum_fraction == pytest.approx(0.5 + 0.5 * 80 / 1000)
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
+    assert results[0][2].sum() + results[0][3].sum() > 32  # several resets happened
+    for eager, compiled in zip(*results, strict=True):
+        torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-4)
