@@ -8,18 +8,34 @@ PIP := $(PY) -m pip
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install lint clean
+.PHONY: demo test bench install system-deps lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 
+# MuJoCo renders offscreen through EGL with Mesa's software driver (`robo-rl play`, rendering tests).
+SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libgles2
+
 $(STAMP): $(PY) pyproject.toml setup.py
+	@$(MAKE) --no-print-directory system-deps
 	$(PIP) install $(TORCH)
 	$(PIP) install -e ".[train,sim,export,dev]"
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Installs SYSTEM_PACKAGES with apt-get where they are missing (needs root); otherwise says what to install.
+system-deps:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "installing system packages: $$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+		else \
+			echo "warning: missing system packages (MuJoCo rendering needs them): $$missing" >&2; \
+		fi; \
+	fi
 
 demo: $(STAMP)
 	$(VENV)/bin/robo-rl demo

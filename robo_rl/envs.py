@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
 import torch
 
 INFO_FINAL_OBS = "final_obs"
@@ -107,6 +108,20 @@ class BatchedEnv(Protocol):
 
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply `(N, action_dim)` actions for one control period; auto-resets finished envs."""
+        ...
+
+
+@runtime_checkable
+class RenderableEnv(Protocol):
+    """An env that can draw one of its copies (`robo-rl play` writes videos from it).
+
+    `render(index)` returns the current frame of env `index` as an RGB image `(height, width, 3)` uint8 numpy
+    array, on a headless machine: MuJoCo tasks render offscreen (EGL, or OSMesa), 2-D and 3-D tasks without a
+    physics renderer draw with matplotlib's Agg backend. Frames of one env have a constant size.
+    """
+
+    def render(self, index: int = 0) -> np.ndarray:
+        """RGB frame `(height, width, 3)` uint8 of env `index` in its current state."""
         ...
 
 

@@ -10,9 +10,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.sim.pendulum_render import PendulumRenderer
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ class Pendulum:
         self._generator = torch.Generator(device=self.device)
         self._state = torch.zeros(num_envs, 2, dtype=self.dtype, device=self.device)
         self._steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self._last_torque = torch.zeros(num_envs, dtype=self.dtype, device=self.device)
+        self._renderer: PendulumRenderer | None = None
         if seed is None:
             self._generator.seed()
         self.reset(seed)
@@ -123,6 +127,7 @@ class Pendulum:
         torque = torque.clamp(-self.config.max_torque, self.config.max_torque)
         reward = -self._cost(self._state, torque)
         self._state = self._integrate(self._state, torque)
+        self._last_torque = torque
         final_obs = self._observe(self._state)
         success = self._balanced(self._state)
         self._steps += 1
@@ -131,6 +136,16 @@ class Pendulum:
         self._reset_where(truncated)
         obs = torch.where(truncated.unsqueeze(-1), self._observe(self._state), final_obs)
         return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs, INFO_SUCCESS: success}
+
+    def render(self, index: int = 0) -> np.ndarray:
+        """RGB frame `(400, 400, 3)` uint8 of env `index` now, with the torque of the last step (matplotlib)."""
+        if not 0 <= index < self.num_envs:
+            raise IndexError(f"render: env index {index} out of range for {self.num_envs} envs")
+        if self._renderer is None:
+            self._renderer = PendulumRenderer(self.config.max_torque)
+        theta = float(self._state[index, 0])
+        time = int(self._steps[index]) * self.dt
+        return self._renderer.draw(theta, float(self._last_torque[index]), time)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the exact same stream: state, step counters, generator state."""

@@ -59,6 +59,13 @@ def make(
     return factory(num_envs, device=device, config=config, seed=seed)
 
 
+def default_config(name: str) -> Any:
+    """The default config dataclass instance of task `name` (what `make` overrides)."""
+    if name not in _TASKS:
+        raise ValueError(f"unknown task {name!r}; registered tasks: {names()}")
+    return _TASKS[name][1]
+
+
 def names() -> list[str]:
     """Registered task names, sorted."""
     return sorted(_TASKS)

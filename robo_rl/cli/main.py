@@ -6,11 +6,12 @@ import argparse
 import sys
 
 import robo_rl
-from robo_rl.cli import collect, compare, demo, evaluate, export, train
+from robo_rl.cli import collect, compare, demo, evaluate, export, play, task_list, train
 from robo_rl.config import ConfigError
 
 DESCRIPTION = """\
-robo_rl: train policies in batched simulators, evaluate them, and export them to ONNX for deployment.
+robo_rl: train policies in batched simulators, evaluate them, watch them (play), and export them to ONNX for
+deployment. `robo-rl tasks` lists the simulated tasks.
 Run `robo-rl COMMAND --help` for each command's options.
 """
 
@@ -21,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"robo-rl {robo_rl.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (train, evaluate, export, collect, compare, demo):
+    for command in (train, evaluate, export, play, collect, compare, task_list, demo):
         command.add_parser(sub)
     return parser
 

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+import numpy as np
 import torch
 
 from robo_rl.envs import (
@@ -36,6 +37,7 @@ from robo_rl.sim.quadrotor.dynamics import (
     Integrator,
     integrate,
     normalize_quaternion_,
+    quat_to_rotmat,
     rotation_rows,
     rows_matmul,
 )
@@ -49,6 +51,7 @@ from robo_rl.sim.quadrotor.randomization import (
     RandomizationConfig,
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
+from robo_rl.sim.quadrotor.render import QuadrotorRenderer
 
 _INIT_DRAWS = 13
 """Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
@@ -230,6 +233,9 @@ class QuadrotorHover:
         self.control_steps = 0
         """Batched `step` calls since construction (not reset by `reset`): the curriculum's clock."""
         self._transition_fn = torch.compile(self._transition, dynamic=False) if config.compile else self._transition
+        self.render_box: tuple[tuple[float, float, float], float] = (config.target_position, config.max_position_error)
+        """(centre m, half-width m) of the 3-D box `render` shows; QuadrotorTrack sets it around its trajectory."""
+        self._renderers: dict[int, tuple[QuadrotorRenderer, int]] = {}
         self.reset(seed)
 
     # ----------------------------------------------------------------------------------------------- public API
@@ -320,6 +326,23 @@ class QuadrotorHover:
             INFO_TRACKING_ERROR: distance,
         }
         return obs.T.contiguous(), reward, terminated, truncated, info
+
+    def render(self, index: int = 0) -> np.ndarray:
+        """RGB frame `(480, 480, 3)` uint8 of env `index` now: its body, its reference point and its path since
+        the episode started (matplotlib, headless)."""
+        if not 0 <= index < self.num_envs:
+            raise IndexError(f"render: env index {index} out of range for {self.num_envs} envs")
+        steps = int(self._steps[index])
+        renderer, last_steps = self._renderers.get(index, (None, -1))
+        if renderer is None:
+            center, half_width = self.render_box
+            renderer = QuadrotorRenderer(self.params.arm_length, center, half_width)
+        self._renderers[index] = (renderer, steps)
+        state = self._state[:, index].detach().to("cpu", torch.float64)
+        time = torch.tensor([steps * self.dt], device=self.device, dtype=self.dtype)
+        reference = self._reference(time, self._phase[index : index + 1])[0][:, 0].cpu().double().numpy()
+        rotation = quat_to_rotmat(state[QUATERNION]).numpy()
+        return renderer.draw(state[POSITION].numpy(), rotation, reference, steps * self.dt, steps < last_steps)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the exact same stream; "state" is `(num_envs, 17)`, "steps" `(num_envs,)`,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from robo_rl.envs import StepResult
@@ -69,6 +70,7 @@ class QuadrotorTrack:
         self.privileged_obs_spec = self.task.privileged_obs_spec
         self.hover_action = self.task.hover_action
         self.params = self.task.params
+        self.task.render_box = ((0.0, 0.0, config.height), config.amplitude + 0.5)
 
     @property
     def privileged_obs(self) -> torch.Tensor:
@@ -99,6 +101,10 @@ class QuadrotorTrack:
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply actions `(num_envs, 4)` in [-1, 1] for `dt`; auto-resets envs whose episode is over."""
         return self.task.step(action)
+
+    def render(self, index: int = 0) -> np.ndarray:
+        """RGB frame `(480, 480, 3)` uint8 of env `index` (see `QuadrotorHover.render`)."""
+        return self.task.render(index)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the exact same stream."""
