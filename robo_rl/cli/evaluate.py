@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from robo_rl.cli.progress import describe_evaluation, terminal
-from robo_rl.cli.run_loading import load_trained, make_env
+from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
 from robo_rl.runners.evaluate import EvalResult, evaluate
 from robo_rl.runners.flight_plot import plot_flights, record_positions
 
@@ -30,15 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
     p.add_argument("--onnx", action="store_true", help="evaluate RUN_DIR/policy.onnx with onnxruntime")
     p.add_argument("--device", default="cpu", help="device for env and policy (default: cpu)")
-    p.add_argument(
-        "--task-param",
-        dest="task_params",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="change the task for this evaluation, e.g. held-out ranges: --task-param randomization.mass=0.3 "
-        "(repeatable; applied after the run's task.params and task.eval_params)",
-    )
+    add_task_param_argument(p, "for this evaluation, e.g. held-out ranges: --task-param randomization.mass=0.3")
     p.set_defaults(func=main)
 
 

@@ -13,7 +13,7 @@ import torch
 
 from robo_rl.cli.evaluate import onnx_actor
 from robo_rl.cli.progress import terminal
-from robo_rl.cli.run_loading import load_trained, make_env
+from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
 from robo_rl.envs import INFO_SUCCESS, BatchedEnv, RenderableEnv
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
@@ -50,14 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-seconds", type=float, default=60.0, help="stop after this much simulated time (s)")
     p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
     p.add_argument("--onnx", action="store_true", help="drive with RUN_DIR/policy.onnx in onnxruntime")
-    p.add_argument(
-        "--task-param",
-        dest="task_params",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="change the task for this video (repeatable; applied after task.params and task.eval_params)",
-    )
+    add_task_param_argument(p, "for this video")
     p.set_defaults(func=main)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,3 +52,16 @@ def make_env(
     `extra_params` (e.g. held-out evaluation ranges)."""
     params = (*(cfg.task.evaluation_params if evaluation else cfg.task.params), *extra_params)
     return env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params)
+
+
+def add_task_param_argument(parser: argparse.ArgumentParser, purpose: str) -> None:
+    """`--task-param KEY=VALUE` (repeatable, into `args.task_params`): task changes for `purpose`, applied after
+    the run's task.params and task.eval_params (see `make_env`)."""
+    parser.add_argument(
+        "--task-param",
+        dest="task_params",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"change the task {purpose} (repeatable; applied after the run's task.params and task.eval_params)",
+    )
