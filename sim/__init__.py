@@ -3,13 +3,16 @@
 from functools import partial
 
 from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
-from robo_rl.sim.pendulum import Pendulum
-from robo_rl.sim.quadrotor import QuadrotorHover, QuadrotorTrack
 from robo_rl.sim.registry import default_config, make, names, register
 
-register("pendulum", Pendulum)
-register("quadrotor/hover", QuadrotorHover)
-register("quadrotor/track", QuadrotorTrack)
+# By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built.
+register("pendulum", "robo_rl.sim.pendulum:Pendulum")
+register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover")
+register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack")
+register("rc_car/race", "robo_rl.sim.rc_car:RCCarRace")
+register("pybullet/racecar_goal", "robo_rl.sim.pybullet:RacecarGoal")
+register("mujoco/cartpole_swingup", "robo_rl.sim.mujoco:CartpoleSwingup")
+register("mujoco/arm_reach", "robo_rl.sim.mujoco:ArmReach")
 for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
     register(f"gym/{_gym_id}", partial(FromGymnasium, config=GymnasiumTaskConfig(env_id=_gym_id)))

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
-from robo_rl.sim.pendulum_render import PendulumRenderer
+
+if TYPE_CHECKING:  # matplotlib loads only when an env renders
+    from robo_rl.sim.pendulum_render import PendulumRenderer
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,8 @@ class Pendulum:
         if not 0 <= index < self.num_envs:
             raise IndexError(f"render: env index {index} out of range for {self.num_envs} envs")
         if self._renderer is None:
+            from robo_rl.sim.pendulum_render import PendulumRenderer
+
             self._renderer = PendulumRenderer(self.config.max_torque)
         theta = float(self._state[index, 0])
         time = int(self._steps[index]) * self.dt

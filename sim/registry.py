@@ -2,12 +2,15 @@
 
 A factory is an env class (or function) called as `factory(num_envs, device=..., config=..., seed=...)`
 whose `config` parameter defaults to a frozen config dataclass instance; that default is the task's config,
-and `make` overrides its fields with `dataclasses.replace`.
+and `make` overrides its fields with `dataclasses.replace`. A factory may be registered as an import path
+`"package.module:Name"`: it is imported on first use, so that `import robo_rl.sim` does not load every backend
+(MuJoCo, PyBullet, matplotlib) and a task whose backend is missing fails only when it is built.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,14 +22,15 @@ from robo_rl.envs import BatchedEnv
 
 EnvFactory = Callable[..., BatchedEnv]
 
-_TASKS: dict[str, tuple[EnvFactory, Any]] = {}
+_TASKS: dict[str, tuple[EnvFactory, Any] | str] = {}
 
 
-def register(name: str, factory: EnvFactory) -> None:
-    """Register `factory` under `name`; its `config` parameter default is the task's default config."""
+def register(name: str, factory: EnvFactory | str) -> None:
+    """Register `factory` (or its import path `"module:Name"`, imported on first use) under `name`; its
+    `config` parameter default is the task's default config."""
     if name in _TASKS:
         raise ValueError(f"task {name!r} is already registered")
-    _TASKS[name] = (factory, _default_config(factory))
+    _TASKS[name] = factory if isinstance(factory, str) else (factory, _default_config(factory))
 
 
 def make(
@@ -43,9 +47,7 @@ def make(
     parsed and validated like CLI `--set` overrides (ConfigError naming the key); `overrides` then replace
     top-level fields by keyword.
     """
-    if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; registered tasks: {names()}")
-    factory, default = _TASKS[name]
+    factory, default = _entry(name)
     if params:
         try:
             default = apply_overrides(default, params)
@@ -61,14 +63,24 @@ def make(
 
 def default_config(name: str) -> Any:
     """The default config dataclass instance of task `name` (what `make` overrides)."""
-    if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; registered tasks: {names()}")
-    return _TASKS[name][1]
+    return _entry(name)[1]
 
 
 def names() -> list[str]:
     """Registered task names, sorted."""
     return sorted(_TASKS)
+
+
+def _entry(name: str) -> tuple[EnvFactory, Any]:
+    """(factory, default config) of `name`, importing a factory registered by path."""
+    if name not in _TASKS:
+        raise ValueError(f"unknown task {name!r}; registered tasks: {names()}")
+    entry = _TASKS[name]
+    if isinstance(entry, str):
+        module, _, attribute = entry.partition(":")
+        factory = getattr(importlib.import_module(module), attribute)
+        entry = _TASKS[name] = (factory, _default_config(factory))
+    return entry
 
 
 def _default_config(factory: EnvFactory) -> Any:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
+
+# Headless MuJoCo rendering: must be set before mujoco is imported (robo_rl.sim imports it).
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 import pytest
 import torch

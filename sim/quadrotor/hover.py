@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import torch
@@ -51,10 +51,12 @@ from robo_rl.sim.quadrotor.randomization import (
     RandomizationConfig,
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
-from robo_rl.sim.quadrotor.render import QuadrotorRenderer
 
 _INIT_DRAWS = 13
 """Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
+
+if TYPE_CHECKING:  # matplotlib loads only when an env renders
+    from robo_rl.sim.quadrotor.render import QuadrotorRenderer
 
 
 class _Draws(NamedTuple):
@@ -335,6 +337,8 @@ class QuadrotorHover:
         steps = int(self._steps[index])
         renderer, last_steps = self._renderers.get(index, (None, -1))
         if renderer is None:
+            from robo_rl.sim.quadrotor.render import QuadrotorRenderer
+
             center, half_width = self.render_box
             renderer = QuadrotorRenderer(self.params.arm_length, center, half_width)
         self._renderers[index] = (renderer, steps)

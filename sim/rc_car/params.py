@@ -1,0 +1,193 @@
+"""Physical parameters of a 1/10-scale RC race car and their YAML files (`cars/*.yaml`).
+
+Conventions used throughout `robo_rl.sim.rc_car`:
+
+- World frame: x, y on the ground plane, yaw counter-clockwise from +x. Body frame: x forward, y left, at the
+  centre of gravity (CoG); `vx`, `vy` are the body-frame velocity of the CoG, `yaw_rate` is positive to the left.
+- Single-track (bicycle) model: one front and one rear axle, `lf` and `lr` from the CoG. The steering angle
+  `steer` turns the front wheel, positive to the left.
+- Tires: the lateral force of an axle follows Pacejka's magic formula in its slip angle,
+  `F = D sin(C atan(B a - E (B a - atan(B a))))` with peak `D = friction * normal load` (static load split).
+- Drive: `throttle` in [0, 1] gives `throttle * max_motor_force * (1 - vx / max_speed)` (a DC motor's torque
+  falls linearly with speed and vanishes at its no-load speed); `brake` in [0, 1] gives `brake *
+  max_brake_force` against the motion; rolling resistance `rolling_resistance * m g` and drag `drag_coefficient
+  vx^2` slow the car. The car has no reverse gear.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from robo_rl.config import ConfigError, from_dict, read_yaml
+
+CARS_PACKAGE = "robo_rl.sim.rc_car"
+CARS_FOLDER = "cars"
+"""The bundled car YAML files are package data in `CARS_PACKAGE`/`CARS_FOLDER`."""
+
+
+@dataclass(frozen=True)
+class TireParams:
+    """Shape coefficients of Pacejka's magic formula for the lateral force of one axle (the peak D comes from
+    the friction coefficient and the axle load)."""
+
+    b: float
+    """Stiffness factor B (1/rad); B * C is the cornering stiffness per unit of peak force."""
+    c: float
+    """Shape factor C (1); in (1, 2) the force peaks at slip angle tan(pi / (2 C)) / B (with E = 0)."""
+    e: float = 0.0
+    """Curvature factor E (1), <= 1; negative values sharpen the peak, positive values flatten it."""
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.b) and self.b > 0):
+            raise ValueError(f"TireParams.b must be positive and finite, got {self.b}")
+        if not (math.isfinite(self.c) and 0 < self.c < 2):
+            raise ValueError(f"TireParams.c must lie in (0, 2), got {self.c}")
+        if not (math.isfinite(self.e) and self.e <= 1):
+            raise ValueError(f"TireParams.e must be <= 1 and finite, got {self.e}")
+
+    @property
+    def stiffness(self) -> float:
+        """Slope of the force at zero slip per unit of peak force, B * C (1/rad)."""
+        return self.b * self.c
+
+
+@dataclass(frozen=True)
+class CarParams:
+    """Nominal physical parameters of one car (SI units, see the module docstring)."""
+
+    name: str
+    """Human-readable car name."""
+    mass: float
+    """Total mass in kg."""
+    yaw_inertia: float
+    """Moment of inertia about the vertical axis through the CoG in kg m^2."""
+    lf: float
+    """Distance from the CoG to the front axle in m."""
+    lr: float
+    """Distance from the CoG to the rear axle in m."""
+    front_tire: TireParams
+    """Magic-formula shape of the front axle."""
+    rear_tire: TireParams
+    """Magic-formula shape of the rear axle."""
+    friction: float
+    """Tire-road friction coefficient mu: the peak lateral force of an axle is mu times its normal load, and the
+    longitudinal force (drive and brake together) is limited to mu m g."""
+    max_steer: float
+    """Largest front wheel angle in rad, either side."""
+    max_steer_rate: float
+    """Largest steering angle rate of the servo in rad/s."""
+    max_motor_force: float
+    """Drive force at full throttle from standstill in N."""
+    max_brake_force: float
+    """Brake force at full brake in N."""
+    max_speed: float
+    """No-load speed of the drive in m/s: the drive force falls linearly from max_motor_force at rest to zero
+    at this speed (the reachable top speed is lower, see `top_speed`)."""
+    rolling_resistance: float
+    """Rolling resistance coefficient (1): a force of rolling_resistance * m g against the motion."""
+    drag_coefficient: float
+    """Lumped aerodynamic and drivetrain drag in N / (m/s)^2: a force of drag_coefficient * vx^2."""
+    latency: float = 0.0
+    """Delay between a command and its effect in s (servo, ESC and software pipeline); the task rounds it to
+    whole control steps."""
+    length: float = 0.5
+    """Body length in m (drawing only)."""
+    width: float = 0.27
+    """Body width in m (drawing only)."""
+    gravity: float = 9.81
+    """Gravitational acceleration in m/s^2."""
+
+    def __post_init__(self) -> None:
+        positive = ("mass", "yaw_inertia", "lf", "lr", "friction", "max_steer", "max_steer_rate")
+        positive += ("max_motor_force", "max_brake_force", "max_speed", "length", "width", "gravity")
+        non_negative = ("rolling_resistance", "drag_coefficient", "latency")
+        bad = [name for name in positive if not _finite(getattr(self, name)) or getattr(self, name) <= 0]
+        bad += [name for name in non_negative if not _finite(getattr(self, name)) or getattr(self, name) < 0]
+        if bad:
+            raise ValueError(f"CarParams {self.name!r}: fields must be finite and > 0 ({non_negative}: >= 0): {bad}")
+        if self.max_steer >= math.pi / 2:
+            raise ValueError(f"CarParams {self.name!r}: max_steer must be below pi/2 rad, got {self.max_steer}")
+        if self.rolling_resistance * self.mass * self.gravity >= self.max_motor_force:
+            raise ValueError(
+                f"CarParams {self.name!r}: rolling resistance exceeds max_motor_force; the car cannot move"
+            )
+
+    @property
+    def wheelbase(self) -> float:
+        """Distance between the axles, lf + lr, in m."""
+        return self.lf + self.lr
+
+    @property
+    def front_load(self) -> float:
+        """Static normal load on the front axle in N."""
+        return self.mass * self.gravity * self.lr / self.wheelbase
+
+    @property
+    def rear_load(self) -> float:
+        """Static normal load on the rear axle in N."""
+        return self.mass * self.gravity * self.lf / self.wheelbase
+
+    @property
+    def cornering_stiffness(self) -> tuple[float, float]:
+        """(front, rear) axle cornering stiffness B C D in N/rad at nominal friction."""
+        return (
+            self.front_tire.stiffness * self.friction * self.front_load,
+            self.rear_tire.stiffness * self.friction * self.rear_load,
+        )
+
+    @property
+    def understeer_gradient(self) -> float:
+        """K in rad / (m/s^2) of the linear steady-state relation steer = (wheelbase + K v^2) yaw_rate / v:
+        K = m (lr / C_front - lf / C_rear) / wheelbase; positive means understeer."""
+        front, rear = self.cornering_stiffness
+        return self.mass * (self.lr / front - self.lf / rear) / self.wheelbase
+
+    @property
+    def top_speed(self) -> float:
+        """Steady speed at full throttle on a straight in m/s, where drive force balances drag and rolling
+        resistance: drag v^2 + (max_motor_force / max_speed) v - (max_motor_force - rolling) = 0."""
+        drive_slope = self.max_motor_force / self.max_speed
+        net = self.max_motor_force - self.rolling_resistance * self.mass * self.gravity
+        if self.drag_coefficient == 0:
+            return net / drive_slope
+        a = self.drag_coefficient
+        return (-drive_slope + math.sqrt(drive_slope**2 + 4 * a * net)) / (2 * a)
+
+
+def _finite(value: float) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
+
+
+def car_names() -> list[str]:
+    """Names of the bundled cars, usable as `load_car(name)`."""
+    folder = resources.files(CARS_PACKAGE) / CARS_FOLDER
+    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
+def load_car(car: str | Path) -> CarParams:
+    """Parameters of a bundled car by name (e.g. "f1tenth") or of a YAML file by path."""
+    if isinstance(car, str) and "/" not in car and not car.endswith((".yaml", ".yml")):
+        if car not in car_names():
+            raise ValueError(f"unknown RC car {car!r}; bundled cars: {car_names()} (or a YAML path)")
+        with resources.as_file(resources.files(CARS_PACKAGE) / CARS_FOLDER / f"{car}.yaml") as path:
+            return load_car_file(path)
+    return load_car_file(car)
+
+
+def load_car_file(path: str | Path) -> CarParams:
+    """Read a car YAML file whose keys are the `CarParams` fields (`name` defaults to the file stem; the tires
+    are mappings with keys b, c, e).
+
+    Unknown or missing keys, wrong types and invalid values raise `robo_rl.config.ConfigError` (a ValueError)
+    naming the file and the key.
+    """
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of CarParams fields, got {type(data).__name__}")
+    try:
+        return from_dict(CarParams, {"name": Path(path).stem, **data})
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None
