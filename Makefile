@@ -50,6 +50,9 @@ bench: $(STAMP)
 	$(PY) bench/algos_vs_sb3.py
 	$(PY) bench/quadrotor_steps.py
 	$(PY) bench/hover_gate.py
+	$(PY) bench/rc_car.py
+	$(PY) bench/mujoco_steps.py --engines
+	$(PY) bench/pybullet_steps.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check robo_rl sim real firmware_export tests bench

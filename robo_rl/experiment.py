@@ -255,6 +255,29 @@ def rc_car_race_ppo() -> ExperimentConfig:
     )
 
 
+def mujoco_arm_reach_ppo() -> ExperimentConfig:
+    """PPO on the MuJoCo 4-DoF arm reaching random targets with joint-position commands; stops at a mean return
+    of -10 (sum over 150 steps of -distance in m, +1 per step within 2 cm: about 7 cm mean distance over the
+    episode, the approach from the home pose included)."""
+    return ExperimentConfig(
+        name="mujoco_arm_reach_ppo",
+        task=TaskConfig(name="mujoco/arm_reach", num_envs=64, params=("action_mode=position",)),
+        ppo=PPOConfig(num_steps=50, gamma=0.98, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
+        runner=RunnerConfig(max_iterations=300, target_return=-10.0, eval_interval=10, eval_episodes=64),
+    )
+
+
+def pybullet_racecar_goal_ppo() -> ExperimentConfig:
+    """PPO on the PyBullet racecar driving to random goals (32 envs: each is a PyBullet client); stops when 90 %
+    of the evaluation episodes reach their goal."""
+    return ExperimentConfig(
+        name="pybullet_racecar_goal_ppo",
+        task=TaskConfig(name="pybullet/racecar_goal", num_envs=32),
+        ppo=PPOConfig(num_steps=64, gamma=0.99, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
+        runner=RunnerConfig(max_iterations=200, target_success_rate=0.9, eval_interval=10, eval_episodes=32),
+    )
+
+
 PRESETS = {
     "pendulum_ppo": pendulum_ppo,
     "pendulum_sac": pendulum_sac,
@@ -265,6 +288,8 @@ PRESETS = {
     "quadrotor_hover_td3": quadrotor_hover_td3,
     "quadrotor_track_ppo": quadrotor_track_ppo,
     "rc_car_race_ppo": rc_car_race_ppo,
+    "mujoco_arm_reach_ppo": mujoco_arm_reach_ppo,
+    "pybullet_racecar_goal_ppo": pybullet_racecar_goal_ppo,
 }
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from robo_rl.algorithms.ppo import PPOConfig
-from robo_rl.experiment import ExperimentConfig, TaskConfig
+from robo_rl.experiment import mujoco_arm_reach_ppo
 from robo_rl.runners.build import build_runner
-from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim import make
 
 
@@ -16,13 +16,8 @@ from robo_rl.sim import make
 def test_ppo_learns_to_reach_targets() -> None:
     # Return = sum over 150 steps of -distance (m) + 1 per step within 2 cm: -10 means an average distance of
     # at most ~7 cm over the episode, including the approach from the home pose.
-    cfg = ExperimentConfig(
-        name="arm_reach_ppo",
-        seed=0,
-        task=TaskConfig(name="mujoco/arm_reach", num_envs=64, params=("action_mode=position",)),
-        ppo=PPOConfig(num_steps=50, gamma=0.98, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
-        runner=RunnerConfig(max_iterations=120, target_return=-10.0, eval_interval=10, eval_episodes=64),
-    )
+    preset = mujoco_arm_reach_ppo()
+    cfg = replace(preset, seed=0, runner=replace(preset.runner, max_iterations=120))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small networks and batches: one thread is fastest, and immune to a busy machine
     try:
