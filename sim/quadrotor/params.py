@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from robo_rl.config import ConfigError, from_dict, read_yaml
+from robo_rl.sim.bundled import bundled_names, load_bundled
 
 FRAMES_PACKAGE = "robo_rl.sim.quadrotor"
 FRAMES_FOLDER = "frames"
@@ -132,18 +132,12 @@ class QuadrotorParams:
 
 def frame_names() -> list[str]:
     """Names of the bundled frames, usable as `load_frame(name)`."""
-    folder = resources.files(FRAMES_PACKAGE) / FRAMES_FOLDER
-    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+    return bundled_names(FRAMES_PACKAGE, FRAMES_FOLDER, ".yaml")
 
 
 def load_frame(frame: str | Path) -> QuadrotorParams:
     """Parameters of a bundled frame by name (e.g. "crazyflie_2_1") or of a YAML file by path."""
-    if isinstance(frame, str) and "/" not in frame and not frame.endswith((".yaml", ".yml")):
-        if frame not in frame_names():
-            raise ValueError(f"unknown quadrotor frame {frame!r}; bundled frames: {frame_names()} (or a YAML path)")
-        with resources.as_file(resources.files(FRAMES_PACKAGE) / FRAMES_FOLDER / f"{frame}.yaml") as path:
-            return load_params(path)
-    return load_params(frame)
+    return load_bundled(frame, FRAMES_PACKAGE, FRAMES_FOLDER, (".yaml", ".yml"), "frame", load_params)
 
 
 def load_params(path: str | Path) -> QuadrotorParams:

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 from robo_rl.config import ConfigError, from_dict, read_yaml
+from robo_rl.sim.bundled import bundled_names, load_bundled
 
 CARS_PACKAGE = "robo_rl.sim.rc_car"
 CARS_FOLDER = "cars"
@@ -163,18 +163,12 @@ def _finite(value: float) -> bool:
 
 def car_names() -> list[str]:
     """Names of the bundled cars, usable as `load_car(name)`."""
-    folder = resources.files(CARS_PACKAGE) / CARS_FOLDER
-    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+    return bundled_names(CARS_PACKAGE, CARS_FOLDER, ".yaml")
 
 
 def load_car(car: str | Path) -> CarParams:
     """Parameters of a bundled car by name (e.g. "f1tenth") or of a YAML file by path."""
-    if isinstance(car, str) and "/" not in car and not car.endswith((".yaml", ".yml")):
-        if car not in car_names():
-            raise ValueError(f"unknown RC car {car!r}; bundled cars: {car_names()} (or a YAML path)")
-        with resources.as_file(resources.files(CARS_PACKAGE) / CARS_FOLDER / f"{car}.yaml") as path:
-            return load_car_file(path)
-    return load_car_file(car)
+    return load_bundled(car, CARS_PACKAGE, CARS_FOLDER, (".yaml", ".yml"), "car", load_car_file)
 
 
 def load_car_file(path: str | Path) -> CarParams:

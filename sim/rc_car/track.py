@@ -14,13 +14,13 @@ position is positive to the left of the center line (in driving direction).
 from __future__ import annotations
 
 import math
-from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from robo_rl.sim.bundled import bundled_names, load_bundled
 from robo_rl.sim.rc_car.track_shapes import CSV_HEADER
 
 TRACKS_PACKAGE = "robo_rl.sim.rc_car"
@@ -292,8 +292,7 @@ def check_clearance(points: np.ndarray, widths: np.ndarray, name: str, chunk: in
 
 def track_names() -> list[str]:
     """Names of the bundled tracks, usable as `load_track(name)`."""
-    folder = resources.files(TRACKS_PACKAGE) / TRACKS_FOLDER
-    return sorted(entry.name.removesuffix(".csv") for entry in folder.iterdir() if entry.name.endswith(".csv"))
+    return bundled_names(TRACKS_PACKAGE, TRACKS_FOLDER, ".csv")
 
 
 def load_track(
@@ -305,14 +304,12 @@ def load_track(
     """A bundled track by name (e.g. "oval", see `track_names`) or a track CSV file by path (format in the module
     docstring). Unknown names, unreadable files and malformed or unusable content raise ValueError (FileNotFound
     for a missing file) naming the file and, where it applies, the line."""
-    if isinstance(track, str) and "/" not in track and not track.endswith(".csv"):
-        if track not in track_names():
-            raise ValueError(f"unknown track {track!r}; bundled tracks: {track_names()} (or a CSV path)")
-        with resources.as_file(resources.files(TRACKS_PACKAGE) / TRACKS_FOLDER / f"{track}.csv") as path:
-            points, widths = read_track_csv(path)
-        return Track(points, widths, track, spacing, device, dtype)
-    points, widths = read_track_csv(track)
-    return Track(points, widths, Path(track).stem, spacing, device, dtype)
+
+    def read(path: Path) -> Track:
+        points, widths = read_track_csv(path)
+        return Track(points, widths, path.stem, spacing, device, dtype)
+
+    return load_bundled(track, TRACKS_PACKAGE, TRACKS_FOLDER, (".csv",), "track", read)
 
 
 def read_track_csv(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
