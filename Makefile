@@ -14,8 +14,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 
-# MuJoCo renders offscreen through EGL with Mesa's software driver (`robo-rl play`, rendering tests).
-SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libgles2
+# MuJoCo renders offscreen through EGL with Mesa's software driver (`robo-rl play`, rendering tests);
+# firmware_export cross-compiles for the Cortex-M4F (arm-none-eabi-gcc with newlib) and runs the test
+# firmware in QEMU (`robo-rl export --target cortex-m4 --verify`, tests/firmware_export).
+SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 \
+	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
 
 $(STAMP): $(PY) pyproject.toml setup.py
 	@$(MAKE) --no-print-directory system-deps
@@ -33,7 +36,7 @@ system-deps:
 			echo "installing system packages: $$missing"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 		else \
-			echo "warning: missing system packages (MuJoCo rendering needs them): $$missing" >&2; \
+			echo "warning: missing system packages (MuJoCo rendering, firmware builds and QEMU need them): $$missing" >&2; \
 		fi; \
 	fi
 

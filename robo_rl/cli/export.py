@@ -1,10 +1,12 @@
-"""`robo-rl export`: write a run's deterministic actor to policy.onnx and verify it in onnxruntime."""
+"""`robo-rl export`: write a run's deterministic actor to policy.onnx and verify it in onnxruntime, or turn a run's
+policy (or any policy ONNX file) into C for a microcontroller target (robo_rl.firmware_export)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+import numpy as np
 import torch
 from rich.console import Console
 
@@ -16,24 +18,132 @@ from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
 
 PARITY_TOLERANCE = 1e-5
 PARITY_SAMPLES = 4096
+TARGETS = ("onnx", "c", "cortex-m4", "crazyflie", "arduino")
+"""`--target` values; the same as robo_rl.firmware_export.targets.TARGETS (not imported: onnx stays optional)."""
+CALIBRATION_OBSERVATIONS = 2048
+TEST_OBSERVATIONS = 1024
+ROLLOUT_ENVS = 64
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "export",
-        help="export a trained policy to ONNX",
-        description="Write RUN_DIR/policy.onnx (normalizer + network + action scaling, with metadata: obs/action "
-        "names, bounds, units, dt, config and git hash), then check it against torch in onnxruntime.",
+        help="export a trained policy to ONNX, or to C for microcontrollers",
+        description="--target onnx (default): write RUN_DIR/policy.onnx (normalizer + network + action scaling, "
+        "with metadata: obs/action names, bounds, units, dt, config and git hash), then check it against torch in "
+        "onnxruntime. Other targets turn the policy (RUN_DIR's, exported to RUN_DIR/policy.onnx first, or any "
+        "policy .onnx file: robo_rl, SB3, Isaac Lab) into C99 and write a folder with the sources, the target's "
+        "template files, a README for building/flashing and report.json (sizes, errors, instruction counts): "
+        "c (host example), cortex-m4 (object + size), crazyflie (out-of-tree controller app), arduino (library).",
     )
-    p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train")
-    p.add_argument("-o", "--output", type=Path, help="output file (default: RUN_DIR/policy.onnx)")
+    p.add_argument(
+        "run_dir_or_onnx",
+        type=Path,
+        help="run directory made by robo-rl train, or a policy .onnx file (with a firmware --target)",
+    )
+    p.add_argument(
+        "--target",
+        default="onnx",
+        metavar="{" + ",".join(TARGETS) + "}",
+        help="what to produce (default: onnx)",
+    )
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="int8 weights with per-output-channel scales (float activations); reports the error vs float",
+    )
+    p.add_argument(
+        "--int8-activations",
+        action="store_true",
+        help="int8 activations too (implies --int8), calibrated on observations of the task (RUN_DIR) or sampled "
+        "from the metadata bounds (.onnx)",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="compile the C on the host and compare with onnxruntime; for cortex-m4 and crazyflie also run it in "
+        "QEMU (Cortex-M4) and count instructions per inference",
+    )
+    p.add_argument("--prefix", default="robo_rl", help="C name prefix: PREFIX_policy() (default: robo_rl)")
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="output file for --target onnx (default: RUN_DIR/policy.onnx); output folder for the other targets "
+        "(default: RUN_DIR/firmware_TARGET, or firmware_TARGET next to the .onnx file)",
+    )
     p.add_argument("--checkpoint", type=Path, help="checkpoint to export (default: RUN_DIR/checkpoints/latest.pt)")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    export_run(args.run_dir, args.checkpoint, terminal(), args.output)
+    source: Path = args.run_dir_or_onnx
+    if args.target not in TARGETS:
+        raise ValueError(f"unknown --target {args.target!r}; choose one of {', '.join(TARGETS)}")
+    if not source.exists():
+        raise FileNotFoundError(f"{source}: no such run directory or ONNX file")
+    if source.is_file() and args.checkpoint is not None:
+        raise ValueError("--checkpoint applies to a run directory, not to an ONNX file")
+    if args.target == "onnx":
+        if source.is_file():
+            raise ValueError(f"{source} is already an ONNX file; pick a firmware --target ({', '.join(TARGETS[1:])})")
+        if args.int8 or args.int8_activations:
+            raise ValueError("--int8 quantizes the C code: pick a firmware --target")
+        export_run(source, args.checkpoint, terminal(), args.output)
+        return 0
+    return export_firmware(args, source)
+
+
+def export_firmware(args: argparse.Namespace, source: Path) -> int:
+    """`--target c|cortex-m4|crazyflie|arduino`: C sources, templates, README and report.json in a folder."""
+    from robo_rl.firmware_export.targets import export_target
+
+    console = terminal()
+    int8 = args.int8 or args.int8_activations
+    calibration = test = None
+    if source.is_dir():
+        onnx_path = export_run(source, args.checkpoint, console)
+        if int8:
+            calibration, test = task_observations(source, args.checkpoint)
+        out_dir = args.output or source / f"firmware_{args.target}"
+    else:
+        onnx_path = source
+        out_dir = args.output or source.parent / f"firmware_{args.target}"
+    report = export_target(
+        onnx_path,
+        args.target,
+        out_dir,
+        int8=int8,
+        verify=args.verify,
+        calibration_obs=calibration,
+        int8_activations=args.int8_activations,
+        test_obs=test,
+        prefix=args.prefix,
+    )
+    for line in report.lines():
+        console.print(line, markup=False, highlight=False)
+    if not report.ok:
+        console.print(f"export {args.target}: verification FAILED (see {out_dir / 'report.json'})", markup=False)
+        return 1
     return 0
+
+
+def task_observations(run_dir: Path, checkpoint: Path | None) -> tuple[np.ndarray, np.ndarray]:
+    """(calibration, test) observations `(n, obs_dim)` the trained policy meets in its task: closed-loop
+    rollouts of the deterministic actor in ROLLOUT_ENVS envs (seeds 0 and 1), for int8 calibration and error."""
+    trained = load_trained(run_dir, checkpoint)
+    actor = trained.actor.eval().to("cpu")
+
+    def rollout(count: int, seed: int) -> np.ndarray:
+        env = make_env(trained.cfg, num_envs=ROLLOUT_ENVS, device="cpu", seed=seed)
+        obs, rows = env.reset(seed), []
+        with torch.no_grad():
+            for _ in range(-(-count // ROLLOUT_ENVS)):
+                rows.append(obs.cpu().numpy().astype(np.float32))
+                obs = env.step(actor(obs))[0]
+        return np.concatenate(rows)[:count]
+
+    return rollout(CALIBRATION_OBSERVATIONS, 0), rollout(TEST_OBSERVATIONS, 1)
 
 
 def sample_observations(spec: SpaceSpec, count: int, seed: int = 0) -> torch.Tensor:

@@ -1,0 +1,47 @@
+/*
+ * RoboRlPolicy example: runs the policy @@POLICY_NAME@@ (task @@TASK@@) once per control period on an all-zero
+ * observation and prints the actions and the inference time. Replace read_observation() with your sensors:
+ * the order, names and units of the observation are listed in @@POLICY_HEADER@@.
+ */
+#include <RoboRlPolicy.h>
+
+static const unsigned long CONTROL_PERIOD_US = @@PERIOD_US@@UL;
+
+static float observation[@@PREFIX@@_OBS_DIM];
+static float action[@@PREFIX@@_ACTION_DIM];
+static unsigned long next_step_us;
+
+static void read_observation(float *obs)
+{
+    for (int i = 0; i < @@PREFIX@@_OBS_DIM; ++i) {
+        obs[i] = 0.0f;
+    }
+}
+
+void setup()
+{
+    Serial.begin(115200);
+    next_step_us = micros();
+}
+
+void loop()
+{
+    if ((long)(micros() - next_step_us) < 0) {
+        return;
+    }
+    next_step_us += CONTROL_PERIOD_US;
+    read_observation(observation);
+    const unsigned long start_us = micros();
+    const int code = @@prefix@@_policy(observation, action);
+    const unsigned long elapsed_us = micros() - start_us;
+    if (code != @@PREFIX@@_OK) {
+        Serial.println("observation rejected (non-finite value): keep the last safe command");
+        return;
+    }
+    for (int i = 0; i < @@PREFIX@@_ACTION_DIM; ++i) {
+        Serial.print(action[i], 6);
+        Serial.print(i + 1 < @@PREFIX@@_ACTION_DIM ? " " : "\n");
+    }
+    Serial.print("inference us: ");
+    Serial.println(elapsed_us);
+}

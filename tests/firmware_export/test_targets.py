@@ -1,0 +1,392 @@
+"""Export targets: each folder has its files; the generic example and the Crazyflie controller (against stand-in
+firmware headers) build with -Werror and compute what onnxruntime computes; the Arduino library's C parts build
+for a Cortex-M; verify reports host parity and the QEMU run; int8 reports its error."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from robo_rl.firmware_export import qemu
+from robo_rl.firmware_export.ir import UnsupportedOperatorError, load_policy
+from robo_rl.firmware_export.quantize import error_bound, quantize, sample_observations
+from robo_rl.firmware_export.targets import (
+    CRAZYFLIE_HOVER_ACTION,
+    FIRMWARE_TARGETS,
+    PARITY_TOLERANCE,
+    export_target,
+    render,
+)
+from robo_rl.sim.quadrotor.dynamics import quat_to_rotmat
+
+STUBS = Path(__file__).parent / "crazyflie_stubs"
+ARDUINO_STUBS = Path(__file__).parent / "arduino_stubs"
+HOST_FLAGS = ["-O2", "-std=c99", "-Wall", "-Wextra", "-Werror"]
+# The Crazyflie firmware builds with gnu11 (its headers use anonymous unions) and warns on double promotion.
+CRAZYFLIE_FLAGS = ["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wdouble-promotion"]
+M4_FLAGS = ["-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]
+QUADROTOR_OBS = (
+    [f"position_error_{a}" for a in "xyz"]
+    + [f"rotation_{r}{c}" for r in range(3) for c in range(3)]
+    + [f"velocity_{a}" for a in "xyz"]
+    + [f"angular_velocity_{a}" for a in "xyz"]
+    + [f"previous_action_{k}_{i}" for k in range(2) for i in range(4)]
+)
+EXPECTED_FILES = {
+    "c": {"robo_rl_policy.h", "robo_rl_policy.c", "main.c", "Makefile", "README.md", "report.json"},
+    "cortex-m4": {"robo_rl_policy.h", "robo_rl_policy.c", "Makefile", "README.md", "report.json"},
+    "crazyflie": {
+        "Makefile",
+        "Kbuild",
+        "app-config",
+        "src/Kbuild",
+        "src/robo_rl_controller.c",
+        "src/robo_rl_crazyflie_map.h",
+        "src/robo_rl_policy.h",
+        "src/robo_rl_policy.c",
+        "README.md",
+        "report.json",
+    },
+    "arduino": {
+        "library.properties",
+        "src/RoboRlPolicy.h",
+        "src/robo_rl_policy.h",
+        "src/robo_rl_policy.c",
+        "examples/RoboRlPolicy/RoboRlPolicy.ino",
+        "README.md",
+        "report.json",
+    },
+}
+
+
+def _tensor(name: str, values: np.ndarray) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(values, dtype=np.float32), name)
+
+
+def _save(model: onnx.ModelProto, path: Path, props: dict[str, str] | None = None) -> Path:
+    model.ir_version = 10  # what the installed onnxruntime reads
+    if props:
+        helper.set_model_props(model, props)
+    onnx.checker.check_model(model)
+    onnx.save_model(model, str(path))
+    return path
+
+
+def quadrotor_policy(path: Path, dt: float = 0.01, seed: int = 0) -> Path:
+    """A robo_rl-style quadrotor hover policy (normalizer, Gemm-Elu-Gemm, clip, action scaling; 26 → 24 → 4)
+    with robo_rl metadata, action names rotor_0..3 in a shuffled order to check the rotor mapping."""
+    rng = np.random.default_rng(seed)
+    obs_dim, hidden, action_dim = len(QUADROTOR_OBS), 24, 4
+    nodes = [
+        helper.make_node("Sub", ["obs", "mean"], ["centered"], name="node_sub"),
+        helper.make_node("Div", ["centered", "std"], ["normalized"], name="node_div"),
+        helper.make_node("Gemm", ["normalized", "w1", "b1"], ["h1"], name="node_linear", transB=1),
+        helper.make_node("Elu", ["h1"], ["a1"], name="node_elu"),
+        helper.make_node("Gemm", ["a1", "w2", "b2"], ["raw"], name="node_linear_1", transB=1),
+        helper.make_node("Clip", ["raw", "low", "high"], ["clipped"], name="node_clamp"),
+        helper.make_node("Mul", ["clipped", "scale"], ["scaled"], name="node_mul"),
+        helper.make_node("Add", ["scaled", "offset"], ["action"], name="node_add"),
+    ]
+    initializers = [
+        _tensor("mean", rng.normal(0, 0.1, obs_dim)),
+        _tensor("std", rng.uniform(0.3, 2.0, obs_dim)),
+        _tensor("w1", rng.normal(0, 0.5, (hidden, obs_dim))),
+        _tensor("b1", rng.normal(0, 0.1, hidden)),
+        _tensor("w2", rng.normal(0, 0.4, (action_dim, hidden))),
+        _tensor("b2", rng.normal(0, 0.1, action_dim)),
+        _tensor("low", np.float32(-1.0)),
+        _tensor("high", np.float32(1.0)),
+        _tensor("scale", np.ones(action_dim)),
+        _tensor("offset", np.zeros(action_dim)),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "quadrotor",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", obs_dim])],
+        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", action_dim])],
+        initializers,
+    )
+    inf = math.inf
+    low = [-inf] * 3 + [-1.0] * 9 + [-inf] * 6 + [-1.0] * 8
+    units = ["m"] * 3 + ["1"] * 9 + ["m/s"] * 3 + ["rad/s"] * 3 + ["1"] * 8
+    props = {
+        "robo_rl.task": "quadrotor/hover",
+        "robo_rl.dt": repr(dt),
+        "robo_rl.obs_names": json.dumps(QUADROTOR_OBS),
+        "robo_rl.obs_units": json.dumps(units),
+        "robo_rl.obs_low": json.dumps(low),
+        "robo_rl.obs_high": json.dumps([-v for v in low]),
+        "robo_rl.action_names": json.dumps(["rotor_1", "rotor_0", "rotor_2", "rotor_3"]),
+        "robo_rl.action_units": json.dumps(["1"] * 4),
+        "robo_rl.action_low": json.dumps([-1.0] * 4),
+        "robo_rl.action_high": json.dumps([1.0] * 4),
+        "robo_rl.version": "0.1.0",
+    }
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    return _save(model, path, props)
+
+
+def sb3_policy(path: Path, seed: int = 1) -> Path:
+    """An SB3-style actor without metadata: MatMul+Add, Tanh, MatMul+Add, Tanh (5 → 8 → 2)."""
+    rng = np.random.default_rng(seed)
+    nodes = [
+        helper.make_node("MatMul", ["input", "w1"], ["m1"], name="/mlp/0/MatMul"),
+        helper.make_node("Add", ["m1", "b1"], ["z1"], name="/mlp/0/Add"),
+        helper.make_node("Tanh", ["z1"], ["h1"], name="/mlp/1/Tanh"),
+        helper.make_node("MatMul", ["h1", "w2"], ["m2"], name="/action/MatMul"),
+        helper.make_node("Add", ["m2", "b2"], ["z2"], name="/action/Add"),
+        helper.make_node("Tanh", ["z2"], ["output"], name="/squash/Tanh"),
+    ]
+    initializers = [
+        _tensor("w1", rng.normal(0, 0.6, (5, 8))),
+        _tensor("b1", rng.normal(0, 0.1, 8)),
+        _tensor("w2", rng.normal(0, 0.6, (8, 2))),
+        _tensor("b2", rng.normal(0, 0.1, 2)),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "sb3",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["batch", 5])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", 2])],
+        initializers,
+    )
+    return _save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def _onnxruntime(path: Path, obs: np.ndarray) -> np.ndarray:
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, {session.get_inputs()[0].name: np.atleast_2d(obs).astype(np.float32)})[0]
+
+
+def _compile(command: list[str], cwd: Path | None = None) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, check=False, timeout=120)
+    assert done.returncode == 0, f"{' '.join(command)}\n{done.stdout}{done.stderr}"
+
+
+needs_arm_gcc = pytest.mark.skipif(
+    shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc not installed (make system-deps)"
+)
+
+
+@pytest.fixture(scope="module")
+def quadrotor_onnx(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return quadrotor_policy(tmp_path_factory.mktemp("quadrotor") / "policy.onnx")
+
+
+@pytest.fixture(scope="module")
+def exported(quadrotor_onnx: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every firmware target exported once (no verify), shared by the tests below."""
+    root = tmp_path_factory.mktemp("targets")
+    return {target: export_target(quadrotor_onnx, target, root / target).out_dir for target in FIRMWARE_TARGETS}
+
+
+@pytest.mark.parametrize("target", FIRMWARE_TARGETS)
+def test_target_folder_holds_expected_files(target: str, exported: dict[str, Path]) -> None:
+    out = exported[target]
+    files = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()}
+    assert files == EXPECTED_FILES[target]
+    report = json.loads((out / "report.json").read_text())
+    assert report["target"] == target and set(report["files"]) == EXPECTED_FILES[target]
+    assert report["obs_dim"] == len(QUADROTOR_OBS) and report["action_dim"] == 4
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert "@@" not in path.read_text(), f"unfilled placeholder in {path}"
+    readme = (out / "README.md").read_text()
+    assert "quadrotor/hover" in readme and "robo_rl_policy.c" in readme
+
+
+@needs_arm_gcc
+def test_report_has_cortex_m4_object_size(exported: dict[str, Path]) -> None:
+    report = json.loads((exported["cortex-m4"] / "report.json").read_text())
+    # 26*24 + 24*4 weights and biases etc. as float32: at least 2.9 kB of constants, well below 16 kB.
+    for size in (report["cortex_m4_size"], report["host_size"]):
+        assert 2900 < size["text"] < 16_000 and size["bss"] > 0
+
+
+def test_generic_example_builds_with_werror_and_prints_the_onnxruntime_action(
+    exported: dict[str, Path], quadrotor_onnx: Path, tmp_path: Path
+) -> None:
+    out = shutil.copytree(exported["c"], tmp_path / "c")  # build outputs stay out of the shared folder
+    _compile(["make", "-s", "CC=gcc", f"CFLAGS={' '.join(HOST_FLAGS)}"], cwd=out)
+    printed = subprocess.run([str(out / "policy_example")], capture_output=True, text=True, check=True).stdout
+    values = dict(line.split() for line in printed.splitlines())
+    expected = _onnxruntime(quadrotor_onnx, np.zeros(len(QUADROTOR_OBS)))[0]
+    # Action order of the file: rotor_1, rotor_0, rotor_2, rotor_3.
+    got = [float(values[name]) for name in ("rotor_1", "rotor_0", "rotor_2", "rotor_3")]
+    np.testing.assert_allclose(got, expected, atol=PARITY_TOLERANCE)
+
+
+@needs_arm_gcc
+@pytest.mark.parametrize("motors_off", [0, 1])
+def test_crazyflie_app_compiles_for_cortex_m4_against_stub_headers(
+    motors_off: int, exported: dict[str, Path], tmp_path: Path
+) -> None:
+    src = exported["crazyflie"] / "src"
+    command = ["arm-none-eabi-gcc", *M4_FLAGS, *CRAZYFLIE_FLAGS, f"-I{STUBS}", f"-I{src}", "-c"]
+    command += [f"-DROBO_RL_CF_FALLBACK_MOTORS_OFF={motors_off}", str(src / "robo_rl_controller.c")]
+    _compile([*command, str(src / "robo_rl_policy.c")], cwd=tmp_path)
+    kbuild = (src / "Kbuild").read_text().split()
+    assert "robo_rl_controller.o" in kbuild and "robo_rl_policy.o" in kbuild
+    assert "CONFIG_CONTROLLER_OOT=y" in (exported["crazyflie"] / "app-config").read_text()
+
+
+class _Controller:
+    """The generated controller compiled on the host with the stub headers and a stub PID (see host_driver.c)."""
+
+    def __init__(self, app: Path, build: Path) -> None:
+        library = build / "controller.so"
+        src = app / "src"
+        command = ["gcc", *CRAZYFLIE_FLAGS, "-shared", "-fPIC", f"-I{STUBS}", f"-I{src}"]
+        _compile([*command, str(STUBS / "host_driver.c"), str(src / "robo_rl_policy.c"), "-o", str(library), "-lm"])
+        self.lib = ctypes.CDLL(str(library))
+        self.lib.cf_test_step.restype = ctypes.c_int
+        self.lib.controllerOutOfTreeInit()
+
+    def step(
+        self, state: np.ndarray, reference: np.ndarray, timestamp: int, position_mode: bool, step: int
+    ) -> tuple[int, np.ndarray, np.ndarray]:
+        """(mode: 2 = controlModeForce, -1 = PID fallback; normalized forces (4,); last observation)."""
+        forces, obs = np.zeros(4, np.float32), np.zeros(len(QUADROTOR_OBS), np.float32)
+        pointer = ctypes.POINTER(ctypes.c_float)
+        mode = self.lib.cf_test_step(
+            np.ascontiguousarray(state, np.float32).ctypes.data_as(pointer),
+            np.ascontiguousarray(reference, np.float32).ctypes.data_as(pointer),
+            ctypes.c_uint32(timestamp),
+            ctypes.c_int(int(position_mode)),
+            ctypes.c_uint32(step),
+            forces.ctypes.data_as(pointer),
+            obs.ctypes.data_as(pointer),
+        )
+        return mode, forces, obs
+
+
+def _expected_observation(state: np.ndarray, reference: np.ndarray, history: np.ndarray) -> np.ndarray:
+    """The observation robo_rl's quadrotor/hover task would give in this state (its own rotation convention)."""
+    x, y, z, w = state[3:7]
+    rotation = quat_to_rotmat(torch.tensor([w, x, y, z], dtype=torch.float64)).numpy().reshape(9)
+    return np.concatenate(
+        [state[0:3] - reference[0:3], rotation, state[7:10], np.radians(state[10:13]), history.reshape(-1)]
+    ).astype(np.float32)
+
+
+def _forces(onnx_path: Path, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(actions in rotor order 0..3, expected normalized forces sqrt((a + 1) / 2))."""
+    action = _onnxruntime(onnx_path, obs)[0]
+    by_rotor = action[[1, 0, 2, 3]]  # the file's action order is rotor_1, rotor_0, rotor_2, rotor_3
+    return by_rotor, np.sqrt(np.clip((by_rotor + 1) / 2, 0, 1))
+
+
+def test_crazyflie_controller_maps_state_to_policy_and_falls_back(
+    exported: dict[str, Path], quadrotor_onnx: Path, tmp_path: Path
+) -> None:
+    controller = _Controller(exported["crazyflie"], tmp_path)
+    quaternion = np.array([0.1, -0.2, 0.3, 0.9])
+    quaternion /= np.linalg.norm(quaternion)
+    state = np.concatenate([[0.3, -0.2, 1.1], quaternion, [0.5, -0.1, 0.2], [30.0, -45.0, 10.0]])
+    reference = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
+    history = np.full((2, 4), CRAZYFLIE_HOVER_ACTION)
+
+    mode, forces, obs = controller.step(state, reference, timestamp=7, position_mode=True, step=1000)
+    assert mode == 2  # controlModeForce
+    np.testing.assert_allclose(obs, _expected_observation(state, reference, history), atol=1e-6)
+    first_action, expected_forces = _forces(quadrotor_onnx, obs)
+    np.testing.assert_allclose(forces, expected_forces, atol=1e-5)
+
+    # Between policy steps (100 Hz in a 1 kHz loop) the command is held, whatever the state does.
+    moved = state.copy()
+    moved[0] += 0.5
+    mode, held, _ = controller.step(moved, reference, timestamp=8, position_mode=True, step=1005)
+    assert mode == 2 and np.array_equal(held, forces)
+
+    # The next policy step sees the new state and the previous action, newest first.
+    mode, forces, obs = controller.step(moved, reference, timestamp=9, position_mode=True, step=1010)
+    history = np.stack([first_action, history[0]])
+    np.testing.assert_allclose(obs, _expected_observation(moved, reference, history), atol=1e-6)
+    np.testing.assert_allclose(forces, _forces(quadrotor_onnx, obs)[1], atol=1e-5)
+
+    # Fallback to the PID: stale setpoint (same timestamp for more than 500 ms), no position setpoint, NaN state.
+    assert controller.step(moved, reference, timestamp=9, position_mode=True, step=1500)[0] == 2
+    assert controller.step(moved, reference, timestamp=9, position_mode=True, step=1511)[0] == -1
+    assert controller.step(moved, reference, timestamp=10, position_mode=False, step=1520)[0] == -1
+    broken = moved.copy()
+    broken[8] = np.nan
+    assert controller.step(broken, reference, timestamp=11, position_mode=True, step=1530)[0] == -1
+    assert controller.step(moved, reference, timestamp=12, position_mode=True, step=1540)[0] == 2
+    assert controller.lib.cf_test_pid_calls() == 3
+
+
+def test_crazyflie_target_refuses_policies_it_cannot_fly(quadrotor_onnx: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"cannot compute observation\(s\) obs_0"):
+        export_target(sb3_policy(tmp_path / "sb3.onnx"), "crazyflie", tmp_path / "sb3")
+    with pytest.raises(ValueError, match=r"control period 0.03 s"):
+        export_target(quadrotor_policy(tmp_path / "slow.onnx", dt=0.03), "crazyflie", tmp_path / "slow")
+    assert not (tmp_path / "sb3").exists() and not (tmp_path / "slow").exists()
+
+
+@needs_arm_gcc
+def test_arduino_library_c_parts_and_example_compile_for_cortex_m4(exported: dict[str, Path], tmp_path: Path) -> None:
+    out = exported["arduino"]
+    _compile(["arm-none-eabi-gcc", *M4_FLAGS, *HOST_FLAGS, "-c", str(out / "src" / "robo_rl_policy.c")], cwd=tmp_path)
+    sketch = out / "examples" / "RoboRlPolicy" / "RoboRlPolicy.ino"
+    command = ["arm-none-eabi-g++", *M4_FLAGS, "-O2", "-std=gnu++17", "-Wall", "-Wextra", "-Werror", "-x", "c++"]
+    _compile([*command, "-include", "Arduino.h", f"-I{ARDUINO_STUBS}", f"-I{out / 'src'}", "-c", str(sketch)], tmp_path)
+    properties = dict(
+        line.split("=", 1) for line in (out / "library.properties").read_text().splitlines() if "=" in line
+    )
+    assert properties["name"] == "RoboRlPolicy" and re.fullmatch(r"\d+\.\d+\.\d+", properties["version"])
+
+
+def test_verify_reports_host_parity_and_qemu(quadrotor_onnx: Path, tmp_path: Path) -> None:
+    report = export_target(quadrotor_onnx, "crazyflie", tmp_path / "cf", verify=True)
+    assert report.host_parity is not None and report.host_parity.samples >= 1000
+    assert report.host_parity.relative_error <= PARITY_TOLERANCE and report.nonfinite_rejected is True
+    assert report.host_latency_us is not None and 0 < report.host_latency_us < 1000
+    if qemu.missing_tools():
+        assert report.qemu is None and any("QEMU check skipped" in note for note in report.notes)
+        pytest.skip(f"QEMU part not checked: {', '.join(qemu.missing_tools())} not installed")
+    assert report.qemu is not None and report.qemu.nonfinite_rejected
+    assert report.qemu.vs_onnxruntime.within_tolerance and report.qemu.vs_host.within_tolerance
+    # 26*24 + 24*4 multiply-accumulates and 28 exponentials: a few thousand instructions, not millions.
+    assert report.qemu.instructions_per_inference is not None and 1000 < report.qemu.instructions_per_inference < 50_000
+    assert report.ok
+    saved = json.loads((tmp_path / "cf" / "report.json").read_text())
+    assert saved["qemu"]["instructions_per_inference"] == report.qemu.instructions_per_inference
+    assert "QEMU instructions per inference" in (tmp_path / "cf" / "README.md").read_text()
+
+
+def test_int8_export_reports_its_error_within_the_quantization_bound(quadrotor_onnx: Path, tmp_path: Path) -> None:
+    ir = load_policy(quadrotor_onnx)
+    test_obs = sample_observations(ir.info, 512, seed=7)
+    report = export_target(quadrotor_onnx, "c", tmp_path / "int8", int8=True, test_obs=test_obs)
+    assert report.int8_error is not None and report.int8_error.samples == 512 and "int8" in report.numerics
+    bound = error_bound(quantize(ir, None, activations="float"), test_obs)
+    assert 0 < report.int8_error.max_abs_error <= bound.max() + 1e-5
+    assert "int8_t" in (tmp_path / "int8" / "robo_rl_policy.c").read_text()
+    assert any(line.startswith("host C (int8) vs onnxruntime") for line in report.lines())
+
+
+def test_unknown_target_and_unsupported_operator_are_value_errors(quadrotor_onnx: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown firmware target 'stm32'"):
+        export_target(quadrotor_onnx, "stm32", tmp_path / "x")
+    model = onnx.load(str(quadrotor_onnx))
+    model.graph.node[3].op_type = "Softplus"  # the Elu after the first Gemm
+    with pytest.raises(UnsupportedOperatorError, match="Softplus node 'node_elu'"):
+        export_target(_save(model, tmp_path / "softplus.onnx"), "c", tmp_path / "y")
+
+
+def test_render_refuses_unfilled_placeholders() -> None:
+    assert render("a @@X@@ b", {"X": "1"}) == "a 1 b"
+    with pytest.raises(KeyError, match="Y"):
+        render("@@X@@ @@Y@@", {"X": "1"})
