@@ -136,8 +136,8 @@ class HoverConfig:
     off: full ranges)."""
     compile: bool = False
     """Fuse the step (physics, observation, reward, resets; not the random draws) with `torch.compile`: about
-    2-4x the eager env-steps/s at 1,024-4,096 envs on CPU, but the first step compiles for about 10-30 s (less
-    when cached on disk by an earlier process). Worth it for long runs, not for a 10 s training run. Envs of
+    2-4x the eager env-steps/s at 1,024-4,096 envs on CPU, but the first step compiles (6-8 s on a 2-core CPU,
+    under 1 s when cached on disk by an earlier process). Worth it for long runs, not for a 10 s training run. Envs of
     different sizes or settings in one process compile separately (torch keeps at most 8 graphs per function)."""
 
     def __post_init__(self) -> None:
