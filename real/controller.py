@@ -1,0 +1,81 @@
+"""One control step from the latest observation to a safe command: the deploy pipeline without ROS.
+
+`PolicyController` wires `ObservationAssembler` → `PolicyRuntime` → `SafetyFilter`, gated by a `Watchdog`, and
+maps the result onto the command message fields; a ROS node only converts messages to and from field dicts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
+from robo_rl.real.command import command_fields, package_available, select_command
+from robo_rl.real.profile import CommandSpec, RobotProfile
+from robo_rl.real.runtime import PolicyRuntime
+from robo_rl.real.safety import SafetyFilter, SafetyResult
+from robo_rl.real.watchdog import Watchdog
+
+
+@dataclass(frozen=True)
+class ControlOutput:
+    """The result of one control step."""
+
+    fields: dict[str, float]
+    """Command message field → value, ready to copy into a `command_spec.type` message."""
+    safety: SafetyResult
+    """The filtered command `(action_dim,)` in policy units and what the filter did."""
+    latency: float | None
+    """Seconds from the observation's arrival to this command; None when the safe command was sent instead."""
+
+
+class PolicyController:
+    """Runs a checked policy on a robot profile; `observe(fields)` when messages arrive, `step()` every period.
+
+    `step()` sends the safe command when observations are stale (older than the profile's staleness timeout),
+    incomplete, non-finite, or the e-stop is latched; it never raises for bad data.
+    """
+
+    def __init__(
+        self,
+        runtime: PolicyRuntime,
+        profile: RobotProfile,
+        clock: Callable[[], float] = time.monotonic,
+        available: Callable[[str], bool] = package_available,
+    ) -> None:
+        runtime.check(profile)
+        self.runtime = runtime
+        self.profile = profile
+        self.clock = clock
+        self.command_spec: CommandSpec = select_command(profile, available)
+        self.assembler = ObservationAssembler(profile.observations, profile.action_names, profile.safe_action)
+        self.safety = SafetyFilter(profile.actions, profile.dt)
+        self.watchdog = Watchdog(profile.staleness_timeout, clock)
+        self.fields: dict[str, float] = {}
+        self.observed_at = float("nan")
+
+    def observe(self, fields: Mapping[str, float]) -> None:
+        """Merge newly arrived message fields into the latest observation and feed the watchdog."""
+        self.fields.update(fields)
+        self.observed_at = self.clock()
+        self.watchdog.feed()
+
+    def step(self) -> ControlOutput:
+        """The command for this period."""
+        result, latency = self._filtered()
+        self.assembler.record_action(result.command)
+        names = self.profile.action_names
+        return ControlOutput(command_fields(self.command_spec, names, result.command), result, latency)
+
+    def _filtered(self) -> tuple[SafetyResult, float | None]:
+        if self.watchdog.stale():
+            return self.safety.safe_command("stale observation"), None
+        try:
+            obs = self.assembler(self.fields)
+        except MissingFieldError as err:
+            return self.safety.safe_command(str(err)), None
+        result = self.safety(self.runtime(np.nan_to_num(obs)), obs)
+        return result, (self.clock() - self.observed_at) if not result.fault else None

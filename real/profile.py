@@ -1,0 +1,303 @@
+"""Robot profiles: what a deployed policy must look like for one robot, and how its actions become commands.
+
+A profile is a YAML file mapped onto frozen dataclasses; unknown or missing keys and bad values stop with one
+line naming the file and the field, e.g. `rc_car.yaml: actions[1].rate_limit: must be > 0, got -1.0`.
+Bundled profiles live in `profiles/` and load by name with `load_profile("rc_car")`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import MISSING, dataclass, fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+KINDS = ("quadrotor", "rc_car", "arm")
+
+# Linear conversions source unit → (SI unit, factor): value_si = factor × value_source.
+UNIT_CONVERSIONS: dict[tuple[str, str], float] = {
+    ("deg", "rad"): math.pi / 180.0,
+    ("deg/s", "rad/s"): math.pi / 180.0,
+    ("rpm", "rad/s"): 2.0 * math.pi / 60.0,
+    ("mm", "m"): 1e-3,
+    ("cm", "m"): 1e-2,
+    ("mm/s", "m/s"): 1e-3,
+    ("cm/s", "m/s"): 1e-2,
+    ("km/h", "m/s"): 1.0 / 3.6,
+    ("g", "m/s^2"): 9.80665,
+}
+
+_FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?)*$")
+_HISTORY_SOURCE = re.compile(r"^previous_action\[([0-9]+)\]\.(.+)$")
+
+
+class ProfileError(ValueError):
+    """A robot profile file is malformed; the message names the file and the field."""
+
+
+def unit_factor(source_unit: str, unit: str) -> float:
+    """Factor turning a value in `source_unit` into `unit`; raises KeyError when no conversion is known."""
+    if source_unit == unit:
+        return 1.0
+    return UNIT_CONVERSIONS[(source_unit, unit)]
+
+
+def history_source(source: str) -> tuple[int, str] | None:
+    """`(steps_back, action_name)` for a `previous_action[K].NAME` source (K = 0 is the last command), else None."""
+    match = _HISTORY_SOURCE.match(source)
+    return (int(match.group(1)), match.group(2)) if match else None
+
+
+@dataclass(frozen=True)
+class ObservationField:
+    name: str
+    """Observation name in the policy's metadata (`robo_rl.obs_names`)."""
+    source: str
+    """Key in the flat field dict the ROS side builds from its messages (e.g. `odom.twist.twist.linear.x`), or
+    `previous_action[K].ACTION` for the action commanded K + 1 periods ago (policy units)."""
+    unit: str
+    """Unit the policy expects (`robo_rl.obs_units`)."""
+    source_unit: str = ""
+    """Unit of the source value; empty means `unit`. Converted with `UNIT_CONVERSIONS`."""
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), "name", "must not be empty")
+        history = history_source(self.source)
+        _require(history is not None or bool(_FIELD_PATH.match(self.source)), "source", f"bad field {self.source!r}")
+        try:
+            unit_factor(self.source_unit or self.unit, self.unit)
+        except KeyError:
+            known = ", ".join(f"{a}->{b}" for a, b in UNIT_CONVERSIONS)
+            message = f"source_unit: no conversion {self.source_unit!r} -> {self.unit!r} (known: {known})"
+            raise ProfileError(message) from None
+
+    @property
+    def factor(self) -> float:
+        """Multiplier from the source value to the policy's unit."""
+        return unit_factor(self.source_unit or self.unit, self.unit)
+
+
+@dataclass(frozen=True)
+class ActionLimit:
+    name: str
+    """Action name in the policy's metadata (`robo_rl.action_names`)."""
+    unit: str
+    """Action unit (`robo_rl.action_units`)."""
+    low: float
+    """Lower bound the policy must have been exported with; the safety filter clips to it."""
+    high: float
+    """Upper bound the policy must have been exported with; the safety filter clips to it."""
+    safe: float
+    """Value commanded on faults, stale observations and e-stop; within [low, high]."""
+    rate_limit: float = math.inf
+    """Largest change per second in the action's unit (inf: no rate limit)."""
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), "name", "must not be empty")
+        _require(math.isfinite(self.low) and math.isfinite(self.high), "low", "bounds must be finite")
+        _require(self.low <= self.high, "low", f"must be <= high, got low={self.low} high={self.high}")
+        _require(self.low <= self.safe <= self.high, "safe", f"must lie in [{self.low}, {self.high}], got {self.safe}")
+        _require(self.rate_limit > 0, "rate_limit", f"must be > 0, got {self.rate_limit}")
+
+
+@dataclass(frozen=True)
+class CommandField:
+    action: str
+    """Action name whose value feeds this field."""
+    field: str
+    """Command message field, dotted with indices (e.g. `linear.x`, `thrust_body[2]`, `drive.speed`)."""
+    scale: float = 1.0
+    """field = offset + scale × action."""
+    offset: float = 0.0
+    """field = offset + scale × action."""
+
+    def __post_init__(self) -> None:
+        _require(bool(_FIELD_PATH.match(self.field)), "field", f"bad field {self.field!r}")
+        _require(math.isfinite(self.scale) and math.isfinite(self.offset), "scale", "scale and offset must be finite")
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    type: str
+    """ROS message type, `pkg/msg/Name` (e.g. `geometry_msgs/msg/Twist`)."""
+    topic: str
+    """Topic the command is published on (remapped in the hardware launch files)."""
+    fields: tuple[CommandField, ...]
+    """How actions fill the message; fields not listed keep their defaults."""
+
+    def __post_init__(self) -> None:
+        valid = self.type.count("/") == 2 and "/msg/" in self.type
+        _require(valid, "type", f"expected pkg/msg/Name, got {self.type!r}")
+        _require(bool(self.topic), "topic", "must not be empty")
+        _require(len(self.fields) > 0, "fields", "must not be empty")
+
+    @property
+    def package(self) -> str:
+        """The message package (`ackermann_msgs` for `ackermann_msgs/msg/AckermannDriveStamped`)."""
+        return self.type.split("/")[0]
+
+
+@dataclass(frozen=True)
+class RobotProfile:
+    name: str
+    """Profile name (the file stem for bundled profiles)."""
+    kind: str
+    """One of `KINDS`: quadrotor, rc_car, arm."""
+    task: str
+    """Task the policy must have been trained on (`robo_rl.task`)."""
+    dt: float
+    """Control period in seconds the robot runs at; the policy's `robo_rl.dt` must match within `dt_tolerance`."""
+    dt_tolerance: float
+    """Largest accepted |policy dt - dt| in seconds."""
+    staleness_timeout: float
+    """Seconds without a new observation after which the safe command is sent."""
+    observations: tuple[ObservationField, ...]
+    """Policy observations in the order the policy expects them."""
+    actions: tuple[ActionLimit, ...]
+    """Policy actions in the order the policy outputs them."""
+    commands: tuple[CommandSpec, ...]
+    """Command message choices, preferred first (the first whose package is importable is used)."""
+
+    def __post_init__(self) -> None:
+        _require(bool(self.name), "name", "must not be empty")
+        _require(bool(self.task), "task", "must not be empty")
+        _require(self.kind in KINDS, "kind", f"must be one of {KINDS}, got {self.kind!r}")
+        _require(self.dt > 0, "dt", f"must be > 0, got {self.dt}")
+        _require(self.dt_tolerance >= 0, "dt_tolerance", f"must be >= 0, got {self.dt_tolerance}")
+        _require(self.staleness_timeout > 0, "staleness_timeout", f"must be > 0, got {self.staleness_timeout}")
+        _require(len(self.observations) > 0, "observations", "must not be empty")
+        _require(len(self.actions) > 0, "actions", "must not be empty")
+        _require(len(self.commands) > 0, "commands", "must not be empty")
+        _require_unique([o.name for o in self.observations], "observations")
+        _require_unique([a.name for a in self.actions], "actions")
+        self._check_references()
+
+    def _check_references(self) -> None:
+        names = set(self.action_names)
+        for i, obs in enumerate(self.observations):
+            history = history_source(obs.source)
+            _require(history is None or history[1] in names, f"observations[{i}].source", "unknown action")
+        for i, command in enumerate(self.commands):
+            for j, field in enumerate(command.fields):
+                where = f"commands[{i}].fields[{j}].action"
+                _require(field.action in names, where, f"unknown action {field.action!r}")
+
+    @property
+    def obs_names(self) -> tuple[str, ...]:
+        return tuple(o.name for o in self.observations)
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        return tuple(a.name for a in self.actions)
+
+    @property
+    def safe_action(self) -> tuple[float, ...]:
+        """The safe command in policy units, in action order."""
+        return tuple(a.safe for a in self.actions)
+
+
+def _require(ok: bool, field: str, message: str) -> None:
+    if not ok:
+        raise ProfileError(f"{field}: {message}")
+
+
+def _require_unique(names: Sequence[str], field: str) -> None:
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    _require(not dupes, field, f"duplicate names {dupes}")
+
+
+def _build(cls: type, data: Any, where: str, nested: Mapping[str, type] | None = None) -> Any:
+    """`cls(**data)` with strict keys and scalar types; `nested` maps list fields to their element class."""
+    if not isinstance(data, Mapping):
+        raise ProfileError(f"{where or 'profile'}: expected a mapping, got {type(data).__name__}")
+    declared = {f.name: f for f in fields(cls)}
+    unknown = sorted(str(key) for key in data if key not in declared)
+    if unknown:
+        raise ProfileError(f"{_join(where, unknown[0])}: unknown key (expected one of {sorted(declared)})")
+    kwargs = {}
+    for key, value in data.items():
+        element = (nested or {}).get(key)
+        if element:
+            kwargs[key] = _build_list(element, value, _join(where, key))
+        else:
+            kwargs[key] = _scalar(declared[key], value, where)
+    missing = [n for n, f in declared.items() if n not in kwargs and _has_no_default(f)]
+    if missing:
+        raise ProfileError(f"{_join(where, missing[0])}: missing")
+    try:
+        return cls(**kwargs)
+    except ProfileError as err:
+        raise ProfileError(_join(where, str(err))) from None
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def _has_no_default(field: Any) -> bool:
+    return field.default is MISSING and field.default_factory is MISSING
+
+
+def _build_list(element: type, value: Any, where: str) -> tuple[Any, ...]:
+    if not isinstance(value, list):
+        raise ProfileError(f"{where}: expected a list, got {type(value).__name__}")
+    nested = {"fields": CommandField} if element is CommandSpec else None
+    return tuple(_build(element, item, f"{where}[{i}]", nested) for i, item in enumerate(value))
+
+
+def _scalar(field: Any, value: Any, where: str) -> Any:
+    expected = field.type
+    where = _join(where, field.name)
+    if expected == "str":
+        if not isinstance(value, str):
+            raise ProfileError(f"{where}: expected a string, got {value!r}")
+        return value
+    if expected == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ProfileError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    raise ProfileError(f"{where}: expected a list")
+
+
+def profile_from_dict(data: Any, source: str = "profile") -> RobotProfile:
+    """Build a profile from parsed YAML; `source` prefixes error messages."""
+    nested = {"observations": ObservationField, "actions": ActionLimit, "commands": CommandSpec}
+    try:
+        return _build(RobotProfile, data, "", nested)
+    except ProfileError as err:
+        raise ProfileError(f"{source}: {err}") from None
+
+
+def load_profile(name_or_path: str | Path) -> RobotProfile:
+    """Load a bundled profile by name (`quadrotor_crazyflie`, `quadrotor_px4`, `rc_car`, `arm`) or a YAML path."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ProfileError(f"{path}: no such profile file")
+        text, label = path.read_text(), path.name
+    else:
+        resource = resources.files("robo_rl.real").joinpath("profiles", f"{name_or_path}.yaml")
+        if not resource.is_file():
+            raise ProfileError(f"unknown profile {name_or_path!r} (bundled: {', '.join(bundled_profiles())})")
+        text, label = resource.read_text(), f"{name_or_path}.yaml"
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ProfileError(f"{label}: invalid YAML: {_first_line(err)}") from None
+    return profile_from_dict(data, label)
+
+
+def bundled_profiles() -> tuple[str, ...]:
+    """Names of the profiles shipped in `robo_rl/real/profiles/`."""
+    folder = resources.files("robo_rl.real").joinpath("profiles")
+    return tuple(sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")))
+
+
+def _first_line(err: Exception) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__

@@ -1,0 +1,191 @@
+"""Run an exported `policy.onnx` with onnxruntime, after checking its metadata against the robot profile."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robo_rl.real.profile import RobotProfile
+
+OBS_INPUT = "obs"
+ACTION_OUTPUT = "action"
+BOUND_TOLERANCE = 1e-6
+
+
+class PolicyFileError(ValueError):
+    """The file is not a robo_rl policy: unreadable, or missing/malformed `robo_rl.*` metadata."""
+
+
+class ProfileMismatchError(ValueError):
+    """The policy does not fit the robot profile; `mismatches` lists every difference found."""
+
+    def __init__(self, policy: str, profile: str, mismatches: list[str]) -> None:
+        self.mismatches = tuple(mismatches)
+        super().__init__(f"policy {policy} does not fit profile {profile!r}: " + "; ".join(mismatches))
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    """The deployment-relevant `robo_rl.*` metadata of an exported policy."""
+
+    task: str
+    """Task the policy was trained on."""
+    dt: float
+    """Control period in seconds the policy was trained at."""
+    obs_names: tuple[str, ...]
+    """Observation names, in input order."""
+    obs_units: tuple[str, ...]
+    """Observation units, in input order."""
+    action_names: tuple[str, ...]
+    """Action names, in output order."""
+    action_units: tuple[str, ...]
+    """Action units, in output order."""
+    action_low: tuple[float, ...]
+    """Lower action bounds the outputs are clipped to."""
+    action_high: tuple[float, ...]
+    """Upper action bounds the outputs are clipped to."""
+    version: str
+    """robo_rl version that exported the file."""
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str]) -> PolicyInfo:
+        """Parse the metadata_props of an ONNX file; raises PolicyFileError naming the bad key."""
+        return cls(
+            task=_prop(props, "task"),
+            dt=float(_prop(props, "dt")),
+            obs_names=_json_list(props, "obs_names", str),
+            obs_units=_json_list(props, "obs_units", str),
+            action_names=_json_list(props, "action_names", str),
+            action_units=_json_list(props, "action_units", str),
+            action_low=_json_list(props, "action_low", float),
+            action_high=_json_list(props, "action_high", float),
+            version=props.get("robo_rl.version", "unknown"),
+        )
+
+
+def _prop(props: Mapping[str, str], key: str) -> str:
+    full = f"robo_rl.{key}"
+    if full not in props:
+        raise PolicyFileError(f"missing metadata {full!r} (not exported by robo_rl.export.onnx?)")
+    return props[full]
+
+
+def _json_list(props: Mapping[str, str], key: str, kind: type) -> tuple:
+    try:
+        values = json.loads(_prop(props, key))
+        return tuple(kind(v) for v in values)
+    except (ValueError, TypeError):
+        raise PolicyFileError(f"metadata 'robo_rl.{key}' is not a JSON list of {kind.__name__}") from None
+
+
+def mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:
+    """Every difference between a policy's metadata and a profile: task, dt, names/order, units, action bounds."""
+    found = []
+    if info.task != profile.task:
+        found.append(f"task: policy {info.task!r}, profile {profile.task!r}")
+    if not abs(info.dt - profile.dt) <= profile.dt_tolerance:
+        found.append(f"dt: policy {info.dt} s, profile {profile.dt} s (tolerance {profile.dt_tolerance} s)")
+    found += _name_mismatches("observation", info.obs_names, profile.obs_names)
+    found += _name_mismatches("action", info.action_names, profile.action_names)
+    obs_units = {o.name: o.unit for o in profile.observations}
+    found += _unit_mismatches("observation", info.obs_names, info.obs_units, obs_units)
+    found += _unit_mismatches("action", info.action_names, info.action_units, {a.name: a.unit for a in profile.actions})
+    found += _bound_mismatches(info, profile)
+    return found
+
+
+def _name_mismatches(what: str, policy: tuple[str, ...], profile: tuple[str, ...]) -> list[str]:
+    found = []
+    missing = [n for n in profile if n not in policy]
+    extra = [n for n in policy if n not in profile]
+    if missing:
+        found.append(f"{what}s missing from the policy: {missing}")
+    if extra:
+        found.append(f"{what}s not in the profile: {extra}")
+    if not missing and not extra and policy != profile:
+        first = next(i for i, (a, b) in enumerate(zip(policy, profile, strict=True)) if a != b)
+        found.append(f"{what} order differs at index {first}: policy {policy[first]!r}, profile {profile[first]!r}")
+    return found
+
+
+def _unit_mismatches(what: str, names: tuple[str, ...], units: tuple[str, ...], expected: dict[str, str]) -> list[str]:
+    return [
+        f"{what} {name!r} unit: policy {unit!r}, profile {expected[name]!r}"
+        for name, unit in zip(names, units, strict=False)
+        if name in expected and expected[name] != unit
+    ]
+
+
+def _bound_mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:
+    limits = {a.name: a for a in profile.actions}
+    found = []
+    for name, low, high in zip(info.action_names, info.action_low, info.action_high, strict=False):
+        limit = limits.get(name)
+        if limit and not (_close(low, limit.low) and _close(high, limit.high)):
+            found.append(f"action {name!r} bounds: policy [{low}, {high}], profile [{limit.low}, {limit.high}]")
+    return found
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=BOUND_TOLERANCE, abs_tol=BOUND_TOLERANCE)
+
+
+class PolicyRuntime:
+    """An exported policy in onnxruntime (CPU, one thread): `runtime(obs)` `(obs_dim,)` → action `(action_dim,)`.
+
+    With a `profile`, the constructor refuses to start (ProfileMismatchError) unless the metadata fits it.
+    """
+
+    def __init__(self, path: Path | str, profile: RobotProfile | None = None) -> None:
+        self.path = Path(path)
+        self.session = _session(self.path)
+        self.info = PolicyInfo.from_props(self.session.get_modelmeta().custom_metadata_map)
+        if profile is not None:
+            self.check(profile)
+
+    @property
+    def obs_dim(self) -> int:
+        return len(self.info.obs_names)
+
+    @property
+    def action_dim(self) -> int:
+        return len(self.info.action_names)
+
+    def check(self, profile: RobotProfile) -> None:
+        """Raise ProfileMismatchError listing every mismatch between this policy and `profile`."""
+        found = mismatches(self.info, profile)
+        if found:
+            raise ProfileMismatchError(self.path.name, profile.name, found)
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        """Action `(action_dim,)` float64 in the policy's units for one observation `(obs_dim,)`."""
+        obs = np.asarray(obs, dtype=np.float32)
+        if obs.shape != (self.obs_dim,):
+            raise ValueError(f"observation shape {obs.shape}, policy expects ({self.obs_dim},)")
+        action = self.session.run([ACTION_OUTPUT], {OBS_INPUT: obs[None, :]})[0]
+        return action[0].astype(np.float64)
+
+
+def _session(path: Path) -> Any:  # onnxruntime.InferenceSession; its stubs are incomplete
+    import onnxruntime as ort
+
+    if not path.is_file():
+        raise PolicyFileError(f"{path}: no such policy file")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    try:
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime raises its own untyped exception classes
+        raise PolicyFileError(f"{path}: not a loadable ONNX model ({_first_line(err)})") from None
+
+
+def _first_line(err: Exception) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__

@@ -1,0 +1,115 @@
+"""PolicyController end to end on real exported policies, driven by ControlLoop on an injected clock."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from robo_rl.real.command import command_fields, package_available, select_command
+from robo_rl.real.controller import ControlOutput, PolicyController
+from robo_rl.real.loop import ControlLoop
+from robo_rl.real.profile import RobotProfile, load_profile
+from robo_rl.real.runtime import PolicyRuntime, ProfileMismatchError
+
+from .conftest import FakeClock
+
+
+def _fields(profile: RobotProfile, value: float = 0.1) -> dict[str, float]:
+    return {o.source: value for o in profile.observations if not o.source.startswith("previous_action")}
+
+
+def _controller(name: str, policy_file: Callable[[str], Path], clock: FakeClock) -> PolicyController:
+    profile = load_profile(name)
+    return PolicyController(PolicyRuntime(policy_file(name)), profile, clock, available=lambda _: False)
+
+
+def test_crazyflie_command_is_pwm_within_range(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    controller = _controller("quadrotor_crazyflie", policy_file, clock)
+    controller.observe(_fields(controller.profile))
+    clock.advance(0.002)
+    out = controller.step()
+    assert out.safety.fault == "" and out.latency == pytest.approx(0.002)
+    assert sorted(out.fields) == ["data[0]", "data[1]", "data[2]", "data[3]"]
+    expected = 32767.5 + 32767.5 * out.safety.command
+    np.testing.assert_allclose([out.fields[f"data[{i}]"] for i in range(4)], expected)
+    # Rate limit 400 /s × 0.01 s: the first command is at most 4 above the safe -1 (motors off).
+    assert np.all(out.safety.command <= -1.0 + 4.0 + 1e-9)
+
+
+def test_previous_action_is_the_filtered_command(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    controller = _controller("quadrotor_crazyflie", policy_file, clock)
+    controller.observe(_fields(controller.profile))
+    sent = controller.step().safety.command
+    obs = controller.assembler(controller.fields)
+    np.testing.assert_allclose(obs[18:22], sent, rtol=1e-6)
+
+
+def test_stale_observations_give_the_safe_command_within_one_period(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    controller = _controller("rc_car", policy_file, clock)
+    fields = _fields(controller.profile)
+    outputs: list[tuple[float, ControlOutput]] = []
+
+    def step() -> float | None:
+        if clock.now < 100.2:  # the observation stream stops at t = 100.2 s
+            controller.observe(fields)
+        outputs.append((clock.now, controller.step()))
+        return outputs[-1][1].latency
+
+    stats = ControlLoop(controller.profile.dt, step, clock, clock.sleep).run(ticks=30)
+    last_feed = max(t for t, _ in outputs if t < 100.2)
+    first_safe = min(t for t, out in outputs if out.safety.fault)
+    assert outputs[[t for t, _ in outputs].index(first_safe)][1].safety.fault == "stale observation"
+    timeout = controller.profile.staleness_timeout
+    assert last_feed + timeout < first_safe <= last_feed + timeout + controller.profile.dt + 1e-9
+    assert all(out.safety.fault == "stale observation" for t, out in outputs if t >= first_safe)
+    assert all(out.fields == {"linear.x": 0.0, "angular.z": 0.0} for t, out in outputs if t >= first_safe)
+    assert stats.latency_count == sum(1 for _, out in outputs if not out.safety.fault)
+
+
+def test_missing_and_non_finite_fields_give_the_safe_command(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    controller = _controller("arm", policy_file, clock)
+    fields = _fields(controller.profile)
+    controller.observe({k: v for k, v in fields.items() if k != "target.point.z"})
+    out = controller.step()
+    assert out.safety.fault == "missing observation fields: target.point.z" and out.latency is None
+    np.testing.assert_array_equal(out.safety.command, [0.0, 0.5, -1.0, 0.5])
+    controller.observe({**fields, "joint_states.velocity[1]": math.nan})
+    assert controller.step().safety.fault == "non-finite observation"
+    controller.observe(fields)
+    assert controller.step().safety.fault == ""
+
+
+def test_estop_through_the_controller(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    controller = _controller("arm", policy_file, clock)
+    controller.observe(_fields(controller.profile))
+    controller.safety.estop()
+    assert controller.step().safety.fault == "e-stop"
+    controller.safety.reset()
+    assert controller.step().safety.fault == ""
+
+
+def test_controller_refuses_a_mismatched_policy(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    with pytest.raises(ProfileMismatchError):
+        PolicyController(PolicyRuntime(policy_file("arm")), load_profile("rc_car"), clock)
+
+
+def test_command_selection_prefers_an_importable_package() -> None:
+    profile = load_profile("rc_car")
+    assert select_command(profile, lambda pkg: pkg == "ackermann_msgs").type.endswith("AckermannDriveStamped")
+    assert select_command(profile, lambda pkg: False).type == "geometry_msgs/msg/Twist"
+    assert package_available("numpy") and not package_available("no_such_package_robo_rl")
+
+
+def test_command_fields_scale_and_offset() -> None:
+    spec = load_profile("quadrotor_px4").commands[0]
+    names = load_profile("quadrotor_px4").action_names
+    got = command_fields(spec, names, np.array([1.0, 0.5, -0.5, 1.0]))
+    assert got == {"thrust_body[2]": -1.0, "roll": 5.0, "pitch": -5.0, "yaw": 5.0}

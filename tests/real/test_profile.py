@@ -1,0 +1,177 @@
+"""Robot profiles: bundled files load, and malformed YAML stops with a ProfileError naming the field."""
+
+from __future__ import annotations
+
+import copy
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from robo_rl.real.profile import (
+    ProfileError,
+    RobotProfile,
+    bundled_profiles,
+    load_profile,
+    profile_from_dict,
+)
+
+
+def _minimal() -> dict[str, Any]:
+    return {
+        "name": "car",
+        "kind": "rc_car",
+        "task": "rc_car/race",
+        "dt": 0.02,
+        "dt_tolerance": 0.0001,
+        "staleness_timeout": 0.1,
+        "observations": [
+            {"name": "vx", "source": "odom.twist.twist.linear.x", "unit": "m/s", "source_unit": "km/h"},
+            {"name": "previous_drive_0", "source": "previous_action[0].drive", "unit": "1"},
+        ],
+        "actions": [{"name": "drive", "unit": "1", "low": -1.0, "high": 1.0, "safe": 0.0, "rate_limit": 5.0}],
+        "commands": [{"type": "geometry_msgs/msg/Twist", "topic": "cmd_vel", "fields": [
+            {"action": "drive", "field": "linear.x", "scale": 5.0}
+        ]}],
+    }  # fmt: skip
+
+
+def test_bundled_profiles_load() -> None:
+    assert bundled_profiles() == ("arm", "quadrotor_crazyflie", "quadrotor_px4", "rc_car")
+    kinds = {name: load_profile(name).kind for name in bundled_profiles()}
+    assert kinds == {"arm": "arm", "quadrotor_crazyflie": "quadrotor", "quadrotor_px4": "quadrotor", "rc_car": "rc_car"}
+
+
+def test_rc_car_prefers_ackermann_then_twist() -> None:
+    types = [c.type for c in load_profile("rc_car").commands]
+    assert types == ["ackermann_msgs/msg/AckermannDriveStamped", "geometry_msgs/msg/Twist"]
+
+
+def test_minimal_profile_fields_and_unit_factor() -> None:
+    profile = profile_from_dict(_minimal())
+    assert isinstance(profile, RobotProfile)
+    assert profile.obs_names == ("vx", "previous_drive_0")
+    assert profile.observations[0].factor == pytest.approx(1 / 3.6)
+    assert profile.safe_action == (0.0,)
+    assert profile.commands[0].package == "geometry_msgs"
+
+
+def test_load_from_path_and_infinite_rate_limit(tmp_path: Path) -> None:
+    data = _minimal()
+    data["actions"][0]["rate_limit"] = math.inf  # written as YAML's .inf
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert math.isinf(load_profile(path).actions[0].rate_limit)
+
+
+def _set(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    data = copy.deepcopy(data)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("dt",), -0.01, "car.yaml: dt: must be > 0, got -0.01"),
+        (("kind",), "boat", "car.yaml: kind: must be one of"),
+        (("dt",), "fast", "car.yaml: dt: expected a number, got 'fast'"),
+        (("actions", 0, "rate_limit"), 0.0, "car.yaml: actions[0].rate_limit: must be > 0"),
+        (("actions", 0, "safe"), 2.0, "car.yaml: actions[0].safe: must lie in [-1.0, 1.0], got 2.0"),
+        (("actions", 0, "low"), 3.0, "car.yaml: actions[0].low: must be <= high"),
+        (("actions", 0, "spped"), 3.0, "car.yaml: actions[0].spped: unknown key"),
+        (("observations", 0, "source_unit"), "furlong", "car.yaml: observations[0].source_unit: no conversion"),
+        (("observations", 0, "source"), "odom..x", "car.yaml: observations[0].source: bad field 'odom..x'"),
+        (("observations", 1, "source"), "previous_action[0].brake", "car.yaml: observations[1].source: unknown"),
+        (("commands", 0, "fields", 0, "action"), "brake", "car.yaml: commands[0].fields[0].action: unknown action"),
+        (("commands", 0, "type"), "Twist", "car.yaml: commands[0].type: expected pkg/msg/Name, got 'Twist'"),
+        (("observations",), {"a": 1}, "car.yaml: observations: expected a list, got dict"),
+        (("observations", 1, "name"), "vx", "car.yaml: observations: duplicate names ['vx']"),
+    ],
+)
+def test_malformed_profile_names_the_field(path: tuple[Any, ...], value: Any, message: str) -> None:
+    with pytest.raises(ProfileError) as info:
+        profile_from_dict(_set(_minimal(), path, value), "car.yaml")
+    assert str(info.value).startswith(message)
+
+
+def test_missing_key_and_unknown_profile() -> None:
+    data = _minimal()
+    del data["staleness_timeout"]
+    with pytest.raises(ProfileError, match=r"^car.yaml: staleness_timeout: missing$"):
+        profile_from_dict(data, "car.yaml")
+    with pytest.raises(ProfileError, match=r"absent\.yaml: no such profile file"):
+        load_profile(Path("absent.yaml"))
+    with pytest.raises(ProfileError, match="unknown profile 'boat' \\(bundled: arm, quadrotor_crazyflie"):
+        load_profile("boat")
+
+
+def test_invalid_yaml_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(ProfileError, match=r"^bad.yaml: invalid YAML: ") as info:
+        load_profile(path)
+    assert "\n" not in str(info.value)
+
+
+_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=8), st.just([])
+)
+_PATHS = [
+    ("name",), ("kind",), ("dt",), ("observations",), ("observations", 0), ("observations", 0, "source"),
+    ("observations", 0, "unit"), ("actions", 0, "low"), ("actions", 0, "safe"), ("actions", 0, "rate_limit"),
+    ("commands", 0, "fields"), ("commands", 0, "fields", 0, "scale"), ("commands", 0, "topic"), ("extra",),
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.sampled_from(_PATHS), _SCALARS), min_size=1, max_size=3))
+def test_fuzzed_profiles_give_a_profile_or_a_profile_error(edits: list[tuple[tuple[Any, ...], Any]]) -> None:
+    data: Any = _minimal()
+    for path, value in edits:
+        try:
+            data = _set(data, path, value)
+        except (TypeError, KeyError, IndexError):
+            continue  # an earlier edit removed the container this path reaches into
+    try:
+        profile_from_dict(data, "fuzz.yaml")
+    except ProfileError as err:
+        assert str(err).startswith("fuzz.yaml: ") and "\n" not in str(err)
+
+
+_YAML_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.one_of(st.text(max_size=6), st.integers()), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["observations", "actions", "commands", "name", "dt", 3]), _YAML_VALUES)
+def test_fuzzed_structures_give_a_profile_error(key: Any, value: Any) -> None:
+    data = {**_minimal(), key: value}
+    try:
+        profile_from_dict(data, "fuzz.yaml")
+    except ProfileError as err:
+        assert str(err).startswith("fuzz.yaml: ") and "\n" not in str(err)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab:-[]{}'\" \n\t1.&*!|>%@")), max_size=60))
+def test_fuzzed_yaml_text_gives_a_profile_error(text: str) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.yaml"
+        path.write_text(text)
+        with pytest.raises(ProfileError, match=r"^fuzz.yaml: ") as info:
+            load_profile(path)
+    assert "\n" not in str(info.value)

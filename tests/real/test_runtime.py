@@ -1,0 +1,110 @@
+"""PolicyRuntime on real exported policies: bundled profiles fit their tasks; mismatches are all listed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from robo_rl.real.profile import bundled_profiles, load_profile
+from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
+
+
+def _with_metadata(source: Path, target: Path, **changes: str | None) -> Path:
+    """Copy of the policy at `source` with `robo_rl.KEY` metadata replaced (None removes the key)."""
+    model = onnx.load(str(source))
+    props = {p.key: p.value for p in model.metadata_props}
+    for key, value in changes.items():
+        if value is None:
+            props.pop(f"robo_rl.{key}")
+        else:
+            props[f"robo_rl.{key}"] = value
+    del model.metadata_props[:]
+    onnx.helper.set_model_props(model, props)
+    onnx.save_model(model, str(target))
+    return target
+
+
+@pytest.mark.parametrize("name", bundled_profiles())
+def test_bundled_profile_accepts_a_policy_of_its_task(name: str, policy_file: Callable[[str], Path]) -> None:
+    profile = load_profile(name)
+    runtime = PolicyRuntime(policy_file(name), profile)
+    obs = np.random.default_rng(0).normal(size=runtime.obs_dim)
+    action = runtime(obs)
+    assert action.shape == (len(profile.actions),) and action.dtype == np.float64
+    low, high = np.array([a.low for a in profile.actions]), np.array([a.high for a in profile.actions])
+    assert np.all(action >= low) and np.all(action <= high)
+    session = ort.InferenceSession(str(policy_file(name)), providers=["CPUExecutionProvider"])
+    expected = session.run(["action"], {"obs": obs[None].astype(np.float32)})[0][0]
+    np.testing.assert_array_equal(action, expected)
+
+
+def test_profile_of_another_robot_is_refused(policy_file: Callable[[str], Path]) -> None:
+    with pytest.raises(ProfileMismatchError) as info:
+        PolicyRuntime(policy_file("quadrotor_crazyflie"), load_profile("quadrotor_px4"))
+    assert info.value.mismatches == (
+        "actions missing from the policy: ['collective_thrust', 'roll_rate', 'pitch_rate', 'yaw_rate']",
+        "actions not in the profile: ['rotor_0', 'rotor_1', 'rotor_2', 'rotor_3']",
+    )
+    assert str(info.value).startswith("policy quadrotor_crazyflie.onnx does not fit profile 'quadrotor_px4': ")
+
+
+def test_every_mismatch_is_listed(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
+    source = policy_file("rc_car")
+    runtime = PolicyRuntime(source)
+    obs_names = list(runtime.info.obs_names)
+    obs_names[0], obs_names[1] = obs_names[1], obs_names[0]
+    obs_units = list(runtime.info.obs_units)
+    obs_units[20] = "km/h"
+    changed = _with_metadata(
+        source,
+        tmp_path / "changed.onnx",
+        task="rc_car/drift",
+        dt="0.05",
+        obs_names=json.dumps(obs_names),
+        obs_units=json.dumps(obs_units),
+        action_high=json.dumps([1.0, 2.0]),
+    )
+    with pytest.raises(ProfileMismatchError) as info:
+        PolicyRuntime(changed, load_profile("rc_car"))
+    assert info.value.mismatches == (
+        "task: policy 'rc_car/drift', profile 'rc_car/race'",
+        "dt: policy 0.05 s, profile 0.02 s (tolerance 0.0001 s)",
+        "observation order differs at index 0: policy 'lookahead_1_y', profile 'lookahead_1_x'",
+        "observation 'vx' unit: policy 'km/h', profile 'm/s'",
+        "action 'drive' bounds: policy [-1.0, 2.0], profile [-1.0, 1.0]",
+    )
+
+
+def test_dt_within_tolerance_is_accepted(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
+    changed = _with_metadata(policy_file("rc_car"), tmp_path / "dt.onnx", dt="0.02005")
+    PolicyRuntime(changed, load_profile("rc_car"))
+
+
+def test_missing_or_malformed_metadata(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
+    no_dt = _with_metadata(policy_file("arm"), tmp_path / "no_dt.onnx", dt=None)
+    with pytest.raises(PolicyFileError, match=r"missing metadata 'robo_rl\.dt'"):
+        PolicyRuntime(no_dt)
+    bad = _with_metadata(policy_file("arm"), tmp_path / "bad.onnx", action_low="not json")
+    with pytest.raises(PolicyFileError, match=r"metadata 'robo_rl\.action_low' is not a JSON list of float"):
+        PolicyRuntime(bad)
+
+
+def test_unloadable_files(tmp_path: Path) -> None:
+    with pytest.raises(PolicyFileError, match="no such policy file"):
+        PolicyRuntime(tmp_path / "absent.onnx")
+    garbage = tmp_path / "garbage.onnx"
+    garbage.write_bytes(b"\x00not an onnx model")
+    with pytest.raises(PolicyFileError, match="not a loadable ONNX model"):
+        PolicyRuntime(garbage)
+
+
+def test_wrong_observation_shape(policy_file: Callable[[str], Path]) -> None:
+    runtime = PolicyRuntime(policy_file("arm"))
+    with pytest.raises(ValueError, match=r"observation shape \(3,\), policy expects \(14,\)"):
+        runtime(np.zeros(3))
