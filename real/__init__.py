@@ -3,7 +3,8 @@
 Pipeline: `ObservationAssembler` (message fields → obs by name) → `PolicyRuntime` (onnxruntime, metadata checked
 against a `RobotProfile`) → `SafetyFilter` (non-finite guard, clip, rate limits, e-stop latch), gated by a
 `Watchdog` (stale observations → safe command), run at a fixed rate by `ControlLoop`. `PolicyController` wires
-them; the rclpy nodes in `robo_rl.real.ros` only convert messages. onnxruntime is imported when a policy loads.
+them; thin rclpy nodes (`robo_rl.real.ros`, not written yet) are to convert messages only. onnxruntime is
+imported when a policy loads.
 """
 
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
