@@ -6,7 +6,7 @@ import argparse
 import sys
 
 import robo_rl
-from robo_rl.cli import collect, compare, demo, evaluate, export, play, task_list, train
+from robo_rl.cli import collect, compare, demo, evaluate, export, launch, play, task_list, train
 from robo_rl.config import ConfigError
 
 DESCRIPTION = """\
@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"robo-rl {robo_rl.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (train, evaluate, export, play, collect, compare, task_list, demo):
+    for command in (train, evaluate, export, play, collect, compare, task_list, demo, launch):
         command.add_parser(sub)
     return parser
 

@@ -1,0 +1,173 @@
+"""Turn a Plan into command lines and run them as child processes.
+
+robo_rl's `train` runs `robo-rl train` with its parameters as flags; every other robo_rl executable is a console
+script of the same name (as `ros2 run robo_rl NAME` would find it) taking ROS-style arguments
+(`--ros-args -r __node:=NAME -r __ns:=/NS -r FROM:=TO --params-file FILE -p NAME:=VALUE`). Nodes of other
+packages need ROS and are never run here.
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from robo_rl.launch.errors import LaunchError, Location
+from robo_rl.launch.param_file import ParamValue
+from robo_rl.launch.resolver import Plan, Process
+
+PACKAGE = "robo_rl"
+# `train` parameter -> `robo-rl train` flag; `preset` is the positional CONFIG. An empty string leaves the
+# preset's own value, so launch files can declare optional arguments with default "".
+TRAIN_FLAGS = {
+    "seed": "--seed",
+    "num_envs": "--num-envs",
+    "max_iterations": "--max-iterations",
+    "device": "--device",
+    "algo": "--algo",
+    "runs_root": "--runs-root",
+}
+TRAIN_SWITCHES = {"export": "--export", "quiet": "--quiet"}
+
+
+@dataclass(frozen=True)
+class Command:
+    """A process of the plan as a command line.
+
+    Attributes:
+        process: the resolved process.
+        argv: the command line (program first).
+        missing: why it cannot run here ("" when it can).
+    """
+
+    process: Process
+    argv: tuple[str, ...]
+    missing: str
+
+
+def plan_commands(plan: Plan, scripts_dir: Path) -> tuple[Command, ...]:
+    """The command line of every process; `scripts_dir` holds the console scripts (robo-rl, policy_node, ...)."""
+    return tuple(_command(process, scripts_dir) for process in plan.processes)
+
+
+def _command(process: Process, scripts_dir: Path) -> Command:
+    if process.kind == "executable":
+        return Command(process, (process.executable, *process.args), "")
+    if process.pkg != PACKAGE:
+        argv = ("ros2", "run", process.pkg, process.executable, *process.args, *ros_arguments(process))
+        return Command(process, argv, f"package {process.pkg} needs ROS (only {PACKAGE} nodes run without it)")
+    if process.executable == "train":
+        return _script_command(process, scripts_dir / "robo-rl", train_arguments(process))
+    return _script_command(process, scripts_dir / process.executable, (*process.args, *ros_arguments(process)))
+
+
+def _script_command(process: Process, script: Path, arguments: tuple[str, ...]) -> Command:
+    missing = "" if script.is_file() else f"{script.name} is not installed (no console script {script})"
+    return Command(process, (str(script), *arguments), missing)
+
+
+def train_arguments(process: Process) -> tuple[str, ...]:
+    """`robo-rl train` arguments from a train node's parameters (`preset`, `seed`, `set`, ...)."""
+    where = process.where
+    if process.remaps:
+        raise LaunchError("train: takes no remaps (it is not a ROS node)", where)
+    argv = ["train"]
+    for name, value in process.params.items():
+        if value == "":
+            continue
+        argv += _train_flag(name, value, where)
+    return (*argv, *process.args)
+
+
+def _train_flag(name: str, value: ParamValue, where: Location) -> list[str]:
+    if name == "preset":
+        return [format_value(value)]
+    if name in TRAIN_FLAGS:
+        return [TRAIN_FLAGS[name], format_value(value)]
+    if name in TRAIN_SWITCHES:
+        return [TRAIN_SWITCHES[name]] if value is True else []
+    if name == "set":
+        items = value if isinstance(value, tuple) else (value,)
+        return [word for item in items for word in ("--set", format_value(item))]
+    known = ", ".join(sorted(["preset", "set", *TRAIN_FLAGS, *TRAIN_SWITCHES]))
+    raise LaunchError(f"train: unknown parameter '{name}' (known: {known})", where)
+
+
+def ros_arguments(process: Process) -> tuple[str, ...]:
+    """ROS 2 command-line arguments for a node: name, namespace, remaps, parameter files and parameters."""
+    argv = ["--ros-args"]
+    if process.name is not None:
+        argv += ["-r", f"__node:={process.name}"]
+    if process.namespace != "/":
+        argv += ["-r", f"__ns:={process.namespace}"]
+    for source, target in process.remaps:
+        argv += ["-r", f"{source}:={target}"]
+    for source in process.param_sources:
+        if isinstance(source, Path):
+            argv += ["--params-file", str(source)]
+        else:
+            argv += ["-p", f"{source[0]}:={format_value(source[1])}"]
+    return tuple(argv) if len(argv) > 1 else ()
+
+
+def format_value(value: ParamValue) -> str:
+    """A parameter value as ROS writes it on a command line: true/false, numbers, strings, [a, b] lists."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(format_value(item) for item in value) + "]"
+    return str(value)
+
+
+def describe(commands: Sequence[Command]) -> str:
+    """The plan as text: one header line and one `$ command` line per process."""
+    lines = []
+    for index, command in enumerate(commands, start=1):
+        process = command.process
+        label = process.name or process.executable
+        origin = f"{process.pkg}/{process.executable}" if process.kind == "node" else "executable"
+        status = f"  [not runnable: {command.missing}]" if command.missing else ""
+        lines.append(f"[{index}] {label} ({origin}, namespace {process.namespace}) from {process.where}{status}")
+        lines.append(f"    $ {shlex.join(command.argv)}")
+    return "\n".join(lines)
+
+
+def run_commands(commands: Sequence[Command], stop_timeout_s: float = 5.0) -> int:
+    """Start every command, wait for all; Ctrl-C stops the children (SIGINT, then SIGTERM, then SIGKILL).
+
+    Returns the first non-zero exit status (0 when all succeed; 130 after Ctrl-C).
+    """
+    children: list[subprocess.Popen] = []
+    try:
+        for command in commands:
+            children.append(_start(command, children, stop_timeout_s))
+        codes = [child.wait() for child in children]
+    except KeyboardInterrupt:
+        stop_processes(children, stop_timeout_s)
+        return 130
+    return next((code for code in codes if code != 0), 0)
+
+
+def _start(command: Command, started: Sequence[subprocess.Popen], stop_timeout_s: float) -> subprocess.Popen:
+    """Start one command; if it cannot start, stop the ones already running and raise LaunchError."""
+    try:
+        return subprocess.Popen(command.argv)
+    except OSError as err:
+        stop_processes(started, stop_timeout_s)
+        raise LaunchError(f"cannot start {command.argv[0]}: {err.strerror or err}", command.process.where) from None
+
+
+def stop_processes(children: Sequence[subprocess.Popen], timeout_s: float) -> None:
+    """Stop running children: SIGINT (as Ctrl-C would), then SIGTERM, then SIGKILL, each after `timeout_s`."""
+    for stop in (lambda c: c.send_signal(signal.SIGINT), lambda c: c.terminate(), lambda c: c.kill()):
+        running = [child for child in children if child.poll() is None]
+        for child in running:
+            stop(child)
+        for child in running:
+            try:
+                child.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                pass

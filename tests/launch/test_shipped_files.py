@@ -1,0 +1,123 @@
+"""Every launch file in launch/ resolves (dry run) to the processes, commands and parameters written here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from robo_rl.launch import ResolveSettings, plan_commands, resolve_launch_file
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCH = REPO / "launch"
+SCRIPTS = Path("/opt/bin")  # a fixed folder so the expected commands are exact; nothing is run
+SETTINGS = ResolveSettings(package_shares={"robo_rl": REPO})
+
+
+def commands(name: str, **arguments: str) -> list[list[str]]:
+    plan = resolve_launch_file(LAUNCH / name, arguments, SETTINGS)
+    return [list(command.argv) for command in plan_commands(plan, SCRIPTS)]
+
+
+def test_every_shipped_launch_file_is_covered_here() -> None:
+    shipped = {path.name for path in LAUNCH.glob("*.launch.yaml")}
+    assert shipped == {
+        "train_quadrotor_hover.launch.yaml",
+        "train_rc_car.launch.yaml",
+        "sim_quadrotor.launch.yaml",
+        "sim_rc_car.launch.yaml",
+        "hardware_quadrotor.launch.yaml",
+        "hardware_rc_car.launch.yaml",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "preset"),
+    [("train_quadrotor_hover.launch.yaml", "quadrotor_hover_ppo"), ("train_rc_car.launch.yaml", "rc_car_race_ppo")],
+)
+def test_train_files_run_robo_rl_train(name: str, preset: str) -> None:
+    assert commands(name) == [
+        ["/opt/bin/robo-rl", "train", preset, "--seed", "0", "--runs-root", "runs", "--export", "--quiet"]
+    ]
+    flags = ["--seed", "3", "--num-envs", "16", "--max-iterations", "2", "--device", "cuda", "--runs-root", "runs"]
+    assert commands(name, seed="3", num_envs="16", max_iterations="2", device="cuda", export="false") == [
+        ["/opt/bin/robo-rl", "train", preset, *flags, "--quiet"]
+    ]
+
+
+def ros_args(name: str, namespace: str, *rest: str) -> list[str]:
+    return ["--ros-args", "-r", f"__node:={name}", "-r", f"__ns:={namespace}", *rest]
+
+
+@pytest.mark.parametrize(
+    ("robot", "namespace", "profile", "params"),
+    [("quadrotor", "/cf1", "quadrotor_crazyflie", "quadrotor.yaml"), ("rc_car", "/car1", "rc_car", "rc_car.yaml")],
+)
+def test_sim_files_start_bridge_policy_and_teleop(robot: str, namespace: str, profile: str, params: str) -> None:
+    file = f"{LAUNCH}/params/{params}"
+    policy_params = ["-p", "policy:=p.onnx", "-p", f"profile:={profile}"]
+    assert commands(f"sim_{robot}.launch.yaml", policy="p.onnx") == [
+        ["/opt/bin/sim_bridge", *ros_args("sim_bridge", namespace, "--params-file", file, "-p", f"profile:={profile}")],
+        ["/opt/bin/policy_node", *ros_args("policy_node", namespace, "--params-file", file, *policy_params)],
+        ["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file)],
+    ]
+    assert [argv[0] for argv in commands(f"sim_{robot}.launch.yaml", teleop="false")] == [
+        "/opt/bin/sim_bridge",
+        "/opt/bin/policy_node",
+    ]
+
+
+def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> None:
+    plan = resolve_launch_file(LAUNCH / "sim_quadrotor.launch.yaml", {"profile": "quadrotor_px4"}, SETTINGS)
+    bridge, policy, teleop = plan.processes
+    assert bridge.params == {"profile": "quadrotor_px4", "task": "quadrotor/hover", "seed": 0}
+    assert policy.params == {
+        "profile": "quadrotor_px4",
+        "policy": "policy.onnx",
+        "watchdog_periods": 1,
+        "max_missed_deadlines": 10,
+    }
+    assert teleop.params == {"profile": "quadrotor_crazyflie", "estop_button": 0, "takeover_button": 1}
+
+
+def test_hardware_quadrotor_remaps_onto_crazyswarm2_topics() -> None:
+    file = f"{LAUNCH}/params/quadrotor.yaml"
+    remaps = ["-r", "odom:=/cf231/odom", "-r", "cmd:=/cf231/cmd_vel_legacy"]
+    policy_params = ["-p", "policy:=/p.onnx", "-p", "profile:=quadrotor_crazyflie"]
+    assert commands("hardware_quadrotor.launch.yaml", policy="/p.onnx", robot="cf231") == [
+        ["/opt/bin/policy_node", *ros_args("policy_node", "/cf231", *remaps, "--params-file", file, *policy_params)],
+        ["/opt/bin/teleop_node", *ros_args("teleop_node", "/cf231", "-r", "joy:=/joy", "--params-file", file)],
+        ["/opt/bin/recorder", *ros_args("recorder", "/cf231", *remaps, "--params-file", file)],
+    ]
+
+
+def test_hardware_rc_car_remaps_onto_f1tenth_topics_and_records_optionally() -> None:
+    plan = resolve_launch_file(
+        LAUNCH / "hardware_rc_car.launch.yaml", {"policy": "p.onnx", "record": "false"}, SETTINGS
+    )
+    policy, teleop = plan.processes
+    assert policy.remaps == (("odom", "/odom"), ("cmd", "/drive"))
+    assert teleop.remaps == (("joy", "/joy"),)
+    assert policy.params["profile"] == teleop.params["profile"] == "rc_car"
+    assert policy.namespace == teleop.namespace == "/car1"
+
+
+def test_a_parameter_given_twice_is_passed_twice_with_each_value(tmp_path: Path) -> None:
+    path = tmp_path / "a.launch.yaml"
+    path.write_text(
+        "launch:\n- node: {pkg: robo_rl, exec: x, param: [{name: p, value: 1}, {name: p, value: [a, true]}]}\n"
+    )
+    plan = resolve_launch_file(path, {}, SETTINGS)
+    (command,) = plan_commands(plan, SCRIPTS)
+    assert command.argv == ("/opt/bin/x", "--ros-args", "-p", "p:=1", "-p", "p:=[a, true]")
+    assert plan.processes[0].params == {"p": ("a", True)}
+    assert command.missing == "x is not installed (no console script /opt/bin/x)"
+
+
+@pytest.mark.parametrize("name", ["sim_quadrotor", "hardware_quadrotor", "sim_rc_car", "hardware_rc_car"])
+def test_every_robot_profile_a_launch_file_names_is_bundled_with_the_deploy_core(name: str) -> None:
+    from robo_rl.real import bundled_profiles
+
+    plan = resolve_launch_file(LAUNCH / f"{name}.launch.yaml", {"policy": "p.onnx"}, SETTINGS)
+    profiles = {process.params["profile"] for process in plan.processes if "profile" in process.params}
+    assert profiles and profiles <= set(bundled_profiles())
