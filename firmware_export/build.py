@@ -25,6 +25,7 @@ from robo_rl.firmware_export.codegen import CSources
 
 WARNINGS = ("-Wall", "-Wextra", "-Werror", "-pedantic")
 HOST_CC = "gcc"
+HOST_SIZE = "size"
 HOST_CFLAGS = ("-O2", "-std=c99", *WARNINGS)
 CORTEX_M4_CC = "arm-none-eabi-gcc"
 CORTEX_M4_SIZE = "arm-none-eabi-size"
@@ -43,7 +44,7 @@ class CompileError(RuntimeError):
 
 @dataclass(frozen=True)
 class SizeReport:
-    """`arm-none-eabi-size` (Berkeley format) of one object file, in bytes."""
+    """`size` / `arm-none-eabi-size` (Berkeley format) of one object file, in bytes."""
 
     text: int
     """Code and read-only data (the `static const` weights live here)."""
@@ -98,7 +99,7 @@ def find_tool(name: str) -> str:
     """Path of an installed program, or ToolNotFoundError saying which package provides it."""
     path = shutil.which(name)
     if path is None:
-        package = "gcc" if name == HOST_CC else "gcc-arm-none-eabi and libnewlib-arm-none-eabi"
+        package = {HOST_CC: "gcc", HOST_SIZE: "binutils"}.get(name, "gcc-arm-none-eabi and libnewlib-arm-none-eabi")
         raise ToolNotFoundError(f"{name} not found on PATH; install {package} (`make system-deps` does it with apt)")
     return path
 
@@ -148,12 +149,20 @@ def build_cortex_m4(sources: CSources, directory: Path) -> SizeReport:
     return object_size(obj)
 
 
-def object_size(path: Path) -> SizeReport:
-    """text/data/bss of one object file from `arm-none-eabi-size` (Berkeley format)."""
-    output = _run([find_tool(CORTEX_M4_SIZE), "--format=berkeley", str(path)], Path(path).parent)
+def build_host_object(sources: CSources, directory: Path) -> SizeReport:
+    """Compile the policy with the host gcc (`HOST_CFLAGS`) into `directory` and measure the object with `size`."""
+    directory = Path(directory)
+    _, c_file = sources.write(directory)
+    obj = _compile_objects(find_tool(HOST_CC), HOST_CFLAGS, [c_file], directory, 1)[0]
+    return object_size(obj, HOST_SIZE)
+
+
+def object_size(path: Path, size_tool: str = CORTEX_M4_SIZE) -> SizeReport:
+    """text/data/bss of one object file from `size_tool` (Berkeley format; default `arm-none-eabi-size`)."""
+    output = _run([find_tool(size_tool), "--format=berkeley", str(path)], Path(path).parent)
     lines = output.strip().splitlines()
     if len(lines) < 2:
-        raise RuntimeError(f"unexpected {CORTEX_M4_SIZE} output: {output!r}")
+        raise RuntimeError(f"unexpected {size_tool} output: {output!r}")
     text, data, bss = (int(v) for v in lines[1].split()[:3])
     return SizeReport(text=text, data=data, bss=bss, object_path=Path(path))
 

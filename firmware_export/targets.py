@@ -22,7 +22,6 @@ import json
 import math
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +33,13 @@ import numpy as np
 
 import robo_rl
 from robo_rl.firmware_export import qemu
-from robo_rl.firmware_export.build import HOST_CFLAGS, ToolNotFoundError, build_cortex_m4, build_host
+from robo_rl.firmware_export.build import (
+    SizeReport,
+    ToolNotFoundError,
+    build_cortex_m4,
+    build_host,
+    build_host_object,
+)
 from robo_rl.firmware_export.codegen import CSources, generate_c
 from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, PolicyInfo, PolicyIR, load_policy
 from robo_rl.firmware_export.quantize import quantize, sample_observations
@@ -87,23 +92,6 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class ObjectSize:
-    """Section sizes in bytes (arm-none-eabi-size): text (code + constants, flash), data (flash + RAM), bss (RAM)."""
-
-    text: int
-    data: int
-    bss: int
-
-    @property
-    def flash(self) -> int:
-        return self.text + self.data
-
-    @property
-    def ram(self) -> int:
-        return self.data + self.bss
-
-
-@dataclass(frozen=True)
 class QemuCheck:
     """The policy on an emulated Cortex-M4 (QEMU mps2-an386) vs onnxruntime and vs the host build."""
 
@@ -117,7 +105,7 @@ class QemuCheck:
     """Largest relative error of the instruction count on known loops (the method's own check)."""
     nonfinite_rejected: bool
     """The firmware returned the error code for a NaN observation."""
-    firmware_size: ObjectSize
+    firmware_size: SizeReport
     """Whole test firmware (startup code, libm and test harness included), not the policy alone."""
 
 
@@ -135,9 +123,9 @@ class ExportReport:
     layers: tuple[str, ...]
     """One short description per IR layer."""
     numerics: str
-    cortex_m4_size: ObjectSize | None = None
+    cortex_m4_size: SizeReport | None = None
     """The policy object alone, built with the Cortex-M4F flags."""
-    host_size: ObjectSize | None = None
+    host_size: SizeReport | None = None
     """The policy object alone, built by the host gcc (-O2), measured with `size`."""
     host_latency_us: float | None = None
     """Host C time per call through ctypes (ctypes' own overhead of about a microsecond included; with verify)."""
@@ -167,6 +155,9 @@ class ExportReport:
         """JSON-ready dict (paths as strings, derived error ratios included)."""
         data = asdict(self)
         data["onnx_path"], data["out_dir"] = str(self.onnx_path), str(self.out_dir)
+        sizes = [data["cortex_m4_size"], data["host_size"], data["qemu"] and data["qemu"]["firmware_size"]]
+        for size in filter(None, sizes):
+            del size["object_path"]  # a scratch file, gone after the export
         data["ok"] = self.ok
         for name, comparison in (("host_parity", self.host_parity), ("int8_error", self.int8_error)):
             if comparison is not None:
@@ -533,22 +524,14 @@ def _require(*tools: str) -> None:
         raise _ToolMissing(f"{', '.join(missing)} not found on PATH (the Makefile installs it with apt)")
 
 
-def _cortex_m4_size(inputs: _CheckInputs, directory: Path) -> ObjectSize:
+def _cortex_m4_size(inputs: _CheckInputs, directory: Path) -> SizeReport:
     _require("arm-none-eabi-gcc", "arm-none-eabi-size")
-    size = build_cortex_m4(inputs.sources, directory)
-    return ObjectSize(text=int(size.text), data=int(size.data), bss=int(size.bss))
+    return build_cortex_m4(inputs.sources, directory)
 
 
-def _host_size(inputs: _CheckInputs, directory: Path) -> ObjectSize:
+def _host_size(inputs: _CheckInputs, directory: Path) -> SizeReport:
     _require("gcc", "size")
-    _, source = inputs.sources.write(directory)
-    obj = directory / f"{source.stem}.o"
-    for command in (["gcc", *HOST_CFLAGS, "-c", str(source), "-o", str(obj)], ["size", "--format=berkeley", str(obj)]):
-        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr.strip()}")
-    text, data, bss = (int(value) for value in done.stdout.splitlines()[1].split()[:3])
-    return ObjectSize(text=text, data=data, bss=bss)
+    return build_host_object(inputs.sources, directory)
 
 
 def _host_latency_us(inputs: _CheckInputs, directory: Path) -> float:
@@ -621,7 +604,6 @@ def _qemu_check(inputs: _CheckInputs, directory: Path) -> QemuCheck:
     result = qemu.run_in_qemu(inputs.sources, with_nan, directory / "firmware")
     host_actions, _ = _host_actions(inputs.sources, obs, directory / "host")
     instructions = result.instructions_per_inference
-    size = result.firmware_size
     return QemuCheck(
         vs_onnxruntime=_compare(
             "onnxruntime", result.outputs[:-1], onnxruntime_actions(inputs.onnx_path, obs, inputs.ir.info)
@@ -631,7 +613,7 @@ def _qemu_check(inputs: _CheckInputs, directory: Path) -> QemuCheck:
         estimated_latency_us=None if instructions is None else qemu.estimated_latency_us(instructions),
         count_error=result.max_count_error,
         nonfinite_rejected=bool(np.all(result.codes[:-1] == 0) and result.codes[-1] != 0),
-        firmware_size=ObjectSize(text=size.text, data=size.data, bss=size.bss),
+        firmware_size=result.firmware_size,
     )
 
 

@@ -7,6 +7,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TypeVar
 
+from robo_rl.config import ConfigError, from_dict, read_yaml
+
 T = TypeVar("T")
 
 
@@ -29,3 +31,15 @@ def load_bundled(
         with resources.as_file(resources.files(package) / folder / f"{name_or_path}{suffixes[0]}") as path:
             return read(path)
     return read(Path(name_or_path))
+
+
+def read_named_params(cls: type[T], path: str | Path) -> T:
+    """Read a YAML file whose keys are the fields of the dataclass `cls`; its `name` field defaults to the file
+    stem. Unknown or missing keys, wrong types and invalid values raise ConfigError naming the file and the key."""
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of {cls.__name__} fields, got {type(data).__name__}")
+    try:
+        return from_dict(cls, {"name": Path(path).stem, **data})
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from None

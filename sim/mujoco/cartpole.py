@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.envs import SpaceSpec, StepResult
 from robo_rl.sim.mujoco.engine import BACKENDS, Backend, make_engine, snapshot
-from robo_rl.sim.mujoco.episodes import Episodes, controls, to_torch
+from robo_rl.sim.mujoco.episodes import Episodes, controls, time_limit_result, to_torch
 from robo_rl.sim.mujoco.model import load_model
 from robo_rl.sim.mujoco.rendering import FrameRenderer
 
@@ -155,15 +155,7 @@ class CartpoleSwingup:
         if done.size > 0:
             self._restart(done)
             obs = self._observe()  # rows of envs that did not finish equal final_obs
-        info = {INFO_FINAL_OBS: to_torch(final_obs, self.device), INFO_SUCCESS: to_torch(success, self.device)}
-        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        return (
-            to_torch(obs, self.device),
-            to_torch(reward, self.device),
-            terminated,
-            to_torch(truncated, self.device),
-            info,
-        )
+        return time_limit_result(obs, final_obs, reward, truncated, success, self.device)
 
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(480, 640, 3)` uint8 of env `index` from the MJCF's fixed camera (GL made on first call)."""

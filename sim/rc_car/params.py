@@ -20,8 +20,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from robo_rl.config import ConfigError, from_dict, read_yaml
-from robo_rl.sim.bundled import bundled_names, load_bundled
+from robo_rl.sim.bundled import bundled_names, load_bundled, read_named_params
 
 CARS_PACKAGE = "robo_rl.sim.rc_car"
 CARS_FOLDER = "cars"
@@ -178,10 +177,4 @@ def load_car_file(path: str | Path) -> CarParams:
     Unknown or missing keys, wrong types and invalid values raise `robo_rl.config.ConfigError` (a ValueError)
     naming the file and the key.
     """
-    data = read_yaml(path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of CarParams fields, got {type(data).__name__}")
-    try:
-        return from_dict(CarParams, {"name": Path(path).stem, **data})
-    except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from None
+    return read_named_params(CarParams, path)
