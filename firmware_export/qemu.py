@@ -236,6 +236,8 @@ def _run_qemu(firmware: Path, timeout: float) -> str:
         "-cpu",
         "cortex-m4",
         "-nographic",
+        "-nic",
+        "none",  # no network device: the firmware never sends a packet anywhere
         "-monitor",
         "none",
         "-semihosting-config",

@@ -12,7 +12,7 @@ import onnxruntime as ort
 import pytest
 
 from robo_rl.real.profile import bundled_profiles, load_profile
-from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
+from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError, mismatches
 
 
 def _with_metadata(source: Path, target: Path, **changes: str | None) -> Path:
@@ -83,7 +83,8 @@ def test_every_mismatch_is_listed(policy_file: Callable[[str], Path], tmp_path: 
 
 def test_dt_within_tolerance_is_accepted(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
     changed = _with_metadata(policy_file("rc_car"), tmp_path / "dt.onnx", dt="0.02005")
-    PolicyRuntime(changed, load_profile("rc_car"))
+    runtime = PolicyRuntime(changed, load_profile("rc_car"))
+    assert runtime.info.dt == pytest.approx(0.02005) and not mismatches(runtime.info, load_profile("rc_car"))
 
 
 def test_missing_or_malformed_metadata(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
