@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install system-deps lint clean
+.PHONY: demo test bench install system-deps ros-venv lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,29 @@ $(STAMP): $(PY) pyproject.toml setup.py
 
 install: $(STAMP)
 
+# .venv-ros: real rclpy from PyPI's ros-* wheels (Kilted; ROS_DISTRO=jazzy for the ros-jazzy-* wheels), the
+# messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags) plus
+# torch for sim_bridge. A venv of its own because the wheels' .pth file re-executes Python to set LD_LIBRARY_PATH.
+# cyclonedds is the independent DDS peer of the wire test. tests/real/ros use it and skip, saying why, without it.
+VENV_ROS := .venv-ros
+PY_ROS := $(VENV_ROS)/bin/python
+ROS_DISTRO ?= kilted
+ROS_PREFIX := $(if $(filter kilted,$(ROS_DISTRO)),ros-,ros-$(ROS_DISTRO)-)
+ROS_WHEELS := rclpy rmw-fastrtps-cpp std-msgs geometry-msgs sensor-msgs nav-msgs trajectory-msgs \
+	lifecycle-msgs diagnostic-msgs
+ROS_STAMP := $(VENV_ROS)/.installed-$(ROS_DISTRO)
+
+$(ROS_STAMP): pyproject.toml setup.py
+	rm -rf $(VENV_ROS)
+	$(PYTHON) -m venv $(VENV_ROS)
+	$(PY_ROS) -m pip install --upgrade pip setuptools wheel
+	$(PY_ROS) -m pip install $(TORCH)
+	$(PY_ROS) -m pip install $(addprefix $(ROS_PREFIX),$(ROS_WHEELS)) "cyclonedds>=0.10"
+	$(PY_ROS) -m pip install -e ".[ros]"
+	touch $(ROS_STAMP)
+
+ros-venv: $(ROS_STAMP)
+
 # Installs SYSTEM_PACKAGES with apt-get where they are missing (needs root); otherwise says what to install.
 system-deps:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -45,6 +68,7 @@ demo: $(STAMP)
 
 # pytest exits 5 when it collects nothing: that is a failure here, never a silent pass.
 test: $(STAMP)
+	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	$(VENV)/bin/pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
 bench: $(STAMP)
@@ -61,4 +85,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check robo_rl sim real firmware_export tests bench
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info
+	rm -rf $(VENV) $(VENV_ROS) runs build *.egg-info

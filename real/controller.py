@@ -6,8 +6,9 @@ maps the result onto the command message fields; a ROS node only converts messag
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,13 +31,16 @@ class ControlOutput:
     """The filtered command `(action_dim,)` in policy units and what the filter did."""
     latency: float | None
     """Seconds from the observation's arrival to this command; None when the safe command was sent instead."""
+    intervened: bool = False
+    """The command is the operator's action (`intervene`), not the policy's."""
 
 
 class PolicyController:
     """Runs a checked policy on a robot profile; `observe(fields)` when messages arrive, `step()` every period.
 
     `step()` sends the safe command when observations are stale (older than the profile's staleness timeout),
-    incomplete, non-finite, or the e-stop is latched; it never raises for bad data.
+    incomplete, non-finite, or the e-stop is latched; it never raises for bad data. An operator's action given
+    to `intervene` replaces the policy's while it is fresh (same timeout), through the same safety filter.
     """
 
     def __init__(
@@ -56,6 +60,8 @@ class PolicyController:
         self.watchdog = Watchdog(profile.staleness_timeout, clock)
         self.fields: dict[str, float] = {}
         self.observed_at = float("nan")
+        self.intervention: np.ndarray | None = None
+        self.intervened_at = -math.inf
 
     def observe(self, fields: Mapping[str, float]) -> None:
         """Merge newly arrived message fields into the latest observation and feed the watchdog."""
@@ -63,12 +69,26 @@ class PolicyController:
         self.observed_at = self.clock()
         self.watchdog.feed()
 
+    def intervene(self, action: Sequence[float]) -> None:
+        """The operator's action `(action_dim,)` in policy units, used instead of the policy's while fresh."""
+        action = np.asarray(action, dtype=np.float64)
+        if action.shape != (len(self.profile.actions),):
+            raise ValueError(f"intervention shape {action.shape}, expected ({len(self.profile.actions)},)")
+        self.intervention = action
+        self.intervened_at = self.clock()
+
     def step(self) -> ControlOutput:
         """The command for this period."""
-        result, latency = self._filtered()
+        intervened = self.intervention is not None and self.clock() - self.intervened_at <= self.watchdog.timeout
+        result, latency = self._intervened() if intervened else self._filtered()
         self.assembler.record_action(result.command)
         names = self.profile.action_names
-        return ControlOutput(command_fields(self.command_spec, names, result.command), result, latency)
+        fields = command_fields(self.command_spec, names, result.command)
+        return ControlOutput(fields, result, latency, intervened and not result.fault)
+
+    def _intervened(self) -> tuple[SafetyResult, float | None]:
+        assert self.intervention is not None
+        return self.safety(self.intervention), None
 
     def _filtered(self) -> tuple[SafetyResult, float | None]:
         if self.watchdog.stale():

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
-LATENCY_WINDOW = 10_000
+from robo_rl.real.latency import LATENCY_WINDOW, LatencyStats
 
 
 @dataclass(frozen=True)
@@ -55,10 +52,7 @@ class ControlLoop:
         self.sleep = sleep
         self.ticks = 0
         self.missed_deadlines = 0
-        self._latency_sum = 0.0
-        self._latency_count = 0
-        self._latency_max = -math.inf
-        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self.latency = LatencyStats(LATENCY_WINDOW)
 
     def run(self, ticks: int | None = None, should_stop: Callable[[], bool] = lambda: False) -> LoopStats:
         """Run `ticks` steps (forever when None) or until `should_stop()` is true before a tick."""
@@ -86,20 +80,15 @@ class ControlLoop:
         return deadline + skipped * self.period
 
     def _record(self, latency: float | None) -> None:
-        if latency is None:
-            return
-        self._latency_sum += latency
-        self._latency_count += 1
-        self._latency_max = max(self._latency_max, latency)
-        self._latencies.append(latency)
+        if latency is not None:
+            self.latency.record(latency)
 
     def stats(self) -> LoopStats:
-        count = self._latency_count
         return LoopStats(
             ticks=self.ticks,
             missed_deadlines=self.missed_deadlines,
-            latency_count=count,
-            latency_mean=self._latency_sum / count if count else math.nan,
-            latency_max=self._latency_max if count else math.nan,
-            latency_p99=float(np.percentile(self._latencies, 99)) if count else math.nan,
+            latency_count=self.latency.count,
+            latency_mean=self.latency.mean,
+            latency_max=self.latency.maximum(),
+            latency_p99=self.latency.percentile(99),
         )

@@ -142,6 +142,50 @@ class CommandSpec:
         return self.type.split("/")[0]
 
 
+DERIVATIONS = ("quadrotor_state",)
+"""Inputs a node computes from other inputs instead of subscribing (see `robo_rl.real.derive`)."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Where the sources `NAME.*` of the observations come from: a subscribed topic, or a derivation."""
+
+    name: str
+    """First segment of the sources it provides (`odom` for `odom.twist.twist.linear.x`)."""
+    type: str = ""
+    """ROS message type `pkg/msg/Name` of the topic; empty for a derived input."""
+    topic: str = ""
+    """Topic to subscribe (relative names resolve in the node's namespace); empty means `name`."""
+    labels: tuple[str, ...] = ()
+    """For a `*MultiArray` message: `data[i]` is published to the sources as `NAME.labels[i]`."""
+    derive: str = ""
+    """A derivation from `DERIVATIONS` computed from the input `source` (e.g. `quadrotor_state` from `odom`)."""
+    source: str = ""
+    """The input a derivation reads."""
+
+    def __post_init__(self) -> None:
+        _require(bool(re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", self.name)), "name", f"bad input name {self.name!r}")
+        if self.derive:
+            _require(self.derive in DERIVATIONS, "derive", f"must be one of {DERIVATIONS}, got {self.derive!r}")
+            _require(bool(self.source), "source", "a derived input names the input it reads")
+            _require(not self.type and not self.labels, "type", "a derived input has no message type or labels")
+        else:
+            valid = self.type.count("/") == 2 and "/msg/" in self.type
+            _require(valid, "type", f"expected pkg/msg/Name, got {self.type!r}")
+        for label in self.labels:
+            _require(bool(_FIELD_PATH.match(label)), "labels", f"bad label {label!r}")
+
+    @property
+    def topic_name(self) -> str:
+        return self.topic or self.name
+
+
+def source_input(source: str) -> str:
+    """The input a source reads: its first segment (`odom` for `odom.twist.twist.linear.x`, `track` for
+    `track.lookahead[3]`)."""
+    return re.split(r"[.\[]", source, maxsplit=1)[0]
+
+
 @dataclass(frozen=True)
 class RobotProfile:
     name: str
@@ -162,6 +206,8 @@ class RobotProfile:
     """Policy actions in the order the policy outputs them."""
     commands: tuple[CommandSpec, ...]
     """Command message choices, preferred first (the first whose package is importable is used)."""
+    inputs: tuple[InputSpec, ...] = ()
+    """Topics and derivations feeding the observation sources (needed by the ROS nodes, not by the core)."""
 
     def __post_init__(self) -> None:
         _require(bool(self.name), "name", "must not be empty")
@@ -175,7 +221,10 @@ class RobotProfile:
         _require(len(self.commands) > 0, "commands", "must not be empty")
         _require_unique([o.name for o in self.observations], "observations")
         _require_unique([a.name for a in self.actions], "actions")
+        _require_unique([i.name for i in self.inputs], "inputs")
         self._check_references()
+        if self.inputs:
+            self._check_inputs()
 
     def _check_references(self) -> None:
         names = set(self.action_names)
@@ -186,6 +235,16 @@ class RobotProfile:
             for j, field in enumerate(command.fields):
                 where = f"commands[{i}].fields[{j}].action"
                 _require(field.action in names, where, f"unknown action {field.action!r}")
+
+    def _check_inputs(self) -> None:
+        names = {i.name for i in self.inputs}
+        for i, obs in enumerate(self.observations):
+            if history_source(obs.source) is None:
+                where = f"observations[{i}].source"
+                _require(source_input(obs.source) in names, where, f"no input named {source_input(obs.source)!r}")
+        for i, spec in enumerate(self.inputs):
+            if spec.derive:
+                _require(spec.source in names, f"inputs[{i}].source", f"no input named {spec.source!r}")
 
     @property
     def obs_names(self) -> tuple[str, ...]:
@@ -246,8 +305,16 @@ def _has_no_default(field: Any) -> bool:
 def _build_list(element: type, value: Any, where: str) -> tuple[Any, ...]:
     if not isinstance(value, list):
         raise ProfileError(f"{where}: expected a list, got {type(value).__name__}")
-    nested = {"fields": CommandField} if element is CommandSpec else None
+    if element is str:
+        return tuple(_string(item, f"{where}[{i}]") for i, item in enumerate(value))
+    nested = {CommandSpec: {"fields": CommandField}, InputSpec: {"labels": str}}.get(element)
     return tuple(_build(element, item, f"{where}[{i}]", nested) for i, item in enumerate(value))
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ProfileError(f"{where}: expected a string, got {value!r}")
+    return value
 
 
 def _scalar(field: Any, value: Any, where: str) -> Any:
@@ -266,7 +333,7 @@ def _scalar(field: Any, value: Any, where: str) -> Any:
 
 def profile_from_dict(data: Any, source: str = "profile") -> RobotProfile:
     """Build a profile from parsed YAML; `source` prefixes error messages."""
-    nested = {"observations": ObservationField, "actions": ActionLimit, "commands": CommandSpec}
+    nested = {"observations": ObservationField, "actions": ActionLimit, "commands": CommandSpec, "inputs": InputSpec}
     try:
         return _build(RobotProfile, data, "", nested)
     except ProfileError as err:

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 import robo_rl
-from robo_rl.cli import collect, compare, demo, evaluate, export, launch, play, task_list, train
 from robo_rl.config import ConfigError
+
+# (command, module in robo_rl.cli). Modules import lazily so that a deploy-only install (`robo-rl[real]`, no torch)
+# still runs `robo-rl launch`; a command whose extra is missing says which package it lacks.
+COMMANDS = (
+    ("train", "train"),
+    ("eval", "evaluate"),
+    ("export", "export"),
+    ("play", "play"),
+    ("collect", "collect"),
+    ("compare", "compare"),
+    ("tasks", "task_list"),
+    ("demo", "demo"),
+    ("launch", "launch"),
+)
 
 DESCRIPTION = """\
 robo_rl: train policies in batched simulators, evaluate them, watch them (play), and export them to ONNX for
@@ -22,9 +36,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"robo-rl {robo_rl.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in (train, evaluate, export, play, collect, compare, task_list, demo, launch):
-        command.add_parser(sub)
+    for command, module_name in COMMANDS:
+        try:
+            module = importlib.import_module(f"robo_rl.cli.{module_name}")
+        except ModuleNotFoundError as err:
+            _add_unavailable(sub, command, str(err.name))
+            continue
+        module.add_parser(sub)
     return parser
+
+
+def _add_unavailable(sub: argparse._SubParsersAction, command: str, missing: str) -> None:
+    reason = (
+        f"not available in this install: it needs the Python package {missing!r} (pip install 'robo-rl[sim,export]')"
+    )
+    parser = sub.add_parser(command, help=reason, description=reason)
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+
+    def fail(_args: argparse.Namespace) -> int:
+        print(f"robo-rl {command}: {reason}", file=sys.stderr)
+        return 2
+
+    parser.set_defaults(func=fail)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -79,5 +79,6 @@ def section_applies(key: str, name: str | None, namespace: str) -> bool:
         return True
     if name is None:
         return False
+    # As rcl: a key without a leading slash is absolute (`policy_node` is /policy_node, not /cf1/policy_node).
     qualified = f"{namespace.rstrip('/')}/{name}"
-    return key in (qualified, qualified.lstrip("/"), name, f"/**/{name}")
+    return key in (qualified, qualified.lstrip("/"), f"/**/{name}")

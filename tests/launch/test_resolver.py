@@ -203,7 +203,7 @@ def test_unresolvable_substitutions_are_errors(tmp_path: Path, expression: str, 
         resolve(path)
 
 
-def test_param_values_are_typed_like_ros_and_file_sections_match_by_name(tmp_path: Path) -> None:
+def test_param_values_are_typed_like_ros_and_file_sections_match_as_in_rcl(tmp_path: Path) -> None:
     write(
         tmp_path,
         "p.yaml",
@@ -214,6 +214,8 @@ def test_param_values_are_typed_like_ros_and_file_sections_match_by_name(tmp_pat
   ros__parameters: {common: 2}
 other:
   ros__parameters: {common: 3}
+n:
+  ros__parameters: {common: 4}
 """,
     )
     path = write(

@@ -55,7 +55,7 @@ def ros_args(name: str, namespace: str, *rest: str) -> list[str]:
 )
 def test_sim_files_start_bridge_policy_and_teleop(robot: str, namespace: str, profile: str, params: str) -> None:
     file = f"{LAUNCH}/params/{params}"
-    policy_params = ["-p", "policy:=p.onnx", "-p", f"profile:={profile}"]
+    policy_params = ["-p", "policy:=p.onnx", "-p", f"profile:={profile}", "-p", "autostart:=true"]
     assert commands(f"sim_{robot}.launch.yaml", policy="p.onnx") == [
         ["/opt/bin/sim_bridge", *ros_args("sim_bridge", namespace, "--params-file", file, "-p", f"profile:={profile}")],
         ["/opt/bin/policy_node", *ros_args("policy_node", namespace, "--params-file", file, *policy_params)],
@@ -70,20 +70,22 @@ def test_sim_files_start_bridge_policy_and_teleop(robot: str, namespace: str, pr
 def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> None:
     plan = resolve_launch_file(LAUNCH / "sim_quadrotor.launch.yaml", {"profile": "quadrotor_px4"}, SETTINGS)
     bridge, policy, teleop = plan.processes
-    assert bridge.params == {"profile": "quadrotor_px4", "task": "quadrotor/hover", "seed": 0}
+    assert bridge.params == {"profile": "quadrotor_px4", "task": "quadrotor/hover", "seed": 0, "episode_length": 3600.0}
     assert policy.params == {
         "profile": "quadrotor_px4",
         "policy": "policy.onnx",
-        "watchdog_periods": 1,
+        "target": (0.0, 0.0, 0.0),
+        "trigger": "observation",
         "max_missed_deadlines": 10,
+        "autostart": True,
     }
     assert teleop.params == {"profile": "quadrotor_crazyflie", "estop_button": 0, "takeover_button": 1}
 
 
-def test_hardware_quadrotor_remaps_onto_crazyswarm2_topics() -> None:
+def test_hardware_quadrotor_remaps_onto_the_driver_topics() -> None:
     file = f"{LAUNCH}/params/quadrotor.yaml"
-    remaps = ["-r", "odom:=/cf231/odom", "-r", "cmd:=/cf231/cmd_vel_legacy"]
-    policy_params = ["-p", "policy:=/p.onnx", "-p", "profile:=quadrotor_crazyflie"]
+    remaps = ["-r", "odom:=/cf231/odom", "-r", "cmd_motors:=/cf231/cmd_motors"]
+    policy_params = ["-p", "policy:=/p.onnx", "-p", "profile:=quadrotor_crazyflie", "-p", "autostart:=false"]
     assert commands("hardware_quadrotor.launch.yaml", policy="/p.onnx", robot="cf231") == [
         ["/opt/bin/policy_node", *ros_args("policy_node", "/cf231", *remaps, "--params-file", file, *policy_params)],
         ["/opt/bin/teleop_node", *ros_args("teleop_node", "/cf231", "-r", "joy:=/joy", "--params-file", file)],
@@ -96,7 +98,8 @@ def test_hardware_rc_car_remaps_onto_f1tenth_topics_and_records_optionally() -> 
         LAUNCH / "hardware_rc_car.launch.yaml", {"policy": "p.onnx", "record": "false"}, SETTINGS
     )
     policy, teleop = plan.processes
-    assert policy.remaps == (("odom", "/odom"), ("cmd", "/drive"))
+    assert policy.remaps == (("odom", "/odom"), ("drive", "/drive"), ("cmd_vel", "/cmd_vel"))
+    assert policy.params["autostart"] is False
     assert teleop.remaps == (("joy", "/joy"),)
     assert policy.params["profile"] == teleop.params["profile"] == "rc_car"
     assert policy.namespace == teleop.namespace == "/car1"

@@ -113,3 +113,30 @@ def test_command_fields_scale_and_offset() -> None:
     names = load_profile("quadrotor_px4").action_names
     got = command_fields(spec, names, np.array([1.0, 0.5, -0.5, 1.0]))
     assert got == {"thrust_body[2]": -1.0, "roll": 5.0, "pitch": -5.0, "yaw": 5.0}
+
+
+def test_operator_action_replaces_the_policy_while_fresh(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    controller = _controller("quadrotor_crazyflie", policy_file, clock)
+    controller.observe(_fields(controller.profile))
+    policy_command = controller.step().safety.command
+    controller.intervene([0.5, 2.0, -0.25, 0.0])
+    out = controller.step()
+    # The operator's action goes through the same filter: clipped to [-1, 1].
+    assert out.intervened and out.safety.clipped
+    np.testing.assert_allclose(out.safety.command, [0.5, 1.0, -0.25, 0.0])
+    assert not np.allclose(out.safety.command, policy_command)
+    clock.advance(controller.profile.staleness_timeout + 0.001)
+    controller.observe(_fields(controller.profile))
+    after = controller.step()
+    assert not after.intervened and after.safety.fault == ""
+    with pytest.raises(ValueError, match="intervention shape"):
+        controller.intervene([0.0])
+
+
+def test_estop_wins_over_the_operator(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    controller = _controller("quadrotor_crazyflie", policy_file, clock)
+    controller.intervene([0.5, 0.5, 0.5, 0.5])
+    controller.safety.estop()
+    out = controller.step()
+    assert out.safety.fault == "e-stop" and not out.intervened
+    np.testing.assert_allclose(out.safety.command, controller.profile.safe_action)

@@ -19,6 +19,7 @@ from robo_rl.real.profile import (
     bundled_profiles,
     load_profile,
     profile_from_dict,
+    source_input,
 )
 
 
@@ -38,7 +39,24 @@ def _minimal() -> dict[str, Any]:
         "commands": [{"type": "geometry_msgs/msg/Twist", "topic": "cmd_vel", "fields": [
             {"action": "drive", "field": "linear.x", "scale": 5.0}
         ]}],
+        "inputs": [
+            {"name": "odom", "type": "nav_msgs/msg/Odometry"},
+            {"name": "state", "derive": "quadrotor_state", "source": "odom"},
+        ],
     }  # fmt: skip
+
+
+def test_profile_without_inputs_is_valid_for_the_core() -> None:
+    data = _minimal()
+    del data["inputs"]
+    assert profile_from_dict(data).inputs == ()
+
+
+def test_every_bundled_observation_source_has_an_input() -> None:
+    for name in bundled_profiles():
+        profile = load_profile(name)
+        inputs = {i.name for i in profile.inputs}
+        assert {source_input(o.source) for o in profile.observations} - inputs <= {"previous_action"}, name
 
 
 def test_bundled_profiles_load() -> None:
@@ -95,6 +113,13 @@ def _set(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, A
         (("commands", 0, "type"), "Twist", "car.yaml: commands[0].type: expected pkg/msg/Name, got 'Twist'"),
         (("observations",), {"a": 1}, "car.yaml: observations: expected a list, got dict"),
         (("observations", 1, "name"), "vx", "car.yaml: observations: duplicate names ['vx']"),
+        (("inputs", 0, "name"), "imu", "car.yaml: observations[0].source: no input named 'odom'"),
+        (("inputs", 0, "type"), "Odometry", "car.yaml: inputs[0].type: expected pkg/msg/Name, got 'Odometry'"),
+        (("inputs", 0, "labels"), "x", "car.yaml: inputs[0].labels: expected a list, got str"),
+        (("inputs", 0, "labels"), ["a b"], "car.yaml: inputs[0].labels: bad label 'a b'"),
+        (("inputs", 1), {"name": "s", "derive": "magic", "source": "odom"}, "car.yaml: inputs[1].derive: must be one"),
+        (("inputs", 1), {"name": "s", "derive": "quadrotor_state", "source": "gps"}, "car.yaml: inputs[1].source: no"),
+        (("inputs", 1), {"name": "odom", "type": "std_msgs/msg/Bool"}, "car.yaml: inputs: duplicate names ['odom']"),
     ],
 )
 def test_malformed_profile_names_the_field(path: tuple[Any, ...], value: Any, message: str) -> None:

@@ -1,0 +1,76 @@
+"""Observation sources computed on the robot side: labelled array elements and the quadrotor's derived state.
+
+Pure functions on flat field dicts (`odom.pose.pose.position.x` → value), shared by the ROS nodes and their tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from robo_rl.real.profile import InputSpec
+
+AXES = ("x", "y", "z")
+
+
+def labelled_fields(spec: InputSpec, data: Sequence[float]) -> dict[str, float]:
+    """`NAME.label` → `data[i]` for a `*MultiArray` input; elements beyond `len(data)` are left out (missing)."""
+    return {f"{spec.name}.{label}": float(value) for label, value in zip(spec.labels, data, strict=False)}
+
+
+def rotation_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
+    """Body-to-world rotation `(3, 3)` of a quaternion (normalized first; the identity for a zero quaternion)."""
+    q = np.array([w, x, y, z], dtype=np.float64)
+    norm = np.linalg.norm(q)
+    if not norm > 0:
+        return np.eye(3)
+    w, x, y, z = q / norm
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def quadrotor_state(name: str, odom: str, fields: Mapping[str, float], target: Sequence[float]) -> dict[str, float]:
+    """The quadrotor's policy state from an Odometry input `odom` (pose in a z-up world, twist in the body frame).
+
+    `NAME.position_error.{x,y,z}` = position − target (m), `NAME.rotation[0..8]` = body-to-world rotation row-major,
+    `NAME.velocity.{x,y,z}` = world-frame velocity (m/s), as robo_rl's quadrotor/hover observes them. Returns {}
+    until every pose and twist field has arrived, so the assembler reports the missing sources.
+    """
+    pose, twist = f"{odom}.pose.pose", f"{odom}.twist.twist.linear"
+    keys = [f"{pose}.position.{a}" for a in AXES] + [f"{pose}.orientation.{a}" for a in ("w", *AXES)]
+    keys += [f"{twist}.{a}" for a in AXES]
+    if any(key not in fields for key in keys):
+        return {}
+    values = np.array([fields[key] for key in keys], dtype=np.float64)
+    rotation = rotation_matrix(*values[3:7])
+    error = values[0:3] - np.asarray(target, dtype=np.float64)
+    velocity = rotation @ values[7:10]
+    derived = {f"{name}.position_error.{a}": float(error[i]) for i, a in enumerate(AXES)}
+    derived |= {f"{name}.rotation[{i}]": float(v) for i, v in enumerate(rotation.reshape(-1))}
+    derived |= {f"{name}.velocity.{a}": float(velocity[i]) for i, a in enumerate(AXES)}
+    return derived
+
+
+def quadrotor_odometry(state: Sequence[float]) -> dict[str, float]:
+    """Odometry fields (pose in the z-up world, body-frame linear velocity) of a robo_rl quadrotor state `(17,)`
+    (position, quaternion w x y z, world velocity, ...): what a driver publishes, and what `quadrotor_state` reads."""
+    state = np.asarray(state, dtype=np.float64)
+    w, x, y, z = (float(v) for v in state[3:7])
+    body_velocity = rotation_matrix(w, x, y, z).T @ state[7:10]
+    fields = {f"pose.pose.position.{a}": float(state[i]) for i, a in enumerate(AXES)}
+    fields |= {f"pose.pose.orientation.{a}": v for a, v in zip(("w", *AXES), (w, x, y, z), strict=True)}
+    fields |= {f"twist.twist.linear.{a}": float(body_velocity[i]) for i, a in enumerate(AXES)}
+    return fields
+
+
+def derive(spec: InputSpec, fields: Mapping[str, float], target: Sequence[float]) -> dict[str, float]:
+    """The fields of a derived input (`spec.derive`), computed from the current `fields`."""
+    if spec.derive == "quadrotor_state":
+        return quadrotor_state(spec.name, spec.source, fields, target)
+    raise ValueError(f"unknown derivation {spec.derive!r}")

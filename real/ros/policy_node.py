@@ -1,0 +1,377 @@
+"""policy_node: an exported policy.onnx driving a robot through its profile, as a ROS 2 lifecycle node.
+
+Lifecycle: `configure` loads the robot profile and the policy and checks one against the other (a mismatch fails
+the transition with the list of differences, logged and in /diagnostics); `activate` starts control; `deactivate`
+sends the safe command once and stops; the e-stop latch is cleared only by deactivate → activate.
+
+Topics (relative names, remap them onto the robot's driver):
+  subscribes  the profile's inputs (e.g. `odom`, nav_msgs/Odometry), best-effort sensor QoS;
+              `estop` (std_msgs/Bool; true latches the safe command);
+              `intervention` (std_msgs/Float32MultiArray: the operator's action in policy units, from teleop_node)
+  publishes   the profile's command topic and type (e.g. `cmd_motors`, std_msgs/Float32MultiArray);
+              `/diagnostics` (diagnostic_msgs/DiagnosticArray) every `diagnostics_period` s and on each new fault.
+
+Parameters: policy, profile, target (quadrotor hover point, m), trigger ("observation": one command per message of
+the profile's first input, the lowest latency; "timer": a fixed-rate loop on the latest observation),
+max_missed_deadlines (consecutive late commands that latch the e-stop), autostart (configure + activate at
+start), diagnostics_period, joint_names (arm: JointTrajectory.joint_names).
+
+Safety: whatever goes wrong (stale or missing inputs for longer than the profile's staleness_timeout, NaN/inf in an
+observation or the policy's action, e-stop), the profile's safe command is sent instead, within one control
+period, and /diagnostics says why.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from functools import partial
+from typing import Any
+
+from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
+
+from robo_rl.real.command import command_fields
+from robo_rl.real.controller import ControlOutput, PolicyController
+from robo_rl.real.latency import LatencyStats
+from robo_rl.real.loop import ControlLoop
+from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
+from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
+from robo_rl.real.ros.inputs import TopicInput, derived_fields, topic_inputs
+from robo_rl.real.ros.messages import MessageTypeError, message_class, set_fields
+from robo_rl.real.ros.spin import run
+from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
+from robo_rl.real.safety import SafetyResult
+
+TRIGGERS = ("observation", "timer")
+ERROR_FAULTS = ("non-finite", "e-stop", "missed deadlines")
+
+
+class PolicyNode(LifecycleNode):
+    """See the module docstring."""
+
+    def __init__(self, name: str = "policy_node") -> None:
+        super().__init__(name)
+        self._declare_parameters()
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        self.profile: RobotProfile | None = None
+        self.controller: PolicyController | None = None
+        self.inputs: tuple[TopicInput, ...] = ()
+        self.command_type: type | None = None
+        self.command_publisher: Any = None
+        self.subscriptions_: list[Any] = []
+        self.lock = threading.Lock()
+        self.active = False
+        self.watchdog_timer: Any = None
+        self.loop: ControlLoop | None = None
+        self.loop_thread: threading.Thread | None = None
+        self.loop_stop = threading.Event()
+        self._reset_counters()
+        self.status = (WARN, "unconfigured")
+        self.diagnostics = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        period = float(self.get_parameter("diagnostics_period").value)
+        self.create_timer(period, self.publish_diagnostics)
+        if self.get_parameter("autostart").value:
+            self.trigger_configure()
+            if self.controller is not None:
+                self.trigger_activate()
+
+    def _declare_parameters(self) -> None:
+        self.declare_parameter("policy", "policy.onnx")
+        self.declare_parameter("profile", "")
+        self.declare_parameter("target", [0.0, 0.0, 0.0])
+        self.declare_parameter("trigger", "observation")
+        self.declare_parameter("max_missed_deadlines", 10)
+        self.declare_parameter("autostart", False)
+        self.declare_parameter("diagnostics_period", 1.0)
+        self.declare_parameter("joint_names", [""])
+
+    def _reset_counters(self) -> None:
+        self.commands = 0
+        self.safe_commands = 0
+        self.interventions = 0
+        self.missed_deadlines = 0
+        self.consecutive_missed = 0
+        self.last_fault = ""
+        self.compute_latency = LatencyStats()
+        self.stamp_latency = LatencyStats()
+
+    # ------------------------------------------------------------------------------------------------ lifecycle
+
+    def on_configure(self, state: Any) -> Any:
+        try:
+            self._configure()
+        except (ProfileError, PolicyFileError, ProfileMismatchError, MessageTypeError, ValueError) as err:
+            self.get_logger().error(f"configure failed: {err}")
+            self._set_status(ERROR, f"configure failed: {err}")
+            return TransitionCallbackReturn.FAILURE
+        self._set_status(WARN, "inactive")
+        return TransitionCallbackReturn.SUCCESS
+
+    def _configure(self) -> None:
+        profile_name = str(self.get_parameter("profile").value)
+        if not profile_name:
+            raise ValueError("parameter 'profile' is empty (a bundled profile name or a profile YAML path)")
+        trigger = str(self.get_parameter("trigger").value)
+        if trigger not in TRIGGERS:
+            raise ValueError(f"parameter 'trigger': must be one of {TRIGGERS}, got {trigger!r}")
+        target = list(self.get_parameter("target").value)
+        if len(target) != 3:
+            raise ValueError(f"parameter 'target': expected [x, y, z], got {target}")
+        profile = load_profile(profile_name)
+        runtime = PolicyRuntime(str(self.get_parameter("policy").value), profile)
+        inputs = topic_inputs(profile)
+        controller = PolicyController(runtime, profile)
+        command_type = message_class(controller.command_spec.type)
+        self.profile, self.controller, self.inputs, self.command_type = profile, controller, inputs, command_type
+        self.trigger, self.target = trigger, target
+        self.command_publisher = self.create_lifecycle_publisher(command_type, controller.command_spec.topic, 10)
+        self._subscribe(inputs)
+        info = runtime.info
+        self.get_logger().info(
+            f"configured: policy {runtime.path.name} (task {info.task}, dt {info.dt} s, {runtime.obs_dim} obs, "
+            f"{runtime.action_dim} actions) on profile {profile.name}; command {controller.command_spec.type} "
+            f"on '{controller.command_spec.topic}', trigger {trigger}"
+        )
+
+    def _subscribe(self, inputs: Sequence[TopicInput]) -> None:
+        from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+        from std_msgs.msg import Bool, Float32MultiArray
+
+        for index, item in enumerate(inputs):
+            callback = partial(self.on_input, item, index == 0)
+            self.subscriptions_.append(
+                self.create_subscription(item.message_type, item.spec.topic_name, callback, qos_profile_sensor_data)
+            )
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.subscriptions_.append(self.create_subscription(Bool, "estop", self.on_estop, latched))
+        self.subscriptions_.append(
+            self.create_subscription(Float32MultiArray, "intervention", self.on_intervention, 10)
+        )
+
+    def on_activate(self, state: Any) -> Any:
+        assert self.controller is not None and self.profile is not None
+        with self.lock:
+            self.controller.safety.reset()
+            self._reset_counters()
+        self.active = True
+        if self.trigger == "timer":
+            self._start_loop(self.profile.dt)
+        else:
+            self.watchdog_timer = self.create_timer(self.profile.dt, self.on_watchdog)
+        self._set_status(OK, "active")
+        self.get_logger().info(f"active: control at {1.0 / self.profile.dt:.0f} Hz")
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: Any) -> Any:
+        self._stop_control("deactivated")
+        self._set_status(WARN, "inactive")
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: Any) -> Any:
+        self._release()
+        self._set_status(WARN, "unconfigured")
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state: Any) -> Any:
+        self._stop_control("shutdown")
+        self._release()
+        return TransitionCallbackReturn.SUCCESS
+
+    def stop(self) -> None:
+        """Process exit (SIGINT/SIGTERM): the safe command goes out once more while the publisher still works."""
+        self._stop_control("shutdown")
+
+    def _stop_control(self, reason: str) -> None:
+        if not self.active:
+            return
+        self.active = False
+        if self.watchdog_timer is not None:
+            self.destroy_timer(self.watchdog_timer)
+            self.watchdog_timer = None
+        if self.loop_thread is not None:
+            self.loop_stop.set()
+            self.loop_thread.join()
+            self.loop_thread = None
+        assert self.controller is not None
+        with self.lock:
+            result = self.controller.safety.safe_command(reason)
+        self._send(self._output(result), None, None)
+        self.get_logger().info(f"{reason}: safe command sent, control stopped")
+
+    def _release(self) -> None:
+        for subscription in self.subscriptions_:
+            self.destroy_subscription(subscription)
+        self.subscriptions_ = []
+        if self.command_publisher is not None:
+            self.destroy_lifecycle_publisher(self.command_publisher)
+            self.command_publisher = None
+        self.controller = None
+
+    # -------------------------------------------------------------------------------------------------- control
+
+    def on_input(self, item: TopicInput, is_trigger: bool, message: Any) -> None:
+        received = time.monotonic()
+        if self.controller is None:
+            return
+        fields = item.decode(message)
+        with self.lock:
+            merged = {**self.controller.fields, **fields}
+            fields |= derived_fields(self.controller.profile, merged, self.target)
+            self.controller.observe(fields)
+            if not (is_trigger and self.active and self.trigger == "observation"):
+                return
+            output = self.controller.step()
+        self._send(output, received, _stamp_ns(message))
+
+    def on_watchdog(self) -> None:
+        """Observation trigger: while the inputs are stale, one command per period (safe, or the operator's action)."""
+        assert self.controller is not None
+        with self.lock:
+            if not self.controller.watchdog.stale():
+                return
+            output = self.controller.step()
+        self._send(output, None, None)
+
+    def _start_loop(self, period: float) -> None:
+        self.loop_stop.clear()
+
+        def step() -> float | None:
+            started = time.monotonic()
+            assert self.controller is not None
+            with self.lock:
+                output = self.controller.step()
+            self._send(output, started, None)
+            return output.latency
+
+        self.loop = ControlLoop(period, step)
+        loop = self.loop
+        self.loop_thread = threading.Thread(target=lambda: loop.run(should_stop=self.loop_stop.is_set), daemon=True)
+        self.loop_thread.start()
+
+    def on_estop(self, message: Any) -> None:
+        if message.data and self.controller is not None:
+            with self.lock:
+                self.controller.safety.estop()
+            self.get_logger().warning("e-stop latched: deactivate and activate to resume")
+            self._set_status(ERROR, "e-stop latched")
+
+    def on_intervention(self, message: Any) -> None:
+        if self.controller is None:
+            return
+        try:
+            with self.lock:
+                self.controller.intervene(list(message.data))
+        except ValueError as err:
+            self.get_logger().error(f"intervention ignored: {err}", throttle_duration_sec=1.0)
+
+    def _output(self, result: SafetyResult) -> ControlOutput:
+        assert self.controller is not None
+        fields = command_fields(self.controller.command_spec, self.controller.profile.action_names, result.command)
+        return ControlOutput(fields, result, None)
+
+    def _send(self, output: ControlOutput, received: float | None, stamp_ns: int | None) -> None:
+        assert self.command_type is not None and self.profile is not None
+        message = set_fields(self.command_type(), output.fields)
+        self._fill_extras(message)
+        self.command_publisher.publish(message)
+        self._account(output, received, stamp_ns)
+
+    def _fill_extras(self, message: Any) -> None:
+        fields = message.get_fields_and_field_types()
+        if "header" in fields:
+            message.header.stamp = self.get_clock().now().to_msg()
+        if "joint_names" in fields:
+            message.joint_names = [n for n in self.get_parameter("joint_names").value if n]
+            assert self.profile is not None
+            for point in message.points:
+                point.time_from_start.nanosec = int(self.profile.dt * 1e9)
+
+    def _account(self, output: ControlOutput, received: float | None, stamp_ns: int | None) -> None:
+        assert self.profile is not None and self.controller is not None
+        self.commands += 1
+        self.interventions += int(output.intervened)
+        if received is not None and not output.safety.fault:
+            self.compute_latency.record(time.monotonic() - received)
+        if stamp_ns:
+            latency = (self.get_clock().now().nanoseconds - stamp_ns) * 1e-9
+            self.stamp_latency.record(latency)
+            self._deadline(latency)
+        fault = output.safety.fault
+        if fault:
+            self.safe_commands += 1
+        if fault != self.last_fault:
+            self.last_fault = fault
+            self._fault_changed(fault)
+
+    def _deadline(self, latency: float) -> None:
+        assert self.profile is not None and self.controller is not None
+        if latency <= self.profile.dt:
+            self.consecutive_missed = 0
+            return
+        self.missed_deadlines += 1
+        self.consecutive_missed += 1
+        limit = int(self.get_parameter("max_missed_deadlines").value)
+        if limit > 0 and self.consecutive_missed >= limit and not self.controller.safety.estopped:
+            self.controller.safety.estop()
+            self.last_fault = "missed deadlines"
+            self._fault_changed(f"missed deadlines: {self.consecutive_missed} in a row, e-stop latched")
+
+    def _fault_changed(self, fault: str) -> None:
+        if not fault:
+            self._set_status(OK, "active")
+            return
+        # rclpy refuses two severities from one call site, hence two calls.
+        if any(fault.startswith(kind) for kind in ERROR_FAULTS):
+            self.get_logger().error(f"safe command: {fault}", throttle_duration_sec=1.0)
+            self._set_status(ERROR, f"safe command: {fault}")
+        else:
+            self.get_logger().warning(f"safe command: {fault}", throttle_duration_sec=1.0)
+            self._set_status(WARN, f"safe command: {fault}")
+
+    # ---------------------------------------------------------------------------------------------- diagnostics
+
+    def _set_status(self, level: int, message: str) -> None:
+        changed = self.status != (level, message)
+        self.status = (level, message)
+        if changed:
+            self.publish_diagnostics()
+
+    def publish_diagnostics(self) -> None:
+        level, message = self.status
+        hardware = self.profile.name if self.profile else ""
+        values: dict[str, object] = {
+            "active": self.active,
+            "commands": self.commands,
+            "safe_commands": self.safe_commands,
+            "interventions": self.interventions,
+            "missed_deadlines": self.missed_deadlines + (self.loop.missed_deadlines if self.loop else 0),
+            "last_fault": self.last_fault,
+            "compute_latency_p50_ms": self.compute_latency.percentile(50) * 1e3,
+            "compute_latency_p99_ms": self.compute_latency.percentile(99) * 1e3,
+            "stamp_latency_p50_ms": self.stamp_latency.percentile(50) * 1e3,
+            "stamp_latency_p99_ms": self.stamp_latency.percentile(99) * 1e3,
+            "stamp_latency_max_ms": self.stamp_latency.maximum() * 1e3,
+        }
+        if self.controller is not None:
+            values["command_type"] = self.controller.command_spec.type
+            values["estopped"] = self.controller.safety.estopped
+        self.diagnostics.publish(diagnostic_array(self, level, message, hardware, values))
+
+
+def _stamp_ns(message: Any) -> int | None:
+    header = getattr(message, "header", None)
+    if header is None:
+        return None
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec) or None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(PolicyNode, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,279 @@
+"""recorder: ROS 2 topics into a rosbag2 bag (MCAP by default), the serialized messages as received.
+
+Parameters:
+  topics      string array; relative names resolve in the node's namespace (remappings apply), absolute ones as
+              given; default `odom`, `cmd_motors`, `estop`, `intervention`, `/diagnostics`.
+  output_dir  the bag goes to `output_dir/<node name>_<UTC YYYYmmdd-HHMMSS>` (`_1`, `_2`, ... appended when that
+              folder exists; a bag is never overwritten); default `recordings`.
+  storage     `mcap` (default) or `sqlite3`.
+
+Topics may appear at any time: the graph is polled every 0.5 s, and a topic is subscribed once it has a publisher,
+with its type from the graph and a QoS compatible with every publisher (best effort if any publisher is best
+effort, transient local only if all are, so a latched `estop` still arrives). Messages are taken raw (CDR bytes)
+and written as they are, stamped with the receive time on the node clock (ns); the bag's message definitions and
+type hashes come from the rosbags typestore of $ROS_DISTRO (unset: rosbags' latest store, Kilted in rosbags 0.11,
+as the ros-rclpy wheels). A type that store does not know is logged once and not recorded; one whose hash differs
+from the publisher's is recorded with a warning (the bag's definition may not decode it). A topic whose publishers
+use several types is recorded with the first one seen.
+
+`stop()` (SIGINT/SIGTERM, through spin.run) closes the bag, writing metadata.yaml and the storage's index, and logs
+the message count per topic and the bag's path.
+
+After a crash: neither storage is complete until it is closed (MCAP writes its summary and footer, sqlite3 commits,
+and metadata.yaml is written, only at close). The recorder flushes every second (MCAP: the pending chunk is
+written out and the file flushed; sqlite3: the transaction is committed), so a killed recorder process loses at most
+about the last second of messages; the bag then lacks metadata.yaml (and an MCAP file its footer): rebuild them with
+`mcap recover` and `ros2 bag reindex`. The flush uses internals of rosbags' storage writers (there is no public
+flush); with a rosbags version that changes them, the recorder logs a warning once and data reaches the disk only
+at close.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
+from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+from rosbags.typesys import Stores, get_typestore
+
+from robo_rl.real.ros.messages import MessageTypeError, message_class
+from robo_rl.real.ros.spin import StartupError, run
+
+DEFAULT_TOPICS = ["odom", "cmd_motors", "estop", "intervention", "/diagnostics"]
+STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+DISCOVERY_PERIOD_S = 0.5
+FLUSH_PERIOD_S = 1.0
+QUEUE_DEPTH = 100
+BAG_VERSION = 9
+MAX_SUFFIX = 1000
+
+
+@dataclass
+class Recording:
+    """One subscribed topic: its bag connection and how many messages it got."""
+
+    connection: Connection
+    msgtype: str
+    subscription: Any
+    count: int = 0
+
+
+class Recorder(Node):
+    """See the module docstring."""
+
+    def __init__(self, name: str = "recorder") -> None:
+        super().__init__(name)
+        self.declare_parameter("topics", DEFAULT_TOPICS)
+        self.declare_parameter("output_dir", "recordings")
+        self.declare_parameter("storage", "mcap")
+        self.topics = _topics(self, _string_list(self, "topics"))
+        storage = str(self.get_parameter("storage").value)
+        if storage not in STORAGES:
+            raise StartupError(f"parameter 'storage': must be one of {tuple(STORAGES)}, got {storage!r}")
+        output_dir = str(self.get_parameter("output_dir").value)
+        if not output_dir:
+            raise StartupError("parameter 'output_dir' is empty")
+        self.store = typestore_name()
+        self.typestore = get_typestore(self.store)
+        self.writer: Writer | None = open_bag(Path(output_dir), self.get_name(), STORAGES[storage])
+        self.path = self.writer.path
+        self.recordings: dict[str, Recording] = {}
+        self.warned: set[str] = set()
+        self.create_timer(DISCOVERY_PERIOD_S, self.discover)
+        self.create_timer(FLUSH_PERIOD_S, self.flush)
+        self.get_logger().info(f"recording {', '.join(self.topics)} to {self.path} ({storage})")
+        self.discover()
+
+    def discover(self) -> None:
+        """Subscribe each wanted topic that has appeared in the graph with a publisher."""
+        if self.writer is None:
+            return
+        graph = dict(self.get_topic_names_and_types())
+        for topic in self.topics:
+            recording = self.recordings.get(topic)
+            if recording is not None:
+                self._check_type(topic, recording.msgtype, graph.get(topic, []))
+            elif topic in graph:
+                self._subscribe(topic)
+
+    def _subscribe(self, topic: str) -> None:
+        publishers = self.get_publishers_info_by_topic(topic)
+        if not publishers:
+            return  # only subscribers so far: wait for a publisher, whose QoS decides ours
+        msgtype = publishers[0].topic_type
+        if msgtype not in self.typestore.fielddefs:
+            self.warn_once(f"{topic}: type {msgtype} is not in the rosbags typestore {self.store.value}; not recorded")
+            return
+        try:
+            cls = message_class(msgtype)
+        except MessageTypeError as err:
+            self.warn_once(f"{topic}: {err}; not recorded")
+            return
+        offered = [p.qos_profile for p in publishers if p.topic_type == msgtype]
+        digest = self.typestore.hash_rihs01(msgtype)
+        for other in {str(p.topic_type_hash) for p in publishers if p.topic_type == msgtype}:
+            if other.startswith("RIHS01_") and other != digest:
+                self.warn_once(f"{topic}: {msgtype} differs from its definition in {self.store.value} ({other})")
+        assert self.writer is not None
+        connection = self.writer.add_connection(
+            topic, msgtype, typestore=self.typestore, offered_qos_profiles=[bag_qos(q) for q in offered]
+        )
+        qos = subscription_qos(offered)
+        subscription = self.create_subscription(cls, topic, partial(self.on_message, topic), qos, raw=True)
+        self.recordings[topic] = Recording(connection, msgtype, subscription)
+        self.get_logger().info(
+            f"{topic}: recording {msgtype} ({qos.reliability.name.lower()}, {qos.durability.name.lower()})"
+        )
+
+    def _check_type(self, topic: str, msgtype: str, types: Sequence[str]) -> None:
+        for other in types:
+            if other != msgtype:
+                self.warn_once(f"{topic}: also published as {other}; only {msgtype} is recorded")
+
+    def on_message(self, topic: str, data: bytes) -> None:
+        if self.writer is None:
+            return
+        recording = self.recordings[topic]
+        self.writer.write(recording.connection, self.get_clock().now().nanoseconds, data)
+        recording.count += 1
+
+    def flush(self) -> None:
+        """Push what was written so far to the disk (see the module docstring)."""
+        if self.writer is not None and not flush_storage(self.writer.storage):
+            self.warn_once("this rosbags version's storage writer cannot be flushed; data is written at close")
+
+    def warn_once(self, text: str) -> None:
+        if text not in self.warned:
+            self.warned.add(text)
+            self.get_logger().warning(text)
+
+    def stop(self) -> None:
+        """Close the bag (metadata.yaml, MCAP summary) and log what it holds."""
+        writer, self.writer = self.writer, None
+        if writer is None:
+            return
+        writer.close()
+        counts = ", ".join(f"{topic}: {r.count}" for topic, r in self.recordings.items()) or "no topics"
+        missing = [t for t in self.topics if t not in self.recordings]
+        skipped = f"; not recorded: {', '.join(missing)}" if missing else ""
+        self.get_logger().info(f"bag {self.path} closed ({counts}{skipped})")
+
+
+def open_bag(output_dir: Path, name: str, storage: StoragePlugin) -> Writer:
+    """An open Writer on a new folder `output_dir/<name>_<UTC YYYYmmdd-HHMMSS>[_N]`; StartupError when impossible."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    base = output_dir / f"{name}_{stamp}"
+    for suffix in range(MAX_SUFFIX):
+        path = base if suffix == 0 else base.with_name(f"{base.name}_{suffix}")
+        if path.exists():
+            continue
+        writer = Writer(path, version=BAG_VERSION, storage_plugin=storage)
+        try:
+            writer.open()
+        except WriterError:
+            continue  # created by someone else meanwhile
+        except OSError as err:
+            raise StartupError(f"cannot create the bag folder {path}: {err}") from None
+        return writer
+    raise StartupError(f"no free bag folder name after {MAX_SUFFIX} tries: {base}")
+
+
+def typestore_name() -> Stores:
+    """The rosbags store of the running ROS distribution ($ROS_DISTRO), else the store rosbags calls latest."""
+    distro = os.environ.get("ROS_DISTRO", "")
+    return next((store for store in Stores if store.value == f"ros2_{distro}"), Stores.LATEST)
+
+
+def subscription_qos(offered: Sequence[QoSProfile]) -> QoSProfile:
+    """A QoS that matches every offered one: best effort if any is, transient local only if all are."""
+    best_effort = any(q.reliability == ReliabilityPolicy.BEST_EFFORT for q in offered)
+    latched = bool(offered) and all(q.durability == DurabilityPolicy.TRANSIENT_LOCAL for q in offered)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=QUEUE_DEPTH,
+        reliability=ReliabilityPolicy.BEST_EFFORT if best_effort else ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+    )
+
+
+def bag_qos(qos: QoSProfile) -> Qos:
+    """A publisher's QoS as rosbags writes it into the bag (offered_qos_profiles, used by `ros2 bag play`)."""
+    return Qos(
+        history=_enum(QosHistory, qos.history),
+        depth=int(qos.depth),
+        reliability=_enum(QosReliability, qos.reliability),
+        durability=_enum(QosDurability, qos.durability),
+        deadline=_time(qos.deadline),
+        lifespan=_time(qos.lifespan),
+        liveliness=_enum(QosLiveliness, qos.liveliness),
+        liveliness_lease_duration=_time(qos.liveliness_lease_duration),
+        avoid_ros_namespace_conventions=bool(qos.avoid_ros_namespace_conventions),
+    )
+
+
+def flush_storage(storage: Any) -> bool:
+    """Write out what the storage writer holds in memory; False when it has no known way to (rosbags internals)."""
+    if storage is None:
+        return True
+    chunk = getattr(storage, "chunk", None)
+    if hasattr(storage, "close_chunk") and hasattr(storage, "bio") and hasattr(chunk, "msgs"):  # McapWriter
+        if chunk.msgs:
+            storage.close_chunk()
+            storage.bio.flush()
+        return True
+    if hasattr(storage, "conn"):  # Sqlite3Writer
+        storage.conn.commit()
+        return True
+    return False
+
+
+def _enum(kind: Any, policy: Any) -> Any:
+    name = getattr(policy, "name", "UNKNOWN")
+    return kind[name] if name in kind.__members__ else kind.UNKNOWN
+
+
+def _time(duration: Any) -> QosTime:
+    """rclpy Duration → (sec, nsec); infinite (2**63-1 ns) becomes rosbag2's RMW_DURATION_INFINITE encoding."""
+    sec, nsec = divmod(int(duration.nanoseconds), 1_000_000_000)
+    return QosTime(sec, nsec)
+
+
+def _string_list(node: Node, name: str) -> list[str]:
+    try:
+        value = node.get_parameter(name).value
+    except ParameterUninitializedException:  # `-p topics:=[]` leaves the parameter unset
+        return []
+    return [str(v) for v in value or []]
+
+
+def _topics(node: Node, names: Sequence[str]) -> list[str]:
+    """Fully qualified topic names, in order, without duplicates; StartupError on an empty list or a bad name."""
+    if not names:
+        raise StartupError("parameter 'topics' is empty (topic names to record, e.g. [odom, /diagnostics])")
+    topics: list[str] = []
+    for name in names:
+        try:
+            topic = node.resolve_topic_name(name)
+        except RuntimeError as err:
+            reason = str(err).removeprefix("failed to resolve name: ").split(", at ")[0]
+            raise StartupError(f"parameter 'topics': bad topic name {name!r}: {reason}") from None
+        if topic not in topics:
+            topics.append(topic)
+    return topics
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(Recorder, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

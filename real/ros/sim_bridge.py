@@ -1,0 +1,156 @@
+"""sim_bridge: a robo_rl simulator behind a robot's ROS topics, so the whole graph runs in simulation.
+
+Runs one env of `task` in real time (a timer at the task's dt). Every tick it applies the latest command from the
+profile's command topic (the inverse of the profile's `offset + scale × action`), steps, and publishes the
+profile's topic inputs: each observation the profile reads from a topic is filled from the simulator's observation
+of the same name (divided by its unit factor); for a quadrotor, `odom` also carries the true pose and the
+body-frame linear velocity that policy_node derives its state from. The profile's first input is published last,
+so a policy_node triggered by it sees this tick's values on the other inputs.
+
+Until the first command arrives the simulator does not step (it holds its initial state and keeps publishing),
+so nothing falls while policy_node is still starting. /diagnostics reports steps, episodes and crashes; episodes
+last `episode_length` s and reset as in training (crashes reset at once).
+
+Parameters: profile, task, seed, task_params (extra `key=value` task settings, e.g. the preset's), episode_length.
+Needs torch (robo_rl.sim).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from rclpy.node import Node
+from rclpy.qos import qos_profile_sensor_data
+
+from robo_rl.real.command import select_command
+from robo_rl.real.derive import quadrotor_odometry
+from robo_rl.real.profile import InputSpec, history_source, source_input
+from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
+from robo_rl.real.ros.messages import FieldReader, MessageTypeError, message_class, set_fields
+from robo_rl.real.ros.spin import StartupError, profile_parameter, run
+
+QUADROTOR_POSE_INPUT = "odom"
+
+
+class SimBridge(Node):
+    """See the module docstring."""
+
+    def __init__(self, name: str = "sim_bridge") -> None:
+        super().__init__(name)
+        for parameter, default in (("profile", ""), ("task", ""), ("seed", 0), ("episode_length", 3600.0)):
+            self.declare_parameter(parameter, default)
+        self.declare_parameter("task_params", [""])
+        self.profile = profile_parameter(str(self.get_parameter("profile").value))
+        self.env = self._make_env()
+        self.obs = self.env.reset(int(self.get_parameter("seed").value))[0].numpy()
+        self.obs_index = {name: i for i, name in enumerate(self.env.obs_spec.names)}
+        self._check_observations()
+        self.command_spec = select_command(self.profile)
+        self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
+        self.commanded = False
+        self.steps = self.episodes = self.crashes = 0
+        try:
+            self.outputs = [(spec, message_class(spec.type)) for spec in self.profile.inputs if not spec.derive]
+            command_type = message_class(self.command_spec.type)
+        except MessageTypeError as err:
+            raise StartupError(str(err)) from None
+        self.publishers_ = {
+            spec.name: self.create_publisher(kind, spec.topic_name, qos_profile_sensor_data)
+            for spec, kind in self.outputs
+        }
+        self.command_reader = FieldReader("cmd", [f.field for f in self.command_spec.fields])
+        self.create_subscription(command_type, self.command_spec.topic, self.on_command, 10)
+        self.diagnostics = self.create_publisher(_diagnostic_type(), DIAGNOSTICS_TOPIC, 10)
+        self.create_timer(self.env.dt, self.tick)
+        self.create_timer(1.0, self.publish_diagnostics)
+        self.get_logger().info(
+            f"{self.task} at {1.0 / self.env.dt:.0f} Hz for profile {self.profile.name}: "
+            f"publishing {', '.join(p.topic_name for p, _ in self.outputs)}; commands on "
+            f"'{self.command_spec.topic}' ({self.command_spec.type})"
+        )
+
+    def _make_env(self) -> Any:
+        from robo_rl.sim import make
+
+        task = str(self.get_parameter("task").value) or self.profile.task
+        self.task = task
+        extra = [p for p in self.get_parameter("task_params").value if p]
+        params = [*extra, f"episode_length={float(self.get_parameter('episode_length').value)}"]
+        try:
+            return make(task, num_envs=1, params=params, seed=int(self.get_parameter("seed").value))
+        except (KeyError, ValueError) as err:
+            raise StartupError(f"sim_bridge: cannot make task {task!r}: {err}") from None
+
+    def _check_observations(self) -> None:
+        missing = [
+            o.name
+            for o in self.profile.observations
+            if history_source(o.source) is None and not self._derived(o.source) and o.name not in self.obs_index
+        ]
+        if missing:
+            raise StartupError(f"task observations lack the profile's {missing}")
+
+    def _derived(self, source: str) -> bool:
+        return any(spec.derive and spec.name == source_input(source) for spec in self.profile.inputs)
+
+    def on_command(self, message: Any) -> None:
+        values = self.command_reader(message)
+        index = {name: i for i, name in enumerate(self.profile.action_names)}
+        for field in self.command_spec.fields:
+            value = values.get(f"cmd.{field.field}")
+            if value is not None and field.scale != 0:
+                self.action[index[field.action]] = (value - field.offset) / field.scale
+        self.commanded = True
+
+    def tick(self) -> None:
+        if self.commanded:
+            self._step()
+        stamp = self.get_clock().now().to_msg()
+        for spec, kind in reversed(self.outputs):
+            message = set_fields(kind(), self._fields(spec))
+            if "header" in message.get_fields_and_field_types():
+                message.header.stamp = stamp
+            self.publishers_[spec.name].publish(message)
+
+    def _step(self) -> None:
+        action = torch.as_tensor(self.action, dtype=torch.float32).unsqueeze(0)
+        obs, _, terminated, truncated, _ = self.env.step(action)
+        self.obs = obs[0].numpy()
+        self.steps += 1
+        if bool(terminated[0]) or bool(truncated[0]):
+            self.episodes += 1
+            self.crashes += int(terminated[0])
+            self.get_logger().warning(f"episode ended ({'crash' if terminated[0] else 'time limit'}), reset")
+
+    def _fields(self, spec: InputSpec) -> dict[str, float]:
+        fields: dict[str, float] = {}
+        for obs in self.profile.observations:
+            if history_source(obs.source) is None and source_input(obs.source) == spec.name:
+                path = obs.source.removeprefix(f"{spec.name}.")
+                if spec.labels:
+                    path = f"data[{spec.labels.index(path)}]"
+                fields[path] = float(self.obs[self.obs_index[obs.name]]) / obs.factor
+        if self.profile.kind == "quadrotor" and spec.name == QUADROTOR_POSE_INPUT:
+            fields |= quadrotor_odometry(self.env.state[0].numpy())
+        return fields
+
+    def publish_diagnostics(self) -> None:
+        values = {"steps": self.steps, "episodes": self.episodes, "crashes": self.crashes, "commanded": self.commanded}
+        self.diagnostics.publish(diagnostic_array(self, OK, "running", self.profile.name, values))
+
+
+def _diagnostic_type() -> type:
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    return DiagnosticArray
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(SimBridge, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""teleop_node: a joystick (sensor_msgs/Joy) as e-stop and dead-man takeover for policy_node.
+
+Subscribes `joy`. Publishes `estop` (std_msgs/Bool, reliable + transient-local, so a policy_node that starts later
+still sees it) true on a press of `estop_button`; while `takeover_button` is held (the dead-man switch), publishes
+`intervention` (std_msgs/Float32MultiArray, the operator's action in the policy's units, one per Joy message) and
+`intervening` (std_msgs/Bool). Releasing the button hands control back: policy_node uses the operator's action
+only while it is fresh (the profile's staleness timeout). The human-in-the-loop training reads the same topics.
+
+Action i = clip(axis_offset[i] + axis_scale[i] × axes[axis_map[i]], low_i, high_i), with the bounds from the robot
+profile; the defaults map axis i to action i with scale 1 and offset 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Joy
+from std_msgs.msg import Bool, Float32MultiArray
+
+from robo_rl.real.ros.spin import StartupError, profile_parameter, run
+
+
+class TeleopNode(Node):
+    """See the module docstring."""
+
+    def __init__(self, name: str = "teleop_node") -> None:
+        super().__init__(name)
+        self.declare_parameter("profile", "")
+        self.declare_parameter("estop_button", 0)
+        self.declare_parameter("takeover_button", 1)
+        self.declare_parameter("axis_map", [-1])
+        self.declare_parameter("axis_scale", [1.0])
+        self.declare_parameter("axis_offset", [0.0])
+        self.profile = profile_parameter(str(self.get_parameter("profile").value))
+        self.mapping = _mapping(self, len(self.profile.actions))
+        self.low = np.array([a.low for a in self.profile.actions])
+        self.high = np.array([a.high for a in self.profile.actions])
+        self.estop_button = int(self.get_parameter("estop_button").value)
+        self.takeover_button = int(self.get_parameter("takeover_button").value)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.estop = self.create_publisher(Bool, "estop", latched)
+        self.intervention = self.create_publisher(Float32MultiArray, "intervention", 10)
+        self.intervening = self.create_publisher(Bool, "intervening", 10)
+        self.create_subscription(Joy, "joy", self.on_joy, 10)
+        self.estop_pressed = False
+        self.was_intervening = False
+
+    def on_joy(self, message: Any) -> None:
+        buttons = list(message.buttons)
+        pressed = _button(buttons, self.estop_button)
+        if pressed and not self.estop_pressed:
+            self.estop.publish(Bool(data=True))
+            self.get_logger().warning("e-stop pressed")
+        self.estop_pressed = pressed
+        held = _button(buttons, self.takeover_button)
+        if held:
+            self.intervention.publish(Float32MultiArray(data=self.action(list(message.axes)).tolist()))
+        if held or self.was_intervening:
+            self.intervening.publish(Bool(data=held))
+        self.was_intervening = held
+
+    def action(self, axes: Sequence[float]) -> np.ndarray:
+        """The operator's action `(action_dim,)` from the joystick axes (absent axes read 0)."""
+        index, scale, offset = self.mapping
+        values = np.array([axes[i] if 0 <= i < len(axes) else 0.0 for i in index], dtype=np.float64)
+        return np.clip(offset + scale * values, self.low, self.high)
+
+
+def _mapping(node: Node, actions: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """(axis index, scale, offset) per action; a parameter left at its one-element default applies to all."""
+    index = [int(v) for v in node.get_parameter("axis_map").value]
+    scale = [float(v) for v in node.get_parameter("axis_scale").value]
+    offset = [float(v) for v in node.get_parameter("axis_offset").value]
+    index = list(range(actions)) if index == [-1] else index
+    scale = scale * actions if len(scale) == 1 else scale
+    offset = offset * actions if len(offset) == 1 else offset
+    for name, values in (("axis_map", index), ("axis_scale", scale), ("axis_offset", offset)):
+        if len(values) != actions:
+            raise StartupError(f"parameter '{name}': {len(values)} values for {actions} actions")
+    return index, np.array(scale), np.array(offset)
+
+
+def _button(buttons: Sequence[int], index: int) -> bool:
+    return 0 <= index < len(buttons) and bool(buttons[index])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(TeleopNode, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

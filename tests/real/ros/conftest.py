@@ -1,0 +1,57 @@
+"""ROS 2 integration tests: real nodes from .venv-ros, run as processes inside a loopback-only network namespace.
+
+Each test runs a scenario script (scenarios/*.py) with .venv-ros's Python under `unshare -rn` (loopback up, with
+multicast routed to it, so DDS discovery works and no packet leaves the namespace); the script prints its
+measurements as JSON and the test asserts on them. The tests skip, saying why, only when .venv-ros is missing
+(`make ros-venv` could not build it) or the machine cannot create a network namespace.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+ROS_PYTHON = ROOT / ".venv-ros" / "bin" / "python"
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+NETNS = [
+    "unshare",
+    "-rn",
+    "sh",
+    "-c",
+    'ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && exec "$@"',
+    "sh",
+]
+
+
+def _unavailable() -> str:
+    if not ROS_PYTHON.is_file():
+        return f"{ROS_PYTHON} is missing: `make ros-venv` did not build the ROS venv"
+    probe = subprocess.run([*NETNS, str(ROS_PYTHON), "-c", "import rclpy"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot run rclpy in a loopback-only network namespace: {probe.stderr.strip()[-300:]}"
+    return ""
+
+
+@pytest.fixture(scope="session")
+def ros_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
+    """`ros_scenario(script, *args, timeout=...)` → the scenario's JSON result (skips when ROS is unavailable)."""
+    reason = _unavailable()
+    if reason:
+        pytest.skip(reason)
+
+    def run(script: str, *args: str, timeout: float = 120.0) -> dict[str, Any]:
+        log_dir = tmp_path_factory.mktemp(Path(script).stem)
+        argv = [*NETNS, str(ROS_PYTHON), str(SCENARIOS / script), str(log_dir), *args]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        lines = done.stdout.strip().splitlines()
+        if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
+            pytest.fail(f"{script} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        return json.loads(lines[-1])
+
+    return run

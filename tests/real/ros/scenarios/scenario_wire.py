@@ -1,0 +1,65 @@
+"""What policy_node puts on the wire, read by a CycloneDDS peer that knows nothing of rclpy.
+
+argv: LOG_DIR POLICY (an rc_car policy.onnx). `robo-rl launch launch/sim_rc_car.launch.yaml robot:=/` runs sim_bridge
+and policy_node (Fast DDS); ackermann_msgs is not installed here, so the rc_car profile commands a Twist on
+/cmd_vel. This process subscribes with cyclonedds-python to the DDS topic `rt/cmd_vel` of type
+`geometry_msgs::msg::dds_::Twist_` (the ROS 2 name mangling), declared here from the IDL, and reports what arrived.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cyclonedds.domain import DomainParticipant
+from cyclonedds.idl import IdlStruct
+from cyclonedds.idl.types import float64
+from cyclonedds.sub import DataReader
+from cyclonedds.topic import Topic
+from harness import Processes, finish
+
+
+@dataclass
+class Vector3_(IdlStruct, typename="geometry_msgs::msg::dds_::Vector3_"):  # the DDS type name
+    x: float64
+    y: float64
+    z: float64
+
+
+@dataclass
+class Twist_(IdlStruct, typename="geometry_msgs::msg::dds_::Twist_"):
+    linear: Vector3_
+    angular: Vector3_
+
+
+def main() -> None:
+    log_dir, policy, seconds = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    participant = DomainParticipant(0)
+    reader = DataReader(participant, Topic(participant, "rt/cmd_vel", Twist_))
+    processes = Processes(log_dir)
+    arguments = ("launch/sim_rc_car.launch.yaml", f"policy:={policy}", "robot:=/", "teleop:=false")
+    processes.start("launch", "robo-rl", "launch", *arguments)
+    samples: list[tuple[float, float, float]] = []
+    deadline = time.monotonic() + 60.0
+    first = None
+    while time.monotonic() < deadline and (first is None or time.monotonic() < first + seconds):
+        for sample in reader.take(N=100):
+            if isinstance(sample, Twist_):
+                samples.append((time.monotonic(), sample.linear.x, sample.angular.z))
+                first = first or samples[-1][0]
+        time.sleep(0.005)
+    span = samples[-1][0] - samples[0][0] if len(samples) > 1 else 0.0
+    results = {
+        "count": len(samples),
+        "rate_hz": (len(samples) - 1) / span if span else 0.0,
+        "speed_range": [min(s[1] for s in samples), max(s[1] for s in samples)] if samples else None,
+        "steering_range": [min(s[2] for s in samples), max(s[2] for s in samples)] if samples else None,
+        "distinct_values": len({(s[1], s[2]) for s in samples}),
+    }
+    finish(results, processes, ["launch"])
+
+
+if __name__ == "__main__":
+    main()

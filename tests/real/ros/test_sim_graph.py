@@ -1,0 +1,50 @@
+"""The launch files' simulated graphs with real nodes: the quadrotor hovers; the RC car's commands on the DDS wire."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HOVER_SECONDS = 8.0
+
+
+@pytest.fixture(scope="module")
+def hover_policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A quadrotor_hover_ppo policy trained to its success target here (about 10 s), exported to ONNX."""
+    runs = tmp_path_factory.mktemp("hover_runs")
+    argv = [sys.executable, "-m", "robo_rl.cli.main", "train", "quadrotor_hover_ppo", "--runs-root", str(runs)]
+    done = subprocess.run([*argv, "--export", "--quiet"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (policy,) = runs.glob("quadrotor_hover_ppo/*/policy.onnx")
+    return policy
+
+
+@pytest.mark.slow
+def test_sim_bridge_and_policy_node_keep_the_quadrotor_hovering(
+    ros_scenario: Callable[..., dict[str, Any]], hover_policy: Path
+) -> None:
+    result = ros_scenario("scenario_sim_hover.py", str(hover_policy), str(HOVER_SECONDS))
+    assert result["started"], result["logs"]["launch"]
+    bridge, policy = result["bridge"], result["policy"]
+    # No crash and no reset in the whole flight, and the last half within the task's 0.1 m success radius.
+    assert bridge["crashes"] == "0" and bridge["episodes"] == "0"
+    assert result["error_mean_m"] < 0.1 and result["error_max_m"] < 0.15
+    assert result["command_rate_hz"] == pytest.approx(100.0, rel=0.15)
+    assert policy["estopped"] == "False" and policy["last_fault"] == ""
+    assert result["exit_codes"]["launch"] == 130  # stopped by SIGINT, its nodes with it
+
+
+def test_cyclonedds_peer_reads_the_twist_commands_on_rt_cmd_vel(
+    ros_scenario: Callable[..., dict[str, Any]], policy_file: Callable[[str], Path]
+) -> None:
+    result = ros_scenario("scenario_wire.py", str(policy_file("rc_car")), "3")
+    # The rc_car profile at 50 Hz: Twist with speed = 5 × drive and steering angle = 0.4189 × steering, bounded.
+    assert result["rate_hz"] == pytest.approx(50.0, rel=0.15), result["logs"]["launch"]
+    assert result["count"] >= 100 and result["distinct_values"] > 1
+    assert -5.0 <= result["speed_range"][0] <= result["speed_range"][1] <= 5.0
+    assert -0.4189 <= result["steering_range"][0] <= result["steering_range"][1] <= 0.4189
