@@ -71,7 +71,7 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	$(VENV)/bin/pytest; rc=$$?; if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
-bench: $(STAMP)
+bench: $(STAMP) $(ROS_STAMP)
 	$(PY) bench/pendulum_steps.py
 	$(PY) bench/pendulum_vs_sb3.py
 	$(PY) bench/algos_vs_sb3.py
@@ -80,6 +80,7 @@ bench: $(STAMP)
 	$(PY) bench/rc_car.py
 	$(PY) bench/mujoco_steps.py --engines
 	$(PY) bench/pybullet_steps.py
+	$(PY) bench/ros_latency.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check robo_rl sim real firmware_export tests bench

@@ -78,11 +78,12 @@ def train_arguments(process: Process) -> tuple[str, ...]:
     for name, value in process.params.items():
         if value == "":
             continue
-        argv += _train_flag(name, value, where)
+        argv += train_flag(name, value, where)
     return (*argv, *process.args)
 
 
-def _train_flag(name: str, value: ParamValue, where: Location) -> list[str]:
+def train_flag(name: str, value: ParamValue, where: Location | None) -> list[str]:
+    """The `robo-rl train` flags of one train-node parameter."""
     if name == "preset":
         return [format_value(value)]
     if name in TRAIN_FLAGS:

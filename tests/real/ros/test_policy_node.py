@@ -68,3 +68,14 @@ def test_profile_mismatch_refuses_to_configure(contract: dict[str, Any]) -> None
     assert (
         "does not fit profile 'rc_car'" in status["message"] and "task: policy 'quadrotor/hover'" in status["message"]
     )
+
+
+def test_timer_trigger_commands_at_the_profile_rate_from_slower_inputs(
+    ros_scenario: Callable[..., dict[str, Any]], policy_file: Callable[[str], Path]
+) -> None:
+    result = ros_scenario("scenario_timer.py", str(policy_file("quadrotor_crazyflie")))
+    # Odometry at 50 Hz, commands at the profile's 100 Hz, all from the policy while the odometry is fresh.
+    assert result["fed_rate_hz"] == pytest.approx(100.0, rel=0.1), result["logs"]
+    assert result["fed_non_safe"] == result["fed_count"]
+    assert result["stale_rate_hz"] == pytest.approx(100.0, rel=0.15) and result["stale_all_safe"]
+    assert result["exit_codes"] == {"policy_node": 0}
