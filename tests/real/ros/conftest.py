@@ -9,6 +9,7 @@ measurements as JSON and the test asserts on them. The tests skip, saying why, o
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-ROS_PYTHON = ROOT / ".venv-ros" / "bin" / "python"
+# ROBO_RL_ROS_PYTHON points the tests at another ROS venv's Python (e.g. one built with ROS_DISTRO=jazzy).
+ROS_PYTHON = Path(os.environ.get("ROBO_RL_ROS_PYTHON", ROOT / ".venv-ros" / "bin" / "python"))
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 NETNS = [
     "unshare",
