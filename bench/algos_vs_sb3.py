@@ -41,6 +41,7 @@ from machine import finite_or_none, machine_info, warm_up_torch, warn_if_busy
 from stable_baselines3 import PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 
 from robo_rl.config import apply_overrides
@@ -222,7 +223,9 @@ def build_sb3(task_name: str, algo: str, seed: int) -> BaseAlgorithm:
     if "noise_std" in settings:
         dim = env.action_space.shape[0]
         kwargs["action_noise"] = NormalActionNoise(np.zeros(dim), settings["noise_std"] * np.ones(dim))
-    return SB3_CLASSES[algo]("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+    model = SB3_CLASSES[algo]("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kwargs)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no /tmp/SB3-* folder per run
+    return model
 
 
 def sb3_chunk(model: BaseAlgorithm) -> int:

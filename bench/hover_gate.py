@@ -76,6 +76,7 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
     from sb3_vec_env import GymnasiumVectorToSB3
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.logger import Logger
 
     from robo_rl.cli.progress import seconds_since_process_start
     from robo_rl.experiment import PRESETS
@@ -112,6 +113,7 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
         device="cpu",
         verbose=0,
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no /tmp/SB3-* folder per run
 
     def actor(obs: torch.Tensor) -> torch.Tensor:
         action, _ = model.predict(obs.numpy(), deterministic=True)

@@ -48,6 +48,7 @@ from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import Logger
 
 from robo_rl.experiment import pendulum_ppo, with_seed
 from robo_rl.runners.build import build_runner
@@ -203,7 +204,9 @@ class StopAtTarget(BaseCallback):
 
 def build_sb3(spec: SB3Spec, seed: int) -> BaseAlgorithm:
     env = make_vec_env(GYM_ID, n_envs=spec.n_envs, seed=seed)
-    return spec.algorithm(env=env, seed=seed, device="cpu", verbose=0, **spec.kwargs)
+    model = spec.algorithm(env=env, seed=seed, device="cpu", verbose=0, **spec.kwargs)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no /tmp/SB3-* folder per run
+    return model
 
 
 def run_sb3(method: str, seed: int, max_steps: int) -> RunRow:

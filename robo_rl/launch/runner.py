@@ -8,6 +8,7 @@ packages need ROS and are never run here.
 
 from __future__ import annotations
 
+import importlib.util
 import shlex
 import signal
 import subprocess
@@ -48,9 +49,24 @@ class Command:
     missing: str
 
 
-def plan_commands(plan: Plan, scripts_dir: Path) -> tuple[Command, ...]:
-    """The command line of every process; `scripts_dir` holds the console scripts (robo-rl, policy_node, ...)."""
-    return tuple(_command(process, scripts_dir) for process in plan.processes)
+def plan_commands(plan: Plan, scripts_dir: Path, rclpy_available: bool | None = None) -> tuple[Command, ...]:
+    """The command line of every process; `scripts_dir` holds the console scripts (robo-rl, policy_node, ...).
+
+    robo_rl's ROS nodes need rclpy in the Python of `scripts_dir`; `rclpy_available` (None: look it up in this
+    Python) marks them not runnable otherwise.
+    """
+    if rclpy_available is None:
+        rclpy_available = importlib.util.find_spec("rclpy") is not None
+    commands = [_command(process, scripts_dir) for process in plan.processes]
+    return tuple(command if rclpy_available else _needs_rclpy(command) for command in commands)
+
+
+def _needs_rclpy(command: Command) -> Command:
+    process = command.process
+    if command.missing or process.kind != "node" or process.pkg != PACKAGE or process.executable == "train":
+        return command
+    reason = f"{process.executable} needs rclpy, which this Python lacks (use .venv-ros/bin/robo-rl or a ROS 2 env)"
+    return Command(process, command.argv, reason)
 
 
 def _command(process: Process, scripts_dir: Path) -> Command:

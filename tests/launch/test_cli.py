@@ -31,7 +31,7 @@ def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
         ([str(TRAIN), "sed:=1"], "unknown launch argument 'sed'"),
         (["missing.launch.yaml"], "missing.launch.yaml: cannot read launch file"),
         ([str(REPO / "launch" / "hardware_quadrotor.launch.yaml"), "--dry-run"], "missing required argument 'policy'"),
-        ([str(REPO / "launch" / "sim_quadrotor.launch.yaml")], "cannot run: sim_bridge is not installed"),
+        ([str(REPO / "launch" / "sim_quadrotor.launch.yaml")], "cannot run: sim_bridge needs rclpy"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
@@ -44,7 +44,13 @@ def test_dry_run_prints_the_plan_with_the_package_share_of_this_checkout(capsys:
     out = capsys.readouterr().out
     assert out.count("$ ") == 2
     assert f"--params-file {REPO}/launch/params/rc_car.yaml" in out
-    assert "[not runnable: policy_node is not installed" in out
+    assert "[not runnable: policy_node needs rclpy, which this Python lacks" in out  # the test venv has no rclpy
+
+
+def test_an_executable_that_is_not_installed_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    file = tmp_path / "a.launch.yaml"
+    file.write_text("launch:\n- node: {pkg: robo_rl, exec: no_such_node}\n")
+    assert "cannot run: no_such_node is not installed (no console script" in one_line_error(capsys, [str(file)])
 
 
 def test_train_launch_file_trains_a_tiny_run(tmp_path: Path) -> None:

@@ -233,9 +233,11 @@ def test_adapters_speak_numpy_for_an_env_on_any_device(device: str) -> None:
 def test_sb3_ppo_runs_on_vectorized_env() -> None:
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.logger import Logger
 
     venv = make_vec_env(lambda: GymnasiumEnv.from_task("pendulum"), n_envs=2, seed=0)
     model = PPO("MlpPolicy", venv, n_steps=1024, n_epochs=2, seed=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a /tmp/SB3-* folder
     model.learn(total_timesteps=2048)
     episodes = list(model.ep_info_buffer)
     assert len(episodes) == 2 * 2048 // 2 // 200  # 5 complete 200-step episodes per env
@@ -258,8 +260,10 @@ def _mean_return(env: GymnasiumEnv, policy: Callable[[np.ndarray], np.ndarray], 
 @pytest.mark.slow
 def test_sb3_sac_learns_pendulum_through_the_adapter() -> None:
     from stable_baselines3 import SAC
+    from stable_baselines3.common.logger import Logger
 
     model = SAC("MlpPolicy", GymnasiumEnv.from_task("pendulum"), learning_rate=1e-3, seed=0, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))
     model.learn(total_timesteps=3000)
     eval_env = GymnasiumEnv.from_task("pendulum")
     eval_env.reset(seed=1)
