@@ -12,6 +12,7 @@ from typing import Literal
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3Config
+from robo_rl.hil.config import HilConfig
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.off_policy import OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
@@ -59,6 +60,8 @@ class ExperimentConfig:
     sac: SACConfig = field(default_factory=SACConfig)
     td3: TD3Config = field(default_factory=TD3Config)
     off_policy: OffPolicyRunnerConfig = field(default_factory=OffPolicyRunnerConfig)
+    hil: HilConfig = field(default_factory=HilConfig)
+    """Human-in-the-loop: who may take over the training envs (off-policy algorithms)."""
 
     @property
     def loop_section(self) -> str:

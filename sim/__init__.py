@@ -2,6 +2,7 @@
 
 from functools import partial
 
+from robo_rl.sim.experts import make_expert
 from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
 from robo_rl.sim.registry import default_config, make, names, register
 
@@ -17,4 +18,4 @@ for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
     register(f"gym/{_gym_id}", partial(FromGymnasium, config=GymnasiumTaskConfig(env_id=_gym_id)))
 
-__all__ = ["default_config", "make", "names", "register"]
+__all__ = ["default_config", "make", "make_expert", "names", "register"]

@@ -39,6 +39,7 @@ class TrainingProgress:
         self._last_return: float | None = None
         self._last_eval: float | None = None
         self._success: dict[str, float | None] = {"train": None, "eval": None}
+        self._intervention: float | None = None
 
     def __enter__(self) -> TrainingProgress:  # noqa: PYI034
         self._progress.start()
@@ -55,6 +56,8 @@ class TrainingProgress:
         for kind in self._success:
             if metrics.get(f"{kind}_success_rate") is not None:
                 self._success[kind] = metrics[f"{kind}_success_rate"]
+        if metrics.get("episode_intervention_rate") is not None:
+            self._intervention = metrics["episode_intervention_rate"]
         self._progress.update(
             self._task,
             completed=metrics["iteration"],
@@ -65,11 +68,13 @@ class TrainingProgress:
         )
 
     def _success_text(self) -> str:
-        """'success train 40% eval 91%' for tasks that report success, else empty."""
+        """'success train 40% eval 91%' for tasks that report success, then 'human 12%' (the share of the finished
+        episodes' steps an operator controlled) under human-in-the-loop training; empty when neither applies."""
         known = {kind: rate for kind, rate in self._success.items() if rate is not None}
-        if not known:
-            return ""
-        return "success " + " ".join(f"{kind} {rate:.0%}" for kind, rate in known.items())
+        parts = ["success " + " ".join(f"{kind} {rate:.0%}" for kind, rate in known.items())] if known else []
+        if self._intervention is not None:
+            parts.append(f"human {self._intervention:.0%}")
+        return " ".join(parts)
 
 
 def terminal() -> Console:

@@ -8,14 +8,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from robo_rl.config import ConfigError, apply_overrides, load_yaml
+from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import PRESETS, ExperimentConfig
-from robo_rl.runners.build import EnvFactory
+from robo_rl.hil import TeleopDevice
+from robo_rl.runners.build import EnvFactory, TeleopFactory
 
 
 def env_factory() -> EnvFactory:
     from robo_rl.sim import make
 
     return make
+
+
+def teleop_factory() -> TeleopFactory:
+    """Builds the teleoperation device `cfg.hil.teleop` names for a training env (`simulated`: the task's expert)."""
+
+    def make_teleop(cfg: ExperimentConfig, env: BatchedEnv) -> TeleopDevice:
+        from robo_rl.hil import SimulatedHuman
+        from robo_rl.sim import make_expert
+
+        low, high = env.action_spec.low_tensor(env.device), env.action_spec.high_tensor(env.device)
+        expert = make_expert(cfg.task.name, env)
+        return SimulatedHuman(expert, low, high, env.num_envs, cfg.hil.human, seed=cfg.seed)
+
+    return make_teleop
 
 
 def resolve_config(source: str, overrides: list[str]) -> ExperimentConfig:

@@ -10,9 +10,10 @@ import yaml
 from rich.console import Console
 
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
-from robo_rl.cli.tasks import env_factory, resolve_config
+from robo_rl.cli.tasks import env_factory, resolve_config, teleop_factory
 from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
 from robo_rl.experiment import ExperimentConfig
+from robo_rl.hil.config import TELEOPS
 from robo_rl.runners.build import Runner, build_runner
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
@@ -43,6 +44,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="shorthand for --set task.device=DEVICE (cpu, cuda, cuda:1)")
     p.add_argument("--num-envs", type=int, help="shorthand for --set task.num_envs=N")
     p.add_argument(
+        "--teleop",
+        choices=TELEOPS,
+        help="who may take over the training envs: none, or simulated (the task's scripted expert as a simulated "
+        "human; sac/td3 only); shorthand for --set hil.teleop=NAME",
+    )
+    p.add_argument(
         "--max-iterations",
         type=int,
         help="iterations to train (runner.max_iterations for ppo, off_policy.max_iterations otherwise)",
@@ -61,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _shorthands(args: argparse.Namespace) -> list[str]:
     pairs = (("algo", args.algo), ("seed", args.seed), ("task.device", args.device), ("task.num_envs", args.num_envs))
+    pairs += (("hil.teleop", args.teleop),)
     return [f"{key}={value}" for key, value in pairs if value is not None]
 
 
@@ -87,7 +95,8 @@ def _start(args: argparse.Namespace) -> tuple[Runner, RunDirectory]:
     cfg = resolve_config(source, _shorthands(args) + args.overrides)
     if args.max_iterations is not None:
         cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
-    runner = build_runner(cfg, env_factory())  # before the run directory, so bad input leaves nothing behind
+    # Before the run directory, so bad input leaves nothing behind.
+    runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory())
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]))
     return runner, runner.run
 
@@ -106,7 +115,7 @@ def _resume(args: argparse.Namespace) -> tuple[Runner, RunDirectory]:
         run.config_file.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     if not run.latest_checkpoint.is_file():
         raise FileNotFoundError(f"{run.latest_checkpoint}: no checkpoint to resume from")
-    runner = build_runner(cfg, env_factory(), run=run)
+    runner = build_runner(cfg, env_factory(), run=run, make_teleop=teleop_factory())
     runner.load(run.latest_checkpoint)
     run.truncate_metrics(runner.iteration)
     return runner, run

@@ -14,8 +14,10 @@ from torch import nn
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.sac import SAC
 from robo_rl.algorithms.td3 import TD3
+from robo_rl.config import ConfigError
 from robo_rl.envs import BatchedEnv, critic_obs_dim
 from robo_rl.experiment import ExperimentConfig
+from robo_rl.hil import InterventionEnv, TeleopDevice
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
@@ -27,6 +29,10 @@ class EnvFactory(Protocol):
     def __call__(
         self, name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
     ) -> BatchedEnv: ...
+
+
+class TeleopFactory(Protocol):
+    def __call__(self, cfg: ExperimentConfig, env: BatchedEnv) -> TeleopDevice: ...
 
 
 def check_device(device: str) -> None:
@@ -58,12 +64,22 @@ Runner = OnPolicyRunner | OffPolicyRunner
 
 
 def build_runner(
-    cfg: ExperimentConfig, make_env: EnvFactory, run: RunDirectory | None = None, evaluate: bool = True
+    cfg: ExperimentConfig,
+    make_env: EnvFactory,
+    run: RunDirectory | None = None,
+    evaluate: bool = True,
+    make_teleop: TeleopFactory | None = None,
 ) -> Runner:
-    """A ready-to-train runner for `cfg.algo`; `evaluate=False` skips creating the evaluation env."""
+    """A ready-to-train runner for `cfg.algo`; `evaluate=False` skips creating the evaluation env.
+
+    With `cfg.hil.teleop` other than "none", `make_teleop(cfg, env)` builds the device that may take over the
+    training envs (never the evaluation envs), which then run inside an `InterventionEnv`.
+    """
     check_device(cfg.task.device)
     task = cfg.task
     env = make_env(task.name, num_envs=task.num_envs, device=task.device, seed=cfg.seed, params=task.params)
+    if cfg.hil.teleop != "none":
+        env = _with_teleop(cfg, env, make_teleop)
     loop = getattr(cfg, cfg.loop_section)
     eval_env = None
     if evaluate:
@@ -79,6 +95,14 @@ def build_runner(
         policy = build_policy(cfg, env)
         return OnPolicyRunner(env, policy, PPO(policy, cfg.ppo), cfg.runner, cfg.seed, eval_env=eval_env, run=run)
     return OffPolicyRunner(env, build_off_policy(cfg, env), cfg.off_policy, cfg.seed, eval_env=eval_env, run=run)
+
+
+def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFactory | None) -> BatchedEnv:
+    if cfg.algo == "ppo":
+        raise ConfigError(f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; use algo sac or td3")
+    if make_teleop is None:
+        raise ConfigError(f"hil.teleop={cfg.hil.teleop}: no teleoperation device factory given")
+    return InterventionEnv(env, make_teleop(cfg, env))
 
 
 def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3:

@@ -25,6 +25,7 @@ from robo_rl.envs import (
     StepResult,
     critic_obs_dim,
 )
+from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import (
@@ -36,16 +37,22 @@ from robo_rl.runners.evaluate import (
 )
 from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
 from robo_rl.runners.run_dir import RunDirectory
-from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, SymmetricSampler, Transitions
+from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, SymmetricSampler, Transitions, select_transitions
 
 
 def transitions_of_step(
-    obs: torch.Tensor, critic_obs: torch.Tensor, action: torch.Tensor, result: StepResult, is_demo: bool
+    obs: torch.Tensor,
+    critic_obs: torch.Tensor,
+    action: torch.Tensor,
+    result: StepResult,
+    is_demo: bool,
+    intervened: torch.Tensor | None = None,
 ) -> Transitions:
     """The replay transitions of one batched env step from `obs` with normalized `action` ([-1, 1]).
 
     Finished episodes store the env's `final_obs` (and its privileged part) as the next observation, so that
-    time-outs bootstrap from the state the episode was cut in.
+    time-outs bootstrap from the state the episode was cut in. `intervened` `(N,)` flags the envs whose action
+    came from an operator (None: none did).
     """
     _, reward, terminated, truncated, info = result
     return Transitions(
@@ -57,7 +64,7 @@ def transitions_of_step(
         next_critic_obs=critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS),
         terminated=terminated,
         truncated=truncated,
-        intervened=torch.zeros_like(terminated),
+        intervened=torch.zeros_like(terminated) if intervened is None else intervened.to(terminated.dtype),
         is_demo=torch.full_like(terminated, is_demo),
     )
 
@@ -152,6 +159,7 @@ class OffPolicyRunner:
         self.env, self.algorithm, self.cfg, self.seed = env, algorithm, cfg, seed
         self.eval_env, self.run = eval_env, run
         dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
+        self.buffer_dims = dims
         self.buffer = ReplayBuffer(cfg.buffer_capacity, *dims, env.device)
         self.prior: ReplayBuffer | None = None
         self.sampler: ReplayBuffer | SymmetricSampler = self.buffer
@@ -174,14 +182,33 @@ class OffPolicyRunner:
 
     @torch.no_grad()
     def step(self) -> None:
-        """One env step of every env, stored in the replay buffer."""
+        """One env step of every env, stored in the replay buffer.
+
+        Under an operator (`robo_rl.hil.InterventionEnv`), the stored action is the one executed, flagged
+        `intervened`, and intervened transitions also go to the prior buffer (created empty when the run has
+        none), which RLPD-style sampling draws `prior_fraction` of every batch from.
+        """
         action = self._action()
         result = self.env.step(self.algorithm.actor.scaler(action))
-        self.buffer.add(transitions_of_step(self.obs, self.critic_obs, action, result, is_demo=False))
+        info = result[4]
+        intervened = info.get(INFO_INTERVENED)
+        if intervened is not None:
+            executed = self.algorithm.actor.scaler.normalize(info[INFO_EXECUTED_ACTION])
+            action = torch.where(intervened.unsqueeze(-1), executed, action)
+        transitions = transitions_of_step(self.obs, self.critic_obs, action, result, False, intervened)
+        self.buffer.add(transitions)
+        if intervened is not None and bool(intervened.any()):
+            self._intervention_buffer().add(select_transitions(transitions, intervened))
         next_obs, reward, terminated, truncated, info = result
         self.tracker.record(reward, terminated | truncated, info.get(INFO_SUCCESS))
         self.obs, self.critic_obs = next_obs, critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
         self.env_steps += self.env.num_envs
+
+    def _intervention_buffer(self) -> ReplayBuffer:
+        if self.prior is None:
+            self.prior = ReplayBuffer(self.cfg.buffer_capacity, *self.buffer_dims, self.env.device)
+            self.sampler = SymmetricSampler(self.buffer, self.prior, self.cfg.prior_fraction)
+        return self.prior
 
     def sample_batch(self) -> Transitions:
         """One training batch: uniform from the online buffer, or RLPD's symmetric mix with the prior buffer."""
@@ -220,6 +247,7 @@ class OffPolicyRunner:
                 "mean_length": stats.mean_length,
                 "episodes": stats.episodes,
                 "train_success_rate": stats.success_rate,
+                **intervention_metrics(self.env),
                 **eval_metrics(evaluation),
                 **losses,
             }

@@ -60,6 +60,11 @@ _FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
 _SIZE_KEYS = ("capacity", "obs_dim", "critic_obs_dim", "action_dim")
 
 
+def select_transitions(batch: Transitions, mask: torch.Tensor) -> Transitions:
+    """The transitions of `batch` where `mask` `(B,)` is true."""
+    return Transitions(**{name: getattr(batch, name)[mask] for name in FIELD_NAMES})
+
+
 def concat_transitions(a: Transitions, b: Transitions) -> Transitions:
     """`a` followed by `b` along the batch dimension; both must be on the same device."""
     return Transitions(**{name: torch.cat((getattr(a, name), getattr(b, name))) for name in FIELD_NAMES})

@@ -76,6 +76,10 @@ class MotorActionMap:
         # clamp: rounding at action -1 with min_rotor_speed 0 must not give a negative square.
         return (action * self._slope + self._offset).clamp_(min=0.0).sqrt_()
 
+    def action_of(self, rotor_speed: torch.Tensor) -> torch.Tensor:
+        """The inverse map: the (unclipped) actions that command `rotor_speed` (rad/s)."""
+        return (rotor_speed.square() - self._offset) / self._slope
+
 
 class CtbrActionMap:
     """ "ctbr" mode: collective thrust and body rates through a proportional rate loop and the nominal mixer."""
@@ -95,6 +99,10 @@ class CtbrActionMap:
         self._mixer = _mixer(params).to(device=device, dtype=dtype)
         hover = (params.weight - self._thrust_offset) / self._thrust_slope
         self.hover_action = (hover, 0.0, 0.0, 0.0)
+
+    def collective_action(self, thrust: torch.Tensor) -> torch.Tensor:
+        """The (unclipped) collective-thrust action for a total thrust in N."""
+        return (thrust - self._thrust_offset) / self._thrust_slope
 
     def __call__(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:
         collective = action[:1] * self._thrust_slope + self._thrust_offset

@@ -1,0 +1,20 @@
+"""The human-in-the-loop section of an experiment config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from robo_rl.hil.simulated import SimulatedHumanConfig
+
+Teleop = Literal["none", "simulated"]
+TELEOPS: tuple[str, ...] = ("none", "simulated")
+
+
+@dataclass(frozen=True)
+class HilConfig:
+    teleop: Teleop = "none"
+    """Who may take over the training envs: nobody, or `simulated` (the task's scripted expert as a simulated
+    human, `robo_rl.sim.make_expert`). Interventions are off-policy data: sac or td3 only."""
+    human: SimulatedHumanConfig = field(default_factory=SimulatedHumanConfig)
+    """Reaction delay, action noise and budget of the simulated human."""

@@ -1,0 +1,24 @@
+"""Scripted experts of the tasks (robo_rl.hil.Expert), by task name, for the simulated human of HIL training."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from robo_rl.envs import BatchedEnv
+
+# Task → expert class by import path (loaded on first use, like the tasks themselves).
+EXPERTS = {
+    "quadrotor/hover": "robo_rl.sim.quadrotor.expert:HoverPilot",
+    "quadrotor/track": "robo_rl.sim.quadrotor.expert:HoverPilot",
+    "rc_car/race": "robo_rl.sim.rc_car.expert:RaceDriver",
+}
+
+
+def make_expert(task: str, env: BatchedEnv) -> Any:
+    """The scripted expert of `task` driving `env` (the unwrapped simulator); ValueError when it has none."""
+    if task not in EXPERTS:
+        known = ", ".join(sorted(EXPERTS))
+        raise ValueError(f"task {task!r} has no scripted expert for a simulated human (tasks with one: {known})")
+    module, name = EXPERTS[task].split(":")
+    return getattr(importlib.import_module(module), name)(env)

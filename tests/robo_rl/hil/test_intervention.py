@@ -1,0 +1,80 @@
+"""InterventionEnv flags and replaces actions exactly where the device is active; the runner stores them."""
+
+from __future__ import annotations
+
+import torch
+
+from robo_rl.hil import INFO_EXECUTED_ACTION, INFO_INTERVENED, InterventionEnv, TeleopCommand
+from robo_rl.sim import make
+
+
+class ScheduledDevice:
+    """Takes over env k on steps where (step + k) % 3 == 0, with action 0.5 × (k + 1)."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs, self.steps, self.resets = num_envs, 0, 0
+
+    def poll(self, obs: torch.Tensor) -> TeleopCommand:
+        index = torch.arange(self.num_envs)
+        active = (self.steps + index) % 3 == 0
+        self.steps += 1
+        action = (0.5 * (index + 1)).clamp(max=2.0).unsqueeze(1)
+        return TeleopCommand(action, active, {})
+
+    def episode_reset(self, done: torch.Tensor) -> None:
+        self.resets += int(done.sum())
+
+
+def test_wrapper_executes_the_operators_action_only_where_active() -> None:
+    env = InterventionEnv(make("pendulum", num_envs=4, seed=0), ScheduledDevice(4))
+    twin = make("pendulum", num_envs=4, seed=0)
+    env.reset(seed=1)
+    twin.reset(seed=1)
+    generator = torch.Generator().manual_seed(0)
+    for step in range(30):
+        policy = torch.rand(4, 1, generator=generator) * 4 - 2
+        obs, _, _, _, info = env.step(policy)
+        active = (step + torch.arange(4)) % 3 == 0
+        expected = torch.where(active.unsqueeze(1), (0.5 * (torch.arange(4) + 1)).clamp(max=2.0).unsqueeze(1), policy)
+        assert torch.equal(info[INFO_INTERVENED], active)
+        assert torch.equal(info[INFO_EXECUTED_ACTION], expected)
+        twin_obs = twin.step(expected)[0]
+        assert torch.equal(obs, twin_obs)  # the simulator really got the executed action
+    stats = env.intervention_stats()
+    assert abs(stats["intervention_rate"] - 40 / 120) < 1e-9
+    assert env.obs_spec == twin.obs_spec and env.num_envs == 4  # everything else is the wrapped env's
+
+
+def test_episode_statistics_count_finished_episodes() -> None:
+    env = InterventionEnv(make("pendulum", num_envs=2, seed=0, params=("max_episode_steps=6",)), ScheduledDevice(2))
+    env.reset(seed=0)
+    for _ in range(12):
+        env.step(torch.zeros(2, 1))
+    stats = env.intervention_stats()
+    # 4 finished episodes of 6 steps, each with takeovers on a third of its steps.
+    assert env.finished_episodes == 4 and stats["episodes_intervened"] == 1.0
+    assert abs(stats["episode_intervention_rate"] - 8 / 24) < 1e-9
+    assert env.teleop.resets == 2 + 4  # the reset, then every finished episode
+
+
+def test_off_policy_runner_stores_executed_actions_flagged_and_copies_them_to_the_prior_buffer() -> None:
+    from robo_rl.algorithms.sac import SAC, SACConfig
+    from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+
+    inner = make("pendulum", num_envs=4, seed=0)
+    low, high = inner.action_spec.low_tensor(), inner.action_spec.high_tensor()
+    torch.manual_seed(0)
+    sac = SAC(3, 3, low, high, SACConfig(actor_hidden=(16,), critic_hidden=(16,)))
+    cfg = OffPolicyRunnerConfig(max_iterations=30, learning_starts=20, batch_size=32, eval_interval=0)
+    runner = OffPolicyRunner(InterventionEnv(inner, ScheduledDevice(4)), sac, cfg, seed=0)
+    assert runner.prior is None
+    runner.learn()
+    stored = runner.buffer.stored()
+    assert int(stored.intervened.sum()) == 40  # a third of 30 × 4 transitions
+    operator = (0.5 * (torch.arange(4) + 1)).clamp(max=2.0).repeat(30)[stored.intervened.bool()]
+    # Stored normalized: the pendulum's torque bound is 2, so action a is stored as a / 2.
+    torch.testing.assert_close(stored.actions[stored.intervened.bool(), 0], operator / 2.0)
+    assert runner.prior is not None and len(runner.prior) == 40
+    assert bool(runner.prior.stored().intervened.all())
+    batch = runner.sample_batch()
+    assert int(batch.intervened.sum()) >= 16  # RLPD: half of each batch from the intervention buffer

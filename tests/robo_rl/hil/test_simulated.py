@@ -1,0 +1,59 @@
+"""SimulatedHuman with the tasks' scripted experts keeps poor policies out of trouble, within its budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from robo_rl.hil import InterventionEnv, SimulatedHuman, SimulatedHumanConfig
+from robo_rl.sim import make, make_expert
+
+Policy = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
+
+
+def _run(
+    task: str, policy: Policy, human: SimulatedHumanConfig | None, steps: int, flag: str = ""
+) -> tuple[int, float]:
+    """(terminations, or steps with info[flag] when given; intervention rate) of `policy` on 32 envs of `task`."""
+    env = make(task, num_envs=32, seed=0, params=("episode_length=100",))
+    if human is not None:
+        low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
+        env = InterventionEnv(env, SimulatedHuman(make_expert(task, env), low, high, 32, human, seed=0))
+    env.reset(seed=0)
+    generator = torch.Generator().manual_seed(1)
+    terminations = 0
+    for _ in range(steps):
+        _, _, terminated, _, info = env.step(policy(None, generator))
+        terminations += int((info[flag] if flag else terminated).sum())
+    return terminations, env.intervention_stats()["intervention_rate"] if human is not None else 0.0
+
+
+def _noisy_hover(_obs: torch.Tensor | None, generator: torch.Generator) -> torch.Tensor:
+    """An untrained policy: hover thrust plus N(0, 0.3) on every motor."""
+    return -0.11 + 0.3 * torch.randn(32, 4, generator=generator)
+
+
+def _standing_still(_obs: torch.Tensor | None, _generator: torch.Generator) -> torch.Tensor:
+    """A timid car policy: straight wheels, no throttle (it stalls)."""
+    return torch.zeros(32, 2)
+
+
+def test_simulated_human_saves_the_quadrotor_from_an_untrained_policy() -> None:
+    alone, _ = _run("quadrotor/hover", _noisy_hover, None, 400)
+    helped, rate = _run("quadrotor/hover", _noisy_hover, SimulatedHumanConfig(reaction_steps=3), 400)
+    assert alone > 300  # 32 quadrotors crash over and over...
+    assert helped * 25 < alone  # ...the human takes over when they leave the safe set
+    assert 0.0 < rate < 1.0  # and hands back once they are safe again
+
+
+def test_simulated_human_keeps_a_stalling_car_moving() -> None:
+    alone, _ = _run("rc_car/race", _standing_still, None, 400, flag="stalled")
+    helped, rate = _run("rc_car/race", _standing_still, SimulatedHumanConfig(reaction_steps=3), 400, flag="stalled")
+    assert alone >= 32  # every car stalls (2 s below 0.25 m/s)
+    assert helped == 0 and 0.0 < rate < 1.0
+
+
+def test_budget_caps_the_human_share_of_steps() -> None:
+    _, rate = _run("quadrotor/hover", _noisy_hover, SimulatedHumanConfig(budget=0.1), 300)
+    assert 0.05 < rate <= 0.1 + 1 / 300  # at most one poll past the cap
