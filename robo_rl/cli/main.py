@@ -17,6 +17,7 @@ COMMANDS = (
     ("export", "export"),
     ("play", "play"),
     ("collect", "collect"),
+    ("record-demos", "record_demos"),
     ("compare", "compare"),
     ("tasks", "task_list"),
     ("demo", "demo"),

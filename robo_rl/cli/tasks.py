@@ -21,13 +21,17 @@ def env_factory() -> EnvFactory:
 
 
 def teleop_factory() -> TeleopFactory:
-    """Builds the teleoperation device `cfg.hil.teleop` names for a training env (`simulated`: the task's expert)."""
+    """Builds the teleoperation device `cfg.hil.teleop` names for a training env: `simulated` (the task's
+    expert) or `keyboard` (this terminal)."""
 
     def make_teleop(cfg: ExperimentConfig, env: BatchedEnv) -> TeleopDevice:
         from robo_rl.hil import SimulatedHuman
+        from robo_rl.hil.keyboard import KeyboardTeleop
         from robo_rl.sim import make_expert
 
         low, high = env.action_spec.low_tensor(env.device), env.action_spec.high_tensor(env.device)
+        if cfg.hil.teleop == "keyboard":
+            return KeyboardTeleop(env.num_envs, low, high, center=getattr(env, "hover_action", None))
         expert = make_expert(cfg.task.name, env)
         return SimulatedHuman(expert, low, high, env.num_envs, cfg.hil.human, seed=cfg.seed)
 

@@ -46,8 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--teleop",
         choices=TELEOPS,
-        help="who may take over the training envs: none, or simulated (the task's scripted expert as a simulated "
-        "human; sac/td3 only); shorthand for --set hil.teleop=NAME",
+        help="who may take over the training envs: none, simulated (the task's scripted expert as a simulated "
+        "human) or keyboard (you, at this terminal: space takes over env 0, w/s d/a i/k l/j nudge the actions); "
+        "sac/td3 only; shorthand for --set hil.teleop=NAME",
     )
     p.add_argument(
         "--max-iterations",

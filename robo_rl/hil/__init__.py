@@ -1,9 +1,10 @@
-"""Human-in-the-loop: teleoperation devices, a simulated human, and the intervention wrapper.
+"""Human-in-the-loop: teleoperation devices, a simulated human, the intervention wrapper and demonstration files.
 
-A `TeleopDevice` is polled every step; `InterventionEnv` executes its action wherever it is active and flags those
-transitions `intervened`; the off-policy runner stores the executed action and copies intervened transitions to
-the prior buffer that RLPD-style sampling draws half of every batch from. `SimulatedHuman` stands in for a person
-with a task's scripted `Expert` (robo_rl.sim: `make_expert`).
+A `TeleopDevice` (`SimulatedHuman`; `KeyboardTeleop` in robo_rl.hil.keyboard) is polled every step.
+`InterventionEnv` executes its action wherever it is active and flags those transitions `intervened`. The
+off-policy runner stores the executed action and copies intervened transitions to the prior buffer, which
+RLPD-style sampling draws half of every batch from. `SimulatedHuman` stands in for a person with a task's
+scripted `Expert` (robo_rl.sim.make_expert). Demonstrations are .npz files (robo_rl.hil.demos).
 """
 
 from robo_rl.hil.device import TeleopCommand, TeleopDevice

@@ -7,14 +7,15 @@ from typing import Literal
 
 from robo_rl.hil.simulated import SimulatedHumanConfig
 
-Teleop = Literal["none", "simulated"]
-TELEOPS: tuple[str, ...] = ("none", "simulated")
+Teleop = Literal["none", "simulated", "keyboard"]
+TELEOPS: tuple[str, ...] = ("none", "simulated", "keyboard")
 
 
 @dataclass(frozen=True)
 class HilConfig:
     teleop: Teleop = "none"
-    """Who may take over the training envs: nobody, or `simulated` (the task's scripted expert as a simulated
-    human, `robo_rl.sim.make_expert`). Interventions are off-policy data: sac or td3 only."""
+    """Who may take over the training envs: nobody, `simulated` (the task's scripted expert as a simulated
+    human, `robo_rl.sim.make_expert`) or `keyboard` (a person at this terminal drives env 0, see
+    robo_rl.hil.keyboard). Interventions are off-policy data: sac or td3 only."""
     human: SimulatedHumanConfig = field(default_factory=SimulatedHumanConfig)
     """Reaction delay, action noise and budget of the simulated human."""

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 from torch import nn
@@ -25,7 +25,9 @@ from robo_rl.envs import (
     StepResult,
     critic_obs_dim,
 )
+from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
+from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.runners import checkpoint
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import (
@@ -112,6 +114,14 @@ class OffPolicyRunnerConfig:
     symmetric sampling draws `prior_fraction` of every batch from it. None trains from online data only."""
     prior_fraction: float = 0.5
     """Share of each batch drawn from the prior buffer when there is one (RLPD and HIL-SERL use 0.5)."""
+    bc_pretrain_steps: int = 0
+    """Behaviour-cloning steps of the actor on the prior buffer (demonstrations) before RL starts (0: none)."""
+    keep_prior: bool = True
+    """False: WSRL-style warm start: the prior buffer only pretrains the actor and is then dropped, so batches are
+    online data (and later interventions) only. Needs bc_pretrain_steps > 0."""
+    warmup: Literal["random", "policy"] = "random"
+    """How the first `learning_starts` transitions are collected: uniformly random actions, or the (pretrained)
+    policy itself (WSRL's warm-up rollouts)."""
 
     def __post_init__(self) -> None:
         if self.updates_per_step < 0 or self.learning_starts < 0 or self.max_iterations < 0:
@@ -120,28 +130,37 @@ class OffPolicyRunnerConfig:
             raise ValueError("batch_size, buffer_capacity and eval_episodes must be at least 1")
         if not 0.0 <= self.prior_fraction <= 1.0:
             raise ValueError(f"prior_fraction must be in [0, 1], got {self.prior_fraction}")
+        if self.bc_pretrain_steps < 0:
+            raise ValueError(f"bc_pretrain_steps must not be negative, got {self.bc_pretrain_steps}")
+        if (self.bc_pretrain_steps > 0 or not self.keep_prior) and self.prior_buffer is None:
+            raise ValueError("bc_pretrain_steps and keep_prior=false need a prior_buffer of demonstrations")
+        if not self.keep_prior and self.bc_pretrain_steps == 0:
+            raise ValueError("keep_prior=false drops the demonstrations: set bc_pretrain_steps > 0 to learn from them")
 
 
-def load_prior_buffer(
-    path: Path, capacity: int, dims: tuple[int, int, int], device: torch.device | str
-) -> ReplayBuffer:
-    """The transitions of replay buffer file `path` in a new buffer of `capacity` on `device`.
+def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffer:
+    """The transitions of `path` (a replay buffer file from `robo-rl collect`, or a .npz demo file from
+    `robo-rl record-demos`) in a new buffer of `capacity` on `env`'s device.
 
-    The copy has the run's capacity, so interventions can be added to it during training; its dimensions must
-    match the task's `(obs, critic_obs, action)` sizes (ValueError naming the mismatch otherwise).
+    The copy has the run's capacity, so interventions can be added to it during training; its dimensions (and,
+    for demo files, its observation and action names) must match the task's (ValueError naming the mismatch).
     """
     if not path.is_file():
         raise FileNotFoundError(f"off_policy.prior_buffer: {path} does not exist")
-    saved = ReplayBuffer.load(path, "cpu")
-    names = ("obs_dim", "critic_obs_dim", "action_dim")
-    for name, ours in zip(names, dims, strict=True):
-        theirs = getattr(saved, name)
-        if theirs != ours:
-            raise ValueError(f"off_policy.prior_buffer: {path} has {name} {theirs}, the task needs {ours}")
-    if len(saved) == 0:
+    dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
+    if path.suffix == ".npz":
+        stored = load_demos(path, env)
+    else:
+        saved = ReplayBuffer.load(path, "cpu")
+        names = ("obs_dim", "critic_obs_dim", "action_dim")
+        for name, ours in zip(names, dims, strict=True):
+            theirs = getattr(saved, name)
+            if theirs != ours:
+                raise ValueError(f"off_policy.prior_buffer: {path} has {name} {theirs}, the task needs {ours}")
+        stored = saved.stored()
+    if len(stored) == 0:
         raise ValueError(f"off_policy.prior_buffer: {path} holds no transitions")
-    prior = ReplayBuffer(capacity, *dims, device)
-    stored = saved.stored()
+    prior = ReplayBuffer(capacity, *dims, env.device)
     prior.add(Transitions(**{name: getattr(stored, name).to(prior.device) for name in FIELD_NAMES}))
     return prior
 
@@ -164,8 +183,14 @@ class OffPolicyRunner:
         self.prior: ReplayBuffer | None = None
         self.sampler: ReplayBuffer | SymmetricSampler = self.buffer
         if cfg.prior_buffer is not None:
-            self.prior = load_prior_buffer(Path(cfg.prior_buffer), cfg.buffer_capacity, dims, env.device)
+            self.prior = load_prior_buffer(Path(cfg.prior_buffer), cfg.buffer_capacity, env)
             self.sampler = SymmetricSampler(self.buffer, self.prior, cfg.prior_fraction)
+        self.bc_losses: list[float] = []
+        if cfg.bc_pretrain_steps > 0 and self.prior is not None:
+            demos = self.prior.stored()
+            self.bc_losses = behaviour_clone(algorithm.actor, demos, cfg.bc_pretrain_steps, cfg.batch_size, seed=seed)
+        if not cfg.keep_prior:
+            self.prior, self.sampler = None, self.buffer
         self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
         self.iteration = self.env_steps = 0
@@ -175,7 +200,7 @@ class OffPolicyRunner:
         self.critic_obs = reset_critic_observation(env, self.obs)
 
     def _action(self) -> torch.Tensor:
-        if self.env_steps < self.cfg.learning_starts:
+        if self.env_steps < self.cfg.learning_starts and self.cfg.warmup == "random":
             shape = (self.env.num_envs, self.env.action_spec.dim)
             return torch.rand(shape, generator=self.generator, device=self.env.device) * 2 - 1
         return self.algorithm.act(self.obs)
