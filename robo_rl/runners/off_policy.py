@@ -119,6 +119,9 @@ class OffPolicyRunnerConfig:
     keep_prior: bool = True
     """False: WSRL-style warm start: the prior buffer only pretrains the actor and is then dropped, so batches are
     online data (and later interventions) only. Needs bc_pretrain_steps > 0."""
+    critic_warmup_steps: int = 0
+    """Gradient steps that train only the critic (the actor waits), so that a pretrained actor is not pulled
+    around by an untrained Q-function; counted from the first update."""
     warmup: Literal["random", "policy"] = "random"
     """How the first `learning_starts` transitions are collected: uniformly random actions, or the (pretrained)
     policy itself (WSRL's warm-up rollouts)."""
@@ -130,8 +133,8 @@ class OffPolicyRunnerConfig:
             raise ValueError("batch_size, buffer_capacity and eval_episodes must be at least 1")
         if not 0.0 <= self.prior_fraction <= 1.0:
             raise ValueError(f"prior_fraction must be in [0, 1], got {self.prior_fraction}")
-        if self.bc_pretrain_steps < 0:
-            raise ValueError(f"bc_pretrain_steps must not be negative, got {self.bc_pretrain_steps}")
+        if self.bc_pretrain_steps < 0 or self.critic_warmup_steps < 0:
+            raise ValueError("bc_pretrain_steps and critic_warmup_steps must not be negative")
         if (self.bc_pretrain_steps > 0 or not self.keep_prior) and self.prior_buffer is None:
             raise ValueError("bc_pretrain_steps and keep_prior=false need a prior_buffer of demonstrations")
         if not self.keep_prior and self.bc_pretrain_steps == 0:
@@ -193,7 +196,7 @@ class OffPolicyRunner:
             self.prior, self.sampler = None, self.buffer
         self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
-        self.iteration = self.env_steps = 0
+        self.iteration = self.env_steps = self.gradient_steps = 0
         self.wall_time = 0.0
         torch.manual_seed(seed)
         self.obs = env.reset(seed=seed)
@@ -244,7 +247,9 @@ class OffPolicyRunner:
             return {}
         metrics: dict[str, float] = {}
         for _ in range(self.cfg.updates_per_step):
-            metrics = self.algorithm.update(self.sample_batch())
+            update_actor = self.gradient_steps >= self.cfg.critic_warmup_steps
+            metrics = self.algorithm.update(self.sample_batch(), update_actor=update_actor)
+            self.gradient_steps += 1
         return metrics
 
     def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
@@ -325,6 +330,7 @@ class OffPolicyRunner:
             "prior_buffer": None if self.prior is None else self.prior.state_dict(),
             "iteration": self.iteration,
             "env_steps": self.env_steps,
+            "gradient_steps": self.gradient_steps,
             "wall_time": self.wall_time,
             "obs": self.obs,
             "critic_obs": self.critic_obs,
@@ -341,6 +347,7 @@ class OffPolicyRunner:
         if self.prior is not None and state.get("prior_buffer") is not None:
             self.prior.load_state_dict(state["prior_buffer"])
         self.iteration, self.env_steps = int(state["iteration"]), int(state["env_steps"])
+        self.gradient_steps = int(state.get("gradient_steps", 0))
         self.wall_time = float(state["wall_time"])
         self.obs, self.critic_obs = state["obs"].to(self.env.device), state["critic_obs"].to(self.env.device)
         self.tracker.load_state_dict(state["tracker"])

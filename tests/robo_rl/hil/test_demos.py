@@ -10,6 +10,7 @@ import torch
 
 from robo_rl.algorithms.sac import SAC
 from robo_rl.cli.main import main
+from robo_rl.envs import critic_obs_dim
 from robo_rl.experiment import quadrotor_hover_sac
 from robo_rl.hil.demos import load_demos, read_meta
 from robo_rl.hil.pretrain import behaviour_clone
@@ -49,7 +50,9 @@ def test_demos_of_another_task_are_refused(demos: Path, tmp_path: Path) -> None:
 def test_behaviour_cloning_ten_demos_makes_the_actor_hover(demos: Path) -> None:
     env = make("quadrotor/hover", num_envs=1)
     torch.manual_seed(0)
-    sac = SAC(22, 22, env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac)
+    sac = SAC(
+        22, critic_obs_dim(env), env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac
+    )
     evaluation_env = make("quadrotor/hover", num_envs=50, seed=7)
     before = evaluate_held_out(evaluation_env, sac.actor.deterministic_actor().eval(), 0)
     losses = behaviour_clone(sac.actor, load_demos(demos, env), steps=1500)
@@ -60,7 +63,9 @@ def test_behaviour_cloning_ten_demos_makes_the_actor_hover(demos: Path) -> None:
 
 def test_runner_pretrains_from_a_demo_file_and_wsrl_drops_it(demos: Path) -> None:
     env = make("quadrotor/hover", num_envs=4, seed=0)
-    sac = SAC(22, 22, env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac)
+    sac = SAC(
+        22, critic_obs_dim(env), env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac
+    )
     cfg = OffPolicyRunnerConfig(prior_buffer=str(demos), bc_pretrain_steps=20, keep_prior=False, warmup="policy")
     runner = OffPolicyRunner(env, sac, cfg, seed=0)
     assert len(runner.bc_losses) == 20 and runner.prior is None and runner.sampler is runner.buffer
@@ -70,3 +75,26 @@ def test_runner_pretrains_from_a_demo_file_and_wsrl_drops_it(demos: Path) -> Non
         OffPolicyRunnerConfig(bc_pretrain_steps=5)
     with pytest.raises(ValueError, match="set bc_pretrain_steps"):
         OffPolicyRunnerConfig(prior_buffer=str(demos), keep_prior=False)
+
+
+def test_critic_warmup_keeps_the_pretrained_actor_still(demos: Path) -> None:
+    env = make("quadrotor/hover", num_envs=4, seed=0)
+    sac = SAC(
+        22, critic_obs_dim(env), env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac
+    )
+    cfg = OffPolicyRunnerConfig(
+        prior_buffer=str(demos), learning_starts=0, batch_size=4, critic_warmup_steps=6, max_iterations=3
+    )
+    runner = OffPolicyRunner(env, sac, cfg, seed=0)
+    actor_before = [p.detach().clone() for p in sac.actor.parameters()]
+    critic_before = [p.detach().clone() for p in sac.critic.parameters()]
+    runner.learn()  # 3 iterations × 1 update: critic only
+    assert runner.gradient_steps == 3
+    assert all(torch.equal(a, b) for a, b in zip(actor_before, sac.actor.parameters(), strict=True))
+    assert not all(torch.equal(a, b) for a, b in zip(critic_before, sac.critic.parameters(), strict=True))
+    runner.train_step()
+    runner.train_step()
+    runner.train_step()  # gradient steps 3, 4, 5: still the critic; then the 7th (index 6) moves the actor
+    assert all(torch.equal(a, b) for a, b in zip(actor_before, sac.actor.parameters(), strict=True))
+    runner.train_step()
+    assert not all(torch.equal(a, b) for a, b in zip(actor_before, sac.actor.parameters(), strict=True))
