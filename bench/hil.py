@@ -1,0 +1,139 @@
+"""Human-in-the-loop benchmark (issue 8): episodes and wall-clock to 90 % success with a simulated human.
+
+Per task (quadrotor/hover with quadrotor_hover_sac, rc_car/race with the same SAC settings) and condition:
+  (a) rl           SAC alone;
+  (b) rl+demos     SAC with 10 demonstrations of the task's scripted expert (`robo-rl record-demos`) as the
+                   prior buffer, sampled 50/50 with online data (RLPD);
+  (c) rl+demos+hil (b) plus the simulated human (`--teleop simulated`), whose interventions join the prior buffer.
+A run stops at the first deterministic evaluation (`--eval-episodes` episodes) with success ≥ `--target`, or at
+`--max-seconds` of training. Reported: training episodes, env steps and seconds to the target (None when not
+reached), the best evaluation, and the share of env steps the human controlled.
+Target of the issue: (c) reaches 90 % with ≥ 3× fewer episodes than (a), the human in control < 20 % of steps.
+
+Usage: `python bench/hil.py [--tasks quadrotor/hover rc_car/race] [--seeds 0] [--max-seconds 180]`.
+Results go to bench/results/hil.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from machine import machine_info, warn_if_busy
+
+from robo_rl.cli.main import main as cli
+from robo_rl.cli.tasks import env_factory, teleop_factory
+from robo_rl.config import apply_overrides
+from robo_rl.experiment import ExperimentConfig, quadrotor_hover_sac
+from robo_rl.hil.config import HilConfig
+from robo_rl.runners.build import build_runner
+
+RESULTS = Path(__file__).parent / "results" / "hil.json"
+CONDITIONS = ("rl", "rl+demos", "rl+demos+hil")
+
+
+def base_config(task: str, seed: int, target: float, eval_episodes: int) -> ExperimentConfig:
+    cfg = quadrotor_hover_sac()
+    cfg = replace(cfg, name=f"hil_{task.replace('/', '_')}", seed=seed, task=replace(cfg.task, name=task))
+    return apply_overrides(
+        cfg,
+        [
+            f"off_policy.target_success_rate={target}",
+            "off_policy.eval_min_train_success=0",
+            "off_policy.eval_interval=250",
+            f"off_policy.eval_episodes={eval_episodes}",
+            "off_policy.learning_starts=640",
+            "off_policy.max_iterations=1000000",
+        ],
+    )
+
+
+def condition_config(cfg: ExperimentConfig, condition: str, demos: Path) -> ExperimentConfig:
+    if condition == "rl":
+        return cfg
+    cfg = apply_overrides(cfg, [f"off_policy.prior_buffer={demos}"])
+    if condition == "rl+demos+hil":
+        cfg = replace(cfg, hil=HilConfig(teleop="simulated"))
+    return cfg
+
+
+def run(cfg: ExperimentConfig, max_seconds: float) -> dict[str, Any]:
+    runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory())
+    rows: list[dict[str, Any]] = []
+    episodes = 0
+    reached: dict[str, Any] | None = None
+    start = time.perf_counter()
+
+    def on_iteration(metrics: dict[str, Any]) -> None:
+        nonlocal episodes, reached
+        episodes += int(metrics.get("episodes") or 0)
+        if metrics.get("eval_success_rate") is not None:
+            rows.append({"iteration": metrics["iteration"], "episodes": episodes, **_pick(metrics)})
+            if reached is None and metrics["eval_success_rate"] >= cfg.off_policy.target_success_rate:
+                reached = rows[-1]
+        if time.perf_counter() - start > max_seconds:
+            runner.cfg = replace(runner.cfg, max_iterations=runner.iteration)  # stop after this iteration
+
+    runner.learn(on_iteration)
+    env = runner.env
+    human = getattr(env, "intervened_steps", 0) / max(getattr(env, "total_steps", 0), 1)
+    return {
+        "reached": reached is not None,
+        "episodes_to_target": None if reached is None else reached["episodes"],
+        "env_steps_to_target": None if reached is None else reached["env_steps"],
+        "seconds_to_target": None if reached is None else reached["wall_time"],
+        "best_eval_success": max((r["eval_success_rate"] for r in rows), default=None),
+        "episodes": episodes,
+        "env_steps": runner.env_steps,
+        "seconds": runner.wall_time,
+        "human_step_share": human,
+        "evaluations": rows,
+    }
+
+
+def _pick(metrics: dict[str, Any]) -> dict[str, Any]:
+    keys = ("env_steps", "wall_time", "eval_success_rate", "eval_return", "intervention_rate")
+    return {key: metrics.get(key) for key in keys}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tasks", nargs="+", default=["quadrotor/hover", "rc_car/race"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS)
+    parser.add_argument("--target", type=float, default=0.9)
+    parser.add_argument("--eval-episodes", type=int, default=200)
+    parser.add_argument("--max-seconds", type=float, default=180.0, help="training seconds per run")
+    args = parser.parse_args()
+    warn_if_busy()
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for task in args.tasks:
+            demos = Path(tmp) / f"{task.replace('/', '_')}.npz"
+            assert cli(["record-demos", task, "--episodes", "10", "-o", str(demos)]) == 0
+            for seed in args.seeds:
+                base = base_config(task, seed, args.target, args.eval_episodes)
+                for condition in args.conditions:
+                    row = {"task": task, "seed": seed, "condition": condition}
+                    row |= run(condition_config(base, condition, demos), args.max_seconds)
+                    results.append(row)
+                    print(
+                        f"{task} seed {seed} {condition:13s}: reached {row['reached']}, episodes "
+                        f"{row['episodes_to_target']}, best eval {row['best_eval_success']}, "
+                        f"human {row['human_step_share']:.1%}, {row['seconds']:.0f} s",
+                        flush=True,
+                    )
+    RESULTS.write_text(
+        json.dumps({"machine": machine_info(), "command": " ".join(sys.argv), "rows": results}, indent=1)
+    )
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

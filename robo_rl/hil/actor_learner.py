@@ -1,0 +1,155 @@
+"""Actor/learner split (as SERL and HIL-SERL run it): slow learning never blocks the control loop.
+
+The actor (this process) steps the robot or simulator with the latest policy weights it has; a learner process
+owns the replay buffer and the off-policy algorithm. They share one machine:
+- transitions go actor → learner through a bounded `multiprocessing` queue, one message per env step; when the
+  learner falls behind and the queue is full the actor drops the step's transitions (counted) instead of waiting;
+- weights go learner → actor through shared memory: the learner copies its actor's parameters into shared
+  tensors under a lock and bumps a version counter every `publish_every` updates; the actor copies them in only
+  when the version changed, without waiting for the learner.
+
+`ActorLearner(make_algorithm, ...)` starts the learner (spawn), `act(obs)` gives actions, `send(...)` ships a
+step's transitions, `close()` stops the learner and returns its statistics.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from robo_rl.storage.replay import ReplayBuffer, Transitions
+
+STOP = "stop"
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    buffer_capacity: int = 100_000
+    batch_size: int = 256
+    learning_starts: int = 1_000
+    """Transitions the learner waits for before its first update."""
+    updates_per_batch: int = 1
+    """Gradient steps per received step message."""
+    publish_every: int = 10
+    """Gradient steps between weight publications."""
+    queue_size: int = 1_000
+    """Step messages the queue holds before the actor starts dropping."""
+    update_delay_s: float = 0.0
+    """Artificial pause per gradient step (tests and benchmarks of a slow learner)."""
+
+
+@dataclass(frozen=True)
+class LearnerStats:
+    received: int
+    """Transitions the learner received."""
+    updates: int
+    """Gradient steps it made."""
+    published: int
+    """Weight versions it published."""
+
+
+def _learner(
+    make_algorithm: Callable[[], Any],
+    dims: tuple[int, int, int],
+    cfg: LearnerConfig,
+    inbox: Any,
+    shared: dict[str, torch.Tensor],
+    version: Any,
+    lock: Any,
+    results: Any,
+    ready: Any,
+) -> None:
+    torch.set_num_threads(1)
+    algorithm = make_algorithm()
+    ready.set()
+    buffer = ReplayBuffer(cfg.buffer_capacity, *dims, "cpu")
+    generator = torch.Generator().manual_seed(0)
+    received = updates = published = 0
+    while True:
+        message = inbox.get()
+        if message == STOP:
+            break
+        buffer.add(message)
+        received += len(message)
+        if len(buffer) < max(cfg.learning_starts, cfg.batch_size):
+            continue
+        for _ in range(cfg.updates_per_batch):
+            algorithm.update(buffer.sample(cfg.batch_size, generator))
+            updates += 1
+            if cfg.update_delay_s > 0:
+                time.sleep(cfg.update_delay_s)
+            if updates % cfg.publish_every == 0:
+                _publish(algorithm.actor, shared, version, lock)
+                published += 1
+    results.put(LearnerStats(received, updates, published))
+
+
+def _publish(actor: torch.nn.Module, shared: dict[str, torch.Tensor], version: Any, lock: Any) -> None:
+    with lock, torch.no_grad():
+        for name, tensor in actor.state_dict().items():
+            shared[name].copy_(tensor)
+        version.value += 1
+
+
+class ActorLearner:
+    """The actor side; `make_algorithm` (picklable, e.g. a functools.partial) builds the same algorithm in both
+    processes: the actor uses only its `actor` module."""
+
+    def __init__(self, make_algorithm: Callable[[], Any], dims: tuple[int, int, int], cfg: LearnerConfig) -> None:
+        context = mp.get_context("spawn")
+        self.algorithm = make_algorithm()
+        self.actor = self.algorithm.actor
+        self.shared = {name: t.detach().clone().share_memory_() for name, t in self.actor.state_dict().items()}
+        self.version = context.Value("l", 0)
+        self.lock = context.Lock()
+        self.inbox = context.Queue(maxsize=cfg.queue_size)
+        self.results = context.Queue()
+        self.ready = context.Event()
+        self.loaded_version = 0
+        self.dropped = 0
+        arguments = (make_algorithm, dims, cfg, self.inbox, self.shared, self.version, self.lock, self.results)
+        arguments += (self.ready,)
+        self.process = context.Process(target=_learner, args=arguments, daemon=True)
+        self.process.start()
+
+    def wait_ready(self, timeout: float = 60.0) -> bool:
+        """Wait until the learner process has built its algorithm (start-up takes seconds: it imports torch)."""
+        return bool(self.ready.wait(timeout))
+
+    def refresh(self) -> bool:
+        """Copy in the learner's newest weights if there are any; never waits. True when they changed."""
+        if self.version.value == self.loaded_version:
+            return False
+        with self.lock, torch.no_grad():
+            for name, tensor in self.actor.state_dict().items():
+                tensor.copy_(self.shared[name])
+            self.loaded_version = self.version.value
+        return True
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
+        """Normalized actions from the newest weights the learner published."""
+        self.refresh()
+        return self.algorithm.act(obs, deterministic)
+
+    def send(self, transitions: Transitions) -> bool:
+        """Queue one step's transitions for the learner; False (and counted) when its queue is full."""
+        try:
+            self.inbox.put_nowait(transitions)
+            return True
+        except queue.Full:
+            self.dropped += len(transitions)
+            return False
+
+    def close(self, timeout: float = 60.0) -> LearnerStats:
+        """Let the learner finish the queued transitions, stop it, and return its statistics."""
+        self.inbox.put(STOP)
+        stats = self.results.get(timeout=timeout)
+        self.process.join(timeout)
+        return stats
