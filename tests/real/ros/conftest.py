@@ -34,6 +34,9 @@ NETNS = [
 def _unavailable() -> str:
     if not ROS_PYTHON.is_file():
         return f"{ROS_PYTHON} is missing: `make ros-venv` did not build the ROS venv"
+    default = ROOT / ".venv-ros" / "bin" / "python"
+    if ROS_PYTHON == default and not list((ROOT / ".venv-ros").glob(".installed-*")):
+        return "`make ros-venv` did not finish building .venv-ros (no .installed-* stamp)"
     probe = subprocess.run([*NETNS, str(ROS_PYTHON), "-c", "import rclpy"], capture_output=True, text=True)
     if probe.returncode != 0:
         return f"cannot run rclpy in a loopback-only network namespace: {probe.stderr.strip()[-300:]}"
