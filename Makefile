@@ -29,8 +29,9 @@ $(STAMP): $(PY) pyproject.toml setup.py
 install: $(STAMP)
 
 # .venv-ros: real rclpy from PyPI's ros-* wheels (Kilted; ROS_DISTRO=jazzy for the ros-jazzy-* wheels), the
-# messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags) plus
-# torch for sim_bridge. A venv of its own because the wheels' .pth file re-executes Python to set LD_LIBRARY_PATH.
+# messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags) and
+# the training extra (torch for sim_bridge; `robo-rl train --teleop ros` runs here). A venv of its own because
+# the wheels' .pth file re-executes Python to set LD_LIBRARY_PATH.
 # cyclonedds is the independent DDS peer of the wire test. tests/real/ros use it and skip, saying why, without it.
 VENV_ROS := .venv-ros
 PY_ROS := $(VENV_ROS)/bin/python
@@ -46,7 +47,7 @@ $(ROS_STAMP): pyproject.toml setup.py
 	$(PY_ROS) -m pip install --upgrade pip setuptools wheel
 	$(PY_ROS) -m pip install $(TORCH)
 	$(PY_ROS) -m pip install $(addprefix $(ROS_PREFIX),$(ROS_WHEELS)) "cyclonedds>=0.10"
-	$(PY_ROS) -m pip install -e ".[ros]"
+	$(PY_ROS) -m pip install -e ".[ros,train]"
 	touch $(ROS_STAMP)
 
 ros-venv: $(ROS_STAMP)

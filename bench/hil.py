@@ -10,7 +10,7 @@ A run stops at the first deterministic evaluation (`--eval-episodes` episodes) w
 reached), the best evaluation, and the share of env steps the human controlled.
 Target of the issue: (c) reaches 90 % with ≥ 3× fewer episodes than (a), the human in control < 20 % of steps.
 
-Usage: `python bench/hil.py [--tasks quadrotor/hover rc_car/race] [--seeds 0] [--max-seconds 180]`.
+Usage: `python bench/hil.py [--tasks quadrotor/hover rc_car/race] [--seeds 0] [--max-seconds 180] [--budget 0.2]`.
 Results go to bench/results/hil.json.
 """
 
@@ -32,6 +32,7 @@ from robo_rl.cli.tasks import env_factory, teleop_factory
 from robo_rl.config import apply_overrides
 from robo_rl.experiment import ExperimentConfig, quadrotor_hover_sac
 from robo_rl.hil.config import HilConfig
+from robo_rl.hil.simulated import SimulatedHumanConfig
 from robo_rl.runners.build import build_runner
 
 RESULTS = Path(__file__).parent / "results" / "hil.json"
@@ -54,12 +55,12 @@ def base_config(task: str, seed: int, target: float, eval_episodes: int) -> Expe
     )
 
 
-def condition_config(cfg: ExperimentConfig, condition: str, demos: Path) -> ExperimentConfig:
+def condition_config(cfg: ExperimentConfig, condition: str, demos: Path, budget: float) -> ExperimentConfig:
     if condition == "rl":
         return cfg
     cfg = apply_overrides(cfg, [f"off_policy.prior_buffer={demos}"])
     if condition == "rl+demos+hil":
-        cfg = replace(cfg, hil=HilConfig(teleop="simulated"))
+        cfg = replace(cfg, hil=HilConfig(teleop="simulated", human=SimulatedHumanConfig(budget=budget)))
     return cfg
 
 
@@ -110,6 +111,8 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.9)
     parser.add_argument("--eval-episodes", type=int, default=200)
     parser.add_argument("--max-seconds", type=float, default=180.0, help="training seconds per run")
+    parser.add_argument("--output", help="JSON file (default: bench/results/hil.json)")
+    parser.add_argument("--budget", type=float, default=1.0, help="largest share of steps the human may control")
     args = parser.parse_args()
     warn_if_busy()
     results = []
@@ -120,8 +123,8 @@ def main() -> None:
             for seed in args.seeds:
                 base = base_config(task, seed, args.target, args.eval_episodes)
                 for condition in args.conditions:
-                    row = {"task": task, "seed": seed, "condition": condition}
-                    row |= run(condition_config(base, condition, demos), args.max_seconds)
+                    row = {"task": task, "seed": seed, "condition": condition, "budget": args.budget}
+                    row |= run(condition_config(base, condition, demos, args.budget), args.max_seconds)
                     results.append(row)
                     print(
                         f"{task} seed {seed} {condition:13s}: reached {row['reached']}, episodes "
@@ -129,10 +132,9 @@ def main() -> None:
                         f"human {row['human_step_share']:.1%}, {row['seconds']:.0f} s",
                         flush=True,
                     )
-    RESULTS.write_text(
-        json.dumps({"machine": machine_info(), "command": " ".join(sys.argv), "rows": results}, indent=1)
-    )
-    print(f"wrote {RESULTS}")
+    output = RESULTS if args.output is None else Path(args.output)
+    output.write_text(json.dumps({"machine": machine_info(), "command": " ".join(sys.argv), "rows": results}, indent=1))
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ def env_factory() -> EnvFactory:
 
 def teleop_factory() -> TeleopFactory:
     """Builds the teleoperation device `cfg.hil.teleop` names for a training env: `simulated` (the task's
-    expert) or `keyboard` (this terminal)."""
+    expert), `keyboard` (this terminal) or `ros` (teleop_node's topics)."""
 
     def make_teleop(cfg: ExperimentConfig, env: BatchedEnv) -> TeleopDevice:
         from robo_rl.hil import SimulatedHuman
@@ -32,10 +32,20 @@ def teleop_factory() -> TeleopFactory:
         low, high = env.action_spec.low_tensor(env.device), env.action_spec.high_tensor(env.device)
         if cfg.hil.teleop == "keyboard":
             return KeyboardTeleop(env.num_envs, low, high, center=getattr(env, "hover_action", None))
+        if cfg.hil.teleop == "ros":
+            return _ros_teleop(env, cfg.hil.ros_namespace)
         expert = make_expert(cfg.task.name, env)
         return SimulatedHuman(expert, low, high, env.num_envs, cfg.hil.human, seed=cfg.seed)
 
     return make_teleop
+
+
+def _ros_teleop(env: BatchedEnv, namespace: str) -> TeleopDevice:
+    try:
+        from robo_rl.real.ros.teleop_device import RosTeleop
+    except ModuleNotFoundError as err:
+        raise ConfigError(f"hil.teleop=ros needs {err.name} here: train from .venv-ros (make ros-venv)") from None
+    return RosTeleop(env.num_envs, env.action_spec.dim, namespace)
 
 
 def resolve_config(source: str, overrides: list[str]) -> ExperimentConfig:

@@ -47,8 +47,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--teleop",
         choices=TELEOPS,
         help="who may take over the training envs: none, simulated (the task's scripted expert as a simulated "
-        "human) or keyboard (you, at this terminal: space takes over env 0, w/s d/a i/k l/j nudge the actions); "
-        "sac/td3 only; shorthand for --set hil.teleop=NAME",
+        "human), keyboard (you, at this terminal: space takes over env 0, w/s d/a i/k l/j nudge the actions) or "
+        "ros (a joystick through teleop_node, --set hil.ros_namespace=/cf1; train from .venv-ros); sac/td3 only; "
+        "shorthand for --set hil.teleop=NAME",
     )
     p.add_argument(
         "--max-iterations",

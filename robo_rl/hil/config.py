@@ -7,15 +7,18 @@ from typing import Literal
 
 from robo_rl.hil.simulated import SimulatedHumanConfig
 
-Teleop = Literal["none", "simulated", "keyboard"]
-TELEOPS: tuple[str, ...] = ("none", "simulated", "keyboard")
+Teleop = Literal["none", "simulated", "keyboard", "ros"]
+TELEOPS: tuple[str, ...] = ("none", "simulated", "keyboard", "ros")
 
 
 @dataclass(frozen=True)
 class HilConfig:
     teleop: Teleop = "none"
     """Who may take over the training envs: nobody, `simulated` (the task's scripted expert as a simulated
-    human, `robo_rl.sim.make_expert`) or `keyboard` (a person at this terminal drives env 0, see
-    robo_rl.hil.keyboard). Interventions are off-policy data: sac or td3 only."""
+    human, `robo_rl.sim.make_expert`), `keyboard` (a person at this terminal drives env 0, see
+    robo_rl.hil.keyboard) or `ros` (a joystick through teleop_node's topics in `ros_namespace`; needs rclpy, so
+    train from .venv-ros). Interventions are off-policy data: sac or td3 only."""
     human: SimulatedHumanConfig = field(default_factory=SimulatedHumanConfig)
     """Reaction delay, action noise and budget of the simulated human."""
+    ros_namespace: str = "/"
+    """Namespace of the teleop_node whose `intervention` / `intervening` topics `ros` reads (e.g. /cf1)."""

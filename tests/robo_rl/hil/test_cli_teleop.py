@@ -31,3 +31,9 @@ def test_task_without_an_expert_is_a_one_line_error(tmp_path: Path, capsys: pyte
     argv = ["train", "pendulum_sac", "--teleop", "simulated", "--runs-root", str(tmp_path)]
     assert main(argv) == 2
     assert "task 'pendulum' has no scripted expert" in capsys.readouterr().err
+
+
+def test_ros_teleop_without_rclpy_says_where_to_train(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["train", "quadrotor_hover_sac", "--teleop", "ros", "--runs-root", str(tmp_path)]
+    assert main(argv) == 2  # the test venv has no rclpy
+    assert "hil.teleop=ros needs rclpy here: train from .venv-ros" in capsys.readouterr().err
