@@ -4,8 +4,8 @@ HIL-SERL's operator watches and grabs the SpaceMouse when the robot is about to 
 own controller, e.g. a cascaded hover controller or pure pursuit) plays that part, so HIL training can be tested
 and benchmarked without a person. Per env: the expert takes over `reaction_steps` after the state leaves the
 outer safe set (`Expert.unsafe`), and hands back once the state is well inside again (`Expert.recovered`, a
-tighter set: hysteresis). Its actions get Gaussian noise; `budget` caps the share of steps it may control over the
-whole run (a tired human), after which it stops taking over.
+tighter set: hysteresis). Its actions get Gaussian noise; `budget` caps the share of steps it controls over the
+whole run (a tired human): at the cap it lets go everywhere, until the share falls below it again.
 """
 
 from __future__ import annotations
