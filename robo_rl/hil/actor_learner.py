@@ -9,7 +9,9 @@ owns the replay buffer and the off-policy algorithm. They share one machine:
   when the version changed, without waiting for the learner.
 
 `ActorLearner(make_algorithm, ...)` starts the learner (spawn), `act(obs)` gives actions, `send(...)` ships a
-step's transitions, `close()` stops the learner and returns its statistics.
+step's transitions, `close()` stops the learner and returns its statistics. The learner samples batches as the
+in-process runner does: RLPD's symmetric mix with a prior buffer of demonstrations (`prior`) to which intervened
+transitions are added as they arrive; `critic_warmup_steps` first train the critic alone.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.storage.replay import ReplayBuffer, Transitions
+from robo_rl.storage.replay import ReplayBuffer, SymmetricSampler, Transitions, select_transitions
 
 STOP = "stop"
 
@@ -42,6 +44,10 @@ class LearnerConfig:
     """Step messages the queue holds before the actor starts dropping."""
     update_delay_s: float = 0.0
     """Artificial pause per gradient step (tests and benchmarks of a slow learner)."""
+    prior_fraction: float = 0.5
+    """Share of each batch from the prior buffer (demonstrations and interventions), once it holds any."""
+    critic_warmup_steps: int = 0
+    """Gradient steps that train only the critic."""
 
 
 @dataclass(frozen=True)
@@ -58,17 +64,19 @@ def _learner(
     make_algorithm: Callable[[], Any],
     dims: tuple[int, int, int],
     cfg: LearnerConfig,
-    inbox: Any,
+    channels: tuple[Any, ...],
     shared: dict[str, torch.Tensor],
-    version: Any,
-    lock: Any,
-    results: Any,
-    ready: Any,
+    prior_transitions: Transitions | None,
 ) -> None:
+    inbox, version, lock, results, ready = channels
     torch.set_num_threads(1)
     algorithm = make_algorithm()
     ready.set()
     buffer = ReplayBuffer(cfg.buffer_capacity, *dims, "cpu")
+    prior = ReplayBuffer(cfg.buffer_capacity, *dims, "cpu")
+    if prior_transitions is not None:
+        prior.add(prior_transitions)
+    sampler = SymmetricSampler(buffer, prior, cfg.prior_fraction)
     generator = torch.Generator().manual_seed(0)
     received = updates = published = 0
     while True:
@@ -76,11 +84,13 @@ def _learner(
         if message == STOP:
             break
         buffer.add(message)
+        if bool(message.intervened.any()):
+            prior.add(select_transitions(message, message.intervened.bool()))
         received += len(message)
         if len(buffer) < max(cfg.learning_starts, cfg.batch_size):
             continue
         for _ in range(cfg.updates_per_batch):
-            algorithm.update(buffer.sample(cfg.batch_size, generator))
+            algorithm.update(sampler.sample(cfg.batch_size, generator), update_actor=updates >= cfg.critic_warmup_steps)
             updates += 1
             if cfg.update_delay_s > 0:
                 time.sleep(cfg.update_delay_s)
@@ -101,7 +111,13 @@ class ActorLearner:
     """The actor side; `make_algorithm` (picklable, e.g. a functools.partial) builds the same algorithm in both
     processes: the actor uses only its `actor` module."""
 
-    def __init__(self, make_algorithm: Callable[[], Any], dims: tuple[int, int, int], cfg: LearnerConfig) -> None:
+    def __init__(
+        self,
+        make_algorithm: Callable[[], Any],
+        dims: tuple[int, int, int],
+        cfg: LearnerConfig,
+        prior: Transitions | None = None,
+    ) -> None:
         context = mp.get_context("spawn")
         self.algorithm = make_algorithm()
         self.actor = self.algorithm.actor
@@ -113,8 +129,8 @@ class ActorLearner:
         self.ready = context.Event()
         self.loaded_version = 0
         self.dropped = 0
-        arguments = (make_algorithm, dims, cfg, self.inbox, self.shared, self.version, self.lock, self.results)
-        arguments += (self.ready,)
+        channels = (self.inbox, self.version, self.lock, self.results, self.ready)
+        arguments = (make_algorithm, dims, cfg, channels, self.shared, prior)
         self.process = context.Process(target=_learner, args=arguments, daemon=True)
         self.process.start()
 

@@ -22,3 +22,12 @@ class HilConfig:
     """Reaction delay, action noise and budget of the simulated human."""
     ros_namespace: str = "/"
     """Namespace of the teleop_node whose `intervention` / `intervening` topics `ros` reads (e.g. /cf1)."""
+    real_time: bool = False
+    """Pace the training env to `rate_hz` steps per second, as a robot runs (robo_rl.hil.realtime): for a
+    person at the keyboard or joystick on a simulator, and for off_policy.actor_learner to keep up."""
+    rate_hz: float = 0.0
+    """Step rate of `real_time`; 0 means the task's own rate, 1 / dt."""
+
+    def __post_init__(self) -> None:
+        if self.rate_hz < 0:
+            raise ValueError(f"hil.rate_hz must be >= 0, got {self.rate_hz}")

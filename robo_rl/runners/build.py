@@ -18,6 +18,7 @@ from robo_rl.config import ConfigError
 from robo_rl.envs import BatchedEnv, critic_obs_dim
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
+from robo_rl.hil.realtime import RealTimeEnv
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
@@ -78,6 +79,8 @@ def build_runner(
     check_device(cfg.task.device)
     task = cfg.task
     env = make_env(task.name, num_envs=task.num_envs, device=task.device, seed=cfg.seed, params=task.params)
+    if cfg.hil.real_time:
+        env = RealTimeEnv(env, cfg.hil.rate_hz or None)
     if cfg.hil.teleop != "none":
         env = _with_teleop(cfg, env, make_teleop)
     loop = getattr(cfg, cfg.loop_section)

@@ -7,9 +7,11 @@ gradient steps. Finished episodes store the env's `final_obs` as their next obse
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -25,6 +27,7 @@ from robo_rl.envs import (
     StepResult,
     critic_obs_dim,
 )
+from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
 from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
@@ -122,6 +125,10 @@ class OffPolicyRunnerConfig:
     critic_warmup_steps: int = 0
     """Gradient steps that train only the critic (the actor waits), so that a pretrained actor is not pulled
     around by an untrained Q-function; counted from the first update."""
+    actor_learner: bool = False
+    """Learn in a separate process (robo_rl.hil.actor_learner), as SERL does: the env loop never waits for
+    gradient steps, takes up new weights when the learner publishes them, and drops (counts) transitions the
+    learner cannot keep up with. CPU only. Checkpoints then hold the actor side only, and resume is refused."""
     warmup: Literal["random", "policy"] = "random"
     """How the first `learning_starts` transitions are collected: uniformly random actions, or the (pretrained)
     policy itself (WSRL's warm-up rollouts)."""
@@ -194,6 +201,10 @@ class OffPolicyRunner:
             self.bc_losses = behaviour_clone(algorithm.actor, demos, cfg.bc_pretrain_steps, cfg.batch_size, seed=seed)
         if not cfg.keep_prior:
             self.prior, self.sampler = None, self.buffer
+        self.remote: ActorLearner | None = None
+        self.learner_stats: LearnerStats | None = None
+        if cfg.actor_learner:
+            self._start_learner()
         self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
         self.iteration = self.env_steps = self.gradient_steps = 0
@@ -201,6 +212,23 @@ class OffPolicyRunner:
         torch.manual_seed(seed)
         self.obs = env.reset(seed=seed)
         self.critic_obs = reset_critic_observation(env, self.obs)
+
+    def _start_learner(self) -> None:
+        if self.env.device.type != "cpu":
+            raise ValueError("off_policy.actor_learner runs on the CPU only")
+        cfg = self.cfg
+        learner = LearnerConfig(
+            buffer_capacity=cfg.buffer_capacity,
+            batch_size=cfg.batch_size,
+            learning_starts=cfg.learning_starts,
+            updates_per_batch=cfg.updates_per_step,
+            prior_fraction=cfg.prior_fraction,
+            critic_warmup_steps=cfg.critic_warmup_steps,
+        )
+        prior = None if self.prior is None else self.prior.stored()
+        self.remote = ActorLearner(partial(copy.deepcopy, self.algorithm), self.buffer_dims, learner, prior)
+        self.algorithm = self.remote.algorithm  # acts with the weights the learner publishes
+        self.remote.wait_ready()
 
     def _action(self) -> torch.Tensor:
         if self.env_steps < self.cfg.learning_starts and self.cfg.warmup == "random":
@@ -224,9 +252,13 @@ class OffPolicyRunner:
             executed = self.algorithm.actor.scaler.normalize(info[INFO_EXECUTED_ACTION])
             action = torch.where(intervened.unsqueeze(-1), executed, action)
         transitions = transitions_of_step(self.obs, self.critic_obs, action, result, False, intervened)
-        self.buffer.add(transitions)
-        if intervened is not None and bool(intervened.any()):
-            self._intervention_buffer().add(select_transitions(transitions, intervened))
+        if self.remote is not None:
+            self.remote.refresh()
+            self.remote.send(transitions)
+        else:
+            self.buffer.add(transitions)
+            if intervened is not None and bool(intervened.any()):
+                self._intervention_buffer().add(select_transitions(transitions, intervened))
         next_obs, reward, terminated, truncated, info = result
         self.tracker.record(reward, terminated | truncated, info.get(INFO_SUCCESS))
         self.obs, self.critic_obs = next_obs, critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
@@ -243,6 +275,8 @@ class OffPolicyRunner:
         return self.sampler.sample(self.cfg.batch_size, self.generator)
 
     def train_step(self) -> dict[str, float]:
+        if self.remote is not None:  # the learner process trains
+            return {"learner_dropped": float(self.remote.dropped), "policy_version": float(self.remote.loaded_version)}
         if self.env_steps < self.cfg.learning_starts or len(self.buffer) < self.cfg.batch_size:
             return {}
         metrics: dict[str, float] = {}
@@ -320,6 +354,9 @@ class OffPolicyRunner:
             self.save(self.run.latest_checkpoint)
 
     def _finish(self) -> None:
+        if self.remote is not None:
+            self.learner_stats = self.remote.close()
+            self.remote = None
         if self.run is not None:
             self.run.finish(self.save)
 
@@ -342,6 +379,11 @@ class OffPolicyRunner:
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.cfg.actor_learner:
+            raise ValueError(
+                "off_policy.actor_learner runs cannot resume: the critic and the replay buffer live in "
+                "the learner process, and checkpoints hold the actor side only"
+            )
         self.algorithm.load_state_dict(state["algorithm"])
         self.buffer.load_state_dict(state["buffer"])
         if self.prior is not None and state.get("prior_buffer") is not None:
