@@ -189,7 +189,9 @@ class OffPolicyRunner:
         self.eval_env, self.run = eval_env, run
         dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
         self.buffer_dims = dims
-        self.buffer = ReplayBuffer(cfg.buffer_capacity, *dims, env.device)
+        # With actor_learner the replay buffer lives in the learner process; this one stays empty.
+        capacity = 1 if cfg.actor_learner else cfg.buffer_capacity
+        self.buffer = ReplayBuffer(capacity, *dims, env.device)
         self.prior: ReplayBuffer | None = None
         self.sampler: ReplayBuffer | SymmetricSampler = self.buffer
         if cfg.prior_buffer is not None:
