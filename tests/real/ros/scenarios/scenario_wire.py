@@ -44,11 +44,15 @@ def main() -> None:
     samples: list[tuple[float, float, float]] = []
     deadline = time.monotonic() + 60.0
     first = None
+    # Measure from the first command computed by the policy (not the safe zero sent while sim_bridge starts).
     while time.monotonic() < deadline and (first is None or time.monotonic() < first + seconds):
         for sample in reader.take(N=100):
-            if isinstance(sample, Twist_):
+            if not isinstance(sample, Twist_):
+                continue
+            if first is None and (sample.linear.x, sample.angular.z) != (0.0, 0.0):
+                first = time.monotonic()
+            if first is not None:
                 samples.append((time.monotonic(), sample.linear.x, sample.angular.z))
-                first = first or samples[-1][0]
         time.sleep(0.005)
     span = samples[-1][0] - samples[0][0] if len(samples) > 1 else 0.0
     results = {
