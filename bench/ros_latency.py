@@ -28,20 +28,13 @@ from machine import machine_info, warn_if_busy
 from robo_rl.config import config_hash
 from robo_rl.experiment import quadrotor_hover_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
+from robo_rl.real.ros.netns import LOOPBACK_NETNS
 from robo_rl.runners.build import build_policy
 from robo_rl.sim import make
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "ros_latency.json"
 ROS_PYTHON = ROOT / ".venv-ros" / "bin" / "python"
-NETNS = [
-    "unshare",
-    "-rn",
-    "sh",
-    "-c",
-    'ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && exec "$@"',
-    "sh",
-]
 
 
 def export_policy(path: Path) -> Path:
@@ -54,7 +47,7 @@ def export_policy(path: Path) -> Path:
 
 
 def run_rate(policy: Path, rate: float, seconds: float, log: Path) -> dict:
-    argv = [*NETNS, str(ROS_PYTHON), str(Path(__file__).parent / "ros_latency_driver.py")]
+    argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(Path(__file__).parent / "ros_latency_driver.py")]
     done = subprocess.run(
         [*argv, str(policy), str(rate), str(seconds), str(log)], capture_output=True, text=True, timeout=seconds + 120
     )

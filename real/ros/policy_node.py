@@ -130,6 +130,11 @@ class PolicyNode(LifecycleNode):
         self.profile, self.controller, self.inputs, self.command_type = profile, controller, inputs, command_type
         self.trigger, self.target = trigger, target
         self.deadline = float(self.get_parameter("deadline").value) or profile.dt
+        command_fields_of_type = command_type.get_fields_and_field_types()
+        self.stamped = "header" in command_fields_of_type
+        names = [n for n in self.get_parameter("joint_names").value if n]
+        self.joint_names = names if "joint_names" in command_fields_of_type else None
+        self.point_duration_ns = int(profile.dt * 1e9)
         self.command_publisher = self.create_lifecycle_publisher(command_type, controller.command_spec.topic, 10)
         self._subscribe(inputs)
         info = runtime.info
@@ -289,14 +294,12 @@ class PolicyNode(LifecycleNode):
         self._account(output, received, stamp_ns)
 
     def _fill_extras(self, message: Any) -> None:
-        fields = message.get_fields_and_field_types()
-        if "header" in fields:
+        if self.stamped:
             message.header.stamp = self.get_clock().now().to_msg()
-        if "joint_names" in fields:
-            message.joint_names = [n for n in self.get_parameter("joint_names").value if n]
-            assert self.profile is not None
+        if self.joint_names is not None:
+            message.joint_names = self.joint_names
             for point in message.points:
-                point.time_from_start.nanosec = int(self.profile.dt * 1e9)
+                point.time_from_start.nanosec = self.point_duration_ns
 
     def _account(self, output: ControlOutput, received: float | None, stamp_ns: int | None) -> None:
         assert self.profile is not None and self.controller is not None

@@ -61,6 +61,8 @@ class SimBridge(Node):
             spec.name: self.create_publisher(kind, spec.topic_name, qos_profile_sensor_data)
             for spec, kind in self.outputs
         }
+        self.paths = {spec.name: self._paths(spec) for spec, _ in self.outputs}
+        self.action_index = {name: i for i, name in enumerate(self.profile.action_names)}
         self.command_reader = FieldReader("cmd", [f.field for f in self.command_spec.fields])
         self.create_subscription(command_type, self.command_spec.topic, self.on_command, 10)
         self.diagnostics = self.create_publisher(_diagnostic_type(), DIAGNOSTICS_TOPIC, 10)
@@ -98,11 +100,10 @@ class SimBridge(Node):
 
     def on_command(self, message: Any) -> None:
         values = self.command_reader(message)
-        index = {name: i for i, name in enumerate(self.profile.action_names)}
         for field in self.command_spec.fields:
             value = values.get(f"cmd.{field.field}")
             if value is not None and field.scale != 0:
-                self.action[index[field.action]] = (value - field.offset) / field.scale
+                self.action[self.action_index[field.action]] = (value - field.offset) / field.scale
         self.commanded = True
 
     def tick(self) -> None:
@@ -125,14 +126,19 @@ class SimBridge(Node):
             self.crashes += int(terminated[0])
             self.get_logger().warning(f"episode ended ({'crash' if terminated[0] else 'time limit'}), reset")
 
-    def _fields(self, spec: InputSpec) -> dict[str, float]:
-        fields: dict[str, float] = {}
+    def _paths(self, spec: InputSpec) -> list[tuple[str, int, float]]:
+        """(message path, index in the task's observation, unit factor) of every observation `spec` carries."""
+        paths = []
         for obs in self.profile.observations:
             if history_source(obs.source) is None and source_input(obs.source) == spec.name:
                 path = obs.source.removeprefix(f"{spec.name}.")
                 if spec.labels:
                     path = f"data[{spec.labels.index(path)}]"
-                fields[path] = float(self.obs[self.obs_index[obs.name]]) / obs.factor
+                paths.append((path, self.obs_index[obs.name], obs.factor))
+        return paths
+
+    def _fields(self, spec: InputSpec) -> dict[str, float]:
+        fields = {path: float(self.obs[index]) / factor for path, index, factor in self.paths[spec.name]}
         if self.profile.kind == "quadrotor" and spec.name == QUADROTOR_POSE_INPUT:
             fields |= quadrotor_odometry(self.env.state[0].numpy())
         return fields

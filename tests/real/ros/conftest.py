@@ -17,18 +17,12 @@ from typing import Any
 
 import pytest
 
+from robo_rl.real.ros.netns import LOOPBACK_NETNS
+
 ROOT = Path(__file__).resolve().parents[3]
 # ROBO_RL_ROS_PYTHON points the tests at another ROS venv's Python (e.g. one built with ROS_DISTRO=jazzy).
 ROS_PYTHON = Path(os.environ.get("ROBO_RL_ROS_PYTHON", ROOT / ".venv-ros" / "bin" / "python"))
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
-NETNS = [
-    "unshare",
-    "-rn",
-    "sh",
-    "-c",
-    'ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && exec "$@"',
-    "sh",
-]
 
 
 def _unavailable() -> str:
@@ -37,7 +31,7 @@ def _unavailable() -> str:
     default = ROOT / ".venv-ros" / "bin" / "python"
     if ROS_PYTHON == default and not list((ROOT / ".venv-ros").glob(".installed-*")):
         return "`make ros-venv` did not finish building .venv-ros (no .installed-* stamp)"
-    probe = subprocess.run([*NETNS, str(ROS_PYTHON), "-c", "import rclpy"], capture_output=True, text=True)
+    probe = subprocess.run([*LOOPBACK_NETNS, str(ROS_PYTHON), "-c", "import rclpy"], capture_output=True, text=True)
     if probe.returncode != 0:
         return f"cannot run rclpy in a loopback-only network namespace: {probe.stderr.strip()[-300:]}"
     return ""
@@ -52,7 +46,7 @@ def ros_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict
 
     def run(script: str, *args: str, timeout: float = 120.0) -> dict[str, Any]:
         log_dir = tmp_path_factory.mktemp(Path(script).stem)
-        argv = [*NETNS, str(ROS_PYTHON), str(SCENARIOS / script), str(log_dir), *args]
+        argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(SCENARIOS / script), str(log_dir), *args]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
