@@ -2,12 +2,16 @@
 
 Per task (quadrotor/hover with quadrotor_hover_sac, rc_car/race with the same SAC settings) and condition:
   (a) rl           SAC alone;
-  (b) rl+demos     SAC with 10 demonstrations of the task's scripted expert (`robo-rl record-demos`) as the
-                   prior buffer, sampled 50/50 with online data (RLPD);
-  (c) rl+demos+hil (b) plus the simulated human (`--teleop simulated`), whose interventions join the prior buffer.
+  (b) rl+demos     SAC with 10 demonstrations of the task's scripted expert (`robo-rl record-demos`): the actor is
+                   behaviour-cloned on them (2,000 steps), the critic trains alone for 2,000 steps, then SAC runs
+                   with the demos as the prior buffer, sampled 50/50 with online data (RLPD), a Q-filtered
+                   BC term in the actor loss (`sac.bc_weight`) and a small initial temperature (`--demo-set`);
+  (c) rl+demos+hil (b) plus the simulated human (`--teleop simulated`), whose interventions join the prior buffer;
+  rl+hil           (optional) the simulated human alone: no demos, its interventions are the only prior data.
 A run stops at the first deterministic evaluation (`--eval-episodes` episodes) with success ≥ `--target`, or at
-`--max-seconds` of training. Reported: training episodes, env steps and seconds to the target (None when not
-reached), the best evaluation, and the share of env steps the human controlled.
+`--max-seconds` of training. Reported: the evaluation before training (after BC), training episodes, env steps
+and seconds to the target (None when not reached; the seconds of building the run, BC included, separately),
+the best evaluation, and the share of env steps the human controlled.
 Target of the issue: (c) reaches 90 % with ≥ 3× fewer episodes than (a), the human in control < 20 % of steps.
 
 Usage: `python bench/hil.py [--tasks quadrotor/hover rc_car/race] [--seeds 0] [--max-seconds 180] [--budget 0.2]`.
@@ -21,7 +25,7 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,15 @@ from robo_rl.hil.simulated import SimulatedHumanConfig
 from robo_rl.runners.build import build_runner
 
 RESULTS = Path(__file__).parent / "results" / "hil.json"
-CONDITIONS = ("rl", "rl+demos", "rl+demos+hil")
+CONDITIONS = ("rl", "rl+demos", "rl+demos+hil", "rl+hil")
+DEFAULT_CONDITIONS = CONDITIONS[:3]
+DEMO_OVERRIDES = [
+    "off_policy.bc_pretrain_steps=2000",
+    "off_policy.critic_warmup_steps=2000",
+    "sac.init_alpha=0.01",
+    "sac.bc_weight=1.0",
+]
+HIL_OVERRIDES = ["sac.bc_weight=1.0"]
 
 
 def base_config(task: str, seed: int, target: float, eval_episodes: int) -> ExperimentConfig:
@@ -55,17 +67,36 @@ def base_config(task: str, seed: int, target: float, eval_episodes: int) -> Expe
     )
 
 
-def condition_config(cfg: ExperimentConfig, condition: str, demos: Path, budget: float) -> ExperimentConfig:
+def condition_overrides(condition: str, demos: Path, demo_overrides: list[str]) -> list[str]:
     if condition == "rl":
-        return cfg
-    cfg = apply_overrides(cfg, [f"off_policy.prior_buffer={demos}"])
-    if condition == "rl+demos+hil":
-        cfg = replace(cfg, hil=HilConfig(teleop="simulated", human=SimulatedHumanConfig(budget=budget)))
+        return []
+    if condition == "rl+hil":
+        return HIL_OVERRIDES
+    return [f"off_policy.prior_buffer={demos}", *demo_overrides]
+
+
+def condition_config(
+    cfg: ExperimentConfig, condition: str, overrides: list[str], human: SimulatedHumanConfig
+) -> ExperimentConfig:
+    cfg = apply_overrides(cfg, overrides)
+    if condition.endswith("hil"):
+        cfg = replace(cfg, hil=HilConfig(teleop="simulated", human=human))
     return cfg
 
 
+def human_config(budget: float, settings: list[str]) -> SimulatedHumanConfig:
+    """The simulated human with `budget` and `FIELD=VALUE` settings (ints and floats)."""
+    fields: dict[str, Any] = {"budget": budget}
+    for setting in settings:
+        name, _, value = setting.partition("=")
+        fields[name] = float(value) if "." in value or "e" in value else int(value)
+    return SimulatedHumanConfig(**fields)
+
+
 def run(cfg: ExperimentConfig, max_seconds: float) -> dict[str, Any]:
+    setup = time.perf_counter()
     runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory())
+    setup = time.perf_counter() - setup
     rows: list[dict[str, Any]] = []
     episodes = 0
     reached: dict[str, Any] | None = None
@@ -81,6 +112,7 @@ def run(cfg: ExperimentConfig, max_seconds: float) -> dict[str, Any]:
         if time.perf_counter() - start > max_seconds:
             runner.cfg = replace(runner.cfg, max_iterations=runner.iteration)  # stop after this iteration
 
+    start_eval = runner.evaluate().success_rate if runner.eval_env is not None else None  # e.g. after BC
     runner.learn(on_iteration)
     env = runner.env
     human = getattr(env, "intervened_steps", 0) / max(getattr(env, "total_steps", 0), 1)
@@ -89,6 +121,8 @@ def run(cfg: ExperimentConfig, max_seconds: float) -> dict[str, Any]:
         "episodes_to_target": None if reached is None else reached["episodes"],
         "env_steps_to_target": None if reached is None else reached["env_steps"],
         "seconds_to_target": None if reached is None else reached["wall_time"],
+        "setup_seconds": setup,
+        "eval_success_before_training": start_eval,
         "best_eval_success": max((r["eval_success_rate"] for r in rows), default=None),
         "episodes": episodes,
         "env_steps": runner.env_steps,
@@ -107,14 +141,35 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", nargs="+", default=["quadrotor/hover", "rc_car/race"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
-    parser.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS)
+    parser.add_argument(
+        "--conditions",
+        nargs="+",
+        default=list(DEFAULT_CONDITIONS),
+        choices=CONDITIONS,
+        help="rl+hil: the simulated human without demonstrations (its interventions are the only prior data)",
+    )
     parser.add_argument("--target", type=float, default=0.9)
     parser.add_argument("--eval-episodes", type=int, default=200)
     parser.add_argument("--max-seconds", type=float, default=180.0, help="training seconds per run")
     parser.add_argument("--output", help="JSON file (default: bench/results/hil.json)")
     parser.add_argument("--budget", type=float, default=1.0, help="largest share of steps the human may control")
+    parser.add_argument(
+        "--human",
+        nargs="*",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="SimulatedHumanConfig settings, e.g. min_takeover_steps=5",
+    )
+    parser.add_argument(
+        "--demo-set",
+        nargs="*",
+        default=DEMO_OVERRIDES,
+        metavar="KEY=VALUE",
+        help=f"config overrides of the conditions with demonstrations (default: {' '.join(DEMO_OVERRIDES)})",
+    )
     args = parser.parse_args()
     warn_if_busy()
+    human = human_config(args.budget, args.human)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for task in args.tasks:
@@ -123,11 +178,14 @@ def main() -> None:
             for seed in args.seeds:
                 base = base_config(task, seed, args.target, args.eval_episodes)
                 for condition in args.conditions:
-                    row = {"task": task, "seed": seed, "condition": condition, "budget": args.budget}
-                    row |= run(condition_config(base, condition, demos, args.budget), args.max_seconds)
+                    row = {"task": task, "seed": seed, "condition": condition, "human": asdict(human)}
+                    row["settings"] = condition_overrides(condition, demos, args.demo_set)
+                    cfg = condition_config(base, condition, row["settings"], human)
+                    row |= run(cfg, args.max_seconds)
                     results.append(row)
                     print(
-                        f"{task} seed {seed} {condition:13s}: reached {row['reached']}, episodes "
+                        f"{task} seed {seed} {condition:13s}: before training {row['eval_success_before_training']}, "
+                        f"reached {row['reached']}, episodes "
                         f"{row['episodes_to_target']}, best eval {row['best_eval_success']}, "
                         f"human {row['human_step_share']:.1%}, {row['seconds']:.0f} s",
                         flush=True,

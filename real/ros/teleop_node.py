@@ -21,6 +21,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Joy
 from std_msgs.msg import Bool, Float32MultiArray
 
+from robo_rl.real.joystick import AxisMapping
 from robo_rl.real.ros.spin import StartupError, profile_parameter, run
 
 
@@ -67,23 +68,16 @@ class TeleopNode(Node):
 
     def action(self, axes: Sequence[float]) -> np.ndarray:
         """The operator's action `(action_dim,)` from the joystick axes (absent axes read 0)."""
-        index, scale, offset = self.mapping
-        values = np.array([axes[i] if 0 <= i < len(axes) else 0.0 for i in index], dtype=np.float64)
-        return np.clip(offset + scale * values, self.low, self.high)
+        return self.mapping.action(axes, self.low, self.high)
 
 
-def _mapping(node: Node, actions: int) -> tuple[list[int], np.ndarray, np.ndarray]:
-    """(axis index, scale, offset) per action; a parameter left at its one-element default applies to all."""
-    index = [int(v) for v in node.get_parameter("axis_map").value]
-    scale = [float(v) for v in node.get_parameter("axis_scale").value]
-    offset = [float(v) for v in node.get_parameter("axis_offset").value]
-    index = list(range(actions)) if index == [-1] else index
-    scale = scale * actions if len(scale) == 1 else scale
-    offset = offset * actions if len(offset) == 1 else offset
-    for name, values in (("axis_map", index), ("axis_scale", scale), ("axis_offset", offset)):
-        if len(values) != actions:
-            raise StartupError(f"parameter '{name}': {len(values)} values for {actions} actions")
-    return index, np.array(scale), np.array(offset)
+def _mapping(node: Node, actions: int) -> AxisMapping:
+    """The axis_map / axis_scale / axis_offset parameters; one-element defaults apply to every action."""
+    values = {name: list(node.get_parameter(name).value) for name in ("axis_map", "axis_scale", "axis_offset")}
+    try:
+        return AxisMapping.expand(actions, values["axis_map"], values["axis_scale"], values["axis_offset"])
+    except ValueError as err:
+        raise StartupError(f"parameter {err}") from None
 
 
 def _button(buttons: Sequence[int], index: int) -> bool:

@@ -14,7 +14,7 @@ from typing import Literal
 import torch
 
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
-from robo_rl.algorithms.sac_losses import sac_actor_loss, soft_target, temperature_loss
+from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.q_ensemble import QEnsemble
@@ -54,6 +54,10 @@ class SACConfig:
     """Hidden nonlinearity for actor and critics."""
     normalize_obs: bool = False
     """Running observation normalizer inside the actor (off: off-policy targets prefer fixed inputs)."""
+    bc_weight: float = 0.0
+    """Weight of a Q-filtered behaviour-cloning term in the actor loss, on the batch's demonstration and
+    intervention transitions (`sac_losses.filtered_bc_loss`), scaled by the batch's mean |Q| so it does not depend
+    on the reward scale. Keeps a demo-pretrained actor from being pulled apart by a young critic; 0: plain SAC."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.critic_subset <= self.num_critics:
@@ -62,6 +66,8 @@ class SACConfig:
             raise ValueError("need 0 < tau <= 1 and 0 <= gamma <= 1")
         if self.init_alpha <= 0:
             raise ValueError("init_alpha must be positive")
+        if self.bc_weight < 0:
+            raise ValueError("bc_weight must not be negative")
 
 
 class SAC:
@@ -121,8 +127,10 @@ class SAC:
         action, log_prob = self.actor.sample(batch.obs)
         with frozen(self.critic):
             q = self.critic(batch.critic_obs, action)
-        q = q.min(dim=0).values if self.cfg.actor_q == "min" else q.mean(dim=0)
+        q = self._reduce(q)
         actor_loss = sac_actor_loss(q, log_prob, self.alpha)
+        if self.cfg.bc_weight > 0:
+            actor_loss = actor_loss + self.cfg.bc_weight * q.abs().mean().detach() * self._bc_loss(batch, q)
         self.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.actor_optimizer.step()
@@ -131,6 +139,16 @@ class SAC:
         alpha_loss.backward()
         self.alpha_optimizer.step()
         return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -log_prob.mean().item()}
+
+    def _reduce(self, q: torch.Tensor) -> torch.Tensor:
+        return q.min(dim=0).values if self.cfg.actor_q == "min" else q.mean(dim=0)
+
+    def _bc_loss(self, batch: Transitions, q_policy: torch.Tensor) -> torch.Tensor:
+        flagged = batch.is_demo.bool() | batch.intervened.bool()
+        with torch.no_grad():
+            q_demo = self._reduce(self.critic(batch.critic_obs, batch.actions))
+        log_prob = self.actor.log_prob(batch.obs, batch.actions)
+        return filtered_bc_loss(log_prob, q_demo, q_policy.detach(), flagged)
 
     def state_dict(self) -> dict:
         return {

@@ -30,3 +30,14 @@ def sac_actor_loss(q: torch.Tensor, log_prob: torch.Tensor, alpha: float | torch
 def temperature_loss(log_alpha: torch.Tensor, log_prob: torch.Tensor, target_entropy: float) -> torch.Tensor:
     """Loss whose gradient raises alpha when the policy's entropy `-log_prob` falls below `target_entropy`."""
     return -(log_alpha * (log_prob.detach() + target_entropy)).mean()
+
+
+def filtered_bc_loss(
+    log_prob_demo: torch.Tensor, q_demo: torch.Tensor, q_policy: torch.Tensor, flagged: torch.Tensor
+) -> torch.Tensor:
+    """Behaviour-cloning term with a Q-filter (Nair et al. 2018): mean of `-log pi(a_demo|s)` over the `flagged`
+    transitions (demonstrations, interventions) where the critic rates the demonstrated action above the
+    policy's own, `q_demo > q_policy`; all `(B,)`. Zero when no transition qualifies, so the term fades as the
+    policy overtakes its teacher."""
+    keep = (flagged & (q_demo > q_policy)).to(log_prob_demo.dtype)
+    return -(keep * log_prob_demo).sum() / keep.sum().clamp(min=1.0)

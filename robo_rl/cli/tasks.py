@@ -22,16 +22,22 @@ def env_factory() -> EnvFactory:
 
 def teleop_factory() -> TeleopFactory:
     """Builds the teleoperation device `cfg.hil.teleop` names for a training env: `simulated` (the task's
-    expert), `keyboard` (this terminal) or `ros` (teleop_node's topics)."""
+    expert), `keyboard` (this terminal), `gamepad` (a joystick on this machine) or `ros` (teleop_node's topics)."""
 
     def make_teleop(cfg: ExperimentConfig, env: BatchedEnv) -> TeleopDevice:
         from robo_rl.hil import SimulatedHuman
+        from robo_rl.hil.gamepad import GamepadTeleop
         from robo_rl.hil.keyboard import KeyboardTeleop
         from robo_rl.sim import make_expert
 
         low, high = env.action_spec.low_tensor(env.device), env.action_spec.high_tensor(env.device)
         if cfg.hil.teleop == "keyboard":
             return KeyboardTeleop(env.num_envs, low, high, center=getattr(env, "hover_action", None))
+        if cfg.hil.teleop == "gamepad":
+            try:
+                return GamepadTeleop(env.num_envs, low, high, cfg.hil.gamepad)
+            except (FileNotFoundError, PermissionError) as err:
+                raise ConfigError(f"hil.teleop=gamepad: {err}") from None
         if cfg.hil.teleop == "ros":
             return _ros_teleop(env, cfg.hil.ros_namespace)
         expert = make_expert(cfg.task.name, env)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from robo_rl.hil.gamepad import GamepadConfig
 from robo_rl.hil.simulated import SimulatedHumanConfig
 
-Teleop = Literal["none", "simulated", "keyboard", "ros"]
-TELEOPS: tuple[str, ...] = ("none", "simulated", "keyboard", "ros")
+Teleop = Literal["none", "simulated", "keyboard", "gamepad", "ros"]
+TELEOPS: tuple[str, ...] = ("none", "simulated", "keyboard", "gamepad", "ros")
 
 
 @dataclass(frozen=True)
@@ -17,9 +18,11 @@ class HilConfig:
     """Who may take over the training envs: nobody, `simulated` (the task's scripted expert as a simulated
     human, `robo_rl.sim.make_expert`), `keyboard` (a person at this terminal drives env 0, see
     robo_rl.hil.keyboard) or `ros` (a joystick through teleop_node's topics in `ros_namespace`; needs rclpy, so
-    train from .venv-ros). Interventions are off-policy data: sac or td3 only."""
+    train from .venv-ros). Interventions are off-policy data: sac, td3 or fql only."""
     human: SimulatedHumanConfig = field(default_factory=SimulatedHumanConfig)
     """Reaction delay, action noise and budget of the simulated human."""
+    gamepad: GamepadConfig = field(default_factory=GamepadConfig)
+    """Device, buttons and axis mapping of `gamepad`."""
     ros_namespace: str = "/"
     """Namespace of the teleop_node whose `intervention` / `intervening` topics `ros` reads (e.g. /cf1)."""
     real_time: bool = False

@@ -4,7 +4,8 @@ Composition, not inheritance: it wraps any `BatchedEnv` and forwards everything 
 polls the device with the observation the policy acted on; where the device is active, its action is executed
 instead of the policy's. The step's info then carries `intervened` `(N,)` and `executed_action` `(N, action_dim)`
 (env units), so the runner stores what the robot really did, flagged. Intervention statistics accumulate per
-episode and overall.
+episode and overall. The device's `estop` button latches `estop`, on which the runners stop training (with a
+checkpoint, as at the end of a run).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class InterventionEnv:
         self.finished_intervention_steps = 0
         self.finished_steps = 0
         self._last_stats = (0, 0, 0, 0, 0, 0)
+        self.estop = False
 
     def __getattr__(self, name: str) -> Any:  # num_envs, device, dt, obs_spec, action_spec, ... of the env
         return getattr(self.env, name)
@@ -51,6 +53,7 @@ class InterventionEnv:
         if self.obs is None:
             raise RuntimeError("InterventionEnv.step before reset")
         command = self.teleop.poll(self.obs)
+        self.estop = self.estop or bool(command.buttons.get("estop"))
         active = command.active.to(torch.bool)
         executed = torch.where(active.unsqueeze(-1), command.action.to(action.dtype), action)
         obs, reward, terminated, truncated, info = self.env.step(executed)

@@ -16,8 +16,14 @@ def behaviour_clone(
     learning_rate: float = 1e-3,
     seed: int = 0,
 ) -> list[float]:
-    """`steps` Adam steps of mean-squared error between the actor's deterministic action (`actor.deterministic`,
-    normalized) and the demonstrated action (normalized, [-1, 1]) on minibatches of `demos`; returns the losses."""
+    """`steps` Adam steps on minibatches of `demos` (normalized actions in [-1, 1]); returns the losses.
+
+    A stochastic actor (one with `log_prob`, SAC's) maximizes the likelihood of the demonstrated actions, so its
+    spread shrinks to the demonstrator's as well: the stochastic policy SAC then collects data with is as good
+    as the deterministic one, instead of the untrained spread of a mean-only fit. A deterministic actor (TD3's)
+    minimizes the squared error of its action. An actor with a `bc_loss(obs, action)` method (a flow policy)
+    uses that.
+    """
     if steps < 0 or batch_size < 1:
         raise ValueError(f"behaviour_clone: steps must be >= 0 and batch_size >= 1, got {steps}, {batch_size}")
     if len(demos) == 0:
@@ -27,9 +33,17 @@ def behaviour_clone(
     losses = []
     for _ in range(steps):
         index = torch.randint(len(demos), (min(batch_size, len(demos)),), generator=generator, device=demos.obs.device)
-        loss = (actor.deterministic(demos.obs[index]) - demos.actions[index]).square().mean()
+        loss = _loss(actor, demos.obs[index], demos.actions[index])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
     return losses
+
+
+def _loss(actor: nn.Module, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    if hasattr(actor, "bc_loss"):  # an actor with its own cloning objective, e.g. a flow policy's flow matching
+        return actor.bc_loss(obs, action)
+    if hasattr(actor, "log_prob"):
+        return -actor.log_prob(obs, action).mean()
+    return (actor(obs) - action).square().mean()

@@ -16,6 +16,7 @@ from robo_rl.modules.mlp import Activation, mlp
 from robo_rl.modules.normalizer import make_normalizer
 
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+ACTION_EDGE = 1e-3
 
 
 def _build_parts(
@@ -71,6 +72,13 @@ class SquashedGaussianActor(nn.Module):
     def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
         """Normalized action `tanh(mean)`."""
         return torch.tanh(self._mean_log_std(obs)[0])
+
+    def log_prob(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """`(B,)` log-probability of normalized actions `(B, A)`; actions on the bounds (a demonstrator pushing a
+        stick to its end) are moved `ACTION_EDGE` inside, where tanh is still invertible."""
+        mean, log_std = self._mean_log_std(obs)
+        pre_tanh = torch.atanh(action.clamp(-1.0 + ACTION_EDGE, 1.0 - ACTION_EDGE))
+        return squashed_log_prob(pre_tanh, mean, log_std)
 
     def deterministic_actor(self) -> nn.Module:
         return _ExportableTanhActor(self.obs_normalizer, self.net, self.scaler, self.action_dim)

@@ -291,7 +291,7 @@ class OffPolicyRunner:
     def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
         last_eval: EvalResult | None = None
         reached = False
-        while self.iteration < self.cfg.max_iterations and not reached:
+        while self.iteration < self.cfg.max_iterations and not reached and not self._estop():
             start = time.perf_counter()
             self.step()
             losses = self.train_step()
@@ -321,7 +321,11 @@ class OffPolicyRunner:
             if on_iteration is not None:
                 on_iteration(metrics)
         self._finish()
-        return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
+        return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached, self._estop())
+
+    def _estop(self) -> bool:
+        """The operator's e-stop (an InterventionEnv's `estop`) ends training."""
+        return bool(getattr(self.env, "estop", False))
 
     def _logs_now(self, on_iteration: Callable[[dict[str, Any]], None] | None) -> bool:
         """Whether this iteration produces a metrics row (and so flushes the episode statistics): for the

@@ -61,6 +61,8 @@ class TrainResult:
     """Seconds spent training (collection, updates and evaluations), summed across resumes."""
     final_eval: EvalResult | None
     reached_target: bool
+    estop: bool = False
+    """The operator pressed the e-stop (robo_rl.hil.InterventionEnv), which ended training."""
 
 
 def critic_observation(obs: torch.Tensor, info: dict[str, torch.Tensor], key: str) -> torch.Tensor:

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update, subset_min
-from robo_rl.algorithms.sac_losses import sac_actor_loss, soft_target, temperature_loss
+from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
 from robo_rl.algorithms.td3_losses import smoothed_action, td3_actor_loss, td3_target
 
 # Three transitions: running, time-out (truncated: bootstraps), terminal (does not).
@@ -96,3 +96,17 @@ def test_polyak_update_moves_target_by_tau() -> None:
         target.weight.fill_(0.0)
     polyak_update(target, source, tau=0.25)
     torch.testing.assert_close(target.weight, torch.full((1, 2), 0.25))
+
+
+def test_filtered_bc_loss_clones_only_flagged_actions_the_critic_prefers() -> None:
+    log_prob = torch.tensor([-1.0, -2.0, -3.0, -4.0], requires_grad=True)
+    q_demo = torch.tensor([5.0, 5.0, 1.0, 5.0])
+    q_policy = torch.tensor([4.0, 4.0, 2.0, 4.0])
+    flagged = torch.tensor([True, True, True, False])
+    loss = filtered_bc_loss(log_prob, q_demo, q_policy, flagged)
+    # row 2: the policy's action is rated higher (filtered out); row 3: online data (not flagged)
+    assert loss.item() == pytest.approx(1.5)
+    loss.backward()
+    assert log_prob.grad.tolist() == [-0.5, -0.5, 0.0, 0.0]
+    none = filtered_bc_loss(log_prob, q_demo, q_demo + 1.0, flagged)  # the policy is better everywhere
+    assert none.item() == 0.0

@@ -57,8 +57,21 @@ def test_behaviour_cloning_ten_demos_makes_the_actor_hover(demos: Path) -> None:
     before = evaluate_held_out(evaluation_env, sac.actor.deterministic_actor().eval(), 0)
     losses = behaviour_clone(sac.actor, load_demos(demos, env), steps=1500)
     after = evaluate_held_out(evaluation_env, sac.actor.deterministic_actor().eval(), 0)
-    assert losses[-1] < losses[0] / 100
-    assert before.success_rate == 0.0 and after.success_rate >= 0.6
+    sampled = evaluate_held_out(evaluation_env, SampledActor(sac.actor).eval(), 0)
+    assert losses[-1] < losses[0] - 10  # negative log-likelihood: the spread shrinks to the demonstrator's
+    assert before.success_rate == 0.0 and after.success_rate >= 0.9
+    assert sampled.success_rate >= 0.9  # the stochastic policy SAC collects data with hovers too
+
+
+class SampledActor(torch.nn.Module):
+    """obs → env action sampled from a squashed Gaussian actor (what SAC's data collection executes)."""
+
+    def __init__(self, actor: torch.nn.Module) -> None:
+        super().__init__()
+        self.actor = actor
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.actor.scaler(self.actor.sample(obs)[0])
 
 
 def test_runner_pretrains_from_a_demo_file_and_wsrl_drops_it(demos: Path) -> None:

@@ -78,3 +78,31 @@ def test_off_policy_runner_stores_executed_actions_flagged_and_copies_them_to_th
     assert bool(runner.prior.stored().intervened.all())
     batch = runner.sample_batch()
     assert int(batch.intervened.sum()) >= 16  # RLPD: half of each batch from the intervention buffer
+
+
+class EstopAt(ScheduledDevice):
+    """ScheduledDevice whose e-stop button is pressed on poll `press` (reported once)."""
+
+    def __init__(self, num_envs: int, press: int) -> None:
+        super().__init__(num_envs)
+        self.press = press
+
+    def poll(self, obs: torch.Tensor) -> TeleopCommand:
+        command = super().poll(obs)
+        return TeleopCommand(command.action, command.active, {"estop": True} if self.steps == self.press else {})
+
+
+def test_the_operators_estop_ends_training_with_a_checkpoint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from robo_rl.algorithms.sac import SAC, SACConfig
+    from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+    from robo_rl.runners.run_dir import RunDirectory
+
+    inner = make("pendulum", num_envs=2, seed=0)
+    low, high = inner.action_spec.low_tensor(), inner.action_spec.high_tensor()
+    sac = SAC(3, 3, low, high, SACConfig(actor_hidden=(16,), critic_hidden=(16,)))
+    cfg = OffPolicyRunnerConfig(max_iterations=500, learning_starts=20, batch_size=16, eval_interval=0)
+    run = RunDirectory.create(tmp_path, "estop", 0, "{}", "test")
+    env = InterventionEnv(inner, EstopAt(2, press=37))
+    result = OffPolicyRunner(env, sac, cfg, seed=0, run=run).learn()
+    assert result.estop and result.iterations == 37 and not result.reached_target
+    assert env.estop and run.latest_checkpoint.is_file()
