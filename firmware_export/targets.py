@@ -1,7 +1,7 @@
 """Export targets: a policy ONNX file → a folder of C sources, templates, README and report for one platform.
 
-`export_target` reads the file into the layer IR, optionally quantizes it to int8, generates the C99 sources, and
-writes a target folder:
+`export_target` reads the file into the layer IR (a flow-matching policy: its sampler's parts, see `flow`),
+optionally quantizes it to int8, generates the C99 sources, and writes a target folder:
 
 - "c": the sources, an example `main.c` (policy on a zero observation, prints the actions) and a host Makefile.
 - "cortex-m4": the sources and a Makefile that builds the object with arm-none-eabi-gcc and prints its size.
@@ -41,6 +41,7 @@ from robo_rl.firmware_export.build import (
     build_host_object,
 )
 from robo_rl.firmware_export.codegen import CSources, generate_c
+from robo_rl.firmware_export.flow import generate_flow_c, is_flow_policy, load_flow_policy
 from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, PolicyInfo, PolicyIR, load_policy
 from robo_rl.firmware_export.quantize import quantize, sample_observations
 
@@ -247,11 +248,18 @@ def export_target(
     onnx_path = Path(onnx_path)
     if not onnx_path.is_file():
         raise FileNotFoundError(f"{onnx_path}: no such ONNX file")
-    ir = load_policy(onnx_path)
+    flow = load_flow_policy(onnx_path) if is_flow_policy(onnx_path) else None
+    ir = flow.summary if flow is not None else load_policy(onnx_path)
     if target == "crazyflie":
         crazyflie_map_header(ir.info)  # refuse a policy the controller cannot feed before writing anything
     int8 = int8 or int8_activations
-    sources = _generate(ir, prefix, int8, int8_activations, calibration_obs)
+    if flow is not None and int8:
+        raise ValueError("int8 export is not supported for flow-matching policies (float32 only)")
+    sources = (
+        generate_flow_c(flow, prefix)
+        if flow is not None
+        else _generate(ir, prefix, int8, int8_activations, calibration_obs)
+    )
     float_sources = _generate(ir, prefix, False, False, None) if int8 else sources
     with tempfile.TemporaryDirectory(prefix="robo_rl_export_") as scratch:
         checks = _run_checks(
@@ -268,7 +276,7 @@ def export_target(
         files=tuple(sorted({*planned, README_FILE, REPORT_FILE})),
         obs_dim=ir.obs_dim,
         action_dim=ir.action_dim,
-        layers=describe_layers(ir),
+        layers=flow.describe() if flow is not None else describe_layers(ir),
         numerics=numerics,
         **checks,
     )

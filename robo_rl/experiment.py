@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from robo_rl.algorithms.dsrl import DSRLConfig
+from robo_rl.algorithms.fql import FQLConfig
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3Config
@@ -17,7 +19,7 @@ from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.off_policy import OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
-Algorithm = Literal["ppo", "sac", "td3"]
+Algorithm = Literal["ppo", "sac", "td3", "fql", "dsrl"]
 
 
 @dataclass(frozen=True)
@@ -52,13 +54,17 @@ class ExperimentConfig:
     seed: int = 0
     """Seeds network initialization, action sampling and the env stream."""
     algo: Algorithm = "ppo"
-    """Which algorithm trains: ppo (uses policy, ppo, runner) or sac / td3 (use sac or td3, off_policy)."""
+    """Which algorithm trains: ppo (uses policy, ppo, runner), or sac / td3 / fql (flow Q-learning: a flow policy
+    from demonstrations, fine-tuned by Q) / dsrl (SAC steering the noise of a frozen flow policy) with their
+    section and off_policy."""
     task: TaskConfig = field(default_factory=TaskConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     sac: SACConfig = field(default_factory=SACConfig)
     td3: TD3Config = field(default_factory=TD3Config)
+    fql: FQLConfig = field(default_factory=FQLConfig)
+    dsrl: DSRLConfig = field(default_factory=DSRLConfig)
     off_policy: OffPolicyRunnerConfig = field(default_factory=OffPolicyRunnerConfig)
     hil: HilConfig = field(default_factory=HilConfig)
     """Human-in-the-loop: who may take over the training envs (off-policy algorithms)."""
@@ -85,12 +91,15 @@ def pendulum_ppo() -> ExperimentConfig:
 
 def _off_policy_networks(
     algo: Algorithm, actor_hidden: tuple[int, ...], critic_hidden: tuple[int, ...]
-) -> dict[str, SACConfig | TD3Config]:
-    """The `sac` and `td3` sections: the given network sizes for `algo`, defaults for the other."""
+) -> dict[str, SACConfig | TD3Config | FQLConfig | DSRLConfig]:
+    """The `sac`, `td3`, `fql` and `dsrl` sections: the given network sizes for `algo` (the flows as wide as
+    the actors), defaults for the others."""
     networks = {"actor_hidden": actor_hidden, "critic_hidden": critic_hidden}
     return {
         "sac": SACConfig(**networks) if algo == "sac" else SACConfig(),
         "td3": TD3Config(**networks) if algo == "td3" else TD3Config(),
+        "fql": FQLConfig(**networks, flow_hidden=actor_hidden) if algo == "fql" else FQLConfig(),
+        "dsrl": DSRLConfig(**networks, flow_hidden=actor_hidden) if algo == "dsrl" else DSRLConfig(),
     }
 
 
@@ -115,6 +124,46 @@ def pendulum_sac() -> ExperimentConfig:
 def pendulum_td3() -> ExperimentConfig:
     """TD3 on one pendulum; reaches -200 in about 7k env steps."""
     return _pendulum_off_policy("td3")
+
+
+def pendulum_fql() -> ExperimentConfig:
+    """FQL on one pendulum from scratch (no demonstrations, so its flow clones the replay data); FQL is meant for
+    training from demonstrations (point_obstacle_fql), this is the smallest setting that runs it."""
+    cfg = _pendulum_off_policy("fql")
+    return replace(cfg, fql=replace(cfg.fql, flow_data="all"))
+
+
+def _point_obstacle_off_policy(algo: Algorithm) -> ExperimentConfig:
+    """The multimodal point/obstacle task (pass the obstacle left or right): 16 envs, 128-128 networks, 2
+    updates of 256 per step, evaluations of 200 episodes every 250 iterations, stop at 95 % success.
+    Demonstrations come from `robo-rl record-demos point/obstacle` and `--set off_policy.prior_buffer=FILE`."""
+    return ExperimentConfig(
+        name=f"point_obstacle_{algo}",
+        algo=algo,
+        task=TaskConfig(name="point/obstacle", num_envs=16),
+        **_off_policy_networks(algo, actor_hidden=(128, 128), critic_hidden=(128, 128)),
+        off_policy=OffPolicyRunnerConfig(
+            max_iterations=20_000,
+            learning_starts=1_000,
+            updates_per_step=2,
+            batch_size=256,
+            target_success_rate=0.95,
+            eval_interval=250,
+            eval_episodes=200,
+        ),
+    )
+
+
+def point_obstacle_sac() -> ExperimentConfig:
+    return _point_obstacle_off_policy("sac")
+
+
+def point_obstacle_fql() -> ExperimentConfig:
+    return _point_obstacle_off_policy("fql")
+
+
+def point_obstacle_dsrl() -> ExperimentConfig:
+    return _point_obstacle_off_policy("dsrl")
 
 
 def quadrotor_hover_ppo() -> ExperimentConfig:
@@ -285,6 +334,10 @@ PRESETS = {
     "pendulum_ppo": pendulum_ppo,
     "pendulum_sac": pendulum_sac,
     "pendulum_td3": pendulum_td3,
+    "pendulum_fql": pendulum_fql,
+    "point_obstacle_sac": point_obstacle_sac,
+    "point_obstacle_fql": point_obstacle_fql,
+    "point_obstacle_dsrl": point_obstacle_dsrl,
     "quadrotor_hover_ppo": quadrotor_hover_ppo,
     "quadrotor_hover_robust_ppo": quadrotor_hover_robust_ppo,
     "quadrotor_hover_sac": quadrotor_hover_sac,

@@ -8,6 +8,7 @@ from robo_rl.sim.registry import default_config, make, names, register
 
 # By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built.
 register("pendulum", "robo_rl.sim.pendulum:Pendulum")
+register("point/obstacle", "robo_rl.sim.point_obstacle:PointObstacle")
 register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover")
 register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack")
 register("rc_car/race", "robo_rl.sim.rc_car:RCCarRace")

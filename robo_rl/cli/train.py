@@ -31,7 +31,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "train", help="train a policy", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("config", nargs="?", help="preset name or YAML file (default: pendulum_<algo>)")
-    p.add_argument("--algo", choices=("ppo", "sac", "td3"), help="algorithm; shorthand for --set algo=NAME")
+    p.add_argument(
+        "--algo",
+        choices=("ppo", "sac", "td3", "fql", "dsrl"),
+        help="algorithm (fql: flow Q-learning, a flow "
+        "policy from demonstrations fine-tuned by Q; dsrl: SAC choosing the noise of a frozen flow policy cloned "
+        "from demonstrations); shorthand for --set algo=NAME",
+    )
     p.add_argument(
         "--set",
         dest="overrides",
@@ -47,7 +53,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--teleop",
         choices=TELEOPS,
         help="who may take over the training envs: none, simulated (the task's scripted expert as a simulated "
-        "human), keyboard (you, at this terminal: space takes over env 0, w/s d/a i/k l/j nudge the actions) or "
+        "human), keyboard (you, at this terminal: space takes over env 0, w/s d/a i/k l/j nudge the actions), "
+        "gamepad (a joystick on this machine drives env 0 while button 4 is held; --set hil.gamepad.device=...) or "
         "ros (a joystick through teleop_node, --set hil.ros_namespace=/cf1; train from .venv-ros); sac/td3 only; "
         "shorthand for --set hil.teleop=NAME",
     )
@@ -142,6 +149,8 @@ def train(runner: Runner, run: RunDirectory, console: Console, quiet: bool = Fal
 
 def print_summary(console: Console, result: TrainResult, run: RunDirectory) -> None:
     status = "reached the target" if result.reached_target else "stopped at max_iterations"
+    if result.estop:
+        status = f"stopped by the operator's e-stop (checkpoint saved; robo-rl train --resume {run.path} continues)"
     console.print(
         f"{status}: {result.iterations} iterations, {result.env_steps:,} env steps, "
         f"{result.wall_time:.1f} s training wall-clock "

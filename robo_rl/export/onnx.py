@@ -21,6 +21,7 @@ from torch import nn
 
 import robo_rl
 from robo_rl.envs import SpaceSpec
+from robo_rl.export.flow_metadata import flow_metadata
 
 OBS_INPUT = "obs"
 ACTION_OUTPUT = "action"
@@ -64,7 +65,9 @@ class PolicyMetadata:
 def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
     """Write `actor` `(batch, obs_dim) → (batch, action_dim)` as a single self-contained ONNX file.
 
-    The batch dimension is dynamic. The model is checked with `onnx.checker` before it replaces `path`.
+    The batch dimension is dynamic. A flow sampler also gets `robo_rl.flow.*` metadata: its parts as chains that
+    firmware export turns into C (`robo_rl.export.flow_metadata`). The model is checked with `onnx.checker`
+    before it replaces `path`.
     """
     import onnx
 
@@ -84,7 +87,7 @@ def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
     model = program.model_proto
     model.producer_name = "robo_rl"
     model.producer_version = robo_rl.__version__
-    onnx.helper.set_model_props(model, metadata.to_props())
+    onnx.helper.set_model_props(model, {**metadata.to_props(), **flow_metadata(actor)})
     onnx.checker.check_model(model, full_check=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

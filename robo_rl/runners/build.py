@@ -11,6 +11,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from robo_rl.algorithms.dsrl import DSRL
+from robo_rl.algorithms.fql import FQL
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.sac import SAC
 from robo_rl.algorithms.td3 import TD3
@@ -102,17 +104,21 @@ def build_runner(
 
 def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFactory | None) -> BatchedEnv:
     if cfg.algo == "ppo":
-        raise ConfigError(f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; use algo sac or td3")
+        raise ConfigError(f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; use algo sac, td3 or fql")
     if make_teleop is None:
         raise ConfigError(f"hil.teleop={cfg.hil.teleop}: no teleoperation device factory given")
     return InterventionEnv(env, make_teleop(cfg, env))
 
 
-def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3:
+def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3 | FQL | DSRL:
     dims = (env.obs_spec.dim, critic_obs_dim(env))
     bounds = (env.action_spec.low_tensor(), env.action_spec.high_tensor())
     if cfg.algo == "sac":
         return SAC(*dims, *bounds, cfg.sac, device=env.device)
+    if cfg.algo == "fql":
+        return FQL(*dims, *bounds, cfg.fql, device=env.device)
+    if cfg.algo == "dsrl":
+        return DSRL(*dims, *bounds, cfg.dsrl, device=env.device)
     return TD3(*dims, *bounds, cfg.td3, device=env.device)
 
 
