@@ -22,6 +22,7 @@ from torch import nn
 
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
 from robo_rl.algorithms.sac_losses import sac_actor_loss, soft_target, temperature_loss
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.modules.flow import ExportableFlowSampler, FlowPolicy, FlowSamplerParts
 from robo_rl.modules.freeze import frozen
@@ -128,6 +129,7 @@ class DSRL:
         device: torch.device | str = "cpu",
     ) -> None:
         self.cfg = cfg
+        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
         self.actor = DSRLActor(obs_dim, action_low, action_high, cfg).to(device)
         action_dim = int(action_low.numel())
         self.critic = QEnsemble(critic_obs_dim, action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation).to(
@@ -164,6 +166,7 @@ class DSRL:
         loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
         self.critic_optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.reducer.gradients(self.critic.parameters())
         self.critic_optimizer.step()
         return loss.item()
 
@@ -174,10 +177,12 @@ class DSRL:
         actor_loss = sac_actor_loss(q, log_prob, self.alpha)
         self.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.backward()
+        self.reducer.gradients(self.actor.latent.parameters())
         self.actor_optimizer.step()
         alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
         self.alpha_optimizer.zero_grad(set_to_none=True)
         alpha_loss.backward()
+        self.reducer.gradients([self.log_alpha])
         self.alpha_optimizer.step()
         return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -log_prob.mean().item()}
 

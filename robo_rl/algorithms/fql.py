@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.modules.flow import FlowPolicy
 from robo_rl.modules.freeze import frozen
@@ -149,6 +150,7 @@ class FQL:
         device: torch.device | str = "cpu",
     ) -> None:
         self.cfg = cfg
+        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
         self.actor = FQLActor(obs_dim, action_low, action_high, cfg).to(device)
         self.critic = QEnsemble(
             critic_obs_dim, self.actor.action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
@@ -179,6 +181,7 @@ class FQL:
         loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
         self.critic_optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.reducer.gradients(self.critic.parameters())
         self.critic_optimizer.step()
         return loss.item()
 
@@ -192,6 +195,7 @@ class FQL:
         loss = flow_loss + self.cfg.alpha * distill + q_loss
         self.actor_optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.reducer.gradients(self.actor.parameters())
         self.actor_optimizer.step()
         return {"flow_loss": flow_loss.item(), "distill_loss": distill.item(), "q_loss": q_loss.item()}
 

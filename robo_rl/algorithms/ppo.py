@@ -12,6 +12,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.storage.rollout import Minibatch, RolloutStorage
 
@@ -147,6 +148,7 @@ class PPO:
         self.policy = policy
         self.cfg = cfg
         self.learning_rate = cfg.learning_rate
+        self.reducer: Reducer = LOCAL  # several processes: averages gradients and update statistics over ranks
         # fused: one kernel for all parameters instead of a Python loop over them (small nets are overhead-bound)
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, fused=True)
 
@@ -179,20 +181,21 @@ class PPO:
         cfg = self.cfg
         log_probs, entropy, mean, std = self.policy.evaluate(batch.obs, batch.actions)
         with torch.no_grad():
-            kl = gaussian_kl(batch.old_mean, batch.old_std, mean, std).mean()
+            kl = self.reducer.mean(gaussian_kl(batch.old_mean, batch.old_std, mean, std).mean())
         if cfg.schedule == "adaptive":
             self.learning_rate = adapt_learning_rate(self.learning_rate, kl.item(), cfg)
             for group in self.optimizer.param_groups:
                 group["lr"] = self.learning_rate
         advantages = batch.advantages
         if cfg.normalize_advantages:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            advantages = self._normalized(advantages)
         policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, advantages, cfg.clip_param)
         values = self.policy.value(batch.critic_obs)
         v_loss = value_loss(values, batch.old_values, batch.returns, cfg.clip_param if cfg.value_clip else None)
         loss = policy_loss + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy.mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.reducer.gradients(self.policy.parameters())
         nn.utils.clip_grad_norm_(self.policy.actor_parameters(), cfg.max_grad_norm)
         nn.utils.clip_grad_norm_(self.policy.critic_parameters(), cfg.max_grad_norm)
         self.optimizer.step()
@@ -202,6 +205,16 @@ class PPO:
             "entropy": entropy.mean().item(),
             "kl": kl.item(),
         }
+
+    def _normalized(self, advantages: torch.Tensor) -> torch.Tensor:
+        """Zero mean, unit spread over the minibatch (of every rank)."""
+        if self.reducer.world.size == 1:
+            return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        mean = self.reducer.mean(advantages.mean())
+        var = self.reducer.mean(advantages.square().mean()) - mean.square()
+        count = advantages.numel() * self.reducer.world.size
+        std = (var.clamp(min=0.0) * count / max(count - 1, 1)).sqrt()  # unbiased, as torch.std
+        return (advantages - mean) / (std + 1e-8)
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "learning_rate": self.learning_rate}

@@ -15,6 +15,7 @@ import torch
 
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.q_ensemble import QEnsemble
@@ -81,6 +82,7 @@ class SAC:
         device: torch.device | str = "cpu",
     ) -> None:
         self.cfg = cfg
+        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
         action_dim = int(action_low.numel())
         self.actor = SquashedGaussianActor(
             obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
@@ -120,6 +122,7 @@ class SAC:
         loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
         self.critic_optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.reducer.gradients(self.critic.parameters())
         self.critic_optimizer.step()
         return loss.item()
 
@@ -133,10 +136,12 @@ class SAC:
             actor_loss = actor_loss + self.cfg.bc_weight * q.abs().mean().detach() * self._bc_loss(batch, q)
         self.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.backward()
+        self.reducer.gradients(self.actor.parameters())
         self.actor_optimizer.step()
         alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
         self.alpha_optimizer.zero_grad(set_to_none=True)
         alpha_loss.backward()
+        self.reducer.gradients([self.log_alpha])
         self.alpha_optimizer.step()
         return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -log_prob.mean().item()}
 

@@ -13,6 +13,7 @@ import torch
 
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update
 from robo_rl.algorithms.td3_losses import smoothed_action, td3_actor_loss, td3_target
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.q_ensemble import QEnsemble
@@ -67,6 +68,7 @@ class TD3:
         device: torch.device | str = "cpu",
     ) -> None:
         self.cfg = cfg
+        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
         action_dim = int(action_low.numel())
         self.actor = TanhActor(
             obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
@@ -97,6 +99,7 @@ class TD3:
                 actor_loss = td3_actor_loss(self.critic(batch.critic_obs, self.actor(batch.obs))[0])
             self.actor_optimizer.zero_grad(set_to_none=True)
             actor_loss.backward()
+            self.reducer.gradients(self.actor.parameters())
             self.actor_optimizer.step()
             polyak_update(self.target_actor, self.actor, self.cfg.tau)
             polyak_update(self.target_critic, self.critic, self.cfg.tau)
@@ -112,6 +115,7 @@ class TD3:
         loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
         self.critic_optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        self.reducer.gradients(self.critic.parameters())
         self.critic_optimizer.step()
         return loss.item()
 

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 
+from robo_rl.cli.distributed import RankRun, join, launched_by_torchrun, leave, rank_device, relaunch
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
 from robo_rl.cli.tasks import env_factory, resolve_config, teleop_factory
 from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
+from robo_rl.distributed import Reducer
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil.config import TELEOPS
 from robo_rl.runners.build import Runner, build_runner
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
+
+WORLD_SIZE_FILE = "world_size"
+"""In a run directory: how many processes trained it (written by rank 0 of a --nproc / torchrun run)."""
 
 DESCRIPTION = """\
 Train a policy. CONFIG is a preset name (default: pendulum_ppo) or a YAML file whose keys map onto the
@@ -71,6 +77,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="continue RUN_DIR from its latest checkpoint with its own config (only --max-iterations may change)",
     )
     p.add_argument("--export", action="store_true", help="write RUN_DIR/policy.onnx when training ends")
+    p.add_argument(
+        "--nproc",
+        type=int,
+        help="train with N processes on this machine (torchrun; gloo on CPU, NCCL on GPUs: one GPU each with "
+        "--device cuda); each runs task.num_envs envs, gradients are averaged. Several machines: run torchrun "
+        "yourself (README)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
 
@@ -82,31 +95,69 @@ def _shorthands(args: argparse.Namespace) -> list[str]:
 
 
 def main(args: argparse.Namespace) -> int:
-    console = terminal()
-    if args.resume is not None:
-        runner, run = _resume(args)
-    else:
-        runner, run = _start(args)
+    if args.nproc is not None and args.nproc < 1:
+        raise ConfigError(f"--nproc must be at least 1, got {args.nproc}")
+    if args.nproc is not None and args.nproc > 1 and not launched_by_torchrun():
+        return relaunch(args.nproc, _without_nproc(args.argv))
+    reducer = join(_device(args))
+    try:
+        return _train(args, reducer)
+    finally:
+        leave(reducer)
+
+
+def _train(args: argparse.Namespace, reducer: Reducer) -> int:
+    main_rank = reducer.world.is_main
+    console = terminal() if main_rank else Console(quiet=True)
+    runner, run = _resume(args, reducer) if args.resume is not None else _start(args, reducer)
     console.print(f"run directory: [bold]{run.path}[/bold]")
-    result = train(runner, run, console, quiet=args.quiet)
+    if reducer.world.size > 1:
+        console.print(f"{reducer.world.size} processes; rank 0 logs, evaluates and checkpoints")
+    result = train(runner, run, console, quiet=args.quiet or not main_rank)
     if result is None:
         return 130
     print_summary(console, result, run)
-    if args.export:
+    if args.export and main_rank:
         from robo_rl.cli.export import export_run
 
         export_run(run.path, None, console)
     return 0
 
 
-def _start(args: argparse.Namespace) -> tuple[Runner, RunDirectory]:
+def _device(args: argparse.Namespace) -> str:
+    """The training device the command asks for (before the config is resolved: the process group needs it)."""
+    if args.device is not None:
+        return args.device
+    overrides = [o.split("=", 1)[1] for o in args.overrides if o.startswith("task.device=")]
+    return overrides[-1] if overrides else "cpu"
+
+
+def _without_nproc(argv: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--nproc":
+            skip = True
+        elif not arg.startswith("--nproc="):
+            out.append(arg)
+    return out
+
+
+def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
     source = args.config or f"pendulum_{args.algo or 'ppo'}"
     cfg = resolve_config(source, _shorthands(args) + args.overrides)
     if args.max_iterations is not None:
         cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
+    cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     # Before the run directory, so bad input leaves nothing behind.
-    runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory())
-    runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]))
+    runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory(), reducer=reducer)
+    run: RunDirectory | RankRun | None = None
+    if reducer.world.is_main:
+        run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]))
+        (run.path / WORLD_SIZE_FILE).write_text(f"{reducer.world.size}\n")
+    path = reducer.broadcast(None if run is None else str(run.path))
+    runner.run = run if run is not None else RankRun(Path(path), reducer.world.rank)
     return runner, runner.run
 
 
@@ -114,20 +165,39 @@ def create_run(root: Path, cfg: ExperimentConfig, command: str) -> RunDirectory:
     return RunDirectory.create(root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command)
 
 
-def _resume(args: argparse.Namespace) -> tuple[Runner, RunDirectory]:
+def _resume(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
     if args.overrides or _shorthands(args) or args.config is not None:
         raise ConfigError("--resume uses the run's own config; only --max-iterations may be given with it")
-    run = RunDirectory.open(args.resume)
-    cfg = load_yaml(ExperimentConfig, run.config_file)
+    main_run = RunDirectory.open(args.resume)
+    cfg = load_yaml(ExperimentConfig, main_run.config_file)
     if args.max_iterations is not None:
         cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
-        run.config_file.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        if reducer.world.is_main:
+            main_run.config_file.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+    _check_world_size(main_run.path, reducer.world.size)
+    cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
+    run = main_run if reducer.world.is_main else RankRun(main_run.path, reducer.world.rank)
     if not run.latest_checkpoint.is_file():
         raise FileNotFoundError(f"{run.latest_checkpoint}: no checkpoint to resume from")
-    runner = build_runner(cfg, env_factory(), run=run, make_teleop=teleop_factory())
+    runner = build_runner(cfg, env_factory(), run=None, make_teleop=teleop_factory(), reducer=reducer)
+    runner.run = run
     runner.load(run.latest_checkpoint)
+    leader = reducer.broadcast(runner.iteration)
+    if leader != runner.iteration:
+        raise ConfigError(
+            f"{main_run.path}: rank {reducer.world.rank} saved iteration {runner.iteration}, rank 0 iteration {leader} "
+            "(the run stopped between their checkpoints); resume needs checkpoints of one iteration"
+        )
     run.truncate_metrics(runner.iteration)
     return runner, run
+
+
+def _check_world_size(path: Path, size: int) -> None:
+    """A run resumes with as many processes as it had (each rank's envs and buffer are in its own file)."""
+    file = path / WORLD_SIZE_FILE
+    had = int(file.read_text()) if file.is_file() else 1
+    if had != size:
+        raise ConfigError(f"{path} was trained by {had} process(es); resume it with --nproc {had}, not {size}")
 
 
 def train(runner: Runner, run: RunDirectory, console: Console, quiet: bool = False) -> TrainResult | None:

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.distributions import Normal
 
+from robo_rl.distributed import LOCAL, Reducer, update_normalizer
 from robo_rl.modules.mlp import Activation, init_orthogonal, mlp
 from robo_rl.modules.normalizer import EmpiricalNormalizer, make_normalizer
 
@@ -127,11 +128,12 @@ class ActorCritic(nn.Module):
     def critic_parameters(self) -> list[nn.Parameter]:
         return list(self.critic.parameters())
 
-    def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor) -> None:
+    def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor, reducer: Reducer = LOCAL) -> None:
+        """Fold a batch into the normalizers; with several processes, every rank's batch (`reducer`)."""
         if isinstance(self.obs_normalizer, EmpiricalNormalizer):
-            self.obs_normalizer.update(obs)
+            update_normalizer(self.obs_normalizer, obs, reducer)
         if isinstance(self.critic_normalizer, EmpiricalNormalizer):
-            self.critic_normalizer.update(critic_obs)
+            update_normalizer(self.critic_normalizer, critic_obs, reducer)
 
     def deterministic_actor(self) -> DeterministicActor:
         """The exportable actor; it shares parameters and statistics with this module."""

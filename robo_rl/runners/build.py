@@ -17,6 +17,7 @@ from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.sac import SAC
 from robo_rl.algorithms.td3 import TD3
 from robo_rl.config import ConfigError
+from robo_rl.distributed import LOCAL, Reducer, broadcast_module
 from robo_rl.envs import BatchedEnv, critic_obs_dim
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
@@ -72,22 +73,30 @@ def build_runner(
     run: RunDirectory | None = None,
     evaluate: bool = True,
     make_teleop: TeleopFactory | None = None,
+    reducer: Reducer = LOCAL,
 ) -> Runner:
     """A ready-to-train runner for `cfg.algo`; `evaluate=False` skips creating the evaluation env.
 
     With `cfg.hil.teleop` other than "none", `make_teleop(cfg, env)` builds the device that may take over the
     training envs (never the evaluation envs), which then run inside an `InterventionEnv`.
+
+    Under several processes (`reducer` of a torch.distributed job) every rank builds its own envs, seeded
+    `reducer.world.seed(cfg.seed)`, starts from rank 0's weights and averages its updates with the other ranks;
+    only rank 0 evaluates.
     """
     check_device(cfg.task.device)
     task = cfg.task
-    env = make_env(task.name, num_envs=task.num_envs, device=task.device, seed=cfg.seed, params=task.params)
+    world = reducer.world
+    _check_distributable(cfg, world.size)
+    seed = world.seed(cfg.seed)
+    env = make_env(task.name, num_envs=task.num_envs, device=task.device, seed=seed, params=task.params)
     if cfg.hil.real_time:
         env = RealTimeEnv(env, cfg.hil.rate_hz or None)
     if cfg.hil.teleop != "none":
         env = _with_teleop(cfg, env, make_teleop)
     loop = getattr(cfg, cfg.loop_section)
     eval_env = None
-    if evaluate:
+    if evaluate and world.is_main:
         eval_env = make_env(
             task.name,
             num_envs=loop.eval_episodes,
@@ -98,8 +107,25 @@ def build_runner(
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.algo == "ppo":
         policy = build_policy(cfg, env)
-        return OnPolicyRunner(env, policy, PPO(policy, cfg.ppo), cfg.runner, cfg.seed, eval_env=eval_env, run=run)
-    return OffPolicyRunner(env, build_off_policy(cfg, env), cfg.off_policy, cfg.seed, eval_env=eval_env, run=run)
+        broadcast_module(policy, reducer)
+        ppo = PPO(policy, cfg.ppo)
+        ppo.reducer = reducer
+        return OnPolicyRunner(env, policy, ppo, cfg.runner, seed, eval_env=eval_env, run=run, reducer=reducer)
+    algorithm = build_off_policy(cfg, env)
+    for module in vars(algorithm).values():
+        if isinstance(module, nn.Module):
+            broadcast_module(module, reducer)
+    algorithm.reducer = reducer
+    return OffPolicyRunner(env, algorithm, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer)
+
+
+def _check_distributable(cfg: ExperimentConfig, processes: int) -> None:
+    if processes == 1:
+        return
+    if cfg.hil.teleop in ("keyboard", "gamepad", "ros"):
+        raise ConfigError(f"hil.teleop={cfg.hil.teleop}: a person drives one process; train it without --nproc")
+    if cfg.algo != "ppo" and cfg.off_policy.actor_learner:
+        raise ConfigError("off_policy.actor_learner runs in one process; train it without --nproc")
 
 
 def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFactory | None) -> BatchedEnv:

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import torch
 from torch import nn
 
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import (
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
@@ -38,6 +39,7 @@ from robo_rl.runners.evaluate import (
     eval_metrics,
     evaluate_held_out,
     evaluation_due,
+    may_evaluate,
     targets_reached,
 )
 from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
@@ -184,9 +186,11 @@ class OffPolicyRunner:
         seed: int,
         eval_env: BatchedEnv | None = None,
         run: RunDirectory | None = None,
+        reducer: Reducer = LOCAL,
     ) -> None:
         self.env, self.algorithm, self.cfg, self.seed = env, algorithm, cfg, seed
         self.eval_env, self.run = eval_env, run
+        self.reducer = reducer
         dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
         self.buffer_dims = dims
         # With actor_learner the replay buffer lives in the learner process; this one stays empty.
@@ -304,11 +308,12 @@ class OffPolicyRunner:
             if evaluation is not None:
                 last_eval = evaluation
                 reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
+            reached = self._agree(reached)
             metrics = {
                 "iteration": self.iteration,
-                "env_steps": self.env_steps,
+                "env_steps": self.env_steps * self.reducer.world.size,
                 "wall_time": self.wall_time,
-                "steps_per_s": self.env_steps / max(self.wall_time, 1e-9),
+                "steps_per_s": self.env_steps * self.reducer.world.size / max(self.wall_time, 1e-9),
                 "mean_return": stats.mean_return,
                 "mean_length": stats.mean_length,
                 "episodes": stats.episodes,
@@ -321,7 +326,9 @@ class OffPolicyRunner:
             if on_iteration is not None:
                 on_iteration(metrics)
         self._finish()
-        return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached, self._estop())
+        return TrainResult(
+            self.iteration, self.env_steps * self.reducer.world.size, self.wall_time, last_eval, reached, self._estop()
+        )
 
     def _estop(self) -> bool:
         """The operator's e-stop (an InterventionEnv's `estop`) ends training."""
@@ -337,6 +344,14 @@ class OffPolicyRunner:
             or evaluation_due(iteration, cfg.max_iterations, cfg.eval_interval)
             or (self.run is not None and (iteration % 100 == 0 or saves))
         )
+
+    def _agree(self, reached: bool) -> bool:
+        """Every rank stops with rank 0, which alone evaluates (a collective on evaluation iterations only)."""
+        if self.reducer.world.size == 1 or not may_evaluate(
+            self.iteration, self.cfg.max_iterations, self.cfg.eval_interval
+        ):
+            return reached
+        return bool(self.reducer.broadcast(reached))
 
     def _maybe_evaluate(self, stats: EpisodeStats | None) -> EvalResult | None:
         cfg = self.cfg

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from robo_rl.algorithms.ppo import PPO
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners import checkpoint
@@ -20,6 +21,7 @@ from robo_rl.runners.evaluate import (
     eval_metrics,
     evaluate_held_out,
     evaluation_due,
+    may_evaluate,
     targets_reached,
 )
 from robo_rl.runners.run_dir import RunDirectory
@@ -99,9 +101,11 @@ class OnPolicyRunner:
         seed: int,
         eval_env: BatchedEnv | None = None,
         run: RunDirectory | None = None,
+        reducer: Reducer = LOCAL,
     ) -> None:
         self.env, self.policy, self.algorithm, self.cfg = env, policy, algorithm, cfg
         self.seed, self.eval_env, self.run = seed, eval_env, run
+        self.reducer = reducer
         num_steps = algorithm.cfg.num_steps
         self.storage = RolloutStorage(
             num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device
@@ -153,7 +157,8 @@ class OnPolicyRunner:
         learning rate would wrongly blame on the update).
         """
         losses = self.algorithm.update(self.storage)
-        self.policy.update_normalizers(self.storage.obs.flatten(0, 1), self.storage.critic_obs.flatten(0, 1))
+        obs, critic_obs = self.storage.obs.flatten(0, 1), self.storage.critic_obs.flatten(0, 1)
+        self.policy.update_normalizers(obs, critic_obs, self.reducer)
         self.storage.clear()
         return losses
 
@@ -172,11 +177,15 @@ class OnPolicyRunner:
             if evaluation is not None:
                 last_eval = evaluation
                 reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
+            reached = self._agree(reached)
             metrics = {
                 "iteration": self.iteration,
-                "env_steps": self.env_steps,
+                "env_steps": self.env_steps * self.reducer.world.size,
                 "wall_time": self.wall_time,
-                "steps_per_s": self.storage.num_steps * self.env.num_envs / (time.perf_counter() - start),
+                "steps_per_s": self.storage.num_steps
+                * self.env.num_envs
+                * self.reducer.world.size
+                / (time.perf_counter() - start),
                 "mean_return": stats.mean_return,
                 "mean_length": stats.mean_length,
                 "episodes": stats.episodes,
@@ -188,7 +197,15 @@ class OnPolicyRunner:
             if on_iteration is not None:
                 on_iteration(metrics)
         self._finish()
-        return TrainResult(self.iteration, self.env_steps, self.wall_time, last_eval, reached)
+        return TrainResult(self.iteration, self.env_steps * self.reducer.world.size, self.wall_time, last_eval, reached)
+
+    def _agree(self, reached: bool) -> bool:
+        """Every rank stops with rank 0, which alone evaluates (a collective on evaluation iterations only)."""
+        if self.reducer.world.size == 1 or not may_evaluate(
+            self.iteration, self.cfg.max_iterations, self.cfg.eval_interval
+        ):
+            return reached
+        return bool(self.reducer.broadcast(reached))
 
     def _maybe_evaluate(self, training_success_rate: float | None) -> EvalResult | None:
         cfg = self.cfg
