@@ -28,7 +28,7 @@ import torch
 from machine import machine_info, warn_if_busy
 from torch import nn
 
-from robo_rl.algorithms.dsrl import DSRL, DSRLConfig
+from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.algorithms.fql import FQL, FQLConfig
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
@@ -55,7 +55,7 @@ def policies(steps: list[int]) -> dict[str, nn.Module]:
         actors[f"flow K={k}"] = flow.deterministic_actor()
     nets = {"actor_hidden": HIDDEN, "flow_hidden": HIDDEN, "critic_hidden": HIDDEN, "activation": "elu"}
     actors["fql (one step)"] = FQL(OBS, OBS, low, high, FQLConfig(**nets)).actor.deterministic_actor()
-    actors["dsrl K=10"] = DSRL(OBS, OBS, low, high, DSRLConfig(**nets, flow_steps=10)).actor.deterministic_actor()
+    actors["dsrl K=10"] = dsrl(OBS, OBS, low, high, DSRLConfig(**nets, flow_steps=10)).actor.deterministic_actor()
     return actors
 
 

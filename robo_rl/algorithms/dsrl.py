@@ -12,24 +12,18 @@ mean followed by the unrolled flow sampler.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
-from robo_rl.algorithms.sac_losses import sac_actor_loss, soft_target, temperature_loss
-from robo_rl.distributed import LOCAL, Reducer
+from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.modules.flow import ExportableFlowSampler, FlowPolicy, FlowSamplerParts
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
-from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.modules.squashed_actor import SquashedGaussianActor
-from robo_rl.storage.replay import Transitions
 
 
 @dataclass(frozen=True)
@@ -84,9 +78,15 @@ class DSRLActor(nn.Module):
         self.scaler = ActionScaler(action_low.float(), action_high.float())
 
     def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Normalized actions `(B, A)` from sampled noise, and the noise's log-probability `(B,)`."""
+        """Normalized actions `(B, A)` from sampled noise, and the noise's log-probability `(B,)`; gradients
+        reach the latent actor through the flow, whose own parameters stay fixed."""
         w, log_prob = self.latent.sample(obs)
-        return self.flow.sample(obs, self.latent_scale * w), log_prob
+        with frozen(self.flow):
+            return self.flow.sample(obs, self.latent_scale * w), log_prob
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """What RL moves: the latent actor (the flow was cloned and stays frozen)."""
+        return list(self.latent.parameters())
 
     def deterministic(self, obs: torch.Tensor) -> torch.Tensor:
         return self.flow.sample(obs, self.latent_scale * self.latent.deterministic(obs))
@@ -118,91 +118,27 @@ class _ExportableSteeredFlow(nn.Module):
         return dataclasses.replace(parts, noise=None, latent=self.latent_net, latent_scale=float(self.latent_scale))
 
 
-class DSRL:
-    def __init__(
-        self,
-        obs_dim: int,
-        critic_obs_dim: int,
-        action_low: torch.Tensor,
-        action_high: torch.Tensor,
-        cfg: DSRLConfig,
-        device: torch.device | str = "cpu",
-    ) -> None:
-        self.cfg = cfg
-        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
-        self.actor = DSRLActor(obs_dim, action_low, action_high, cfg).to(device)
-        action_dim = int(action_low.numel())
-        self.critic = QEnsemble(critic_obs_dim, action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation).to(
-            device
-        )
-        self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=True)
-        self.target_entropy = -float(action_dim)
-        self.actor_optimizer = torch.optim.Adam(self.actor.latent.parameters(), lr=cfg.actor_learning_rate)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
-
-    @property
-    def alpha(self) -> torch.Tensor:
-        return self.log_alpha.detach().exp()
-
-    @torch.no_grad()
-    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
-        """Normalized action `(N, A)`: the flow's action from the latent actor's (sampled or mean) noise."""
-        return self.actor.deterministic(obs) if deterministic else self.actor.sample(obs)[0]
-
-    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]:
-        metrics = {"critic_loss": self._update_critic(batch)}
-        if update_actor:
-            metrics.update(self._update_actor(batch))
-        polyak_update(self.target_critic, self.critic, self.cfg.tau)
-        return metrics
-
-    def _update_critic(self, batch: Transitions) -> float:
-        with torch.no_grad():
-            next_action, next_log_prob = self.actor.sample(batch.next_obs)
-            next_q = subset_min(self.target_critic(batch.next_critic_obs, next_action), self.cfg.num_critics)
-            target = soft_target(batch.rewards, next_q, next_log_prob, batch.terminated, self.cfg.gamma, self.alpha)
-        loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.reducer.gradients(self.critic.parameters())
-        self.critic_optimizer.step()
-        return loss.item()
-
-    def _update_actor(self, batch: Transitions) -> dict[str, float]:
-        with frozen(self.actor.flow), frozen(self.critic):
-            action, log_prob = self.actor.sample(batch.obs)
-            q = self.critic(batch.critic_obs, action).min(dim=0).values
-        actor_loss = sac_actor_loss(q, log_prob, self.alpha)
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.reducer.gradients(self.actor.latent.parameters())
-        self.actor_optimizer.step()
-        alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
-        self.alpha_optimizer.zero_grad(set_to_none=True)
-        alpha_loss.backward()
-        self.reducer.gradients([self.log_alpha])
-        self.alpha_optimizer.step()
-        return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -log_prob.mean().item()}
-
-    def state_dict(self) -> dict:
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "log_alpha": self.log_alpha.detach().clone(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "alpha_optimizer": self.alpha_optimizer.state_dict(),
-        }
-
-    def load_state_dict(self, state: dict) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.target_critic.load_state_dict(state["target_critic"])
-        with torch.no_grad():
-            self.log_alpha.copy_(state["log_alpha"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+def dsrl(
+    obs_dim: int,
+    critic_obs_dim: int,
+    action_low: torch.Tensor,
+    action_high: torch.Tensor,
+    cfg: DSRLConfig,
+    device: torch.device | str = "cpu",
+) -> SAC:
+    """DSRL is SAC whose actor is the steered flow: critic, temperature and updates are SAC's, and the actor
+    optimizer moves only the latent actor."""
+    sac = SACConfig(
+        gamma=cfg.gamma,
+        tau=cfg.tau,
+        actor_learning_rate=cfg.actor_learning_rate,
+        critic_learning_rate=cfg.critic_learning_rate,
+        alpha_learning_rate=cfg.alpha_learning_rate,
+        init_alpha=cfg.init_alpha,
+        num_critics=cfg.num_critics,
+        critic_subset=cfg.num_critics,
+        critic_hidden=cfg.critic_hidden,
+        activation=cfg.activation,
+    )
+    actor = DSRLActor(obs_dim, action_low, action_high, cfg)
+    return SAC(obs_dim, critic_obs_dim, action_low, action_high, sac, device=device, actor=actor)

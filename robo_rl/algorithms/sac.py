@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+from torch import nn
 
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
@@ -80,20 +81,25 @@ class SAC:
         action_high: torch.Tensor,
         cfg: SACConfig,
         device: torch.device | str = "cpu",
+        actor: nn.Module | None = None,
     ) -> None:
+        """`actor` replaces the squashed-Gaussian actor: any module with `sample(obs) -> (normalized action,
+        log-probability)`, `deterministic(obs)`, `scaler` and `deterministic_actor()` (e.g. DSRL's steered flow);
+        its `trainable_parameters()`, when it has them, are what the actor optimizer moves."""
         self.cfg = cfg
         self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
         action_dim = int(action_low.numel())
-        self.actor = SquashedGaussianActor(
-            obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
-        ).to(device)
+        if actor is None:
+            actor = SquashedGaussianActor(obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs)
+        self.actor = actor.to(device)
+        trainable = getattr(self.actor, "trainable_parameters", self.actor.parameters)
         self.critic = QEnsemble(
             critic_obs_dim, action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
         ).to(device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=True)
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate, fused=True)
+        self.actor_optimizer = torch.optim.Adam(trainable(), lr=cfg.actor_learning_rate, fused=True)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate, fused=True)
         self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
 

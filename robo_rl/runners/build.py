@@ -11,7 +11,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from robo_rl.algorithms.dsrl import DSRL
+from robo_rl.algorithms.dsrl import dsrl
 from robo_rl.algorithms.fql import FQL
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.sac import SAC
@@ -136,7 +136,7 @@ def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFact
     return InterventionEnv(env, make_teleop(cfg, env))
 
 
-def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3 | FQL | DSRL:
+def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3 | FQL:
     dims = (env.obs_spec.dim, critic_obs_dim(env))
     bounds = (env.action_spec.low_tensor(), env.action_spec.high_tensor())
     if cfg.algo == "sac":
@@ -144,7 +144,7 @@ def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3 | FQL 
     if cfg.algo == "fql":
         return FQL(*dims, *bounds, cfg.fql, device=env.device)
     if cfg.algo == "dsrl":
-        return DSRL(*dims, *bounds, cfg.dsrl, device=env.device)
+        return dsrl(*dims, *bounds, cfg.dsrl, device=env.device)
     return TD3(*dims, *bounds, cfg.td3, device=env.device)
 
 

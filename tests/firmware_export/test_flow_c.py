@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 import torch
 
-from robo_rl.algorithms.dsrl import DSRL, DSRLConfig
+from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, read_metadata
 from robo_rl.firmware_export.build import build_cortex_m4, build_host
@@ -50,7 +50,7 @@ def _flow_actor(steps: int) -> torch.nn.Module:
 def _dsrl_actor() -> torch.nn.Module:
     torch.manual_seed(0)
     cfg = DSRLConfig(flow_steps=5, actor_hidden=(32, 32), flow_hidden=(64, 64), critic_hidden=(8,), latent_scale=1.5)
-    return DSRL(OBS_DIM, OBS_DIM, LOW, HIGH, cfg).actor.deterministic_actor()
+    return dsrl(OBS_DIM, OBS_DIM, LOW, HIGH, cfg).actor.deterministic_actor()
 
 
 def _check_parity(actor: torch.nn.Module, tmp_path: Path) -> Path:

@@ -3,113 +3,45 @@ update equals the single-process update on the combined batch; `robo-rl train --
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 
-from robo_rl.algorithms.ppo import PPO, PPOConfig
+from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.sac import SAC, SACConfig
-from robo_rl.distributed import LOCAL, ProcessGroupReducer, World, update_normalizer
-from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
+from robo_rl.distributed import LOCAL, ProcessGroupReducer, World
 from robo_rl.modules.normalizer import EmpiricalNormalizer
-from robo_rl.storage.replay import Transitions
-from robo_rl.storage.rollout import RolloutStorage
 
-OBS, ACT, STEPS, ENVS = 5, 2, 8, 4
-PPO_CFG = PPOConfig(num_steps=STEPS, num_minibatches=1, num_epochs=3, schedule="adaptive", max_grad_norm=0.5)
+WORKER = Path(__file__).with_name("ddp_worker.py")
+LOOPBACK = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"}  # gloo's traffic stays on loopback
 
 
-def _policy() -> ActorCritic:
-    torch.manual_seed(0)
-    return ActorCritic(OBS, -torch.ones(ACT), torch.ones(ACT), PolicyConfig(actor_hidden=(16,), critic_hidden=(16,)))
+def _load_worker() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("ddp_worker", WORKER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _rollout(seed: int, envs: int) -> dict[str, torch.Tensor]:
-    """Random but consistent rollout data for `envs` envs (behaviour policy: the initial one)."""
-    generator = torch.Generator().manual_seed(seed)
-    policy = _policy()
-    obs = torch.randn(STEPS, envs, OBS, generator=generator)
-    with torch.no_grad():
-        action, log_prob, mean, std = policy.act(obs.flatten(0, 1))
-        values = policy.value(obs.flatten(0, 1))
-    shape = (STEPS, envs)
-    return {
-        "obs": obs,
-        "critic_obs": obs,
-        "actions": action.view(*shape, ACT),
-        "log_probs": log_prob.view(shape),
-        "values": values.view(shape),
-        "next_values": torch.randn(shape, generator=generator),
-        "mean": mean.view(*shape, ACT),
-        "std": std.view(*shape, ACT),
-        "rewards": torch.randn(shape, generator=generator),
-        "terminated": torch.rand(shape, generator=generator) < 0.1,
-        "dones": torch.rand(shape, generator=generator) < 0.1,
-    }
-
-
-def _storage(data: dict[str, torch.Tensor]) -> RolloutStorage:
-    envs = data["obs"].shape[1]
-    storage = RolloutStorage(STEPS, envs, OBS, OBS, ACT, "cpu")
-    for step in range(STEPS):
-        storage.add(**{name: value[step] for name, value in data.items()})
-    return storage
-
-
-def _sac_batch(seed: int) -> Transitions:
-    generator = torch.Generator().manual_seed(seed)
-    obs = torch.randn(64, OBS, generator=generator)
-    flags = torch.zeros(64, dtype=torch.bool)
-    return Transitions(
-        obs=obs, critic_obs=obs, actions=torch.rand(64, ACT, generator=generator) * 2 - 1,
-        rewards=torch.randn(64, generator=generator), next_obs=torch.randn(64, OBS, generator=generator),
-        next_critic_obs=obs, terminated=flags, truncated=flags, intervened=flags, is_demo=flags,
-    )  # fmt: skip
-
-
-def _worker(rank: int, size: int, init_file: str, out: str) -> None:
-    os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo's traffic stays on loopback
-    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size)
-    reducer = ProcessGroupReducer(World(rank, size))
-    # PPO: this rank's rollout, gradients and statistics averaged
-    policy = _policy()
-    ppo = PPO(policy, PPO_CFG)
-    ppo.reducer = reducer
-    metrics = ppo.update(_storage(_rollout(100 + rank, ENVS)))
-    normalizer = EmpiricalNormalizer(OBS)
-    update_normalizer(normalizer, _rollout(100 + rank, ENVS)["obs"].flatten(0, 1), reducer)
-    # SAC: several updates on this rank's own batches (different on each rank)
-    torch.manual_seed(7 + rank)
-    sac = SAC(OBS, OBS, -torch.ones(ACT), torch.ones(ACT), SACConfig(actor_hidden=(16,), critic_hidden=(16,)))
-    for module in (sac.actor, sac.critic, sac.target_critic):  # start equal, as build_runner does
-        for tensor in [*module.parameters(), *module.buffers()]:
-            torch.distributed.broadcast(tensor.data, src=0)
-    torch.distributed.broadcast(sac.log_alpha.data, src=0)
-    sac.reducer = reducer
-    for step in range(5):
-        sac.update(_sac_batch(1000 * rank + step))
-    state = {
-        "ppo": {k: v.clone() for k, v in policy.state_dict().items()},
-        "lr": metrics["learning_rate"],
-        "normalizer": (normalizer.mean.clone(), normalizer.var.clone(), normalizer.count.clone()),
-        "sac": {k: v.clone() for k, v in sac.actor.state_dict().items()} | {"alpha": sac.log_alpha.detach().clone()},
-    }
-    torch.save(state, f"{out}.{rank}")
-    torch.distributed.destroy_process_group()
+W = _load_worker()
+OBS, ACT, STEPS, ENVS = W.OBS, W.ACT, W.STEPS, W.ENVS
 
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     directory = tmp_path_factory.mktemp("ddp")
-    mp.start_processes(
-        _worker, args=(2, str(directory / "init"), str(directory / "state")), nprocs=2, start_method="spawn"
-    )
+    env = {**os.environ, **LOOPBACK}
+    args = [str(directory / "init"), str(directory / "state")]
+    workers = [subprocess.Popen([sys.executable, str(WORKER), str(r), "2", *args], env=env) for r in range(2)]
+    assert [w.wait(timeout=120) for w in workers] == [0, 0]
     return [torch.load(directory / f"state.{rank}") for rank in range(2)]
 
 
@@ -123,11 +55,11 @@ def test_every_rank_ends_with_the_same_parameters(ranks: list[dict]) -> None:
 
 
 def test_ppo_update_matches_one_process_with_the_combined_batch(ranks: list[dict]) -> None:
-    data = [_rollout(100 + rank, ENVS) for rank in range(2)]
+    data = [W.rollout(100 + rank, ENVS) for rank in range(2)]
     combined = {name: torch.cat([d[name] for d in data], dim=1) for name in data[0]}
-    policy = _policy()
-    ppo = PPO(policy, PPO_CFG)
-    metrics = ppo.update(_storage(combined))
+    policy = W.make_policy()
+    ppo = PPO(policy, W.PPO_CFG)
+    metrics = ppo.update(W.storage(combined))
     assert metrics["learning_rate"] == pytest.approx(ranks[0]["lr"])
     for key, value in policy.state_dict().items():
         torch.testing.assert_close(ranks[0]["ppo"][key], value, rtol=1e-4, atol=1e-5)
@@ -135,7 +67,7 @@ def test_ppo_update_matches_one_process_with_the_combined_batch(ranks: list[dict
 
 
 def test_normalizer_statistics_are_those_of_the_combined_batch(ranks: list[dict]) -> None:
-    both = torch.cat([_rollout(100 + rank, ENVS)["obs"].flatten(0, 1) for rank in range(2)])
+    both = torch.cat([W.rollout(100 + rank, ENVS)["obs"].flatten(0, 1) for rank in range(2)])
     single = EmpiricalNormalizer(OBS)
     single.update(both)
     mean, var, count = ranks[0]["normalizer"]
@@ -146,7 +78,7 @@ def test_normalizer_statistics_are_those_of_the_combined_batch(ranks: list[dict]
 
 @pytest.mark.slow
 def test_train_with_two_processes_checkpoints_every_rank_and_resumes(tmp_path: Path) -> None:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}  # loopback only
+    env = {**os.environ, **LOOPBACK}
     base = [sys.executable, "-m", "robo_rl.cli.main", "train", "pendulum_ppo", "--quiet", "--runs-root", str(tmp_path)]
     first = subprocess.run([*base, "--nproc", "2", "--max-iterations", "3"], env=env, capture_output=True, text=True)
     assert first.returncode == 0, first.stderr[-2000:]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from robo_rl.algorithms.dsrl import DSRL, DSRLConfig
+from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
 from robo_rl.hil.pretrain import behaviour_clone
@@ -38,27 +38,27 @@ def test_steering_picks_the_better_demonstrated_mode() -> None:
     generator = torch.Generator().manual_seed(0)
     side = torch.randint(0, 2, (2000, 1), generator=generator) * 2.0 - 1.0
     demos = _bandit(2000, 0.6 * side + 0.03 * torch.randn(2000, 1, generator=generator), is_demo=True)
-    dsrl = DSRL(2, 2, -torch.ones(1), torch.ones(1), SMALL)
-    behaviour_clone(dsrl.actor, demos, steps=1500)
-    flow_before = [p.clone() for p in dsrl.actor.flow.parameters()]
-    before = dsrl.act(torch.zeros(1000, 2))[:, 0]
+    steer = dsrl(2, 2, -torch.ones(1), torch.ones(1), SMALL)
+    behaviour_clone(steer.actor, demos, steps=1500)
+    flow_before = [p.clone() for p in steer.actor.flow.parameters()]
+    before = steer.act(torch.zeros(1000, 2))[:, 0]
     assert 0.3 < float((before > 0).float().mean()) < 0.7  # the cloned flow plays both modes
     for _ in range(400):
-        online = _bandit(256, dsrl.act(torch.zeros(256, 2)), is_demo=False)
-        dsrl.update(online)
-    after = dsrl.act(torch.zeros(1000, 2))[:, 0]
+        online = _bandit(256, steer.act(torch.zeros(256, 2)), is_demo=False)
+        steer.update(online)
+    after = steer.act(torch.zeros(1000, 2))[:, 0]
     assert float((after > 0).float().mean()) > 0.9  # steered to the rewarding mode
     assert float(((after.abs() - 0.6).abs() < 0.15).float().mean()) > 0.95  # ... and still on a mode, never 0
-    assert all(torch.equal(a, b) for a, b in zip(flow_before, dsrl.actor.flow.parameters(), strict=True))
+    assert all(torch.equal(a, b) for a, b in zip(flow_before, steer.actor.flow.parameters(), strict=True))
 
 
 def test_export_matches_torch_in_onnxruntime(tmp_path: Path) -> None:
     torch.manual_seed(0)
-    dsrl = DSRL(3, 3, torch.tensor([-2.0, 0.0]), torch.tensor([2.0, 1.0]), SMALL)
+    steer = dsrl(3, 3, torch.tensor([-2.0, 0.0]), torch.tensor([2.0, 1.0]), SMALL)
     obs = torch.randn(16, 3)
-    actor = dsrl.actor.deterministic_actor().eval()
+    actor = steer.actor.deterministic_actor().eval()
     with torch.no_grad():
-        torch.testing.assert_close(actor(obs), dsrl.actor.scaler(dsrl.act(obs, deterministic=True)))
+        torch.testing.assert_close(actor(obs), steer.actor.scaler(steer.act(obs, deterministic=True)))
     metadata = PolicyMetadata(
         SpaceSpec(("a", "b", "c"), (-5.0,) * 3, (5.0,) * 3, ("m",) * 3),
         SpaceSpec(("u", "v"), (-2.0, 0.0), (2.0, 1.0), ("N", "N")),
