@@ -90,7 +90,9 @@ class SAC:
         self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
         action_dim = int(action_low.numel())
         if actor is None:
-            actor = SquashedGaussianActor(obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs)
+            actor = SquashedGaussianActor(
+                obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
+            )
         self.actor = actor.to(device)
         trainable = getattr(self.actor, "trainable_parameters", self.actor.parameters)
         self.critic = QEnsemble(
