@@ -93,7 +93,7 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="+", default=["point/obstacle"], choices=TASKS)
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=LEARNERS)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--bc-steps", type=int, default=2000, help="behaviour-cloning steps of every learner")
+    parser.add_argument("--bc-steps", type=int, default=4000, help="behaviour-cloning steps of every learner")
     parser.add_argument("--iterations", type=int, default=1500, help="fine-tuning iterations")
     parser.add_argument("--eval-interval", type=int, default=250)
     parser.add_argument("--eval-episodes", type=int, default=200)

@@ -20,7 +20,7 @@ from torch import nn
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.modules.actor_critic import ActionScaler
-from robo_rl.modules.flow import ExportableFlowSampler, FlowPolicy, FlowSamplerParts
+from robo_rl.modules.flow import FlowPolicy, FlowSamplerParts
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.squashed_actor import SquashedGaussianActor
@@ -95,6 +95,9 @@ class DSRLActor(nn.Module):
         """Behaviour cloning before RL (off_policy.bc_pretrain_steps) trains the flow."""
         return self.flow.bc_loss(obs, action)
 
+    def fit_action_standardization(self, actions: torch.Tensor) -> None:
+        self.flow.fit_action_standardization(actions)
+
     def deterministic_actor(self) -> nn.Module:
         return _ExportableSteeredFlow(self)
 
@@ -106,7 +109,7 @@ class _ExportableSteeredFlow(nn.Module):
         super().__init__()
         self.latent_net, self.latent_scale = actor.latent.net, actor.latent_scale
         flow = actor.flow
-        self.sampler = ExportableFlowSampler(flow.obs_normalizer, flow.net, flow.scaler, flow.fixed_noise, flow.steps)
+        self.sampler = flow.deterministic_actor()
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         mean = self.latent_net(obs)[:, : self.sampler.noise.shape[-1]]
@@ -115,7 +118,14 @@ class _ExportableSteeredFlow(nn.Module):
     def sampler_parts(self) -> FlowSamplerParts:
         """The flow sampler's parts with the latent actor as the source of the start noise."""
         parts = self.sampler.sampler_parts()
-        return dataclasses.replace(parts, noise=None, latent=self.latent_net, latent_scale=float(self.latent_scale))
+        return dataclasses.replace(
+            parts,
+            noise=None,
+            latent=self.latent_net,
+            latent_scale=float(self.latent_scale),
+            latent_gain=self.sampler.scale,
+            latent_offset=self.sampler.loc,
+        )
 
 
 def dsrl(

@@ -109,6 +109,9 @@ class FQLActor(nn.Module):
             target = self.flow.sample(obs, z)
         return (self.one_step(obs, z) - target).square().sum(-1).mean()
 
+    def fit_action_standardization(self, actions: torch.Tensor) -> None:
+        self.flow.fit_action_standardization(actions)
+
     def bc_loss(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """Behaviour cloning before RL (off_policy.bc_pretrain_steps): flow matching plus distillation."""
         return self.flow.bc_loss(obs, action) + self.distillation_loss(obs)

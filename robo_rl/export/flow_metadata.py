@@ -10,8 +10,9 @@ part a small single-input ONNX chain (base64 of the serialized model), and the C
 - `robo_rl.flow.obs_normalizer` (only when the policy normalizes observations): raw obs → features as
   Sub(mean), Div(std), Clip(±clip). It stays a separate chain because the clip cannot be folded into the
   velocity MLP's first layer exactly (and must not touch x or t).
-- the start noise: `robo_rl.flow.noise` (JSON list, the fixed noise) or `robo_rl.flow.latent`: raw obs → noise,
-  the latent MLP's first action_dim outputs, Tanh, Mul(`robo_rl.flow.latent_scale`).
+- the start point: `robo_rl.flow.noise` (JSON list, the fixed noise in action units) or `robo_rl.flow.latent`: raw
+  obs → start, the latent MLP's first action_dim outputs, Tanh, Mul(`robo_rl.flow.latent_scale`), then the action
+  standardization, Mul(scale) and Sub(-mean), when the flow has one.
 - `robo_rl.flow.action_center`, `robo_rl.flow.action_half_range` (JSON lists): action = center + half_range ×
   clamp(x, -1, 1), the sampler's own `ActionScaler` values.
 
@@ -77,6 +78,10 @@ def _props(parts: FlowSamplerParts) -> dict[str, str]:
     if parts.latent is not None:
         nodes = _mlp_nodes(parts.latent, keep_outputs=action_dim)
         nodes += [("Tanh", {}), ("Mul", {"c": torch.tensor(parts.latent_scale, dtype=torch.float32)})]
+        if parts.latent_gain is not None:  # into action units: the flow's action standardization
+            nodes.append(("Mul", {"c": parts.latent_gain}))
+        if parts.latent_offset is not None:
+            nodes.append(("Sub", {"c": -parts.latent_offset}))
         props["latent"] = _encode(_chain(nodes, "latent"))
         props["latent_scale"] = repr(float(parts.latent_scale))
     elif parts.noise is not None:

@@ -22,12 +22,15 @@ def behaviour_clone(
     spread shrinks to the demonstrator's as well: the stochastic policy SAC then collects data with is as good
     as the deterministic one, instead of the untrained spread of a mean-only fit. A deterministic actor (TD3's)
     minimizes the squared error of its action. An actor with a `bc_loss(obs, action)` method (a flow policy)
-    uses that.
+    uses that, after `fit_action_standardization(demos.actions)` when it has one.
     """
     if steps < 0 or batch_size < 1:
         raise ValueError(f"behaviour_clone: steps must be >= 0 and batch_size >= 1, got {steps}, {batch_size}")
     if len(demos) == 0:
         raise ValueError("behaviour_clone: no demonstrations")
+    fit = getattr(actor, "fit_action_standardization", None)
+    if fit is not None:  # a flow policy learns in units of the demonstrations' spread
+        fit(demos.actions)
     optimizer = torch.optim.Adam(actor.parameters(), lr=learning_rate)
     generator = torch.Generator(device=demos.obs.device).manual_seed(seed)
     losses = []

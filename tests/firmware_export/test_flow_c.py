@@ -44,13 +44,17 @@ def _flow_actor(steps: int) -> torch.nn.Module:
     torch.manual_seed(steps)
     policy = FlowPolicy(OBS_DIM, LOW, HIGH, hidden=(64, 64), activation="elu", steps=steps, normalize_obs=True)
     policy.obs_normalizer.update(3.0 * torch.randn(500, OBS_DIM) + torch.arange(OBS_DIM) / 4)
+    if steps > 1:  # a standardized flow (demos in a narrow band), folded into the exported net
+        policy.fit_action_standardization(0.1 * torch.randn(200, ACTION_DIM) - 0.3)
     return policy.deterministic_actor()
 
 
 def _dsrl_actor() -> torch.nn.Module:
     torch.manual_seed(0)
     cfg = DSRLConfig(flow_steps=5, actor_hidden=(32, 32), flow_hidden=(64, 64), critic_hidden=(8,), latent_scale=1.5)
-    return dsrl(OBS_DIM, OBS_DIM, LOW, HIGH, cfg).actor.deterministic_actor()
+    actor = dsrl(OBS_DIM, OBS_DIM, LOW, HIGH, cfg).actor
+    actor.fit_action_standardization(0.2 * torch.randn(200, ACTION_DIM) + 0.1)
+    return actor.deterministic_actor()
 
 
 def _check_parity(actor: torch.nn.Module, tmp_path: Path) -> Path:
