@@ -18,7 +18,7 @@ class HilConfig:
     """Who may take over the training envs: nobody, `simulated` (the task's scripted expert as a simulated
     human, `robo_rl.sim.make_expert`), `keyboard` (a person at this terminal drives env 0, see
     robo_rl.hil.keyboard) or `ros` (a joystick through teleop_node's topics in `ros_namespace`; needs rclpy, so
-    train from .venv-ros). Interventions are off-policy data: sac, td3 or fql only."""
+    train from .venv-ros). Interventions are off-policy data: sac, td3, fql or dsrl only."""
     human: SimulatedHumanConfig = field(default_factory=SimulatedHumanConfig)
     """Reaction delay, action noise and budget of the simulated human."""
     gamepad: GamepadConfig = field(default_factory=GamepadConfig)

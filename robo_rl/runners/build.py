@@ -130,7 +130,10 @@ def _check_distributable(cfg: ExperimentConfig, processes: int) -> None:
 
 def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFactory | None) -> BatchedEnv:
     if cfg.algo == "ppo":
-        raise ConfigError(f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; use algo sac, td3 or fql")
+        raise ConfigError(
+            f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; "
+            "use an off-policy algo (sac, td3, fql, dsrl)"
+        )
     if make_teleop is None:
         raise ConfigError(f"hil.teleop={cfg.hil.teleop}: no teleoperation device factory given")
     return InterventionEnv(env, make_teleop(cfg, env))

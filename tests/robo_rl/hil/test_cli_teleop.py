@@ -23,7 +23,7 @@ def test_simulated_teleop_run_logs_interventions_and_records_the_config(tmp_path
 def test_teleop_with_ppo_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["train", "quadrotor_hover_ppo", "--teleop", "simulated", "--runs-root", str(tmp_path)]
     assert main(argv) == 2
-    assert "interventions are off-policy data; use algo sac, td3 or fql" in capsys.readouterr().err
+    assert "interventions are off-policy data; use an off-policy algo (sac, td3, fql, dsrl)" in capsys.readouterr().err
     assert not (tmp_path / "quadrotor_hover_ppo").exists()
 
 
