@@ -62,7 +62,17 @@ def leave(reducer: Reducer) -> None:
     if reducer.world.size > 1:
         import torch
 
+        torch.distributed.barrier()  # leave together: a rank whose peer already tore gloo down may abort on exit
         torch.distributed.destroy_process_group()
+
+
+def exit_now(code: int) -> None:
+    """End this rank's process with `code` without interpreter finalization. Everything is saved by then, and
+    gloo's worker threads can outlive the process group and abort finalization (SIGABRT, "terminate called
+    without an active exception"; pytorch/pytorch#190489), which torchrun would report as a failed run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 class RankRun:

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from robo_rl.cli.distributed import RankRun, join, launched_by_torchrun, leave, rank_device, relaunch
+from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
 from robo_rl.cli.tasks import env_factory, resolve_config, teleop_factory
 from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
@@ -101,9 +101,12 @@ def main(args: argparse.Namespace) -> int:
         return relaunch(args.nproc, _without_nproc(args.argv))
     reducer = join(_device(args))
     try:
-        return _train(args, reducer)
+        code = _train(args, reducer)
     finally:
         leave(reducer)
+    if reducer.world.size > 1:
+        exit_now(code)  # skip finalization: gloo's threads can abort it after a finished run
+    return code
 
 
 def _train(args: argparse.Namespace, reducer: Reducer) -> int:

@@ -99,8 +99,13 @@ def run_rank(rank: int, size: int, init_file: str, out: str) -> None:
         "sac": {k: v.clone() for k, v in sac.actor.state_dict().items()} | {"alpha": sac.log_alpha.detach().clone()},
     }
     torch.save(state, f"{out}.{rank}")
+    torch.distributed.barrier()  # leave together: a rank whose peer has already torn gloo down may abort on exit
     torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
     run_rank(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4])
+    # gloo's worker threads can outlive the process group and abort the interpreter's finalization (SIGABRT,
+    # "terminate called without an active exception"; pytorch/pytorch#190489): everything is saved, leave now.
+    sys.stdout.flush()
+    os._exit(0)
