@@ -132,3 +132,11 @@ def update_normalizer(normalizer: nn.Module, x: torch.Tensor, reducer: Reducer) 
     second = reducer.mean(x.square().mean(dim=0))
     var = (second - mean.square()).clamp(min=0.0)
     merge(mean, var, float(x.shape[0] * reducer.world.size))
+
+
+def rank0_decides(value: bool, reducer: Reducer, collective: bool) -> bool:
+    """Rank 0's `value` on every rank when `collective` (an iteration on which every rank calls this: rank 0
+    alone evaluates, and every rank stops with it); otherwise this rank's own `value`."""
+    if reducer.world.size == 1 or not collective:
+        return value
+    return bool(reducer.broadcast(value))

@@ -108,8 +108,7 @@ class _ExportableSteeredFlow(nn.Module):
     def __init__(self, actor: DSRLActor) -> None:
         super().__init__()
         self.latent_net, self.latent_scale = actor.latent.net, actor.latent_scale
-        flow = actor.flow
-        self.sampler = flow.deterministic_actor()
+        self.sampler = actor.flow.deterministic_actor()
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         mean = self.latent_net(obs)[:, : self.sampler.noise.shape[-1]]

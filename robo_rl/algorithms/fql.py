@@ -18,7 +18,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update
+from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update, reduce_ensemble
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.modules.flow import FlowPolicy
@@ -177,7 +177,7 @@ class FQL:
 
     def _update_critic(self, batch: Transitions) -> float:
         with torch.no_grad():
-            next_q = _reduce(
+            next_q = reduce_ensemble(
                 self.target_critic(batch.next_critic_obs, self.actor.sample(batch.next_obs)), self.cfg.target_q
             )
             target = bootstrapped_target(batch.rewards, next_q, batch.terminated, self.cfg.gamma)
@@ -193,7 +193,7 @@ class FQL:
         distill = self.actor.distillation_loss(batch.obs)
         action = self.actor.sample(batch.obs)
         with frozen(self.critic):
-            q = _reduce(self.critic(batch.critic_obs, action), self.cfg.actor_q)
+            q = reduce_ensemble(self.critic(batch.critic_obs, action), self.cfg.actor_q)
         q_loss = -q.mean() / q.abs().mean().detach().clamp(min=1e-6)
         loss = flow_loss + self.cfg.alpha * distill + q_loss
         self.actor_optimizer.zero_grad(set_to_none=True)
@@ -226,8 +226,3 @@ class FQL:
         self.target_critic.load_state_dict(state["target_critic"])
         self.actor_optimizer.load_state_dict(state["actor_optimizer"])
         self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-
-
-def _reduce(q: torch.Tensor, how: str) -> torch.Tensor:
-    """`(E, B)` ensemble values → `(B,)` by min or mean over members."""
-    return q.min(dim=0).values if how == "min" else q.mean(dim=0)

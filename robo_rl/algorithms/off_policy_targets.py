@@ -18,6 +18,11 @@ def bootstrapped_target(
     return rewards + gamma * (~terminated).to(rewards.dtype) * next_value
 
 
+def reduce_ensemble(q: torch.Tensor, how: str) -> torch.Tensor:
+    """`(E, B)` ensemble values → `(B,)` by `"min"` or `"mean"` over members."""
+    return q.min(dim=0).values if how == "min" else q.mean(dim=0)
+
+
 def subset_min(q: torch.Tensor, subset_size: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """Min over a random subset of `subset_size` ensemble members: `(E, B) → (B,)`.
 

@@ -14,7 +14,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, subset_min
+from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, reduce_ensemble, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.freeze import frozen
@@ -138,7 +138,7 @@ class SAC:
         action, log_prob = self.actor.sample(batch.obs)
         with frozen(self.critic):
             q = self.critic(batch.critic_obs, action)
-        q = self._reduce(q)
+        q = reduce_ensemble(q, self.cfg.actor_q)
         actor_loss = sac_actor_loss(q, log_prob, self.alpha)
         if self.cfg.bc_weight > 0:
             actor_loss = actor_loss + self.cfg.bc_weight * q.abs().mean().detach() * self._bc_loss(batch, q)
@@ -153,13 +153,10 @@ class SAC:
         self.alpha_optimizer.step()
         return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -log_prob.mean().item()}
 
-    def _reduce(self, q: torch.Tensor) -> torch.Tensor:
-        return q.min(dim=0).values if self.cfg.actor_q == "min" else q.mean(dim=0)
-
     def _bc_loss(self, batch: Transitions, q_policy: torch.Tensor) -> torch.Tensor:
         flagged = batch.is_demo.bool() | batch.intervened.bool()
         with torch.no_grad():
-            q_demo = self._reduce(self.critic(batch.critic_obs, batch.actions))
+            q_demo = reduce_ensemble(self.critic(batch.critic_obs, batch.actions), self.cfg.actor_q)
         log_prob = self.actor.log_prob(batch.obs, batch.actions)
         return filtered_bc_loss(log_prob, q_demo, q_policy.detach(), flagged)
 

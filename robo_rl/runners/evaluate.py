@@ -131,9 +131,3 @@ def evaluate(env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], see
     successes = tuple(succeeded.tolist()) if defines_success else None
     rms = math.sqrt(squared_error.item() / max(int(lengths.sum().item()), 1)) if tracks else None
     return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes, rms)
-
-
-def may_evaluate(iteration: int, max_iterations: int, interval: int) -> bool:
-    """Whether `evaluation_due` can be true at `iteration` whatever the training success: the iterations at
-    which ranks must agree on stopping."""
-    return evaluation_due(iteration, max_iterations, interval)

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 import torch
 from torch import nn
 
-from robo_rl.distributed import LOCAL, Reducer
+from robo_rl.distributed import LOCAL, Reducer, rank0_decides
 from robo_rl.envs import (
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
@@ -39,7 +39,6 @@ from robo_rl.runners.evaluate import (
     eval_metrics,
     evaluate_held_out,
     evaluation_due,
-    may_evaluate,
     targets_reached,
 )
 from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
@@ -308,7 +307,9 @@ class OffPolicyRunner:
             if evaluation is not None:
                 last_eval = evaluation
                 reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
-            reached = self._agree(reached)
+            # evaluations fall on these iterations whatever the training success: there, rank 0 decides
+            possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
+            reached = rank0_decides(reached, self.reducer, possible)
             metrics = {
                 "iteration": self.iteration,
                 "env_steps": self.env_steps * self.reducer.world.size,
@@ -344,14 +345,6 @@ class OffPolicyRunner:
             or evaluation_due(iteration, cfg.max_iterations, cfg.eval_interval)
             or (self.run is not None and (iteration % 100 == 0 or saves))
         )
-
-    def _agree(self, reached: bool) -> bool:
-        """Every rank stops with rank 0, which alone evaluates (a collective on evaluation iterations only)."""
-        if self.reducer.world.size == 1 or not may_evaluate(
-            self.iteration, self.cfg.max_iterations, self.cfg.eval_interval
-        ):
-            return reached
-        return bool(self.reducer.broadcast(reached))
 
     def _maybe_evaluate(self, stats: EpisodeStats | None) -> EvalResult | None:
         cfg = self.cfg

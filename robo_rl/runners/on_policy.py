@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from robo_rl.algorithms.ppo import PPO
-from robo_rl.distributed import LOCAL, Reducer
+from robo_rl.distributed import LOCAL, Reducer, rank0_decides
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners import checkpoint
@@ -21,7 +21,6 @@ from robo_rl.runners.evaluate import (
     eval_metrics,
     evaluate_held_out,
     evaluation_due,
-    may_evaluate,
     targets_reached,
 )
 from robo_rl.runners.run_dir import RunDirectory
@@ -177,7 +176,9 @@ class OnPolicyRunner:
             if evaluation is not None:
                 last_eval = evaluation
                 reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
-            reached = self._agree(reached)
+            # evaluations fall on these iterations whatever the training success: there, rank 0 decides
+            possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
+            reached = rank0_decides(reached, self.reducer, possible)
             metrics = {
                 "iteration": self.iteration,
                 "env_steps": self.env_steps * self.reducer.world.size,
@@ -198,14 +199,6 @@ class OnPolicyRunner:
                 on_iteration(metrics)
         self._finish()
         return TrainResult(self.iteration, self.env_steps * self.reducer.world.size, self.wall_time, last_eval, reached)
-
-    def _agree(self, reached: bool) -> bool:
-        """Every rank stops with rank 0, which alone evaluates (a collective on evaluation iterations only)."""
-        if self.reducer.world.size == 1 or not may_evaluate(
-            self.iteration, self.cfg.max_iterations, self.cfg.eval_interval
-        ):
-            return reached
-        return bool(self.reducer.broadcast(reached))
 
     def _maybe_evaluate(self, training_success_rate: float | None) -> EvalResult | None:
         cfg = self.cfg
