@@ -35,7 +35,12 @@ class ObservationAssembler:
         self.action_names = tuple(action_names)
         self._index = {name: i for i, name in enumerate(self.action_names)}
         self._factors = np.array([o.factor for o in self.observations], dtype=np.float64)
-        depth = 1 + max((h[0] for o in self.observations if (h := history_source(o.source))), default=0)
+        # Parsed once: per observation, None (a message field) or (steps_back, action index) of a history source.
+        self._sources = tuple(
+            None if (h := history_source(o.source)) is None else (h[0], self._index[h[1]]) for o in self.observations
+        )
+        self._fields = tuple(o.source for o, h in zip(self.observations, self._sources, strict=True) if h is None)
+        depth = 1 + max((h[0] for h in self._sources if h is not None), default=0)
         safe = np.asarray(safe_action, dtype=np.float64)
         self._history: deque[np.ndarray] = deque([safe.copy() for _ in range(depth)], maxlen=depth)
 
@@ -48,15 +53,14 @@ class ObservationAssembler:
 
     def __call__(self, fields: Mapping[str, float]) -> np.ndarray:
         """The observation `(obs_dim,)` float32; raises MissingFieldError naming every absent source."""
-        missing = [o.source for o in self.observations if history_source(o.source) is None and o.source not in fields]
+        missing = [source for source in self._fields if source not in fields]
         if missing:
             raise MissingFieldError(missing)
-        raw = np.array([self._value(o, fields) for o in self.observations], dtype=np.float64)
+        raw = np.array(
+            [
+                fields[o.source] if h is None else self._history[h[0]][h[1]]
+                for o, h in zip(self.observations, self._sources, strict=True)
+            ],
+            dtype=np.float64,
+        )
         return (raw * self._factors).astype(np.float32)
-
-    def _value(self, observation: ObservationField, fields: Mapping[str, float]) -> float:
-        history = history_source(observation.source)
-        if history is None:
-            return float(fields[observation.source])
-        steps_back, name = history
-        return float(self._history[steps_back][self._index[name]])

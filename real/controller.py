@@ -38,9 +38,10 @@ class ControlOutput:
 class PolicyController:
     """Runs a checked policy on a robot profile; `observe(fields)` when messages arrive, `step()` every period.
 
-    `step()` sends the safe command when observations are stale (older than the profile's staleness timeout),
-    incomplete, non-finite, or the e-stop is latched; it never raises for bad data. An operator's action given
-    to `intervene` replaces the policy's while it is fresh (same timeout), through the same safety filter.
+    `step()` sends the safe command when observations are stale (any of the profile's inputs silent for longer
+    than its staleness timeout), incomplete, non-finite, or the e-stop is latched; it never raises for bad data.
+    An operator's action given to `intervene` replaces the policy's while it is fresh (same timeout), through the
+    same safety filter.
     """
 
     def __init__(
@@ -57,17 +58,27 @@ class PolicyController:
         self.command_spec: CommandSpec = select_command(profile, available)
         self.assembler = ObservationAssembler(profile.observations, profile.action_names, profile.safe_action)
         self.safety = SafetyFilter(profile.actions, profile.dt)
-        self.watchdog = Watchdog(profile.staleness_timeout, clock)
+        self.timeout = profile.staleness_timeout
+        self.watchdogs = {name: Watchdog(self.timeout, clock) for name in _watched_inputs(profile)}
         self.fields: dict[str, float] = {}
         self.observed_at = float("nan")
         self.intervention: np.ndarray | None = None
         self.intervened_at = -math.inf
 
-    def observe(self, fields: Mapping[str, float]) -> None:
-        """Merge newly arrived message fields into the latest observation and feed the watchdog."""
+    def observe(self, fields: Mapping[str, float], source: str | None = None) -> None:
+        """Merge newly arrived message fields into the latest observation and feed the watchdog of `source`, the
+        profile input they came from (every input's when None: one message carrying them all)."""
         self.fields.update(fields)
         self.observed_at = self.clock()
-        self.watchdog.feed()
+        if source is None:
+            for watchdog in self.watchdogs.values():
+                watchdog.feed()
+        else:
+            self.watchdogs[source].feed()
+
+    def stale_inputs(self) -> list[str]:
+        """The inputs silent for longer than the staleness timeout (all of them before their first message)."""
+        return [name for name, watchdog in self.watchdogs.items() if watchdog.stale()]
 
     def intervene(self, action: Sequence[float]) -> None:
         """The operator's action `(action_dim,)` in policy units, used instead of the policy's while fresh."""
@@ -79,7 +90,7 @@ class PolicyController:
 
     def step(self) -> ControlOutput:
         """The command for this period."""
-        intervened = self.intervention is not None and self.clock() - self.intervened_at <= self.watchdog.timeout
+        intervened = self.intervention is not None and self.clock() - self.intervened_at <= self.timeout
         result, latency = self._intervened() if intervened else self._filtered()
         self.assembler.record_action(result.command)
         names = self.profile.action_names
@@ -91,11 +102,22 @@ class PolicyController:
         return self.safety(self.intervention), None
 
     def _filtered(self) -> tuple[SafetyResult, float | None]:
-        if self.watchdog.stale():
-            return self.safety.safe_command("stale observation"), None
+        stale = self.stale_inputs()
+        if stale:
+            return self.safety.safe_command(self._stale_fault(stale)), None
         try:
             obs = self.assembler(self.fields)
         except MissingFieldError as err:
             return self.safety.safe_command(str(err)), None
         result = self.safety(self.runtime(np.nan_to_num(obs)), obs)
         return result, (self.clock() - self.observed_at) if not result.fault else None
+
+    def _stale_fault(self, stale: list[str]) -> str:
+        if len(stale) == len(self.watchdogs):
+            return "stale observation"
+        return f"stale observation: no {', '.join(stale)} for {self.timeout} s"
+
+
+def _watched_inputs(profile: RobotProfile) -> list[str]:
+    """The inputs that arrive as messages (derived ones are computed from them); one unnamed stream without any."""
+    return [spec.name for spec in profile.inputs if not spec.derive] or [""]

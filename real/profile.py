@@ -346,7 +346,7 @@ def load_profile(name_or_path: str | Path) -> RobotProfile:
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ProfileError(f"{path}: no such profile file")
-        text, label = path.read_text(), path.name
+        text, label = _read_text(path), path.name
     else:
         resource = resources.files("robo_rl.real").joinpath("profiles", f"{name_or_path}.yaml")
         if not resource.is_file():
@@ -356,7 +356,18 @@ def load_profile(name_or_path: str | Path) -> RobotProfile:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise ProfileError(f"{label}: invalid YAML: {_first_line(err)}") from None
+    if data is None:
+        raise ProfileError(f"{label}: empty profile file")
     return profile_from_dict(data, label)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ProfileError(f"{path.name}: not a YAML profile (not UTF-8 text: byte {err.start})") from None
+    except OSError as err:
+        raise ProfileError(f"{path.name}: cannot read ({err.strerror})") from None
 
 
 def bundled_profiles() -> tuple[str, ...]:

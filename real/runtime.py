@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,7 +59,7 @@ class PolicyInfo:
         """Parse the metadata_props of an ONNX file; raises PolicyFileError naming the bad key."""
         return cls(
             task=_prop(props, "task"),
-            dt=float(_prop(props, "dt")),
+            dt=_float(props, "dt"),
             obs_names=_json_list(props, "obs_names", str),
             obs_units=_json_list(props, "obs_units", str),
             action_names=_json_list(props, "action_names", str),
@@ -74,6 +75,14 @@ def _prop(props: Mapping[str, str], key: str) -> str:
     if full not in props:
         raise PolicyFileError(f"missing metadata {full!r} (not exported by robo_rl.export.onnx?)")
     return props[full]
+
+
+def _float(props: Mapping[str, str], key: str) -> float:
+    text = _prop(props, key)
+    try:
+        return float(text)
+    except ValueError:
+        raise PolicyFileError(f"metadata 'robo_rl.{key}' is not a number") from None
 
 
 def _json_list(props: Mapping[str, str], key: str, kind: type) -> tuple:
@@ -137,17 +146,22 @@ def _close(a: float, b: float) -> bool:
 
 
 class PolicyRuntime:
-    """An exported policy in onnxruntime (CPU, one thread): `runtime(obs)` `(obs_dim,)` → action `(action_dim,)`.
+    """An exported policy in onnxruntime (CPU): `runtime(obs)` `(obs_dim,)` → action `(action_dim,)`.
 
     With a `profile`, the constructor refuses to start (ProfileMismatchError) unless the metadata fits it.
+    `threads` is onnxruntime's intra-op thread count (see `session_threads`; 0: automatic, which is 1). The
+    constructor runs the policy once on zeros, so that onnxruntime's one-time set-up (memory planning, kernel
+    selection) is not paid by the first real observation.
     """
 
-    def __init__(self, path: Path | str, profile: RobotProfile | None = None) -> None:
+    def __init__(self, path: Path | str, profile: RobotProfile | None = None, threads: int = 0) -> None:
         self.path = Path(path)
-        self.session = _session(self.path)
-        self.info = PolicyInfo.from_props(self.session.get_modelmeta().custom_metadata_map)
+        self.threads = session_threads(threads, usable_cpus())
+        self.session = _session(self.path, self.threads)
+        self.info = _policy_info(self.path, self.session)
         if profile is not None:
             self.check(profile)
+        self._warm_up()
 
     @property
     def obs_dim(self) -> int:
@@ -163,6 +177,12 @@ class PolicyRuntime:
         if found:
             raise ProfileMismatchError(self.path.name, profile.name, found)
 
+    def _warm_up(self) -> None:
+        try:
+            self(np.zeros(self.obs_dim, dtype=np.float32))
+        except Exception as err:  # onnxruntime raises its own untyped exception classes
+            raise PolicyFileError(f"{self.path}: the policy does not run ({_first_line(err)})") from None
+
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Action `(action_dim,)` float64 in the policy's units for one observation `(obs_dim,)`."""
         obs = np.asarray(obs, dtype=np.float32)
@@ -172,14 +192,64 @@ class PolicyRuntime:
         return action[0].astype(np.float64)
 
 
-def _session(path: Path) -> Any:  # onnxruntime.InferenceSession; its stubs are incomplete
+def _policy_info(path: Path, session: Any) -> PolicyInfo:
+    """The policy's metadata, checked against the widths of its graph's `obs` input and `action` output."""
+    try:
+        info = PolicyInfo.from_props(session.get_modelmeta().custom_metadata_map)
+    except PolicyFileError as err:
+        raise PolicyFileError(f"{path}: {err}") from None
+    _check_width(path, "input", session.get_inputs(), OBS_INPUT, len(info.obs_names))
+    _check_width(path, "output", session.get_outputs(), ACTION_OUTPUT, len(info.action_names))
+    return info
+
+
+def _check_width(path: Path, role: str, values: list[Any], name: str, width: int) -> None:
+    shapes = {value.name: value.shape for value in values}
+    if name not in shapes:
+        raise PolicyFileError(f"{path}: no graph {role} {name!r} (it has {sorted(shapes)})")
+    if len(shapes[name]) != 2 or shapes[name][1] != width:
+        raise PolicyFileError(f"{path}: {role} {name!r} has shape {shapes[name]}, its metadata names {width} elements")
+
+
+def session_threads(requested: int, usable_cpus: int) -> int:
+    """onnxruntime's intra-op thread count: `requested` (0: automatic) capped at the CPUs this process may use.
+
+    Automatic is 1: the policies are small MLPs (tens of µs per call), for which handing work to other threads
+    costs more than it saves, and each extra thread competes with the control thread for a core.
+    """
+    if requested < 0:
+        raise ValueError(f"threads: must be >= 0 (0: automatic), got {requested}")
+    return max(1, min(requested or 1, usable_cpus))
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, e.g. under `taskset`), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _session_options(threads: int) -> Any:  # onnxruntime.SessionOptions
+    """One intra-op pool of `threads` (the calling thread is one of them), no inter-op parallelism, sequential
+    execution, and no spin-waiting: idle pool threads sleep instead of burning a core the control loop needs."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
+
+
+def _session(path: Path, threads: int) -> Any:  # onnxruntime.InferenceSession; its stubs are incomplete
     import onnxruntime as ort
 
     if not path.is_file():
         raise PolicyFileError(f"{path}: no such policy file")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
+    options = _session_options(threads)
     try:
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime raises its own untyped exception classes

@@ -6,14 +6,20 @@ Paths are parsed once; reading and writing a message then walks only the fields 
 
 from __future__ import annotations
 
+import array
 import importlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([0-9]+)\])?$")
 _INTEGER_TYPES = {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "byte", "octet", "char"}
 Step = tuple[str, int | None]
+# array.array type codes of rosidl's `sequence<...>` fields of numbers.
+_ARRAY_CODES = {"float": "f", "double": "d", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i"}
+_ARRAY_CODES |= {"uint32": "I", "int64": "q", "uint64": "Q"}
 
 
 class MessageTypeError(ValueError):
@@ -67,12 +73,16 @@ def _element_class(message: Any, name: str) -> type:
     return message_class(f"{package}/msg/{class_name}")
 
 
-def _cast(base: str, value: float) -> Any:
+def _cast_to(base: str) -> Callable[[float], Any]:
     if base in _INTEGER_TYPES:
-        return round(value)
+        return round
     if base == "boolean":
-        return bool(value)
-    return float(value)
+        return bool
+    return float
+
+
+def _cast(base: str, value: float) -> Any:
+    return _cast_to(base)(value)
 
 
 class FieldReader:
@@ -116,10 +126,91 @@ def check_paths(message_type: type, paths: Iterable[str]) -> None:
 
 
 def set_fields(message: Any, values: Mapping[str, float]) -> Any:
-    """Write `path → value` into `message` (sequences grow as needed, numbers cast to the field's type)."""
-    for path, value in values.items():
-        _write(message, parse_path(path), value)
+    """Write `path → value` into `message` (sequences grow as needed, numbers cast to the field's type).
+
+    The plan for a message type and set of paths is made once and cached: paths parsed, casts chosen, and the
+    elements of one sequence (`data[0]`, `data[1]`, ...) gathered into a single assignment.
+    """
+    key = (type(message), tuple(values))
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _PLANS[key] = _WritePlan(key[0], key[1])
+    plan.write(message, values)
     return message
+
+
+@dataclass(frozen=True)
+class _SequenceWrite:
+    """Elements of one sequence field of plain (unindexed) sub-messages: `prefix.name[index]` for each slot."""
+
+    prefix: tuple[str, ...]
+    name: str
+    cast: Callable[[float], Any]
+    container: Callable[[list], Any]
+    """list → what the field stores: an array.array of its type code for a `sequence<number>` (which rosidl takes
+    as is, instead of checking every element), else the list."""
+    size: int
+    slots: tuple[tuple[str, int], ...]
+    """(path, index) of each element written."""
+
+
+class _WritePlan:
+    """How `set_fields` writes one set of paths into messages of one type."""
+
+    def __init__(self, message_type: type, paths: Sequence[str]) -> None:
+        self.scalars: list[tuple[tuple[str, ...], str, Callable[[float], Any], str]] = []
+        self.nested: list[tuple[str, tuple[Step, ...]]] = []
+        groups: dict[tuple[tuple[str, ...], str], list[tuple[str, int]]] = {}
+        for path in paths:
+            steps = parse_path(path)
+            *head, (name, index) = steps
+            if any(i is not None for _, i in head):  # inside a sequence of messages: written step by step
+                self.nested.append((path, steps))
+            elif index is None:
+                prefix = tuple(n for n, _ in head)
+                self.scalars.append((prefix, name, _caster(message_type, prefix, name), path))
+            else:
+                groups.setdefault((tuple(n for n, _ in head), name), []).append((path, index))
+        self.sequences = [
+            _sequence_write(message_type, prefix, name, slots) for (prefix, name), slots in groups.items()
+        ]
+
+    def write(self, message: Any, values: Mapping[str, float]) -> None:
+        for prefix, name, cast, path in self.scalars:
+            setattr(_resolve(message, prefix), name, cast(values[path]))
+        for sequence in self.sequences:
+            target = _resolve(message, sequence.prefix)
+            items = list(getattr(target, sequence.name))
+            if len(items) < sequence.size:
+                items += [sequence.cast(0.0)] * (sequence.size - len(items))
+            for path, index in sequence.slots:
+                items[index] = sequence.cast(values[path])
+            setattr(target, sequence.name, sequence.container(items))
+        for path, steps in self.nested:
+            _write(message, steps, values[path])
+
+
+_PLANS: dict[tuple[type, tuple[str, ...]], _WritePlan] = {}
+
+
+def _resolve(message: Any, prefix: tuple[str, ...]) -> Any:
+    for name in prefix:
+        message = getattr(message, name)
+    return message
+
+
+def _caster(message_type: type, prefix: tuple[str, ...], name: str) -> Callable[[float], Any]:
+    return _cast_to(_base_type(field_type(_resolve(message_type(), prefix), name)))
+
+
+def _sequence_write(
+    message_type: type, prefix: tuple[str, ...], name: str, slots: list[tuple[str, int]]
+) -> _SequenceWrite:
+    kind = field_type(_resolve(message_type(), prefix), name)
+    code = _ARRAY_CODES.get(_base_type(kind)) if kind.startswith("sequence<") else None
+    container = partial(array.array, code) if code else list
+    size = 1 + max(index for _, index in slots)
+    return _SequenceWrite(prefix, name, _cast_to(_base_type(kind)), container, size, tuple(slots))
 
 
 def _write(message: Any, steps: tuple[Step, ...], value: float) -> None:

@@ -14,17 +14,24 @@ Topics (relative names, remap them onto the robot's driver):
 Parameters: policy, profile, target (quadrotor hover point, m), trigger ("observation": one command per message of
 the profile's first input, the lowest latency; "timer": a fixed-rate loop on the latest observation),
 deadline (s from an input's header stamp to its command; 0: the profile's dt), max_missed_deadlines (consecutive
-late commands that latch the e-stop), autostart (configure + activate at
-start), diagnostics_period, joint_names (arm: JointTrajectory.joint_names).
+late commands that latch the e-stop), autostart (configure + activate at start; a failed configuration then ends
+the process with exit code 2), diagnostics_period, joint_names (arm: JointTrajectory.joint_names), threads
+(onnxruntime's intra-op threads, capped at the CPUs the process may use; 0: automatic, 1 thread; also
+`--threads N` on the command line).
 
-Safety: whatever goes wrong (stale or missing inputs for longer than the profile's staleness_timeout, NaN/inf in an
-observation or the policy's action, e-stop), the profile's safe command is sent instead, within one control
-period, and /diagnostics says why.
+Safety: whatever goes wrong (any input stale or missing for longer than the profile's staleness_timeout, NaN/inf in
+an observation or the policy's action, e-stop), the profile's safe command is sent instead, within one control
+period, and /diagnostics says why (naming the silent inputs when only some are).
+
+Timing: callbacks run in rclpy's EventsExecutor where this rclpy has it (real/ros/executor.py), in arrival order;
+the objects made up to activation are frozen out of the garbage collector's reach.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -41,7 +48,7 @@ from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
 from robo_rl.real.ros.inputs import TopicInput, derived_fields, topic_inputs
 from robo_rl.real.ros.messages import MessageTypeError, message_class, set_fields
-from robo_rl.real.ros.spin import run
+from robo_rl.real.ros.spin import StartupInputError, run
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
 from robo_rl.real.safety import SafetyResult
 
@@ -52,9 +59,9 @@ ERROR_FAULTS = ("non-finite", "e-stop", "missed deadlines")
 class PolicyNode(LifecycleNode):
     """See the module docstring."""
 
-    def __init__(self, name: str = "policy_node") -> None:
+    def __init__(self, name: str = "policy_node", threads: int = 0) -> None:
         super().__init__(name)
-        self._declare_parameters()
+        self._declare_parameters(threads)
         from diagnostic_msgs.msg import DiagnosticArray
 
         self.profile: RobotProfile | None = None
@@ -74,12 +81,18 @@ class PolicyNode(LifecycleNode):
         self.diagnostics = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         period = float(self.get_parameter("diagnostics_period").value)
         self.create_timer(period, self.publish_diagnostics)
+        self.configure_error = ""
         if self.get_parameter("autostart").value:
-            self.trigger_configure()
-            if self.controller is not None:
-                self.trigger_activate()
+            self._autostart()
 
-    def _declare_parameters(self) -> None:
+    def _autostart(self) -> None:
+        """configure + activate; a configuration that fails (bad file or parameter) stops the process: exit 2."""
+        self.trigger_configure()
+        if self.controller is None:
+            raise StartupInputError(self.configure_error)
+        self.trigger_activate()
+
+    def _declare_parameters(self, threads: int) -> None:
         self.declare_parameter("policy", "policy.onnx")
         self.declare_parameter("profile", "")
         self.declare_parameter("target", [0.0, 0.0, 0.0])
@@ -89,6 +102,7 @@ class PolicyNode(LifecycleNode):
         self.declare_parameter("autostart", False)
         self.declare_parameter("diagnostics_period", 1.0)
         self.declare_parameter("joint_names", [""])
+        self.declare_parameter("threads", threads)
 
     def _reset_counters(self) -> None:
         self.commands = 0
@@ -106,7 +120,9 @@ class PolicyNode(LifecycleNode):
         try:
             self._configure()
         except (ProfileError, PolicyFileError, ProfileMismatchError, MessageTypeError, ValueError) as err:
-            self.get_logger().error(f"configure failed: {err}")
+            self.configure_error = f"configure failed: {err}"
+            if not self.get_parameter("autostart").value:  # with autostart, run() prints it as the one error line
+                self.get_logger().error(self.configure_error)
             self._set_status(ERROR, f"configure failed: {err}")
             return TransitionCallbackReturn.FAILURE
         self._set_status(WARN, "inactive")
@@ -123,12 +139,15 @@ class PolicyNode(LifecycleNode):
         if len(target) != 3:
             raise ValueError(f"parameter 'target': expected [x, y, z], got {target}")
         profile = load_profile(profile_name)
-        runtime = PolicyRuntime(str(self.get_parameter("policy").value), profile)
+        threads = int(self.get_parameter("threads").value)
+        runtime = PolicyRuntime(str(self.get_parameter("policy").value), profile, threads)
         inputs = topic_inputs(profile)
         controller = PolicyController(runtime, profile)
         command_type = message_class(controller.command_spec.type)
         self.profile, self.controller, self.inputs, self.command_type = profile, controller, inputs, command_type
         self.trigger, self.target = trigger, target
+        self.trigger_input = inputs[0].spec.name
+        self.derives = any(spec.derive for spec in profile.inputs)
         self.deadline = float(self.get_parameter("deadline").value) or profile.dt
         command_fields_of_type = command_type.get_fields_and_field_types()
         self.stamped = "header" in command_fields_of_type
@@ -140,8 +159,8 @@ class PolicyNode(LifecycleNode):
         info = runtime.info
         self.get_logger().info(
             f"configured: policy {runtime.path.name} (task {info.task}, dt {info.dt} s, {runtime.obs_dim} obs, "
-            f"{runtime.action_dim} actions) on profile {profile.name}; command {controller.command_spec.type} "
-            f"on '{controller.command_spec.topic}', trigger {trigger}"
+            f"{runtime.action_dim} actions, onnxruntime {runtime.threads} thread(s)) on profile {profile.name}; "
+            f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {trigger}"
         )
 
     def _subscribe(self, inputs: Sequence[TopicInput]) -> None:
@@ -232,19 +251,21 @@ class PolicyNode(LifecycleNode):
             return
         fields = item.decode(message)
         with self.lock:
-            merged = {**self.controller.fields, **fields}
-            fields |= derived_fields(self.controller.profile, merged, self.target)
-            self.controller.observe(fields)
+            if self.derives:
+                merged = {**self.controller.fields, **fields}
+                fields |= derived_fields(self.controller.profile, merged, self.target)
+            self.controller.observe(fields, item.spec.name)
             if not (is_trigger and self.active and self.trigger == "observation"):
                 return
             output = self.controller.step()
         self._send(output, received, _stamp_ns(message))
 
     def on_watchdog(self) -> None:
-        """Observation trigger: while the inputs are stale, one command per period (safe, or the operator's action)."""
+        """Observation trigger: while the trigger input is stale, one command per period (safe, or the operator's
+        action). While it arrives, its messages trigger the commands, safe ones when another input is stale."""
         assert self.controller is not None
         with self.lock:
-            if not self.controller.watchdog.stale():
+            if self.trigger_input not in self.controller.stale_inputs():
                 return
             output = self.controller.step()
         self._send(output, None, None)
@@ -381,7 +402,18 @@ def _stamp_ns(message: Any) -> int | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(PolicyNode, argv)
+    threads = _threads_option(argv)
+    return run(lambda: PolicyNode(threads=threads), argv)
+
+
+def _threads_option(argv: Sequence[str] | None) -> int:
+    """`--threads N` among the arguments outside `--ros-args` (the `threads` parameter's default; 0 without)."""
+    from rclpy.utilities import remove_ros_args
+
+    parser = argparse.ArgumentParser(prog="policy_node", add_help=False)
+    parser.add_argument("--threads", type=int, default=0)
+    known, _ = parser.parse_known_args(remove_ros_args(list(sys.argv if argv is None else argv))[1:])
+    return known.threads
 
 
 if __name__ == "__main__":

@@ -11,7 +11,14 @@ Until the first command arrives the simulator does not step (it holds its initia
 so nothing falls while policy_node is still starting. /diagnostics reports steps, episodes and crashes; episodes
 last `episode_length` s and reset as in training (crashes reset at once).
 
-Parameters: profile, task, seed, task_params (extra `key=value` task settings, e.g. the preset's), episode_length.
+Real time or lockstep: in real time (the default) a tick steps with whatever command arrived last, as a robot's
+motors do, so a command that answers the last observation later than one tick is applied one tick late
+(`late_commands` in /diagnostics counts those ticks). With `lockstep: true`, as PX4's SITL simulators do, a tick
+waits (skips) until the answer to the last published observation has arrived: simulated time then slows down on
+a busy machine instead of the dynamics changing, so a graph behaves the same on any machine.
+
+Parameters: profile, task, seed, task_params (extra `key=value` task settings, e.g. the preset's), episode_length,
+lockstep.
 Needs torch (robo_rl.sim).
 """
 
@@ -43,15 +50,32 @@ class SimBridge(Node):
         for parameter, default in (("profile", ""), ("task", ""), ("seed", 0), ("episode_length", 3600.0)):
             self.declare_parameter(parameter, default)
         self.declare_parameter("task_params", [""])
+        self.declare_parameter("lockstep", False)
+        self.lockstep = bool(self.get_parameter("lockstep").value)
+        self.answered = False  # a command arrived since the last observation was published
+        self.late_commands = 0
         self.profile = profile_parameter(str(self.get_parameter("profile").value))
-        self.env = self._make_env()
-        self.obs = self.env.reset(int(self.get_parameter("seed").value))[0].numpy()
-        self.obs_index = {name: i for i, name in enumerate(self.env.obs_spec.names)}
-        self._check_observations()
         self.command_spec = select_command(self.profile)
         self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.commanded = False
         self.steps = self.episodes = self.crashes = 0
+        self._create_entities()
+        self.env = self._make_env()
+        self.obs = self.env.reset(int(self.get_parameter("seed").value))[0].numpy()
+        self.obs_index = {name: i for i, name in enumerate(self.env.obs_spec.names)}
+        self._check_observations()
+        self.paths = {spec.name: self._paths(spec) for spec, _ in self.outputs}
+        self.create_timer(self.env.dt, self.tick)
+        self.create_timer(1.0, self.publish_diagnostics)
+        self.get_logger().info(
+            f"{self.task} at {1.0 / self.env.dt:.0f} Hz for profile {self.profile.name}: "
+            f"publishing {', '.join(p.topic_name for p, _ in self.outputs)}; commands on "
+            f"'{self.command_spec.topic}' ({self.command_spec.type})"
+        )
+
+    def _create_entities(self) -> None:
+        """Publishers and subscriptions first, before the simulator (seconds to build): until a participant has
+        registered its topics' types it is exposed to Fast DDS's type-lookup stall (robo_rl.real.ros.dds)."""
         try:
             self.outputs = [(spec, message_class(spec.type)) for spec in self.profile.inputs if not spec.derive]
             command_type = message_class(self.command_spec.type)
@@ -61,18 +85,11 @@ class SimBridge(Node):
             spec.name: self.create_publisher(kind, spec.topic_name, qos_profile_sensor_data)
             for spec, kind in self.outputs
         }
-        self.paths = {spec.name: self._paths(spec) for spec, _ in self.outputs}
+        self.stamped = {spec.name for spec, kind in self.outputs if "header" in kind.get_fields_and_field_types()}
         self.action_index = {name: i for i, name in enumerate(self.profile.action_names)}
         self.command_reader = FieldReader("cmd", [f.field for f in self.command_spec.fields])
         self.create_subscription(command_type, self.command_spec.topic, self.on_command, 10)
         self.diagnostics = self.create_publisher(_diagnostic_type(), DIAGNOSTICS_TOPIC, 10)
-        self.create_timer(self.env.dt, self.tick)
-        self.create_timer(1.0, self.publish_diagnostics)
-        self.get_logger().info(
-            f"{self.task} at {1.0 / self.env.dt:.0f} Hz for profile {self.profile.name}: "
-            f"publishing {', '.join(p.topic_name for p, _ in self.outputs)}; commands on "
-            f"'{self.command_spec.topic}' ({self.command_spec.type})"
-        )
 
     def _make_env(self) -> Any:
         from robo_rl.sim import make
@@ -104,15 +121,20 @@ class SimBridge(Node):
             value = values.get(f"cmd.{field.field}")
             if value is not None and field.scale != 0:
                 self.action[self.action_index[field.action]] = (value - field.offset) / field.scale
-        self.commanded = True
+        self.commanded = self.answered = True
 
     def tick(self) -> None:
         if self.commanded:
+            if not self.answered:
+                self.late_commands += 1
+                if self.lockstep:
+                    return  # the last observation's answer is still on its way: wait for it
             self._step()
+        self.answered = False
         stamp = self.get_clock().now().to_msg()
         for spec, kind in reversed(self.outputs):
             message = set_fields(kind(), self._fields(spec))
-            if "header" in message.get_fields_and_field_types():
+            if spec.name in self.stamped:
                 message.header.stamp = stamp
             self.publishers_[spec.name].publish(message)
 
@@ -145,6 +167,7 @@ class SimBridge(Node):
 
     def publish_diagnostics(self) -> None:
         values = {"steps": self.steps, "episodes": self.episodes, "crashes": self.crashes, "commanded": self.commanded}
+        values |= {"late_commands": self.late_commands, "lockstep": self.lockstep}
         self.diagnostics.publish(diagnostic_array(self, OK, "running", self.profile.name, values))
 
 

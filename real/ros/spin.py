@@ -2,41 +2,73 @@
 
 rclpy's own signal handlers shut the context down first, after which a node can no longer publish; these nodes
 install their own, so `node.stop()` still runs (policy_node sends the safe command, recorder closes its bag).
+Before rclpy.init, `run` gives Fast DDS the nodes' settings (real/ros/dds.py) unless the user configured it; the
+node spins in real/ros/executor.py's executor.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
+from robo_rl.real.ros.dds import dds_environment
+from robo_rl.real.ros.executor import make_executor
+from robo_rl.real.ros.params_file import ParamsFileError, check_params_file, params_files
 
 SPIN_PERIOD_S = 0.05
+BAD_INPUT_EXIT = 2
+"""Exit code of a node that cannot start because a file (profile, parameter file) or argument it was given is
+bad, as for command-line usage errors."""
 
 
 def run(make_node: Callable[[], Any], argv: Sequence[str] | None = None) -> int:
-    """Create the node with `make_node()`, spin it, and return the exit code (1 when it failed to start)."""
+    """Create the node with `make_node()`, spin it, and return the exit code (1 when it failed to start, 2 when a
+    file it was given is bad; one line on stderr)."""
+    args = list(sys.argv if argv is None else argv)
+    os.environ.update(dds_environment(os.environ, Path.cwd()))  # the process's own environment, as a CLI's
+    try:
+        for path in params_files(args):
+            check_params_file(path)
+        _init(args)
+    except (ParamsFileError, StartupInputError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return BAD_INPUT_EXIT
+    return _spin(make_node)
+
+
+def _init(args: list[str]) -> None:
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.impl.implementation_singleton import rclpy_implementation
     from rclpy.signals import SignalHandlerOptions
 
-    rclpy.init(args=list(sys.argv if argv is None else argv), signal_handler_options=SignalHandlerOptions.NO)
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except rclpy_implementation.RCLError as err:  # rcl refused its arguments, e.g. a parameter file
+        raise StartupInputError(" ".join(str(err).split())) from None
+
+
+def _spin(make_node: Callable[[], Any]) -> int:
+    import rclpy
+
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda number, _frame: stopping.append(number))
     node = None
     try:
         node = make_node()
-        executor = SingleThreadedExecutor()
+        executor = make_executor()
         executor.add_node(node)
         while not stopping and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_PERIOD_S)
         return 0
     except StartupError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return err.exit_code
     finally:
         if node is not None:
             stop = getattr(node, "stop", None)
@@ -49,6 +81,14 @@ def run(make_node: Callable[[], Any], argv: Sequence[str] | None = None) -> int:
 class StartupError(RuntimeError):
     """A node cannot start (bad parameter, missing file); the message says what to fix."""
 
+    exit_code = 1
+
+
+class StartupInputError(StartupError):
+    """A node cannot start because a file it reads (unreadable, malformed, wrong content) or an argument is bad."""
+
+    exit_code = BAD_INPUT_EXIT
+
 
 def profile_parameter(name: str) -> RobotProfile:
     """The robot profile a node's `profile` parameter names; StartupError when it is empty or bad."""
@@ -57,4 +97,4 @@ def profile_parameter(name: str) -> RobotProfile:
     try:
         return load_profile(name)
     except ProfileError as err:
-        raise StartupError(str(err)) from None
+        raise StartupInputError(str(err)) from None

@@ -63,6 +63,7 @@ def test_estop_latches_until_deactivate_activate(contract: dict[str, Any]) -> No
 
 
 def test_profile_mismatch_refuses_to_configure(contract: dict[str, Any]) -> None:
+    assert contract["mismatch_configure"] is False
     status = contract["mismatch_diagnostic"]
     assert status["level"] == ERROR_LEVEL
     assert (

@@ -26,9 +26,7 @@ def main() -> None:
     processes = Processes(log_dir)
     params = {"policy": policy, "profile": "quadrotor_crazyflie", "diagnostics_period": 0.2}
     processes.start("policy_node", "policy_node", *ros_args("policy_node", "/cf1", **params))
-    processes.start(
-        "mismatch", "policy_node", *ros_args("mismatch", "/car", policy=policy, profile="rc_car", autostart=True)
-    )
+    processes.start("mismatch", "policy_node", *ros_args("mismatch", "/car", policy=policy, profile="rc_car"))
     rclpy.init()
     probe = rclpy.create_node("probe")
     commands: list[tuple[float, list[float]]] = []
@@ -119,7 +117,9 @@ def main() -> None:
     results["resumed_non_safe"] = sum(not all(v == SAFE_PWM for v in c[1]) for c in resumed)
     results["states"]["reactivated"] = get_state(probe, "/cf1/policy_node")
 
-    # 6. The node whose profile does not fit the policy stays unconfigured and says why.
+    # 6. The node whose profile does not fit the policy refuses to configure, stays unconfigured and says why.
+    results["mismatch_configure"] = change_state(probe, "/car/mismatch", "configure")
+    spin_for(probe, 0.5)  # its diagnostics
     results["states"]["mismatch"] = get_state(probe, "/car/mismatch")
     results["mismatch_diagnostic"] = _last_status(diagnostics, "/car/mismatch")
     results["cleanup_exit_commands"] = len(commands)
