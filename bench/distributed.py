@@ -1,12 +1,13 @@
 """Scaling with processes (issue 10): env-steps/s and time to the preset's target, 1 vs N processes.
 
 Each configuration trains `robo-rl train PRESET --nproc N` (torchrun; gloo on CPU, NCCL with `--device cuda`) as a
-subprocess, with `torch` threads split evenly between the processes (`--threads` in all), and reads rank 0's
-metrics.jsonl: the median env-steps/s over iterations (every rank's steps), the training wall-clock and env steps
-at the first evaluation that reached the preset's target, and the command's whole wall-clock (start-up included).
+subprocess, with `torch` threads split evenly between the processes (`--threads` in all; by default robo-rl's
+choice: the usable CPUs less one, split), and reads rank 0's metrics.jsonl: the median env-steps/s over iterations
+(every rank's steps), the training wall-clock and env steps at the first evaluation that reached the preset's
+target, and the command's whole wall-clock (start-up included).
 Each process runs the preset's own `task.num_envs`, so N processes step N times the envs of one.
 
-Usage: `python bench/distributed.py [--presets pendulum_ppo pendulum_sac] [--nprocs 1 2] [--threads 2]
+Usage: `python bench/distributed.py [--presets pendulum_ppo pendulum_sac] [--nprocs 1 2] [--threads N]
 [--device cpu]`; results go to bench/results/distributed.json.
 """
 
@@ -26,12 +27,14 @@ from typing import Any
 from machine import machine_info, warn_if_busy
 
 from robo_rl.cli.tasks import resolve_config
+from robo_rl.cli.threads import choose_threads, usable_cpus
 
 RESULTS = Path(__file__).parent / "results" / "distributed.json"
 
 
-def train(preset: str, nproc: int, threads: int, device: str, root: Path) -> dict[str, Any]:
-    env = {**os.environ, "OMP_NUM_THREADS": str(max(1, threads // nproc)), "GLOO_SOCKET_IFNAME": "lo"}
+def train(preset: str, nproc: int, threads: int | None, device: str, root: Path) -> dict[str, Any]:
+    per_process = choose_threads(None, usable_cpus(), nproc) if threads is None else max(1, threads // nproc)
+    env = {**os.environ, "OMP_NUM_THREADS": str(per_process), "GLOO_SOCKET_IFNAME": "lo"}
     command = [sys.executable, "-m", "robo_rl.cli.main", "train", preset, "--quiet", "--runs-root", str(root)]
     command += ["--nproc", str(nproc), "--device", device]
     start = time.perf_counter()
@@ -45,7 +48,7 @@ def train(preset: str, nproc: int, threads: int, device: str, root: Path) -> dic
     return {
         "preset": preset,
         "nproc": nproc,
-        "threads_per_process": max(1, threads // nproc),
+        "threads_per_process": per_process,
         "device": device,
         "median_env_steps_per_s": statistics.median(r["steps_per_s"] for r in rows),
         "iterations": rows[-1]["iteration"],
@@ -68,7 +71,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--presets", nargs="+", default=["pendulum_ppo", "pendulum_sac", "quadrotor_hover_ppo"])
     parser.add_argument("--nprocs", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--threads", type=int, default=2, help="torch threads in all, split between processes")
+    parser.add_argument(
+        "--threads", type=int, help="torch threads in all, split between processes (default: what robo-rl chooses)"
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--output", help="JSON file (default: bench/results/distributed.json)")
     args = parser.parse_args()

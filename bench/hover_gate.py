@@ -30,6 +30,8 @@ from typing import Any
 
 from machine import finite_or_none, machine_info, warn_if_busy
 
+from robo_rl.cli.threads import choose_threads, prefer_passive_waiting, usable_cpus
+
 RESULTS = Path(__file__).parent / "results" / "hover_gate.json"
 ROBO_ALGOS = ("ppo", "sac", "td3")
 TARGET_SECONDS = 10.0
@@ -161,6 +163,7 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
 def run_worker(kind: str, seed: int, threads: int, budget: float) -> dict[str, Any]:
     command = [sys.executable, __file__, "--worker", kind, "--seed", str(seed), "--budget", str(budget)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    prefer_passive_waiting(env)  # as robo-rl does: idle OpenMP threads sleep (robo_rl.cli.threads)
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{kind} seed {seed} failed:\n{done.stderr[-3000:]}")
@@ -182,7 +185,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algos", nargs="+", default=[*ROBO_ALGOS, "sb3_ppo"], help="what to run")
     parser.add_argument("--seeds", type=int, default=5, help="seeds per algorithm (0 .. N-1)")
-    parser.add_argument("--threads", type=int, default=2, help="torch threads per run (default 2)")
+    default_threads = choose_threads(None, usable_cpus())
+    help_threads = f"torch threads per run (default: robo-rl's choice, {default_threads} here)"
+    parser.add_argument("--threads", type=int, default=default_threads, help=help_threads)
     parser.add_argument("--budget", type=float, default=120.0, help="training seconds before a run gives up")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON results path")
     parser.add_argument("--worker", help=argparse.SUPPRESS)

@@ -41,8 +41,9 @@ from robo_rl.firmware_export.build import (
     build_host_object,
 )
 from robo_rl.firmware_export.codegen import CSources, generate_c
-from robo_rl.firmware_export.flow import generate_flow_c, is_flow_policy, load_flow_policy
-from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, PolicyInfo, PolicyIR, load_policy
+from robo_rl.firmware_export.flow import generate_flow_c
+from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, PolicyInfo, PolicyIR
+from robo_rl.firmware_export.policy_file import read_policy
 from robo_rl.firmware_export.quantize import quantize, sample_observations
 
 Target = Literal["onnx", "c", "cortex-m4", "crazyflie", "arduino"]
@@ -248,8 +249,7 @@ def export_target(
     onnx_path = Path(onnx_path)
     if not onnx_path.is_file():
         raise FileNotFoundError(f"{onnx_path}: no such ONNX file")
-    flow = load_flow_policy(onnx_path) if is_flow_policy(onnx_path) else None
-    ir = flow.summary if flow is not None else load_policy(onnx_path)
+    flow, ir = read_policy(onnx_path)
     if target == "crazyflie":
         crazyflie_map_header(ir.info)  # refuse a policy the controller cannot feed before writing anything
     int8 = int8 or int8_activations

@@ -71,18 +71,26 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 
 def read_yaml(path: str | os.PathLike[str]) -> Any:
-    """Parse a YAML file; a missing file or a syntax error is a one-line ConfigError naming the file."""
+    """Parse a YAML file; a missing, unreadable or binary file or a syntax error is a one-line ConfigError naming
+    the file."""
     try:
-        return yaml.safe_load(Path(path).read_text())
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as err:
         raise ConfigError(f"{path}: cannot read ({err.strerror})") from err
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not a YAML file (not UTF-8 text: byte {err.start})") from err
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: {_yaml_problem(err)}") from err
+    except RecursionError as err:
+        raise ConfigError(f"{path}: not a YAML config (nested too deeply)") from err
 
 
-def load_yaml(cls: type[T], path: str | os.PathLike[str]) -> T:
-    """Read a YAML file into `cls`. An empty file gives the defaults; errors are prefixed with the file."""
+def load_yaml(cls: type[T], path: str | os.PathLike[str], allow_empty: bool = True) -> T:
+    """Read a YAML file into `cls`. An empty file gives the defaults (with `allow_empty`, else it is a
+    ConfigError); errors are prefixed with the file."""
     data = read_yaml(path)
+    if data is None and not allow_empty:
+        raise ConfigError(f"{path}: empty config file (no keys)")
     try:
         return from_dict(cls, {} if data is None else data)
     except ConfigError as err:

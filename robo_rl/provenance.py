@@ -30,6 +30,11 @@ def _git(*args: str) -> str:
     return out.stdout.strip()
 
 
+def torch_threads() -> int:
+    """torch's intra-op CPU threads in this process (`robo-rl ... --threads N` sets them)."""
+    return torch.get_num_threads()
+
+
 def versions() -> dict[str, str]:
     return {
         "robo_rl": robo_rl.__version__,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import load_trained, make_env
+from robo_rl.cli.threads import add_threads_argument
 from robo_rl.runners.collect import collect_demonstrations
 
 DESCRIPTION = """\
@@ -31,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of initial states and noise (default: 0)")
     p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
     p.add_argument("-o", "--output", type=Path, help="buffer file to write (default: RUN_DIR/demonstrations.pt)")
+    add_threads_argument(p)
     p.set_defaults(func=main)
 
 

@@ -17,6 +17,7 @@ from robo_rl.cli.evaluate import evaluate_run, plot_run_flights
 from robo_rl.cli.export import export_run
 from robo_rl.cli.progress import describe_evaluation, describe_targets, seconds_since_process_start, terminal
 from robo_rl.cli.tasks import env_factory, resolve_config
+from robo_rl.cli.threads import add_threads_argument
 from robo_rl.cli.train import create_run, print_summary, train
 from robo_rl.runners.build import build_runner
 
@@ -35,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
     p.add_argument("--device", default="cpu", help="torch device (default: cpu)")
     p.add_argument("--preset", default="quadrotor_hover_ppo", help="preset to train (default: quadrotor_hover_ppo)")
+    add_threads_argument(p)
     p.set_defaults(func=main)
 
 

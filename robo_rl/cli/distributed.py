@@ -17,6 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from robo_rl.cli.threads import rank_environment
 from robo_rl.distributed import LOCAL, ProcessGroupReducer, Reducer, World
 
 
@@ -36,7 +37,7 @@ def relaunch(nproc: int, argv: list[str]) -> int:
         "robo_rl.cli.main",
         *argv,
     ]
-    return subprocess.call(command)
+    return subprocess.call(command, env=rank_environment(os.environ, nproc))
 
 
 def join(device: str) -> Reducer:

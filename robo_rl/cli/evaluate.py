@@ -6,11 +6,13 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 
+from robo_rl.cli.onnx_policy import onnx_actor
 from robo_rl.cli.progress import describe_evaluation, terminal
 from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
+from robo_rl.cli.threads import add_threads_argument
+from robo_rl.envs import BatchedEnv
 from robo_rl.runners.evaluate import EvalResult, evaluate
 from robo_rl.runners.flight_plot import plot_flights, record_positions
 
@@ -31,21 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--onnx", action="store_true", help="evaluate RUN_DIR/policy.onnx with onnxruntime")
     p.add_argument("--device", default="cpu", help="device for env and policy (default: cpu)")
     add_task_param_argument(p, "for this evaluation, e.g. held-out ranges: --task-param randomization.mass=0.3")
+    add_threads_argument(p)
     p.set_defaults(func=main)
-
-
-def onnx_actor(path: Path) -> Callable[[torch.Tensor], torch.Tensor]:
-    import onnxruntime as ort
-
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no exported policy (run robo-rl export first)")
-    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-
-    def act(obs: torch.Tensor) -> torch.Tensor:
-        out = session.run(None, {"obs": obs.cpu().numpy().astype(np.float32)})[0]
-        return torch.from_numpy(out).to(obs.device)
-
-    return act
 
 
 def evaluate_run(
@@ -62,8 +51,13 @@ def evaluate_run(
         raise ValueError(f"--episodes must be at least 1, got {episodes}")
     trained = load_trained(run_dir, checkpoint, device)
     env = make_env(trained.cfg, num_envs=episodes, device=device, extra_params=task_params, evaluation=True)
-    actor = onnx_actor(run_dir / "policy.onnx") if use_onnx else trained.actor
+    actor = run_onnx_actor(run_dir, env) if use_onnx else trained.actor
     return evaluate(env, actor, seed=seed)
+
+
+def run_onnx_actor(run_dir: Path, env: BatchedEnv) -> Callable[[torch.Tensor], torch.Tensor]:
+    """RUN_DIR/policy.onnx in onnxruntime, checked to fit `env`'s observation and action sizes."""
+    return onnx_actor(run_dir / "policy.onnx", env.obs_spec.dim, env.action_spec.dim)
 
 
 def plot_run_flights(run_dir: Path, episodes: int, seed: int) -> Path | None:

@@ -165,7 +165,7 @@ def export_run(run_dir: Path, checkpoint: Path | None, console: Console, output:
         dt=env.dt,
         task=trained.cfg.task.name,
         config_hash=config_hash(trained.cfg),
-        git_hash=trained.run.meta()["git_hash"],
+        git_hash=str(trained.run.meta().get("git_hash", "unknown")),
     )
     actor = trained.actor
     path = export_onnx(actor, metadata, output or run_dir / "policy.onnx")

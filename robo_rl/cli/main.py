@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 import robo_rl
+from robo_rl.cli.threads import apply_threads, omp_num_threads, prefer_passive_waiting
 from robo_rl.config import ConfigError
 
 # (command, module in robo_rl.cli). Modules import lazily so that a deploy-only install (`robo-rl[real]`, no torch)
@@ -62,15 +64,23 @@ def _add_unavailable(sub: argparse._SubParsersAction, command: str, missing: str
 
 
 def main(argv: list[str] | None = None) -> int:
+    prefer_passive_waiting(os.environ)  # before build_parser imports torch: libgomp reads it when it loads
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     args.argv = argv  # recorded in each run's meta.json
     try:
+        apply_threads(_requested_threads(args), os.environ)
         return args.func(args)
     except (ConfigError, FileNotFoundError, ValueError) as err:
         # Bad input is the user's to fix: one line, no traceback.
         print(f"robo-rl {args.command}: error: {err}", file=sys.stderr)
         return 2
+
+
+def _requested_threads(args: argparse.Namespace) -> int | None:
+    """The command's --threads, else OMP_NUM_THREADS (torchrun sets it for its ranks), else None."""
+    threads = getattr(args, "threads", None)
+    return threads if threads is not None else omp_num_threads(os.environ)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robo_rl.cli.evaluate import onnx_actor
+from robo_rl.cli.evaluate import run_onnx_actor
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
+from robo_rl.cli.threads import add_threads_argument
 from robo_rl.envs import INFO_SUCCESS, BatchedEnv, RenderableEnv
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
@@ -51,6 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
     p.add_argument("--onnx", action="store_true", help="drive with RUN_DIR/policy.onnx in onnxruntime")
     add_task_param_argument(p, "for this video")
+    add_threads_argument(p)
     p.set_defaults(func=main)
 
 
@@ -73,7 +75,7 @@ def play_run(
     env = make_env(trained.cfg, num_envs=1, device="cpu", extra_params=task_params, evaluation=True)
     if not isinstance(env, RenderableEnv):
         raise ValueError(f"task {trained.cfg.task.name!r} cannot render (its env has no render method)")
-    actor = onnx_actor(run_dir / "policy.onnx") if use_onnx else trained.actor
+    actor = run_onnx_actor(run_dir, env) if use_onnx else trained.actor
     every = max(1, round(1.0 / (env.dt * fps)))
     frames, returns, successes = _rollout(env, actor, seed, episodes, every, max_seconds, on_frame)
     video_fps = 1.0 / (env.dt * every)

@@ -1,4 +1,4 @@
-"""Live training progress in the terminal: iterations, env-steps/s, training and evaluation return."""
+"""Live training progress in the terminal: iterations, env-steps/s, training reward per step, evaluation return."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from robo_rl.runners.evaluate import EvalResult
 
 
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
 
 
 class TrainingProgress:
@@ -25,7 +25,7 @@ class TrainingProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[steps_per_s]} steps/s"),
-            TextColumn("return {task.fields[ret]}"),
+            TextColumn("reward/step {task.fields[ret]}"),
             TextColumn("eval {task.fields[eval]}"),
             TextColumn("{task.fields[success]}"),
             TimeElapsedColumn(),
@@ -35,7 +35,9 @@ class TrainingProgress:
         self._task = self._progress.add_task(
             "train", total=total_iterations, completed=start_iteration, steps_per_s="—", ret="—", eval="—", success=""
         )
-        # Episodes finish only every max_episode_steps / num_steps iterations: show the latest known values.
+        # The training column is the mean reward per env step: the return of the episodes that happened to end
+        # in an iteration is dominated by early crashes and reads as "getting worse" while the policy improves.
+        # Evaluations come only every eval_interval iterations: show the latest known values.
         self._last_return: float | None = None
         self._last_eval: float | None = None
         self._success: dict[str, float | None] = {"train": None, "eval": None}
@@ -49,8 +51,8 @@ class TrainingProgress:
         self._progress.stop()
 
     def __call__(self, metrics: dict[str, Any]) -> None:
-        if metrics.get("mean_return") is not None:
-            self._last_return = metrics["mean_return"]
+        if metrics.get("train_reward_per_step") is not None:
+            self._last_return = metrics["train_reward_per_step"]
         if metrics.get("eval_return") is not None:
             self._last_eval = metrics["eval_return"]
         for kind in self._success:
@@ -62,7 +64,7 @@ class TrainingProgress:
             self._task,
             completed=metrics["iteration"],
             steps_per_s=f"{metrics.get('steps_per_s', 0.0):,.0f}",
-            ret=_fmt(self._last_return),
+            ret=_fmt(self._last_return, digits=3),
             eval=_fmt(self._last_eval),
             success=self._success_text(),
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from torch import nn
 
+from robo_rl.cli.checkpoint_file import checkpoint_errors, read_checkpoint
 from robo_rl.cli.tasks import env_factory
 from robo_rl.config import load_yaml
 from robo_rl.envs import BatchedEnv
@@ -29,15 +30,25 @@ class TrainedPolicy:
 
 
 def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: str = "cpu") -> TrainedPolicy:
-    """Config from RUN/config.yaml and weights from `checkpoint_path` (default RUN/checkpoints/latest.pt)."""
+    """Config from RUN/config.yaml and weights from `checkpoint_path` (default RUN/checkpoints/latest.pt, or the
+    previous.pt beside it, with a warning on stderr, when latest.pt is damaged)."""
     run = RunDirectory.open(run_path)
-    cfg = load_yaml(ExperimentConfig, run.config_file)
+    cfg = read_run_config(run)
     path = checkpoint_path or run.latest_checkpoint
-    if not path.is_file():
+    if not path.is_file() and (checkpoint_path is not None or not checkpoint.previous_of(path).is_file()):
         raise FileNotFoundError(f"{path}: no checkpoint (train first, or pass --checkpoint)")
     env = make_env(cfg, num_envs=1, device=device)
-    state = checkpoint.load(path, device)
-    return TrainedPolicy(run, cfg, build_deployable_actor(cfg, env, state), path, int(state["iteration"]))
+    if checkpoint_path is None:
+        path, state = checkpoint.load_latest(path, device)
+    else:
+        state = read_checkpoint(path, device)
+    with checkpoint_errors(path):
+        return TrainedPolicy(run, cfg, build_deployable_actor(cfg, env, state), path, int(state["iteration"]))
+
+
+def read_run_config(run: RunDirectory) -> ExperimentConfig:
+    """The run's resolved config (RUN/config.yaml); ConfigError naming the file when it is empty or bad."""
+    return load_yaml(ExperimentConfig, run.config_file, allow_empty=False)
 
 
 def make_env(

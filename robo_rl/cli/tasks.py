@@ -57,7 +57,7 @@ def _ros_teleop(env: BatchedEnv, namespace: str) -> TeleopDevice:
 def resolve_config(source: str, overrides: list[str]) -> ExperimentConfig:
     """`source` is a YAML file or a preset name; `overrides` are `key=value` strings applied last."""
     if Path(source).suffix in (".yaml", ".yml") or Path(source).is_file():
-        cfg = load_yaml(ExperimentConfig, source)
+        cfg = load_yaml(ExperimentConfig, source, allow_empty=False)
     elif source in PRESETS:
         cfg = PRESETS[source]()
     else:

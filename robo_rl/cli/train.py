@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 
+from robo_rl.cli.bad_file import BadFileError
+from robo_rl.cli.checkpoint_file import checkpoint_errors
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
+from robo_rl.cli.prior_buffer_file import prior_buffer_errors
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
+from robo_rl.cli.run_loading import read_run_config
 from robo_rl.cli.tasks import env_factory, resolve_config, teleop_factory
-from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
+from robo_rl.cli.threads import add_threads_argument
+from robo_rl.config import ConfigError, apply_overrides, to_dict
 from robo_rl.distributed import Reducer
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil.config import TELEOPS
+from robo_rl.runners import checkpoint
 from robo_rl.runners.build import Runner, build_runner
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
@@ -85,6 +92,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "yourself (README)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_threads_argument(p)
     p.set_defaults(func=main)
 
 
@@ -154,7 +162,8 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
         cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
     cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     # Before the run directory, so bad input leaves nothing behind.
-    runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory(), reducer=reducer)
+    with prior_buffer_errors(cfg):
+        runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory(), reducer=reducer)
     run: RunDirectory | RankRun | None = None
     if reducer.world.is_main:
         run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]))
@@ -172,35 +181,65 @@ def _resume(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDire
     if args.overrides or _shorthands(args) or args.config is not None:
         raise ConfigError("--resume uses the run's own config; only --max-iterations may be given with it")
     main_run = RunDirectory.open(args.resume)
-    cfg = load_yaml(ExperimentConfig, main_run.config_file)
+    saved = read_run_config(main_run)
+    cfg = saved
     if args.max_iterations is not None:
         cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
-        if reducer.world.is_main:
-            main_run.config_file.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     _check_world_size(main_run.path, reducer.world.size)
-    cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     run = main_run if reducer.world.is_main else RankRun(main_run.path, reducer.world.rank)
-    if not run.latest_checkpoint.is_file():
-        raise FileNotFoundError(f"{run.latest_checkpoint}: no checkpoint to resume from")
-    runner = build_runner(cfg, env_factory(), run=None, make_teleop=teleop_factory(), reducer=reducer)
+    latest = run.latest_checkpoint
+    if not latest.is_file() and not checkpoint.previous_of(latest).is_file():
+        raise FileNotFoundError(f"{latest}: no checkpoint to resume from")
+    device_cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
+    with prior_buffer_errors(device_cfg):
+        runner = build_runner(device_cfg, env_factory(), run=None, make_teleop=teleop_factory(), reducer=reducer)
     runner.run = run
-    runner.load(run.latest_checkpoint)
-    leader = reducer.broadcast(runner.iteration)
+    with checkpoint_errors(latest):
+        leader = _restore(runner, latest, reducer)
     if leader != runner.iteration:
         raise ConfigError(
             f"{main_run.path}: rank {reducer.world.rank} saved iteration {runner.iteration}, rank 0 iteration {leader} "
             "(the run stopped between their checkpoints); resume needs checkpoints of one iteration"
         )
+    if cfg != saved and reducer.world.is_main:  # only once the checkpoint loaded: a failed resume writes nothing
+        main_run.config_file.write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
     run.truncate_metrics(runner.iteration)
     return runner, run
+
+
+def _restore(runner: Runner, latest: Path, reducer: Reducer) -> int:
+    """Load latest.pt, or the previous.pt beside it where latest.pt is damaged (one warning line) or, under several
+    processes, newer than rank 0's checkpoint (a run killed while its ranks saved); returns rank 0's iteration.
+    CheckpointError when neither file can be used."""
+    used = checkpoint.restore_latest(latest, runner.load, warn=_warn, set_aside=True)
+    leader = reducer.broadcast(runner.iteration)
+    previous = checkpoint.previous_of(latest)
+    if leader != runner.iteration and used != previous and previous.is_file():
+        newer = runner.iteration
+        runner.load(previous)
+        if runner.iteration == leader:
+            _warn(f"{latest} is newer than rank 0's checkpoint (iteration {newer} > {leader}); restored {previous}")
+            latest.replace(latest.with_name(f"{latest.name}.unused"))
+    return leader
+
+
+def _warn(message: str) -> None:
+    print(f"robo-rl train: warning: {message}", file=sys.stderr)
 
 
 def _check_world_size(path: Path, size: int) -> None:
     """A run resumes with as many processes as it had (each rank's envs and buffer are in its own file)."""
     file = path / WORLD_SIZE_FILE
-    had = int(file.read_text()) if file.is_file() else 1
+    had = _read_world_size(file) if file.is_file() else 1
     if had != size:
         raise ConfigError(f"{path} was trained by {had} process(es); resume it with --nproc {had}, not {size}")
+
+
+def _read_world_size(file: Path) -> int:
+    try:
+        return int(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise BadFileError(file, "expected the number of processes that trained the run") from None
 
 
 def train(runner: Runner, run: RunDirectory, console: Console, quiet: bool = False) -> TrainResult | None:

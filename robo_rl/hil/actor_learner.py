@@ -135,8 +135,17 @@ class ActorLearner:
         self.process.start()
 
     def wait_ready(self, timeout: float = 60.0) -> bool:
-        """Wait until the learner process has built its algorithm (start-up takes seconds: it imports torch)."""
-        return bool(self.ready.wait(timeout))
+        """Wait until the learner process has built its algorithm (start-up takes seconds: it imports torch).
+
+        False after `timeout`; RuntimeError at once if the learner process has died.
+        """
+        deadline = time.monotonic() + timeout
+        while not self.ready.wait(min(1.0, max(deadline - time.monotonic(), 0.0))):
+            if not self.process.is_alive():
+                raise RuntimeError(f"the learner process exited with code {self.process.exitcode} while starting")
+            if time.monotonic() >= deadline:
+                return False
+        return True
 
     def refresh(self) -> bool:
         """Copy in the learner's newest weights if there are any; never waits. True when they changed."""
@@ -164,8 +173,33 @@ class ActorLearner:
             return False
 
     def close(self, timeout: float = 60.0) -> LearnerStats:
-        """Let the learner finish the queued transitions, stop it, and return its statistics."""
-        self.inbox.put(STOP)
-        stats = self.results.get(timeout=timeout)
+        """Let the learner finish the queued transitions, stop it, and return its statistics.
+
+        RuntimeError, never a hang, when the learner process has died or does not answer within `timeout`.
+        """
+        try:
+            self._put_stop(timeout)
+            stats = self.results.get(timeout=timeout)
+        except (queue.Full, queue.Empty):
+            self.process.kill()
+            raise RuntimeError(self._not_answering(timeout)) from None
         self.process.join(timeout)
         return stats
+
+    def _put_stop(self, timeout: float) -> None:
+        """Queue STOP, checking every second that the learner is still alive to take it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.process.is_alive():
+                raise queue.Full
+            try:
+                self.inbox.put(STOP, timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+                return
+            except queue.Full:
+                if time.monotonic() >= deadline:
+                    raise
+
+    def _not_answering(self, timeout: float) -> str:
+        if self.process.exitcode is not None:
+            return f"the learner process exited with code {self.process.exitcode} before it could be stopped"
+        return f"the learner process did not stop within {timeout:.0f} s"

@@ -12,16 +12,19 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from robo_rl.envs import BatchedEnv
+from robo_rl.envs import BatchedEnv, critic_obs_dim
 from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, Transitions
 
 SCHEMA = "robo_rl.demos/1"
+FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
 
 
 def save_demos(path: Path, buffer: ReplayBuffer, task: str, env: BatchedEnv, episodes: int, source: str) -> None:
@@ -47,22 +50,71 @@ def save_demos(path: Path, buffer: ReplayBuffer, task: str, env: BatchedEnv, epi
 
 
 def read_meta(path: Path) -> dict[str, Any]:
-    with np.load(path) as data:
-        return json.loads(str(data["meta"]))
+    """The `meta` record of demo file `path` ({} without one); ValueError naming the file when it is unreadable."""
+    return _meta(path, _read_arrays(path, ("meta",)))
 
 
 def load_demos(path: Path, env: BatchedEnv) -> Transitions:
-    """The transitions of demo file `path` on `env`'s device; ValueError when it does not fit `env`."""
+    """The transitions of demo file `path` on `env`'s device; ValueError naming the file when it is unreadable,
+    not a demo file (schema), or does not fit `env` (names, array shapes)."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such demonstration file")
-    with np.load(path) as data:
-        meta = json.loads(str(data["meta"])) if "meta" in data else {}
-        if meta.get("schema") != SCHEMA:
-            raise ValueError(f"{path}: not a robo_rl demonstration file (schema {meta.get('schema')!r})")
-        for key, ours in (("obs_names", env.obs_spec.names), ("action_names", env.action_spec.names)):
-            if tuple(meta[key]) != tuple(ours):
-                raise ValueError(f"{path}: {key} differ from the task's ({meta[key]} vs {list(ours)})")
-        missing = [name for name in FIELD_NAMES if name not in data]
-        if missing:
-            raise ValueError(f"{path}: missing arrays {missing}")
-        return Transitions(**{name: torch.as_tensor(data[name]).to(env.device) for name in FIELD_NAMES})
+    arrays = _read_arrays(path, ("meta", *FIELD_NAMES))
+    meta = _meta(path, arrays)
+    if meta.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: not a robo_rl demonstration file (schema {meta.get('schema')!r})")
+    for key, ours in (("obs_names", env.obs_spec.names), ("action_names", env.action_spec.names)):
+        theirs = meta.get(key)
+        if not isinstance(theirs, list) or tuple(theirs) != tuple(ours):
+            raise ValueError(f"{path}: {key} differ from the task's ({theirs} vs {list(ours)})")
+    missing = [name for name in FIELD_NAMES if name not in arrays]
+    if missing:
+        raise ValueError(f"{path}: missing arrays {missing}")
+    _check_shapes(path, arrays, _row_shapes(env))
+    return Transitions(**{name: torch.as_tensor(arrays[name]).to(env.device) for name in FIELD_NAMES})
+
+
+NPZ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error)
+"""What numpy raises for a file that is not a complete .npz archive of plain arrays."""
+
+
+def _read_arrays(path: Path, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Those of the arrays `names` that the .npz archive `path` holds, read in full."""
+    if not zipfile.is_zipfile(path):  # np.load would try it as a .npy array or a pickle
+        raise ValueError(f"{path}: not a complete .npz archive (truncated, or another kind of file)")
+    try:
+        with np.load(path) as data:
+            return {name: data[name] for name in names if name in data.files}
+    except NPZ_ERRORS as err:
+        detail = " ".join(str(err).split())[:160] or type(err).__name__
+        raise ValueError(f"{path}: not a readable .npz demonstration file ({detail})") from None
+
+
+def _meta(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    try:
+        meta = json.loads(str(arrays["meta"]))
+    except KeyError:
+        meta = {}
+    except ValueError:
+        raise ValueError(f"{path}: its meta record is not JSON") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: its meta record is not a JSON object")
+    return meta
+
+
+def _row_shapes(env: BatchedEnv) -> dict[str, tuple[int, ...]]:
+    """Per transition field: the shape of one row on `env` (rewards and flags are scalars)."""
+    obs, critic, action = (env.obs_spec.dim,), (critic_obs_dim(env),), (env.action_spec.dim,)
+    shapes = {"obs": obs, "critic_obs": critic, "actions": action, "next_obs": obs, "next_critic_obs": critic}
+    return {name: shapes.get(name, ()) for name in FIELD_NAMES}
+
+
+def _check_shapes(path: Path, arrays: dict[str, np.ndarray], rows: dict[str, tuple[int, ...]]) -> None:
+    count = arrays["obs"].shape[0] if arrays["obs"].ndim else 0
+    for name, row in rows.items():
+        array = arrays[name]
+        if array.shape != (count, *row):
+            raise ValueError(f"{path}: array {name} has shape {array.shape}, the task needs {(count, *row)}")
+        expected = np.bool_ if name in FLAG_NAMES else np.floating
+        if not np.issubdtype(array.dtype, expected):
+            raise ValueError(f"{path}: array {name} has dtype {array.dtype}, expected {expected.__name__}")

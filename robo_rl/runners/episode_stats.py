@@ -20,6 +20,10 @@ class EpisodeStats:
     success_rate: float | None
     """Fraction of them that succeeded (`info["success"]`); None without episodes or when the task does not
     report success."""
+    reward_per_step: float | None
+    """Mean reward over every recorded step of every env, finished episode or not; None when nothing was
+    recorded. Unlike `mean_return` it does not depend on which episodes happened to end (early in training,
+    mostly the crashes)."""
 
 
 class EpisodeTracker:
@@ -32,6 +36,8 @@ class EpisodeTracker:
         self._done_length = torch.zeros((), device=device)
         self._done_count = torch.zeros((), device=device)
         self._done_success = torch.zeros((), device=device)
+        self._reward_sum = torch.zeros((), device=device)
+        self._reward_steps = 0
         self._reports_success = False
 
     def record(self, rewards: torch.Tensor, dones: torch.Tensor, success: torch.Tensor | None = None) -> None:
@@ -39,6 +45,8 @@ class EpisodeTracker:
         `success` `(N,)` bool (where the task reports it) which of those succeeded."""
         self.returns += rewards
         self.lengths += 1
+        self._reward_sum += rewards.sum()
+        self._reward_steps += rewards.numel()
         done = dones.to(self.returns.dtype)
         self._done_return += (self.returns * done).sum()
         self._done_length += (self.lengths * done).sum()
@@ -50,15 +58,21 @@ class EpisodeTracker:
         self.lengths *= 1.0 - done
 
     def flush(self) -> EpisodeStats:
-        """Statistics of the episodes finished since the last flush; starts a new count."""
+        """Statistics of the steps and episodes recorded since the last flush; starts a new count."""
+        stats = self._summary()
+        for total in (self._done_return, self._done_length, self._done_count, self._done_success, self._reward_sum):
+            total.zero_()
+        self._reward_steps = 0
+        return stats
+
+    def _summary(self) -> EpisodeStats:
+        reward_per_step = self._reward_sum.item() / self._reward_steps if self._reward_steps else None
         count = int(self._done_count.item())
         if count == 0:
-            return EpisodeStats(None, None, 0, None)
+            return EpisodeStats(None, None, 0, None, reward_per_step)
         success_rate = self._done_success.item() / count if self._reports_success else None
-        stats = EpisodeStats(self._done_return.item() / count, self._done_length.item() / count, count, success_rate)
-        for total in (self._done_return, self._done_length, self._done_count, self._done_success):
-            total.zero_()
-        return stats
+        mean_return, mean_length = self._done_return.item() / count, self._done_length.item() / count
+        return EpisodeStats(mean_return, mean_length, count, success_rate, reward_per_step)
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         return {"returns": self.returns.clone(), "lengths": self.lengths.clone()}

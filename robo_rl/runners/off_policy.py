@@ -43,7 +43,16 @@ from robo_rl.runners.evaluate import (
 )
 from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
 from robo_rl.runners.run_dir import RunDirectory
-from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, SymmetricSampler, Transitions, select_transitions
+from robo_rl.runners.save_schedule import SaveSchedule
+from robo_rl.storage.replay import (
+    FIELD_NAMES,
+    ReplayBuffer,
+    ReplayHistory,
+    SymmetricSampler,
+    Transitions,
+    select_transitions,
+)
+from robo_rl.storage.replay_log import ReplayLog, is_manifest, replay_directory
 
 
 def transitions_of_step(
@@ -113,6 +122,10 @@ class OffPolicyRunnerConfig:
     """Episodes per evaluation, run in parallel."""
     save_interval: int = 10_000
     """Iterations between refreshes of checkpoints/latest.pt (the replay buffer is saved with it)."""
+    save_every_s: float = 60.0
+    """Also refresh latest.pt before more than this many seconds of training (replay buffer included) would be
+    lost to a crash (SIGKILL, power cut); its replay buffer is written incrementally, only the transitions added
+    since the last save. 0: by save_interval only."""
     prior_buffer: str | None = None
     """Replay buffer file of demonstrations or interventions (`robo-rl collect` writes one): RLPD-style
     symmetric sampling draws `prior_fraction` of every batch from it. None trains from online data only."""
@@ -137,6 +150,8 @@ class OffPolicyRunnerConfig:
     def __post_init__(self) -> None:
         if self.updates_per_step < 0 or self.learning_starts < 0 or self.max_iterations < 0:
             raise ValueError("updates_per_step, learning_starts and max_iterations must not be negative")
+        if not self.save_every_s >= 0:
+            raise ValueError(f"save_every_s must not be negative, got {self.save_every_s}")
         if self.batch_size < 1 or self.buffer_capacity < 1 or self.eval_episodes < 1:
             raise ValueError("batch_size, buffer_capacity and eval_episodes must be at least 1")
         if not 0.0 <= self.prior_fraction <= 1.0:
@@ -214,6 +229,9 @@ class OffPolicyRunner:
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
         self.iteration = self.env_steps = self.gradient_steps = 0
         self.wall_time = 0.0
+        self.schedule = SaveSchedule(cfg.save_every_s, reducer)
+        self.replay_log: ReplayLog | None = None
+        """Chunk files of the replay buffer beside the latest.pt last written or restored."""
         torch.manual_seed(seed)
         self.obs = env.reset(seed=seed)
         self.critic_obs = reset_critic_observation(env, self.obs)
@@ -294,6 +312,7 @@ class OffPolicyRunner:
     def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
         last_eval: EvalResult | None = None
         reached = False
+        self.schedule.start()
         while self.iteration < self.cfg.max_iterations and not reached and not self._estop():
             start = time.perf_counter()
             self.step()
@@ -303,6 +322,7 @@ class OffPolicyRunner:
             evaluation = self._maybe_evaluate(stats)
             self.wall_time += time.perf_counter() - start
             if stats is None:
+                self._save_if_due(time.perf_counter() - start)
                 continue
             if evaluation is not None:
                 last_eval = evaluation
@@ -319,6 +339,7 @@ class OffPolicyRunner:
                 "mean_length": stats.mean_length,
                 "episodes": stats.episodes,
                 "train_success_rate": stats.success_rate,
+                "train_reward_per_step": stats.reward_per_step,
                 **intervention_metrics(self.env),
                 **eval_metrics(evaluation),
                 **losses,
@@ -326,6 +347,7 @@ class OffPolicyRunner:
             self._record(metrics, evaluation is not None)
             if on_iteration is not None:
                 on_iteration(metrics)
+            self._save_if_due(time.perf_counter() - start)
         self._finish()
         return TrainResult(
             self.iteration, self.env_steps * self.reducer.world.size, self.wall_time, last_eval, reached, self._estop()
@@ -364,8 +386,17 @@ class OffPolicyRunner:
             return
         if evaluated or self.iteration % 100 == 0:
             self.run.log(metrics)
-        if self.cfg.save_interval > 0 and self.iteration % self.cfg.save_interval == 0:
-            self.save(self.run.latest_checkpoint)
+
+    def _save_if_due(self, iteration_s: float) -> None:
+        """Refresh latest.pt every save_interval iterations, and by the clock (`SaveSchedule`); after the
+        iteration's metrics row, so that a resumed run's rows stop where its checkpoint does."""
+        if self.run is None:
+            return
+        by_time = self.schedule.due(iteration_s)  # collective: every rank, every iteration
+        by_iterations = self.cfg.save_interval > 0 and self.iteration % self.cfg.save_interval == 0
+        if by_time or by_iterations:
+            latest = self.run.latest_checkpoint
+            self.schedule.save(lambda: self.save(latest), self.env.device)
 
     def _finish(self) -> None:
         if self.remote is not None:
@@ -375,9 +406,13 @@ class OffPolicyRunner:
             self.run.finish(self.save)
 
     def state_dict(self) -> dict[str, Any]:
+        return self._state(self.buffer.state_dict())
+
+    def _state(self, buffer: dict[str, Any]) -> dict[str, Any]:
+        """The runner's state with `buffer` (the replay buffer's state_dict, or a `ReplayLog` manifest)."""
         state: dict[str, Any] = {
             "algorithm": self.algorithm.state_dict(),
-            "buffer": self.buffer.state_dict(),
+            "buffer": buffer,
             "prior_buffer": None if self.prior is None else self.prior.state_dict(),
             "iteration": self.iteration,
             "env_steps": self.env_steps,
@@ -399,7 +434,10 @@ class OffPolicyRunner:
                 "the learner process, and checkpoints hold the actor side only"
             )
         self.algorithm.load_state_dict(state["algorithm"])
-        self.buffer.load_state_dict(state["buffer"])
+        if isinstance(state["buffer"], ReplayHistory):  # what `load` read from a latest.pt's chunk files
+            self.buffer.load_history(state["buffer"])
+        else:
+            self.buffer.load_state_dict(state["buffer"])
         if self.prior is not None and state.get("prior_buffer") is not None:
             self.prior.load_state_dict(state["prior_buffer"])
         self.iteration, self.env_steps = int(state["iteration"]), int(state["env_steps"])
@@ -412,7 +450,27 @@ class OffPolicyRunner:
         checkpoint.restore_env_state(self.env, state.get("env"))
 
     def save(self, path: Path) -> None:
-        checkpoint.save_atomic(self.state_dict(), path)
+        """Write a checkpoint to `path`. A latest.pt keeps the file it replaces as previous.pt and holds the replay
+        buffer as chunk files in replay/ beside it, of which this save writes only the new transitions
+        (`robo_rl.storage.replay_log`); any other path gets a self-contained file."""
+        if not checkpoint.is_latest(path):
+            checkpoint.save_checkpoint(self.state_dict(), path)
+            return
+        log = self.replay_log
+        if log is None or log.directory != replay_directory(path):
+            log = ReplayLog(replay_directory(path))
+        manifest = log.append(self.buffer)
+        checkpoint.save_checkpoint(self._state(manifest), path)
+        log.commit(manifest)
+        self.replay_log = log
 
     def load(self, path: Path) -> None:
-        self.load_state_dict(checkpoint.load(path, self.env.device))
+        """Restore a checkpoint written by `save`; CheckpointError naming the file (the checkpoint or one of its
+        replay chunks) when one is damaged, before anything is changed."""
+        state = checkpoint.load(path, self.env.device, required=("iteration", "buffer"))
+        log = None
+        if is_manifest(state["buffer"]):
+            log = ReplayLog(replay_directory(path))
+            state["buffer"] = log.restore(state["buffer"])
+        self.load_state_dict(state)
+        self.replay_log = log

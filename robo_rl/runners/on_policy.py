@@ -24,6 +24,7 @@ from robo_rl.runners.evaluate import (
     targets_reached,
 )
 from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.storage.rollout import RolloutStorage
 
 
@@ -46,10 +47,15 @@ class RunnerConfig:
     """Episodes per evaluation, run in parallel as one batched env."""
     save_interval: int = 50
     """Iterations between numbered checkpoint snapshots; latest.pt is refreshed at every evaluation too."""
+    save_every_s: float = 60.0
+    """Also refresh latest.pt before more than this many seconds of training would be lost to a crash (SIGKILL,
+    power cut). 0: at save_interval and evaluations only."""
 
     def __post_init__(self) -> None:
         if self.max_iterations < 0 or self.eval_interval < 0 or self.save_interval < 0:
             raise ValueError("max_iterations, eval_interval and save_interval must not be negative")
+        if not self.save_every_s >= 0:
+            raise ValueError(f"save_every_s must not be negative, got {self.save_every_s}")
         if self.eval_episodes < 1:
             raise ValueError(f"eval_episodes must be at least 1, got {self.eval_episodes}")
 
@@ -113,6 +119,7 @@ class OnPolicyRunner:
         self.iteration = 0
         self.env_steps = 0
         self.wall_time = 0.0
+        self.schedule = SaveSchedule(cfg.save_every_s, reducer)
         torch.manual_seed(seed)
         self.obs = env.reset(seed=seed)
         self.critic_obs = reset_critic_observation(env, self.obs)
@@ -165,6 +172,7 @@ class OnPolicyRunner:
         """Train until `max_iterations` or the target return; returns the summary of the whole run."""
         last_eval: EvalResult | None = None
         reached = False
+        self.schedule.start()
         while self.iteration < self.cfg.max_iterations and not reached:
             start = time.perf_counter()
             self.collect()
@@ -191,10 +199,11 @@ class OnPolicyRunner:
                 "mean_length": stats.mean_length,
                 "episodes": stats.episodes,
                 "train_success_rate": stats.success_rate,
+                "train_reward_per_step": stats.reward_per_step,
                 **eval_metrics(evaluation),
                 **losses,
             }
-            self._record(metrics, evaluated=evaluation is not None)
+            self._record(metrics, time.perf_counter() - start)
             if on_iteration is not None:
                 on_iteration(metrics)
         self._finish()
@@ -212,15 +221,22 @@ class OnPolicyRunner:
         actor = self.policy.deterministic_actor().eval()
         return evaluate_held_out(self.eval_env, actor, self.seed)
 
-    def _record(self, metrics: dict[str, Any], evaluated: bool) -> None:
+    def _record(self, metrics: dict[str, Any], iteration_s: float) -> None:
+        """Log the iteration's row, then checkpoint: a numbered snapshot every save_interval iterations, and
+        latest.pt with it, on every evaluation iteration and by the clock (`SaveSchedule`)."""
         if self.run is None:
             return
         self.run.log(metrics)
-        if evaluated:
-            self.save(self.run.latest_checkpoint)
-        if self.cfg.save_interval > 0 and self.iteration % self.cfg.save_interval == 0:
+        cfg = self.cfg
+        by_time = self.schedule.due(iteration_s)  # collective: every rank, every iteration
+        snapshot = cfg.save_interval > 0 and self.iteration % cfg.save_interval == 0
+        # the evaluation grid, whether rank 0 evaluated or skipped: every rank saves on the same iterations
+        evaluation = evaluation_due(self.iteration, cfg.max_iterations, cfg.eval_interval)
+        if snapshot:
             self.save(self.run.checkpoints / f"model_{self.iteration:06d}.pt")
-            self.save(self.run.latest_checkpoint)
+        if snapshot or evaluation or by_time:
+            latest = self.run.latest_checkpoint
+            self.schedule.save(lambda: self.save(latest), self.env.device)
 
     def _finish(self) -> None:
         if self.run is not None:
@@ -258,7 +274,9 @@ class OnPolicyRunner:
         checkpoint.restore_env_state(self.env, state.get("env"))
 
     def save(self, path: Path) -> None:
-        checkpoint.save_atomic(self.state_dict(), path)
+        """Write a checkpoint to `path` atomically; a latest.pt keeps the file it replaces as previous.pt."""
+        checkpoint.save_checkpoint(self.state_dict(), path)
 
     def load(self, path: Path) -> None:
-        self.load_state_dict(checkpoint.load(path, self.env.device))
+        """Restore a checkpoint; CheckpointError naming the file when it is damaged, before anything changes."""
+        self.load_state_dict(checkpoint.load(path, self.env.device, required=("iteration",)))

@@ -3,23 +3,26 @@
 Layout::
 
     RUN/config.yaml         resolved configuration (loads back with `robo_rl.config.load_yaml`)
-    RUN/meta.json           seed, git hash, versions, command, start time
+    RUN/meta.json           seed, git hash, versions, command, torch threads, start time
     RUN/metrics.jsonl       one JSON object per training iteration (appended and flushed as it goes)
     RUN/tb/                 TensorBoard event files
-    RUN/checkpoints/        latest.pt and numbered snapshots, each written atomically
-    RUN/learning_curve.png  return vs environment steps
+    RUN/checkpoints/        latest.pt, the previous.pt it replaced (the fallback when latest.pt is damaged),
+                            replay/ (off-policy: the replay buffer's chunk files) and numbered snapshots,
+                            each written atomically
+    RUN/learning_curve.png  evaluation return and success, training reward per step, vs environment steps
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from robo_rl.provenance import git_hash, versions
+from robo_rl.provenance import git_hash, torch_threads, versions
 
 CONFIG_FILE = "config.yaml"
 META_FILE = "meta.json"
@@ -52,6 +55,7 @@ class RunDirectory:
             "git_hash": git_hash(),
             "versions": versions(),
             "command": command,
+            "torch_threads": torch_threads(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         (path / META_FILE).write_text(json.dumps(meta, indent=2) + "\n")
@@ -72,7 +76,17 @@ class RunDirectory:
         return self.checkpoints / LATEST_CHECKPOINT
 
     def meta(self) -> dict[str, Any]:
-        return json.loads((self.path / META_FILE).read_text())
+        """meta.json; ValueError naming the file when it is missing, not JSON or not an object."""
+        path = self.path / META_FILE
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as err:
+            raise ValueError(f"{path}: cannot read ({err.strerror})") from None
+        except ValueError as err:  # JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"{path}: not JSON ({' '.join(str(err).split())[:120]})") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"{path}: expected a JSON object, got {type(meta).__name__}")
+        return meta
 
     def log(self, metrics: dict[str, float | int | None]) -> None:
         """Append one iteration's metrics to metrics.jsonl and TensorBoard (keys other than iteration/env_steps)."""
@@ -88,19 +102,24 @@ class RunDirectory:
         path = self.path / METRICS_FILE
         if not path.exists():
             return []
-        # A crash can leave a half-written last line; every complete line is kept.
-        rows = []
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-        return rows
+        # A crash can leave a half-written last line; every complete row is kept, and lines that are no
+        # metrics row (undecodable, not JSON, no integer iteration) are skipped.
+        lines = path.read_bytes().decode("utf-8", errors="replace").splitlines()
+        return [row for row in map(_metrics_row, lines) if row is not None]
 
     def truncate_metrics(self, after_iteration: int) -> None:
-        """Drop metric rows newer than a checkpoint, so a resumed run does not log those iterations twice."""
+        """Drop metric rows newer than a checkpoint, so a resumed run does not log those iterations twice.
+
+        The file is replaced atomically: a crash while truncating leaves the old rows, never half of them.
+        """
         rows = [r for r in self.metrics() if r["iteration"] <= after_iteration]
-        (self.path / METRICS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+        path = self.path / METRICS_FILE
+        tmp = path.with_name(f".{METRICS_FILE}.tmp")
+        with open(tmp, "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
 
     def plot_learning_curve(self) -> Path:
         from robo_rl.runners.learning_curve import plot_learning_curve
@@ -126,3 +145,14 @@ class RunDirectory:
 
             self._writer = SummaryWriter(log_dir=str(self.path / "tb"))
         return self._writer
+
+
+def _metrics_row(line: str) -> dict[str, Any] | None:
+    """One metrics.jsonl line as a row: a JSON object with an integer `iteration`; None for anything else."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(row, dict) or not isinstance(row.get("iteration"), int):
+        return None
+    return row

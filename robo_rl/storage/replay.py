@@ -70,12 +70,27 @@ def concat_transitions(a: Transitions, b: Transitions) -> Transitions:
     return Transitions(**{name: torch.cat((getattr(a, name), getattr(b, name))) for name in FIELD_NAMES})
 
 
+@dataclass(frozen=True)
+class ReplayHistory:
+    """The newest transitions a buffer received, oldest first: enough to rebuild its ring exactly
+    (`ReplayBuffer.load_history`). `robo_rl.storage.replay_log` reads one from a checkpoint's chunk files."""
+
+    sizes: dict[str, int]
+    """capacity, obs_dim, critic_obs_dim and action_dim of the buffer."""
+    added: int
+    """Transitions the buffer had received in all."""
+    transitions: Transitions
+    """The last min(added, capacity) of them (or more), in insertion order."""
+
+
 class ReplayBuffer:
     """Ring buffer of `capacity` transitions preallocated on `device`; the oldest are overwritten first.
 
     Slots fill from 0, so the stored transitions are always slots `[0, len)`; once full, `add` overwrites from
     the ring position onwards. `state_dict` holds only the filled slots (a checkpoint of a small fill is small)
-    and restores them, the length and the ring position exactly.
+    and restores them, the length and the ring position exactly. Transition number `i` (counting every one ever
+    added from 0) sits in slot `i % capacity`; `since` copies the newest ones out in insertion order, which is
+    what incremental checkpoints write (`robo_rl.storage.replay_log`).
 
     Args:
         capacity: number of transitions kept.
@@ -113,9 +128,15 @@ class ReplayBuffer:
         self.device = self._data.rewards.device
         self._position = 0
         self._size = 0
+        self._added = 0
 
     def __len__(self) -> int:
         return self._size
+
+    @property
+    def added(self) -> int:
+        """Transitions added since the buffer was created, overwritten ones included."""
+        return self._added
 
     def add(self, batch: Transitions) -> None:
         """Append B transitions, overwriting the oldest; with B > capacity only the last `capacity` are kept.
@@ -133,6 +154,7 @@ class ReplayBuffer:
             stored[slots] = getattr(batch, name)[n - keep :].to(stored.dtype)
         self._position = (self._position + n) % self.capacity
         self._size = min(self._size + n, self.capacity)
+        self._added += n
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Transitions:
         """`batch_size` stored transitions drawn uniformly with replacement.
@@ -148,6 +170,30 @@ class ReplayBuffer:
         """Views of the `len(self)` stored transitions, in slot order (not insertion order once wrapped)."""
         return Transitions(**{name: getattr(self._data, name)[: self._size] for name in FIELD_NAMES})
 
+    def since(self, start: int) -> Transitions:
+        """CPU copies of transitions number `start` to `added - 1`, oldest first; the oldest still stored is
+        number `added - len(self)` (ValueError for an older `start`)."""
+        if not self._added - self._size <= start <= self._added:
+            raise ValueError(f"transitions {start}.. are not stored (the buffer holds {self._added - self._size}..)")
+        slots = torch.arange(start, self._added, device=self.device) % self.capacity
+        return Transitions(**{name: getattr(self._data, name)[slots].to("cpu") for name in FIELD_NAMES})
+
+    def load_history(self, history: ReplayHistory) -> None:
+        """Rebuild the ring of the buffer `history` came from: the same slots, length, ring position and count.
+
+        ValueError naming the field if capacity or a dimension differs, or if the history is too short.
+        """
+        self._check_sizes(history.sizes)
+        keep = min(history.added, self.capacity)
+        if len(history.transitions) < keep:
+            raise ValueError(f"replay history holds {len(history.transitions)} transitions, the buffer kept {keep}")
+        start = history.added - keep
+        self._position, self._size, self._added = start % self.capacity, 0, start
+        first = len(history.transitions) - keep
+        self.add(
+            Transitions(**{name: getattr(history.transitions, name)[first:].to(self.device) for name in FIELD_NAMES})
+        )
+
     def state_dict(self) -> dict[str, Any]:
         """Sizes, ring position and CPU copies of the filled slots only.
 
@@ -157,20 +203,41 @@ class ReplayBuffer:
             **self._dims(),
             "position": self._position,
             "size": self._size,
+            "added": self._added,
             "transitions": {name: getattr(self._data, name)[: self._size].to("cpu", copy=True) for name in FIELD_NAMES},
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a `state_dict`; ValueError naming the field if capacity or a dimension differs."""
-        for name, ours in self._dims().items():
-            if name not in state:
-                raise ValueError(f"replay buffer state lacks {name!r}")
-            if state[name] != ours:
-                raise ValueError(f"{name}: the saved replay buffer has {state[name]}, this buffer has {ours}")
+        self._check_sizes(state)
+        self._check_fill(state)
         size = state["size"]
         for name in FIELD_NAMES:
             getattr(self._data, name)[:size].copy_(state["transitions"][name])
         self._position, self._size = state["position"], size
+        # Files written before the count existed: the smallest count consistent with the ring.
+        self._added = state.get("added", size if size < self.capacity else self.capacity + self._position)
+
+    def _check_fill(self, state: dict[str, Any]) -> None:
+        """`size`, `position` and the stored rows must describe one ring of this capacity."""
+        size, position = state.get("size"), state.get("position")
+        if not isinstance(size, int) or not 0 <= size <= self.capacity:
+            held = f"the saved replay buffer holds {size!r} transitions"
+            raise ValueError(f"size: {held}, its capacity is {self.capacity}")
+        if not isinstance(position, int) or not 0 <= position < self.capacity:
+            raise ValueError(f"position: {position!r} is outside a ring of capacity {self.capacity}")
+        for name in FIELD_NAMES:
+            rows = state["transitions"].get(name) if isinstance(state.get("transitions"), dict) else None
+            if not isinstance(rows, torch.Tensor) or rows.shape[:1] != (size,):
+                shape = None if rows is None else tuple(getattr(rows, "shape", ()))
+                raise ValueError(f"transitions.{name}: expected {size} rows, the file has {shape}")
+
+    def _check_sizes(self, sizes: dict[str, Any]) -> None:
+        for name, ours in self._dims().items():
+            if name not in sizes:
+                raise ValueError(f"replay buffer state lacks {name!r}")
+            if sizes[name] != ours:
+                raise ValueError(f"{name}: the saved replay buffer has {sizes[name]}, this buffer has {ours}")
 
     def save(self, path: Path | str) -> None:
         """Write the buffer to `path` atomically (the old file or the new one, never half of either)."""

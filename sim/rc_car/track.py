@@ -317,7 +317,11 @@ def read_track_csv(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"track file {str(path)!r} does not exist")
-    lines = [(number, line.strip()) for number, line in enumerate(path.read_text().splitlines(), start=1)]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not a track CSV (not UTF-8 text: byte {err.start})") from None
+    lines = [(number, line.strip()) for number, line in enumerate(text.splitlines(), start=1)]
     lines = [(number, line) for number, line in lines if line and not line.startswith("#")]
     if not lines or lines[0][1].replace(" ", "") != CSV_HEADER:
         found = lines[0][1] if lines else "nothing"

@@ -25,7 +25,8 @@ def _send(writer: int, kind: int, number: int, value: int) -> None:
     os.write(writer, EVENT.pack(0, value, kind, number))
 
 
-def _wait(condition: Callable[[], bool], timeout: float = 2.0) -> None:
+def _wait(condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Poll until `condition()`; it usually holds within milliseconds, the long deadline is for a loaded machine."""
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:
         time.sleep(0.005)

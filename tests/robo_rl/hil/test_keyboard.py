@@ -12,7 +12,8 @@ import torch
 from robo_rl.hil.keyboard import KeyboardTeleop
 
 
-def _wait(condition: object, timeout: float = 2.0) -> None:
+def _wait(condition: object, timeout: float = 30.0) -> None:
+    """Poll until `condition()`; it usually holds within milliseconds, the long deadline is for a loaded machine."""
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
         time.sleep(0.01)

@@ -75,7 +75,7 @@ def test_episode_tracker_counts_the_successes_of_finished_episodes() -> None:
     stats = tracker.flush()
     assert stats.episodes == 3 and stats.success_rate == 2 / 3 and stats.mean_length == 1.0
     tracker.record(torch.ones(4), torch.zeros(4, dtype=torch.bool), success=torch.zeros(4, dtype=torch.bool))
-    assert tracker.flush() == EpisodeStats(None, None, 0, None)
+    assert tracker.flush() == EpisodeStats(None, None, 0, None, reward_per_step=1.0)
     without_success = EpisodeTracker(2, "cpu")
     without_success.record(torch.ones(2), torch.ones(2, dtype=torch.bool))
     assert without_success.flush().success_rate is None

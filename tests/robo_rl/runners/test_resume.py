@@ -112,7 +112,7 @@ def test_learning_curve_png_is_valid_after_learn(resumed: dict[str, Any]) -> Non
     curve = resumed["run"].path / "learning_curve.png"
     assert curve.read_bytes()[:8] == PNG_MAGIC
     image = matplotlib.image.imread(curve)
-    assert image.shape[:2] == (400, 700)  # figsize (7, 4) at 100 dpi
+    assert image.shape[:2] == (280, 800)  # one panel (reward per step): no evaluation, no episode ended
     assert not list(resumed["run"].path.glob("*.tmp*"))
 
 

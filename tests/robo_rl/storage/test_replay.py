@@ -242,6 +242,23 @@ def test_load_state_dict_with_wrong_capacity_names_it() -> None:
         buffer(16).load_state_dict(buffer(8).state_dict())
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("size", 9, r"size: the saved replay buffer holds 9 transitions, its capacity is 8"),
+        ("size", -1, r"size: the saved replay buffer holds -1 transitions"),
+        ("position", 8, r"position: 8 is outside a ring of capacity 8"),
+        ("size", 3, r"transitions.obs: expected 3 rows, the file has \(2, 3\)"),
+    ],
+)
+def test_load_state_dict_rejects_a_fill_that_no_ring_of_its_capacity_has(key: str, value: int, message: str) -> None:
+    saved = buffer(8)
+    saved.add(id_range(0, 2))
+    state = saved.state_dict() | {key: value}
+    with pytest.raises(ValueError, match=message):
+        buffer(8).load_state_dict(state)
+
+
 def test_load_of_a_file_that_is_not_a_buffer_says_so(tmp_path: Path) -> None:
     path = tmp_path / "other.pt"
     torch.save({"model": {}}, path)
