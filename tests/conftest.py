@@ -7,12 +7,20 @@ import os
 
 # Headless MuJoCo rendering: must be set before mujoco is imported (robo_rl.sim imports it).
 os.environ.setdefault("MUJOCO_GL", "egl")
+# Idle OpenMP threads sleep instead of spinning, as under `robo-rl` (robo_rl.cli.threads): set before torch loads,
+# so that test processes running side by side on few cores do not slow each other down many times over.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, SpaceSpec, StepResult
 from robo_rl.sim.pendulum import Pendulum
+
+# `make test` runs two pytest-xdist workers, one per core of a 2-core machine: each one computes in one thread, so
+# that they do not compete with each other (and with the node processes the ROS tests start) for the same cores.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 
 class PendulumWithAngle(Pendulum):

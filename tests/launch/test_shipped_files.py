@@ -70,7 +70,13 @@ def test_sim_files_start_bridge_policy_and_teleop(robot: str, namespace: str, pr
 def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> None:
     plan = resolve_launch_file(LAUNCH / "sim_quadrotor.launch.yaml", {"profile": "quadrotor_px4"}, SETTINGS)
     bridge, policy, teleop = plan.processes
-    assert bridge.params == {"profile": "quadrotor_px4", "task": "quadrotor/hover", "seed": 0, "episode_length": 3600.0}
+    assert bridge.params == {
+        "profile": "quadrotor_px4",
+        "task": "quadrotor/hover",
+        "seed": 0,
+        "episode_length": 3600.0,
+        "lockstep": True,
+    }
     assert policy.params == {
         "profile": "quadrotor_px4",
         "policy": "policy.onnx",
