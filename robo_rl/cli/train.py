@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rich.console import Console
@@ -14,6 +18,7 @@ from rich.console import Console
 from robo_rl.cli.bad_file import BadFileError
 from robo_rl.cli.checkpoint_file import checkpoint_errors
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
+from robo_rl.cli.interrupt import StopRequested, stop_at_iteration_end
 from robo_rl.cli.prior_buffer_file import prior_buffer_errors
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
 from robo_rl.cli.run_loading import read_run_config
@@ -124,7 +129,8 @@ def _train(args: argparse.Namespace, reducer: Reducer) -> int:
     console.print(f"run directory: [bold]{run.path}[/bold]")
     if reducer.world.size > 1:
         console.print(f"{reducer.world.size} processes; rank 0 logs, evaluates and checkpoints")
-    result = train(runner, run, console, quiet=args.quiet or not main_rank)
+    quiet = args.quiet or not main_rank
+    result = train(runner, run, console, quiet, at_iteration_end=reducer.world.size == 1)
     if result is None:
         return 130
     print_summary(console, result, run)
@@ -242,14 +248,23 @@ def _read_world_size(file: Path) -> int:
         raise BadFileError(file, "expected the number of processes that trained the run") from None
 
 
-def train(runner: Runner, run: RunDirectory, console: Console, quiet: bool = False) -> TrainResult | None:
-    """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None."""
+def train(
+    runner: Runner, run: RunDirectory, console: Console, quiet: bool = False, at_iteration_end: bool = True
+) -> TrainResult | None:
+    """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None.
+
+    With `at_iteration_end` the first Ctrl-C stops training once the current iteration is logged
+    (robo_rl.cli.interrupt); without it (several processes, which must stop at the same iteration) at once.
+    """
     try:
-        if quiet:
-            return runner.learn()
-        with TrainingProgress(runner.cfg.max_iterations, runner.iteration, console) as progress:
-            return runner.learn(progress)
-    except KeyboardInterrupt:
+        graceful = at_iteration_end and threading.current_thread() is threading.main_thread()  # signals: main only
+        with stop_at_iteration_end() if graceful else contextlib.nullcontext() as interrupt:
+            check = interrupt.check if interrupt is not None else None
+            if quiet:
+                return runner.learn(check)
+            with TrainingProgress(runner.cfg.max_iterations, runner.iteration, console) as progress:
+                return runner.learn(progress if check is None else _both(progress, check))
+    except (KeyboardInterrupt, StopRequested):
         runner.save(run.latest_checkpoint)
         run.plot_learning_curve()
         console.print(
@@ -257,6 +272,14 @@ def train(runner: Runner, run: RunDirectory, console: Console, quiet: bool = Fal
             f"Continue with: robo-rl train --resume {run.path}"
         )
         return None
+
+
+def _both(first: Callable[[dict[str, Any]], None], second: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+    def call(metrics: dict[str, Any]) -> None:
+        first(metrics)
+        second(metrics)
+
+    return call
 
 
 def print_summary(console: Console, result: TrainResult, run: RunDirectory) -> None:

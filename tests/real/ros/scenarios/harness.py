@@ -32,7 +32,9 @@ class Processes:
         self.children.append((label, process))
         return process
 
-    def stop(self, grace: float = 5.0) -> dict[str, int]:
+    def stop(self, grace: float = 30.0) -> dict[str, int]:
+        """SIGINT every child, wait up to `grace` s in all, then SIGKILL (exit code -9). Generous: `robo-rl launch`
+        itself gives its nodes 5 s after SIGINT and 5 more after SIGTERM, and a loaded machine needs that."""
         for _, process in self.children:
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
