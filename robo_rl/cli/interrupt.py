@@ -2,9 +2,9 @@
 
 A KeyboardInterrupt raised at an arbitrary point can leave a lock held (TensorBoard's event queue, a logging
 handler) and hang the checkpoint save that follows; one run in a loaded test suite hung like that for over 60 s.
-The first Ctrl-C therefore only asks to stop: the runner's per-iteration callback raises StopRequested once the
-iteration's metrics are written, which is a point where the checkpoint matches the log. A second Ctrl-C raises
-KeyboardInterrupt at once, as before.
+The first Ctrl-C therefore only asks to stop: the runner checks `is_requested` before each iteration and ends
+there as at max_iterations (final checkpoint and learning curve). A second Ctrl-C raises KeyboardInterrupt at
+once, as before.
 """
 
 from __future__ import annotations
@@ -19,12 +19,8 @@ from typing import Any
 NOTICE = b"robo-rl train: stopping after this iteration (Ctrl-C again to stop at once)\n"
 
 
-class StopRequested(Exception):
-    """Ctrl-C was pressed; raised between two iterations."""
-
-
 class IterationBoundaryInterrupt:
-    """Installed by `stop_at_iteration_end`; `check` is the runner's per-iteration callback."""
+    """Installed by `stop_at_iteration_end`; `is_requested` is the runner's `stop_requested`."""
 
     def __init__(self, previous: Any) -> None:
         self.requested = False
@@ -37,10 +33,8 @@ class IterationBoundaryInterrupt:
         self.requested = True
         os.write(2, NOTICE)  # async-signal-safe, unlike print
 
-    def check(self, _metrics: dict[str, Any] | None = None) -> None:
-        """StopRequested once Ctrl-C was pressed."""
-        if self.requested:
-            raise StopRequested
+    def is_requested(self) -> bool:
+        return self.requested
 
 
 @contextlib.contextmanager

@@ -7,10 +7,8 @@ import contextlib
 import shlex
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 from rich.console import Console
@@ -18,7 +16,7 @@ from rich.console import Console
 from robo_rl.cli.bad_file import BadFileError
 from robo_rl.cli.checkpoint_file import checkpoint_errors
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
-from robo_rl.cli.interrupt import StopRequested, stop_at_iteration_end
+from robo_rl.cli.interrupt import stop_at_iteration_end
 from robo_rl.cli.prior_buffer_file import prior_buffer_errors
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
 from robo_rl.cli.run_loading import read_run_config
@@ -253,33 +251,32 @@ def train(
 ) -> TrainResult | None:
     """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None.
 
-    With `at_iteration_end` the first Ctrl-C stops training once the current iteration is logged
-    (robo_rl.cli.interrupt); without it (several processes, which must stop at the same iteration) at once.
+    With `at_iteration_end` the first Ctrl-C ends training before the next iteration (robo_rl.cli.interrupt);
+    without it (several processes, which must stop at the same iteration) at once.
     """
+    graceful = at_iteration_end and threading.current_thread() is threading.main_thread()  # signals: main only
     try:
-        graceful = at_iteration_end and threading.current_thread() is threading.main_thread()  # signals: main only
         with stop_at_iteration_end() if graceful else contextlib.nullcontext() as interrupt:
-            check = interrupt.check if interrupt is not None else None
-            if quiet:
-                return runner.learn(check)
-            with TrainingProgress(runner.cfg.max_iterations, runner.iteration, console) as progress:
-                return runner.learn(progress if check is None else _both(progress, check))
-    except (KeyboardInterrupt, StopRequested):
+            if interrupt is not None:
+                runner.stop_requested = interrupt.is_requested
+            result = _learn(runner, console, quiet)
+        if interrupt is None or not interrupt.requested:
+            return result
+    except KeyboardInterrupt:
         runner.save(run.latest_checkpoint)
         run.plot_learning_curve()
-        console.print(
-            f"interrupted at iteration {runner.iteration}; checkpoint saved. "
-            f"Continue with: robo-rl train --resume {run.path}"
-        )
-        return None
+    console.print(
+        f"interrupted at iteration {runner.iteration}; checkpoint saved. "
+        f"Continue with: robo-rl train --resume {run.path}"
+    )
+    return None
 
 
-def _both(first: Callable[[dict[str, Any]], None], second: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
-    def call(metrics: dict[str, Any]) -> None:
-        first(metrics)
-        second(metrics)
-
-    return call
+def _learn(runner: Runner, console: Console, quiet: bool) -> TrainResult:
+    if quiet:
+        return runner.learn()
+    with TrainingProgress(runner.cfg.max_iterations, runner.iteration, console) as progress:
+        return runner.learn(progress)
 
 
 def print_summary(console: Console, result: TrainResult, run: RunDirectory) -> None:

@@ -230,6 +230,8 @@ class OffPolicyRunner:
         self.iteration = self.env_steps = self.gradient_steps = 0
         self.wall_time = 0.0
         self.schedule = SaveSchedule(cfg.save_every_s, reducer)
+        self.stop_requested: Callable[[], bool] = _never
+        """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
         self.replay_log: ReplayLog | None = None
         """Chunk files of the replay buffer beside the latest.pt last written or restored."""
         torch.manual_seed(seed)
@@ -313,7 +315,9 @@ class OffPolicyRunner:
         last_eval: EvalResult | None = None
         reached = False
         self.schedule.start()
-        while self.iteration < self.cfg.max_iterations and not reached and not self._estop():
+        while (
+            self.iteration < self.cfg.max_iterations and not reached and not self._estop() and not self.stop_requested()
+        ):
             start = time.perf_counter()
             self.step()
             losses = self.train_step()
@@ -474,3 +478,7 @@ class OffPolicyRunner:
             state["buffer"] = log.restore(state["buffer"])
         self.load_state_dict(state)
         self.replay_log = log
+
+
+def _never() -> bool:
+    return False

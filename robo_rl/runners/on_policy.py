@@ -120,6 +120,8 @@ class OnPolicyRunner:
         self.env_steps = 0
         self.wall_time = 0.0
         self.schedule = SaveSchedule(cfg.save_every_s, reducer)
+        self.stop_requested: Callable[[], bool] = _never
+        """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
         torch.manual_seed(seed)
         self.obs = env.reset(seed=seed)
         self.critic_obs = reset_critic_observation(env, self.obs)
@@ -173,7 +175,7 @@ class OnPolicyRunner:
         last_eval: EvalResult | None = None
         reached = False
         self.schedule.start()
-        while self.iteration < self.cfg.max_iterations and not reached:
+        while self.iteration < self.cfg.max_iterations and not reached and not self.stop_requested():
             start = time.perf_counter()
             self.collect()
             losses = self.update()
@@ -280,3 +282,7 @@ class OnPolicyRunner:
     def load(self, path: Path) -> None:
         """Restore a checkpoint; CheckpointError naming the file when it is damaged, before anything changes."""
         self.load_state_dict(checkpoint.load(path, self.env.device, required=("iteration",)))
+
+
+def _never() -> bool:
+    return False

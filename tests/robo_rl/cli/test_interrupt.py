@@ -1,4 +1,4 @@
-"""The first Ctrl-C of `robo-rl train` asks to stop at the end of the iteration; a second one stops at once."""
+"""The first Ctrl-C of `robo-rl train` asks to stop before the next iteration; a second one stops at once."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from robo_rl.cli.interrupt import StopRequested, stop_at_iteration_end
+from robo_rl.cli.interrupt import stop_at_iteration_end
 
 
 def _sigint_and_wait() -> None:
@@ -16,17 +16,37 @@ def _sigint_and_wait() -> None:
     time.sleep(0.05)  # the handler runs at the next bytecode boundary of the main thread
 
 
-def test_the_first_ctrl_c_is_raised_at_the_iteration_end_the_second_at_once(
+def test_the_first_ctrl_c_is_a_request_the_second_a_keyboard_interrupt(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     before = signal.getsignal(signal.SIGINT)
     with stop_at_iteration_end() as interrupt:
-        interrupt.check({})  # nothing pressed: the iteration goes on
+        assert not interrupt.is_requested()
         _sigint_and_wait()  # no exception here, mid-iteration
-        assert interrupt.requested
-        with pytest.raises(StopRequested):
-            interrupt.check({})
+        assert interrupt.is_requested()
         with pytest.raises(KeyboardInterrupt):
             _sigint_and_wait()
     assert signal.getsignal(signal.SIGINT) is before
     assert "stopping after this iteration" in capfd.readouterr().err
+
+
+@pytest.mark.parametrize("preset", ["pendulum_ppo", "pendulum_sac"])
+def test_a_runner_asked_to_stop_ends_before_its_next_iteration(preset: str) -> None:
+    from dataclasses import replace
+
+    from robo_rl.experiment import PRESETS
+    from robo_rl.runners.build import build_runner
+    from robo_rl.sim import make
+
+    base = PRESETS[preset]()
+    loop = replace(getattr(base, base.loop_section), max_iterations=50)
+    cfg = replace(base, task=replace(base.task, num_envs=8), **{base.loop_section: loop})
+    runner = build_runner(cfg, make)
+    seen: list[int] = []
+
+    def on_iteration(metrics: dict) -> None:
+        seen.append(metrics["iteration"])
+
+    runner.stop_requested = lambda: len(seen) >= 3
+    result = runner.learn(on_iteration)
+    assert seen == [1, 2, 3] and result.iterations == 3
