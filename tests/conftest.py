@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 
 # Headless MuJoCo rendering: must be set before mujoco is imported (robo_rl.sim imports it).
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -13,6 +14,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest
 import torch
+
+# Tests send SIGINT to the processes they start (Ctrl-C in `robo-rl train`, `robo-rl launch` stopping its nodes).
+# A process inherits an ignored SIGINT, and a shell script's background commands start with it ignored (a CI job
+# started with `&`): Python then installs no KeyboardInterrupt handler, and those processes would never stop. With
+# a handler here, the processes the tests start get the default disposition again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, SpaceSpec, StepResult
 from robo_rl.sim.pendulum import Pendulum

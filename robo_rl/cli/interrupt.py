@@ -1,10 +1,10 @@
 """Ctrl-C during `robo-rl train`: stop at the end of the current iteration, not wherever the signal lands.
 
-A KeyboardInterrupt raised at an arbitrary point can leave a lock held (TensorBoard's event queue, a logging
-handler) and hang the checkpoint save that follows; one run in a loaded test suite hung like that for over 60 s.
-The first Ctrl-C therefore only asks to stop: the runner checks `is_requested` before each iteration and ends
-there as at max_iterations (final checkpoint and learning curve). A second Ctrl-C raises KeyboardInterrupt at
-once, as before.
+A KeyboardInterrupt raised at an arbitrary point interrupts whatever runs (a metrics write, TensorBoard's event
+queue, a replay chunk) before the checkpoint is saved. The first Ctrl-C therefore only asks to stop: the runner
+checks `is_requested` before each iteration and ends there as at max_iterations (final checkpoint and learning
+curve). A second Ctrl-C raises KeyboardInterrupt at once, as before. A process started with SIGINT ignored (an
+asynchronous command of a non-interactive shell) keeps ignoring it, as Python's own handling does.
 """
 
 from __future__ import annotations
@@ -41,6 +41,9 @@ class IterationBoundaryInterrupt:
 def stop_at_iteration_end() -> Iterator[IterationBoundaryInterrupt]:
     """SIGINT handled as described above while the block runs (main thread only); the previous handler after."""
     interrupt = IterationBoundaryInterrupt(signal.getsignal(signal.SIGINT))
+    if interrupt.previous is signal.SIG_IGN:  # whoever started us asked for SIGINT to be ignored
+        yield interrupt
+        return
     signal.signal(signal.SIGINT, interrupt.handle)
     try:
         yield interrupt

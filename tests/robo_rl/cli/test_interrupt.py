@@ -50,3 +50,14 @@ def test_a_runner_asked_to_stop_ends_before_its_next_iteration(preset: str) -> N
     runner.stop_requested = lambda: len(seen) >= 3
     result = runner.learn(on_iteration)
     assert seen == [1, 2, 3] and result.iterations == 3
+
+
+def test_an_ignored_sigint_stays_ignored() -> None:
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with stop_at_iteration_end() as interrupt:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            _sigint_and_wait()
+            assert not interrupt.is_requested()
+    finally:
+        signal.signal(signal.SIGINT, before)
