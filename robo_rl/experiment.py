@@ -249,9 +249,9 @@ HOVER_ROBUST_TRAINING = (
     "position_weight=2",
     "distance_weight=4",
     "attitude_weight=2",
-    "randomization.mass=0.2",
+    "randomization.mass=0.25",
     "randomization.inertia=0.2",
-    "randomization.thrust_coefficient=0.15",
+    "randomization.thrust_coefficient=0.18",
     "randomization.torque_coefficient=0.2",
     "randomization.motor_time_constant=0.2",
     "randomization.max_action_latency=3",
@@ -262,7 +262,9 @@ HOVER_ROBUST_TRAINING = (
     "randomization.disturbance_torque=0.000005",
     "curriculum.steps=1000",
 )
-"""Training ranges of `quadrotor_hover_robust_ppo` (task params of quadrotor/hover)."""
+"""Training ranges of `quadrotor_hover_robust_ppo` (task params of quadrotor/hover). Mass +-25 % and thrust
+coefficient +-18 % put the thrust-to-weight ratio between 0.66 and 1.57 of nominal, close to the held-out 0.62-1.71:
+held-out failures were episodes whose ratio training never reached (docs/BENCHMARKS.md)."""
 HOVER_HELD_OUT = (
     "randomization.mass=0.3",
     "randomization.inertia=0.3",
@@ -284,6 +286,10 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
         base,
         name="quadrotor_hover_robust_ppo",
         task=replace(base.task, params=HOVER_ROBUST_TRAINING, eval_params=HOVER_HELD_OUT),
+        # The action noise keeps a floor of 0.08 (log-std -2.5): without it the noise shrank to 0.03, the adaptive
+        # learning rate (KL ~ step^2 / std^2) shrank with it to 1e-4, and the held-out success stalled at 88-92 %
+        # (docs/BENCHMARKS.md, robustness section).
+        policy=replace(base.policy, min_log_std=-2.5),
         runner=replace(base.runner, max_iterations=4000, eval_interval=50, eval_min_train_success=0.5),
     )
 

@@ -30,7 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--envs", type=int, default=10, help="parallel envs (default: 10)")
     p.add_argument("--noise", type=float, default=0.0, help="std of Gaussian noise on normalized actions (default 0)")
     p.add_argument("--seed", type=int, default=0, help="seed of initial states and noise (default: 0)")
-    p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="checkpoint (default: RUN_DIR/checkpoints/best.pt, the best evaluation, else latest.pt)",
+    )
     p.add_argument("-o", "--output", type=Path, help="buffer file to write (default: RUN_DIR/demonstrations.pt)")
     add_threads_argument(p)
     p.set_defaults(func=main)

@@ -13,6 +13,7 @@ from robo_rl.cli.progress import describe_evaluation, terminal
 from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
 from robo_rl.cli.threads import add_threads_argument
 from robo_rl.envs import BatchedEnv
+from robo_rl.runners.best_policy import BEST_CHECKPOINT
 from robo_rl.runners.evaluate import EvalResult, evaluate
 from robo_rl.runners.flight_plot import plot_flights, record_positions
 
@@ -29,7 +30,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train")
     p.add_argument("--episodes", type=int, default=100, help="episodes to run (default: 100)")
     p.add_argument("--seed", type=int, default=12345, help="seed of the initial states (default: 12345)")
-    p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="checkpoint (default: RUN_DIR/checkpoints/best.pt, the best evaluation, else latest.pt)",
+    )
     p.add_argument("--onnx", action="store_true", help="evaluate RUN_DIR/policy.onnx with onnxruntime")
     p.add_argument("--device", default="cpu", help="device for env and policy (default: cpu)")
     add_task_param_argument(p, "for this evaluation, e.g. held-out ranges: --task-param randomization.mass=0.3")
@@ -78,8 +83,15 @@ def main(args: argparse.Namespace) -> int:
     result = evaluate_run(
         args.run_dir, args.episodes, args.seed, args.checkpoint, args.onnx, args.device, args.task_params
     )
-    source = "policy.onnx (onnxruntime)" if args.onnx else "checkpoint (torch)"
+    source = "policy.onnx (onnxruntime)" if args.onnx else f"{_checkpoint_name(args.run_dir, args.checkpoint)} (torch)"
     terminal().print(f"{args.run_dir} ({source}): {describe_evaluation(result)}")
     if result.success_rate is None:
         terminal().print("success rate: n/a (this task defines no success criterion)")
     return 0
+
+
+def _checkpoint_name(run_dir: Path, checkpoint: Path | None) -> str:
+    """The checkpoint `load_trained` reads, as the output names it."""
+    if checkpoint is not None:
+        return str(checkpoint)
+    return BEST_CHECKPOINT if (run_dir / "checkpoints" / BEST_CHECKPOINT).is_file() else "latest.pt"

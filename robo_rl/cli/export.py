@@ -72,7 +72,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="output file for --target onnx (default: RUN_DIR/policy.onnx); output folder for the other targets "
         "(default: RUN_DIR/firmware_TARGET, or firmware_TARGET next to the .onnx file)",
     )
-    p.add_argument("--checkpoint", type=Path, help="checkpoint to export (default: RUN_DIR/checkpoints/latest.pt)")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="checkpoint to export (default: RUN_DIR/checkpoints/best.pt, the best evaluation, else latest.pt)",
+    )
     p.set_defaults(func=main)
 
 

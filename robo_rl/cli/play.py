@@ -49,7 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default: 0)")
     p.add_argument("--fps", type=float, default=25.0, help="target frames per second of the video (default: 25)")
     p.add_argument("--max-seconds", type=float, default=60.0, help="stop after this much simulated time (s)")
-    p.add_argument("--checkpoint", type=Path, help="checkpoint (default: RUN_DIR/checkpoints/latest.pt)")
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="checkpoint (default: RUN_DIR/checkpoints/best.pt, the best evaluation, else latest.pt)",
+    )
     p.add_argument("--onnx", action="store_true", help="drive with RUN_DIR/policy.onnx in onnxruntime")
     add_task_param_argument(p, "for this video")
     add_threads_argument(p)

@@ -15,6 +15,7 @@ from robo_rl.config import load_yaml
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.runners import checkpoint
+from robo_rl.runners.best_policy import BEST_CHECKPOINT
 from robo_rl.runners.build import build_deployable_actor
 from robo_rl.runners.run_dir import RunDirectory
 
@@ -30,10 +31,14 @@ class TrainedPolicy:
 
 
 def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: str = "cpu") -> TrainedPolicy:
-    """Config from RUN/config.yaml and weights from `checkpoint_path` (default RUN/checkpoints/latest.pt, or the
-    previous.pt beside it, with a warning on stderr, when latest.pt is damaged)."""
+    """Config from RUN/config.yaml and weights from `checkpoint_path`; by default the run's best policy
+    (RUN/checkpoints/best.pt, written at its best evaluation), else RUN/checkpoints/latest.pt (or the previous.pt
+    beside it, with a warning on stderr, when latest.pt is damaged)."""
     run = RunDirectory.open(run_path)
     cfg = read_run_config(run)
+    best = run.checkpoints / BEST_CHECKPOINT
+    if checkpoint_path is None and best.is_file():
+        checkpoint_path = best
     path = checkpoint_path or run.latest_checkpoint
     if not path.is_file() and (checkpoint_path is not None or not checkpoint.previous_of(path).is_file()):
         raise FileNotFoundError(f"{path}: no checkpoint (train first, or pass --checkpoint)")

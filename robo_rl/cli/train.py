@@ -290,4 +290,10 @@ def print_summary(console: Console, result: TrainResult, run: RunDirectory) -> N
     )
     if result.final_eval is not None:
         console.print(f"last evaluation: {describe_evaluation(result.final_eval)}")
+    if result.best_iteration is not None:
+        rate = "" if result.best_success_rate is None else f" (success {result.best_success_rate:.1%})"
+        console.print(
+            f"best evaluation: iteration {result.best_iteration}{rate}; its policy is checkpoints/best.pt, "
+            "which eval, export and play use"
+        )
     console.print(f"learning curve: {run.path / 'learning_curve.png'}")

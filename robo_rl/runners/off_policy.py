@@ -33,6 +33,7 @@ from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.runners import checkpoint
+from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import (
     EvalResult,
@@ -230,6 +231,8 @@ class OffPolicyRunner:
         self.iteration = self.env_steps = self.gradient_steps = 0
         self.wall_time = 0.0
         self.schedule = SaveSchedule(cfg.save_every_s, reducer)
+        self.best = BestPolicy()
+        """The best evaluation so far; its policy is checkpoints/best.pt."""
         self.stop_requested: Callable[[], bool] = _never
         """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
         self.replay_log: ReplayLog | None = None
@@ -331,6 +334,8 @@ class OffPolicyRunner:
             if evaluation is not None:
                 last_eval = evaluation
                 reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
+                checkpoints = None if self.run is None else self.run.checkpoints
+                self.best.offer(evaluation, self.iteration, self._policy_state, checkpoints)
             # evaluations fall on these iterations whatever the training success: there, rank 0 decides
             possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
             reached = rank0_decides(reached, self.reducer, possible)
@@ -354,8 +359,19 @@ class OffPolicyRunner:
             self._save_if_due(time.perf_counter() - start)
         self._finish()
         return TrainResult(
-            self.iteration, self.env_steps * self.reducer.world.size, self.wall_time, last_eval, reached, self._estop()
+            self.iteration,
+            self.env_steps * self.reducer.world.size,
+            self.wall_time,
+            last_eval,
+            reached,
+            self._estop(),
+            best_iteration=self.best.iteration,
+            best_success_rate=self.best.success_rate,
         )
+
+    def _policy_state(self) -> dict[str, Any]:
+        """What best.pt needs to rebuild the deterministic actor (`build_deployable_actor` reads the actor)."""
+        return {"algorithm": {"actor": self.algorithm.actor.state_dict()}}
 
     def _estop(self) -> bool:
         """The operator's e-stop (an InterventionEnv's `estop`) ends training."""
@@ -427,6 +443,7 @@ class OffPolicyRunner:
             "tracker": self.tracker.state_dict(),
             "generator": self.generator.get_state(),
             "torch_rng": torch.get_rng_state(),
+            BEST_KEY: self.best.state_dict(),
         }
         state["env"] = checkpoint.env_state(self.env)
         return state
@@ -449,6 +466,7 @@ class OffPolicyRunner:
         self.wall_time = float(state["wall_time"])
         self.obs, self.critic_obs = state["obs"].to(self.env.device), state["critic_obs"].to(self.env.device)
         self.tracker.load_state_dict(state["tracker"])
+        self.best.load_state_dict(state.get(BEST_KEY))
         self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         checkpoint.restore_env_state(self.env, state.get("env"))

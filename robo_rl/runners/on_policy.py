@@ -15,6 +15,7 @@ from robo_rl.distributed import LOCAL, Reducer, rank0_decides
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners import checkpoint
+from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeTracker
 from robo_rl.runners.evaluate import (
     EvalResult,
@@ -70,6 +71,10 @@ class TrainResult:
     reached_target: bool
     estop: bool = False
     """The operator pressed the e-stop (robo_rl.hil.InterventionEnv), which ended training."""
+    best_iteration: int | None = None
+    """Iteration of the best evaluation (the policy in checkpoints/best.pt); None without evaluations."""
+    best_success_rate: float | None = None
+    """Success rate of that evaluation (tasks that define success)."""
 
 
 def critic_observation(obs: torch.Tensor, info: dict[str, torch.Tensor], key: str) -> torch.Tensor:
@@ -120,6 +125,8 @@ class OnPolicyRunner:
         self.env_steps = 0
         self.wall_time = 0.0
         self.schedule = SaveSchedule(cfg.save_every_s, reducer)
+        self.best = BestPolicy()
+        """The best evaluation so far; its policy is checkpoints/best.pt."""
         self.stop_requested: Callable[[], bool] = _never
         """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
         torch.manual_seed(seed)
@@ -186,6 +193,7 @@ class OnPolicyRunner:
             if evaluation is not None:
                 last_eval = evaluation
                 reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
+                self.best.offer(evaluation, self.iteration, self._policy_state, self._checkpoints())
             # evaluations fall on these iterations whatever the training success: there, rank 0 decides
             possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
             reached = rank0_decides(reached, self.reducer, possible)
@@ -209,7 +217,23 @@ class OnPolicyRunner:
             if on_iteration is not None:
                 on_iteration(metrics)
         self._finish()
-        return TrainResult(self.iteration, self.env_steps * self.reducer.world.size, self.wall_time, last_eval, reached)
+        steps = self.env_steps * self.reducer.world.size
+        return TrainResult(
+            self.iteration,
+            steps,
+            self.wall_time,
+            last_eval,
+            reached,
+            best_iteration=self.best.iteration,
+            best_success_rate=self.best.success_rate,
+        )
+
+    def _policy_state(self) -> dict[str, Any]:
+        """What best.pt needs to rebuild the deterministic actor."""
+        return {"policy": self.policy.state_dict()}
+
+    def _checkpoints(self) -> Path | None:
+        return None if self.run is None else self.run.checkpoints
 
     def _maybe_evaluate(self, training_success_rate: float | None) -> EvalResult | None:
         cfg = self.cfg
@@ -255,6 +279,7 @@ class OnPolicyRunner:
             "critic_obs": self.critic_obs,
             "tracker": self.tracker.state_dict(),
             "torch_rng": torch.get_rng_state(),
+            BEST_KEY: self.best.state_dict(),
         }
         if torch.cuda.is_available():
             state["cuda_rng"] = torch.cuda.get_rng_state_all()
@@ -270,6 +295,7 @@ class OnPolicyRunner:
         self.obs = state["obs"].to(self.env.device)
         self.critic_obs = state["critic_obs"].to(self.env.device)
         self.tracker.load_state_dict(state["tracker"])
+        self.best.load_state_dict(state.get(BEST_KEY))
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])

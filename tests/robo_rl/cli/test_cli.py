@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from robo_rl.cli.main import main
 from robo_rl.cli.tasks import resolve_config
@@ -172,7 +173,9 @@ def test_export_writes_policy_onnx(trained_run: dict[str, Any]) -> None:
     path: Path = trained_run["run"] / "policy.onnx"
     assert path.is_file()
     assert "(ok)" in " ".join(out.split())
-    assert "iteration 3" in " ".join(out.split())
+    # the policy of the best evaluation (checkpoints/best.pt), not the last iteration's
+    best = torch.load(trained_run["run"] / "checkpoints" / "best.pt", weights_only=False)
+    assert f"(iteration {best['iteration']})" in " ".join(out.split())
     meta = read_metadata(path)
     assert meta["robo_rl.git_hash"] == trained_run["after_train"]["meta"]["git_hash"]
 
@@ -182,7 +185,7 @@ def test_eval_torch_and_onnx_print_the_same_return(trained_run: dict[str, Any]) 
     code_torch, out_torch, _ = _main(["eval", run, "--episodes", "5"])
     code_onnx, out_onnx, _ = _main(["eval", run, "--episodes", "5", "--onnx"])
     assert code_torch == code_onnx == 0
-    assert "checkpoint (torch)" in out_torch and "policy.onnx (onnxruntime)" in out_onnx
+    assert "best.pt (torch)" in out_torch and "policy.onnx (onnxruntime)" in out_onnx
     assert "over 5 episodes" in " ".join(out_torch.split())
     assert _eval_mean_return(out_torch) == _eval_mean_return(out_onnx)
 
