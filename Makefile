@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install system-deps ros-venv lint clean
+.PHONY: demo test bench claims install system-deps ros-venv lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,13 @@ bench: $(STAMP) $(ROS_STAMP)
 	$(PY) bench/mujoco_steps.py --engines
 	$(PY) bench/pybullet_steps.py
 	$(PY) bench/ros_latency.py --load 0 1
+
+# Every figure README.md quotes, re-measured at HEAD beside the quoted text (bench/claims.py): the short versions
+# take minutes; `make claims CLAIMS_ARGS=--long` runs the full benchmarks. Run it before closing an issue that
+# touches training, simulators or export.
+CLAIMS_ARGS ?=
+claims: $(STAMP)
+	cd bench && ../$(PY) claims.py $(CLAIMS_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check robo_rl sim real firmware_export tests bench

@@ -119,13 +119,13 @@ def to_gate(points: list[tuple[int, float, float]]) -> dict[str, Any]:
     return {"iteration": None, "seconds": None, "best": max((p[2] for p in points), default=None)}
 
 
-def evaluate_rows(run: Path, rows: list[str], episodes: int) -> dict[str, float]:
-    """Success rate of the run's best policy on each row (1000 episodes, seed 12345)."""
+def evaluate_rows(run: Path, rows: list[str], episodes: int, checkpoint: Path | None = None) -> dict[str, float]:
+    """Success rate of the run's best policy (or `checkpoint`) on each row (1000 episodes, seed 12345)."""
     from robo_rl.cli.evaluate import evaluate_run
 
     out = {}
     for name in rows:
-        result = evaluate_run(run, episodes, EVAL_SEED, task_params=ROWS[name])
+        result = evaluate_run(run, episodes, EVAL_SEED, checkpoint, task_params=ROWS[name])
         out[name] = float(result.success_rate or 0.0)
         print(f"  {run.name}: {name}: {out[name]:.1%}", flush=True)
     return out
@@ -208,6 +208,12 @@ def main() -> int:
     parser.add_argument("--episodes", type=int, default=1000, help="episodes per evaluation row")
     parser.add_argument("--short", action="store_true", help="only the held-out row of existing runs")
     parser.add_argument(
+        "--at-gate",
+        action="store_true",
+        help="evaluate each run's snapshot at its first evaluation >= 95 %% (what the preset, which stops there, "
+        "deploys) instead of its best policy",
+    )
+    parser.add_argument(
         "--by-thrust-to-weight",
         type=Path,
         nargs="+",
@@ -224,8 +230,10 @@ def main() -> int:
     runs = list(args.runs or []) or _train_all(args)
     rows = list(SHORT_ROWS if args.short else ROWS)
     curves = {f"{run.name}": curve(run) for run in runs}
-    results = {run.name: evaluate_rows(run, rows, args.episodes) for run in runs}
     gates = {name: to_gate(points) for name, points in curves.items()}
+    results = {
+        run.name: evaluate_rows(run, rows, args.episodes, _gate_snapshot(run, gates[run.name], args)) for run in runs
+    }
     if not args.short:
         plot_curves(curves, args.curves)
     report = {
@@ -233,6 +241,7 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "git_hash": _git_hash(),
         "seconds": time.time() - started,
+        "policy": "snapshot at the gate" if args.at_gate else "best.pt",
         "runs": {
             str(run): {"gate": gates[run.name], "rows": results[run.name], "curve": curves[run.name]} for run in runs
         },
@@ -253,6 +262,15 @@ def _print_bins(run: Path, checkpoints: list[Path], episodes: int) -> int:
         )
         print(f"{checkpoint.name}: {cells}", flush=True)
     return 0
+
+
+def _gate_snapshot(run: Path, gate: dict[str, Any], args: argparse.Namespace) -> Path | None:
+    """With --at-gate, the numbered checkpoint of the run's first evaluation at the gate; else None (best.pt)."""
+    if not args.at_gate:
+        return None
+    if gate["iteration"] is None:
+        raise SystemExit(f"{run}: never reached the gate; nothing to evaluate --at-gate")
+    return run / "checkpoints" / f"model_{gate['iteration']:06d}.pt"
 
 
 def _train_all(args: argparse.Namespace) -> list[Path]:

@@ -82,3 +82,29 @@ def _yaml(cfg: object) -> str:
     from robo_rl.config import to_dict
 
     return yaml.safe_dump(to_dict(cfg), sort_keys=False)
+
+
+def test_off_policy_best_pt_holds_the_actor_that_eval_rebuilds(tmp_path: Path) -> None:
+    from robo_rl.experiment import pendulum_sac
+
+    base = pendulum_sac()
+    cfg = replace(
+        base,
+        task=replace(base.task, num_envs=4),
+        off_policy=replace(
+            base.off_policy, max_iterations=120, learning_starts=40, batch_size=32, eval_interval=30, eval_episodes=4
+        ),
+    )
+    runner = build_runner(cfg, make)
+    runner.run = RunDirectory.create(tmp_path, "x", 0, "{}\n", "test")
+    (runner.run.path / "config.yaml").write_text(_yaml(cfg))
+    result = runner.learn()
+    saved = torch.load(runner.run.checkpoints / BEST_CHECKPOINT, weights_only=False)
+    assert saved["iteration"] == result.best_iteration and set(saved) >= {"algorithm", BEST_KEY}
+    assert "buffer" not in saved  # the actor only, not the replay buffer
+    trained = load_trained(runner.run.path)
+    assert trained.iteration == result.best_iteration
+    expected = runner.algorithm.actor.state_dict() if result.best_iteration == 120 else saved["algorithm"]["actor"]
+    compared = [name for name in trained.actor.state_dict() if name in expected]
+    assert compared
+    assert all(torch.equal(trained.actor.state_dict()[name], expected[name]) for name in compared)
