@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -50,9 +51,10 @@ class Claim:
     name: str
     quote: str
     """Text of README.md that quotes the figure (verbatim, on one line or across a line break)."""
-    short: tuple[str, ...] | None
-    """Arguments of the short version (after `python`, run in bench/; `{out}` is the JSON path); None: long only."""
-    long: tuple[str, ...]
+    short: str | None
+    """The short version: a bench script and its arguments (run by this Python in bench/; `{out}` is the JSON
+    path); None: long only."""
+    long: str
     read: Callable[[dict[str, Any]], Verdict]
     """The JSON the command wrote → (measured figure, holds)."""
     needs: Callable[[], str | None] = lambda: None
@@ -156,22 +158,22 @@ CLAIMS = (
     Claim(
         "hover-gate",
         "it took a median of 14.4 s over 3 seeds",
-        ("hover_gate.py", "--algos", "ppo", "--seeds", "1", "--budget", "60", "--output", "{out}"),
-        ("hover_gate.py", "--algos", "ppo", "--seeds", "3", "--budget", "120", "--output", "{out}"),
+        "hover_gate.py --algos ppo --seeds 1 --budget 60 --output {out}",
+        "hover_gate.py --algos ppo --seeds 3 --budget 120 --output {out}",
         read_hover_gate,
     ),
     Claim(
         "contention",
         "hover PPO keeps 88 % of its speed with one core busy, where 2 spinning threads kept 33 %",
-        ("contention.py", "--configs", "default", "spin-all", "--rounds", "1", "--seconds", "3", "--output", "{out}"),
-        ("contention.py", "--output", "{out}"),
+        "contention.py --configs default spin-all --rounds 1 --seconds 3 --output {out}",
+        "contention.py --output {out}",
         read_contention,
     ),
     Claim(
         "robust-hover",
         "seeds 0, 1 and 2 all pass the 95 % gate",
-        ("robust_hover.py", "--short", "--runs", "{robust_runs}", "--output", "{out}"),
-        ("robust_hover.py", "--seeds", "0", "1", "2", "--parallel", "2", "--output", "{out}", "--curves", "{out}.png"),
+        "robust_hover.py --short --runs {robust_runs} --output {out}",
+        "robust_hover.py --seeds 0 1 2 --parallel 2 --output {out} --curves {out}.png",
         read_robust,
         needs=lambda: None if robust_runs() else "no runs under runs/robust_hover (train them with --long)",
     ),
@@ -179,78 +181,42 @@ CLAIMS = (
         "compile-speedup",
         "2–4x the eager env-steps/s at 1,024–4,096 envs here",
         None,
-        ("quadrotor_steps.py", "--batches", "1024", "4096", "--output", "{out}"),
+        "quadrotor_steps.py --batches 1024 4096 --output {out}",
         read_compile,
     ),
     Claim(
         "kill-resume",
         "`bench/kill_resume.py` kills and resumes training 20 times",
-        ("kill_resume.py", "--kills", "2", "--output", "{out}"),
-        ("kill_resume.py", "--kills", "20", "--output", "{out}"),
+        "kill_resume.py --kills 2 --output {out}",
+        "kill_resume.py --kills 20 --output {out}",
         read_kill,
     ),
     Claim(
         "bc-hover",
         "Ten hover demonstrations and 2,000 steps (3 s) give 98.5–100 % hover success",
-        (
-            "hil.py",
-            "--tasks",
-            "quadrotor/hover",
-            "--conditions",
-            "rl+demos",
-            "--seeds",
-            "0",
-            "--max-seconds",
-            "5",
-            "--output",
-            "{out}",
-        ),
-        (
-            "hil.py",
-            "--tasks",
-            "quadrotor/hover",
-            "--conditions",
-            "rl+demos",
-            "--seeds",
-            "0",
-            "1",
-            "2",
-            "--output",
-            "{out}",
-        ),
+        "hil.py --tasks quadrotor/hover --conditions rl+demos --seeds 0 --max-seconds 5 --output {out}",
+        "hil.py --tasks quadrotor/hover --conditions rl+demos --seeds 0 1 2 --output {out}",
         read_bc,
     ),
     Claim(
         "flow-standardization",
         "86.5–100 % on seeds 0 and 2, 3 % on seed 1",
         None,
-        (
-            "flow.py",
-            "--tasks",
-            "quadrotor/hover",
-            "--learners",
-            "bc-flow",
-            "--seeds",
-            "0",
-            "1",
-            "2",
-            "--output",
-            "{out}",
-        ),
+        "flow.py --tasks quadrotor/hover --learners bc-flow --seeds 0 1 2 --output {out}",
         read_flow,
     ),
     Claim(
         "determinism",
         "two runs with the same thread count give bit-identical metrics",
-        ("determinism.py", "--iterations", "10", "--output", "{out}"),
-        ("determinism.py", "--iterations", "50", "--threads", "1", "1", "2", "2", "--output", "{out}"),
+        "determinism.py --iterations 10 --output {out}",
+        "determinism.py --iterations 50 --threads 1 1 2 2 --output {out}",
         read_determinism,
     ),
     Claim(
         "test-suite",
         "The test suite takes about 4 min on 2 cores",
         None,
-        ("claims.py", "--suite", "{out}"),
+        "claims.py --suite {out}",
         read_suite,
     ),
 )
@@ -281,9 +247,9 @@ def run_claim(claim: Claim, long: bool, workdir: Path) -> dict[str, Any]:
     return {**record, "verdict": "holds" if holds else "differs", "measured": measured}
 
 
-def _expand(arguments: tuple[str, ...], out: Path) -> list[str]:
+def _expand(arguments: str, out: Path) -> list[str]:
     expanded: list[str] = []
-    for argument in arguments:
+    for argument in shlex.split(arguments):
         if argument == "{robust_runs}":
             expanded += [str(run) for run in robust_runs()]
         else:

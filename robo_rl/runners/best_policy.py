@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from robo_rl.runners.checkpoint import save_atomic
+from robo_rl.runners.checkpoint import CheckpointError, load, save_atomic
 from robo_rl.runners.evaluate import EvalResult
 
 BEST_CHECKPOINT = "best.pt"
@@ -22,8 +22,11 @@ BEST_KEY = "best_evaluation"
 
 def evaluation_score(evaluation: EvalResult) -> tuple[float, float]:
     """What "better" means: the success rate first (tasks that define success), then the mean return."""
-    rate = evaluation.success_rate
-    return (-1.0 if rate is None else rate, evaluation.mean_return)
+    return _score(evaluation.success_rate, evaluation.mean_return)
+
+
+def _score(success_rate: float | None, mean_return: float) -> tuple[float, float]:
+    return (-1.0 if success_rate is None else success_rate, mean_return)
 
 
 class BestPolicy:
@@ -39,7 +42,7 @@ class BestPolicy:
     def score(self) -> tuple[float, float] | None:
         if self.iteration is None or self.mean_return is None:
             return None
-        return (-1.0 if self.success_rate is None else self.success_rate, self.mean_return)
+        return _score(self.success_rate, self.mean_return)
 
     def offer(
         self,
@@ -60,18 +63,36 @@ class BestPolicy:
             save_atomic(state, checkpoints / BEST_CHECKPOINT)
         return True
 
-    def describe(self) -> str:
-        if self.iteration is None:
-            return "no evaluation yet"
-        rate = "" if self.success_rate is None else f"success {self.success_rate:.1%}, "
-        return f"iteration {self.iteration} ({rate}return {self.mean_return:.2f})"
-
     def state_dict(self) -> dict[str, Any]:
         return {"iteration": self.iteration, "success_rate": self.success_rate, "mean_return": self.mean_return}
 
-    def load_state_dict(self, state: dict[str, Any] | None) -> None:
-        """Restore from a runner checkpoint; None (a checkpoint written before best.pt existed) starts afresh."""
+    def load_state_dict(self, state: dict[str, Any] | None, checkpoints: Path | None = None) -> None:
+        """Restore from a runner checkpoint (None: one written before best.pt existed, start afresh). With the
+        run's `checkpoints` folder, a best.pt newer than that checkpoint (a crash between the two saves) stays
+        the best, so a resumed run never overwrites it with a worse policy."""
         state = state or {}
         self.iteration = state.get("iteration")
         self.success_rate = state.get("success_rate")
         self.mean_return = state.get("mean_return")
+        saved = _saved_best(checkpoints)
+        if saved is not None and (
+            self.score is None or _score(saved["success_rate"], saved["mean_return"]) > self.score
+        ):
+            self.iteration, self.success_rate, self.mean_return = (
+                saved["iteration"],
+                saved["success_rate"],
+                saved["mean_return"],
+            )
+
+
+def _saved_best(checkpoints: Path | None) -> dict[str, Any] | None:
+    """The evaluation recorded in `checkpoints/best.pt`; None when there is none or it cannot be read (the next
+    better evaluation replaces it)."""
+    path = None if checkpoints is None else checkpoints / BEST_CHECKPOINT
+    if path is None or not path.is_file():
+        return None
+    try:
+        saved = load(path).get(BEST_KEY)
+    except (CheckpointError, OSError):  # damaged: not a best to keep
+        return None
+    return saved if isinstance(saved, dict) and saved.get("mean_return") is not None else None

@@ -466,7 +466,7 @@ class OffPolicyRunner:
         self.wall_time = float(state["wall_time"])
         self.obs, self.critic_obs = state["obs"].to(self.env.device), state["critic_obs"].to(self.env.device)
         self.tracker.load_state_dict(state["tracker"])
-        self.best.load_state_dict(state.get(BEST_KEY))
+        self.best.load_state_dict(state.get(BEST_KEY), None if self.run is None else self.run.checkpoints)
         self.generator.set_state(state["generator"])
         torch.set_rng_state(state["torch_rng"])
         checkpoint.restore_env_state(self.env, state.get("env"))

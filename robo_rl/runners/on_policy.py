@@ -295,7 +295,7 @@ class OnPolicyRunner:
         self.obs = state["obs"].to(self.env.device)
         self.critic_obs = state["critic_obs"].to(self.env.device)
         self.tracker.load_state_dict(state["tracker"])
-        self.best.load_state_dict(state.get(BEST_KEY))
+        self.best.load_state_dict(state.get(BEST_KEY), self._checkpoints())
         torch.set_rng_state(state["torch_rng"])
         if "cuda_rng" in state and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(state["cuda_rng"])

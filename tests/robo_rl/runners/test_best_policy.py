@@ -108,3 +108,20 @@ def test_off_policy_best_pt_holds_the_actor_that_eval_rebuilds(tmp_path: Path) -
     compared = [name for name in trained.actor.state_dict() if name in expected]
     assert compared
     assert all(torch.equal(trained.actor.state_dict()[name], expected[name]) for name in compared)
+
+
+def test_a_best_pt_newer_than_the_resumed_checkpoint_stays_the_best(tmp_path: Path) -> None:
+    """A crash between best.pt and latest.pt: the resumed run must not overwrite best.pt with a worse policy."""
+    written = BestPolicy()
+    written.offer(_evaluation(0.6, 1.0), 10, lambda: {"policy": {}}, tmp_path)  # in the older latest.pt
+    older = written.state_dict()
+    written.offer(_evaluation(0.9, 1.0), 20, lambda: {"policy": {}}, tmp_path)  # then best.pt, then the crash
+    resumed = BestPolicy()
+    resumed.load_state_dict(older, tmp_path)
+    assert resumed.iteration == 20
+    assert not resumed.offer(_evaluation(0.8, 5.0), 30, lambda: {"policy": {}}, tmp_path)
+    assert torch.load(tmp_path / BEST_CHECKPOINT, weights_only=False)["iteration"] == 20
+    (tmp_path / BEST_CHECKPOINT).write_bytes(b"truncated")
+    damaged = BestPolicy()
+    damaged.load_state_dict(older, tmp_path)  # a damaged best.pt is not a best to keep
+    assert damaged.iteration == 10
