@@ -13,9 +13,8 @@ Only numpy and onnx are needed here (no torch, no onnxruntime).
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -23,6 +22,8 @@ from typing import Literal, TypeAlias
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+from robo_rl.artifact import PolicyArtifact
 
 ActivationKind = Literal["relu", "tanh", "sigmoid", "elu", "leaky_relu"]
 ElementwiseOp = Literal["add", "sub", "mul", "div"]
@@ -518,49 +519,24 @@ def _policy_info(
     output: str,
     producer: str,
 ) -> PolicyInfo:
-    """PolicyInfo from the `robo_rl.*` metadata_props, with defaults for what is missing."""
-
-    def strings(key: str, default: Sequence[str], size: int) -> tuple[str, ...]:
-        return tuple(str(v) for v in _json_list(props, key, default, size))
-
-    def floats(key: str, default: float, size: int) -> tuple[float, ...]:
-        return tuple(float(v) for v in _json_list(props, key, [default] * size, size))
-
-    dt = props.get("robo_rl.dt")
+    """PolicyInfo from the policy artifact's metadata (`robo_rl.artifact`), with defaults for what is missing."""
+    artifact = PolicyArtifact.from_foreign(props, obs_dim, action_dim)
+    obs, action = artifact.obs, artifact.action
     return PolicyInfo(
-        obs_names=strings("robo_rl.obs_names", [f"obs_{i}" for i in range(obs_dim)], obs_dim),
-        obs_units=strings("robo_rl.obs_units", [""] * obs_dim, obs_dim),
-        obs_low=floats("robo_rl.obs_low", -math.inf, obs_dim),
-        obs_high=floats("robo_rl.obs_high", math.inf, obs_dim),
-        action_names=strings("robo_rl.action_names", [f"action_{i}" for i in range(action_dim)], action_dim),
-        action_units=strings("robo_rl.action_units", [""] * action_dim, action_dim),
-        action_low=floats("robo_rl.action_low", -math.inf, action_dim),
-        action_high=floats("robo_rl.action_high", math.inf, action_dim),
-        dt=_float_prop(props, "robo_rl.dt") if dt is not None else None,
-        task=props.get("robo_rl.task"),
-        version=props.get("robo_rl.version"),
-        git_hash=props.get("robo_rl.git_hash"),
-        config_hash=props.get("robo_rl.config_hash"),
+        obs_names=obs.names,
+        obs_units=obs.units,
+        obs_low=obs.low,
+        obs_high=obs.high,
+        action_names=action.names,
+        action_units=action.units,
+        action_low=action.low,
+        action_high=action.high,
+        dt=artifact.dt,
+        task=artifact.task,
+        version=artifact.version,
+        git_hash=artifact.git_hash,
+        config_hash=artifact.config_hash,
         inputs=inputs,
         output=output,
         producer=producer,
     )
-
-
-def _json_list(props: dict[str, str], key: str, default: Sequence[object], size: int) -> list[object]:
-    if key not in props:
-        return list(default)
-    try:
-        values = json.loads(props[key])
-    except json.JSONDecodeError as error:
-        raise ValueError(f"metadata {key}: not JSON ({error})") from error
-    if not isinstance(values, list) or len(values) != size:
-        raise ValueError(f"metadata {key}: expected a list of {size} entries, got {props[key][:80]}")
-    return values
-
-
-def _float_prop(props: dict[str, str], key: str) -> float:
-    try:
-        return float(props[key])
-    except ValueError as error:
-        raise ValueError(f"metadata {key}: not a number: {props[key]!r}") from error

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -12,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from robo_rl.artifact import ArtifactError, PolicyArtifact
 from robo_rl.real.profile import RobotProfile
 
 OBS_INPUT = "obs"
@@ -56,41 +56,24 @@ class PolicyInfo:
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> PolicyInfo:
-        """Parse the metadata_props of an ONNX file; raises PolicyFileError naming the bad key."""
+        """Parse the metadata_props of an ONNX file (`robo_rl.artifact`, every key required); raises
+        PolicyFileError naming the bad key, or saying the file needs a newer robo_rl."""
+        try:
+            artifact = PolicyArtifact.from_props(props)
+        except ArtifactError as err:
+            raise PolicyFileError(str(err)) from None
+        assert artifact.task is not None and artifact.dt is not None  # required by the strict reading
         return cls(
-            task=_prop(props, "task"),
-            dt=_float(props, "dt"),
-            obs_names=_json_list(props, "obs_names", str),
-            obs_units=_json_list(props, "obs_units", str),
-            action_names=_json_list(props, "action_names", str),
-            action_units=_json_list(props, "action_units", str),
-            action_low=_json_list(props, "action_low", float),
-            action_high=_json_list(props, "action_high", float),
-            version=props.get("robo_rl.version", "unknown"),
+            task=artifact.task,
+            dt=artifact.dt,
+            obs_names=artifact.obs.names,
+            obs_units=artifact.obs.units,
+            action_names=artifact.action.names,
+            action_units=artifact.action.units,
+            action_low=artifact.action.low,
+            action_high=artifact.action.high,
+            version=str(artifact.version),
         )
-
-
-def _prop(props: Mapping[str, str], key: str) -> str:
-    full = f"robo_rl.{key}"
-    if full not in props:
-        raise PolicyFileError(f"missing metadata {full!r} (not exported by robo_rl.export.onnx?)")
-    return props[full]
-
-
-def _float(props: Mapping[str, str], key: str) -> float:
-    text = _prop(props, key)
-    try:
-        return float(text)
-    except ValueError:
-        raise PolicyFileError(f"metadata 'robo_rl.{key}' is not a number") from None
-
-
-def _json_list(props: Mapping[str, str], key: str, kind: type) -> tuple:
-    try:
-        values = json.loads(_prop(props, key))
-        return tuple(kind(v) for v in values)
-    except (ValueError, TypeError):
-        raise PolicyFileError(f"metadata 'robo_rl.{key}' is not a JSON list of {kind.__name__}") from None
 
 
 def mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:

@@ -2,13 +2,12 @@
 
 The file's metadata carries everything deployment needs to check that it drives the right robot: observation
 names/order/units/bounds, action names/bounds/units, control period, and provenance (config hash, git hash,
-robo_rl version). `real/` and `firmware_export/` read only this file.
+robo_rl version), in the keys `robo_rl.artifact` defines. `real/` and `firmware_export/` read only this file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import warnings
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import torch
 from torch import nn
 
 import robo_rl
+from robo_rl.artifact import PolicyArtifact, VectorSpec
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.flow_metadata import flow_metadata
 
@@ -44,22 +44,23 @@ class PolicyMetadata:
     """Commit of the robo_rl source that trained the policy."""
 
     def to_props(self) -> dict[str, str]:
-        """ONNX metadata_props: flat string key/values (lists as JSON)."""
-        return {
-            "robo_rl.version": robo_rl.__version__,
-            "robo_rl.task": self.task,
-            "robo_rl.dt": repr(self.dt),
-            "robo_rl.obs_names": json.dumps(list(self.obs_spec.names)),
-            "robo_rl.obs_units": json.dumps(list(self.obs_spec.units)),
-            "robo_rl.obs_low": json.dumps(list(self.obs_spec.low)),
-            "robo_rl.obs_high": json.dumps(list(self.obs_spec.high)),
-            "robo_rl.action_names": json.dumps(list(self.action_spec.names)),
-            "robo_rl.action_units": json.dumps(list(self.action_spec.units)),
-            "robo_rl.action_low": json.dumps(list(self.action_spec.low)),
-            "robo_rl.action_high": json.dumps(list(self.action_spec.high)),
-            "robo_rl.config_hash": self.config_hash,
-            "robo_rl.git_hash": self.git_hash,
-        }
+        """ONNX metadata_props: the policy artifact (`robo_rl.artifact`) of these specs and provenance."""
+        return self.artifact().to_props()
+
+    def artifact(self) -> PolicyArtifact:
+        return PolicyArtifact(
+            obs=_vector(self.obs_spec),
+            action=_vector(self.action_spec),
+            dt=self.dt,
+            task=self.task,
+            config_hash=self.config_hash,
+            git_hash=self.git_hash,
+            version=robo_rl.__version__,
+        )
+
+
+def _vector(spec: SpaceSpec) -> VectorSpec:
+    return VectorSpec(tuple(spec.names), tuple(spec.units), tuple(spec.low), tuple(spec.high))
 
 
 def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:

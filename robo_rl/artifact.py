@@ -1,0 +1,187 @@
+"""The policy artifact: what a `policy.onnx` says about itself in its `robo_rl.*` metadata_props.
+
+One definition of the keys, their encoding (strings; lists as JSON) and the schema version. The ONNX exporter
+writes it (`robo_rl.export.onnx`), the deploy runtime reads it strictly (`robo_rl.real.runtime`: every key must be
+there), and the firmware export reads it leniently (`robo_rl.firmware_export.ir`: files from SB3 or Isaac Lab lack
+it and get unnamed, unbounded vectors). Standard library only, so the torch-free deploy side can import it.
+
+A file written with a newer schema than this module reads is refused with `NewerSchemaError`, which says to
+upgrade robo_rl; files without `robo_rl.schema` were written before the key existed and are schema 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+PREFIX = "robo_rl."
+SCHEMA_VERSION = 1
+"""Schema this module writes and the newest it reads."""
+SCHEMA_KEY = PREFIX + "schema"
+
+
+class ArtifactError(ValueError):
+    """The metadata is missing a key or holds a malformed value; the message names the key."""
+
+
+class NewerSchemaError(ArtifactError):
+    """The file was written by a newer robo_rl whose schema this one cannot read."""
+
+
+@dataclass(frozen=True)
+class VectorSpec:
+    """Names, units and bounds of the observation or action vector, in order."""
+
+    names: tuple[str, ...]
+    units: tuple[str, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.names), len(self.units), len(self.low), len(self.high)}
+        if len(sizes) != 1:
+            raise ArtifactError(
+                f"names, units, low and high differ in length ({len(self.names)}, {len(self.units)}, "
+                f"{len(self.low)}, {len(self.high)})"
+            )
+
+    @property
+    def dim(self) -> int:
+        return len(self.names)
+
+    @classmethod
+    def unnamed(cls, prefix: str, size: int) -> VectorSpec:
+        """`prefix_0 …` without units or bounds: a vector a foreign file describes only by its width."""
+        return cls(tuple(f"{prefix}_{i}" for i in range(size)), ("",) * size, (-math.inf,) * size, (math.inf,) * size)
+
+
+@dataclass(frozen=True)
+class PolicyArtifact:
+    """The self-description of an exported policy."""
+
+    obs: VectorSpec
+    """Observation vector the policy expects."""
+    action: VectorSpec
+    """Action vector the policy outputs; outputs are clipped to its bounds."""
+    dt: float | None
+    """Control period in seconds the policy was trained at (None: a foreign file that does not say)."""
+    task: str | None
+    """Registered task name the policy was trained on."""
+    config_hash: str | None = None
+    """`robo_rl.config.config_hash` of the training config."""
+    git_hash: str | None = None
+    """Commit of the robo_rl source that trained the policy."""
+    version: str | None = None
+    """robo_rl version that exported the file."""
+    schema: int = SCHEMA_VERSION
+
+    def to_props(self) -> dict[str, str]:
+        """ONNX metadata_props: flat string key/values, lists as JSON (non-finite bounds as `Infinity`)."""
+        props = {SCHEMA_KEY: str(self.schema)}
+        optional = {"version": self.version, "task": self.task, "config_hash": self.config_hash}
+        optional["git_hash"] = self.git_hash
+        props.update({PREFIX + key: value for key, value in optional.items() if value is not None})
+        if self.dt is not None:
+            props[PREFIX + "dt"] = repr(self.dt)
+        for role, spec in (("obs", self.obs), ("action", self.action)):
+            for field in ("names", "units", "low", "high"):
+                props[f"{PREFIX}{role}_{field}"] = json.dumps(list(getattr(spec, field)))
+        return props
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str]) -> PolicyArtifact:
+        """A robo_rl policy's metadata, every key required; ArtifactError naming the first bad key."""
+        schema = _schema(props)
+        return cls(
+            obs=_strict_spec(props, "obs"),
+            action=_strict_spec(props, "action"),
+            dt=_number(props, "dt"),
+            task=_required(props, "task"),
+            config_hash=props.get(PREFIX + "config_hash"),
+            git_hash=props.get(PREFIX + "git_hash"),
+            version=props.get(PREFIX + "version", "unknown"),
+            schema=schema,
+        )
+
+    @classmethod
+    def from_foreign(cls, props: Mapping[str, str], obs_dim: int, action_dim: int) -> PolicyArtifact:
+        """Any policy file's metadata, whoever wrote it: what is missing gets a default (`VectorSpec.unnamed`,
+        no dt/task/provenance); what is there must be well formed and fit the graph's widths."""
+        schema = _schema(props)
+        return cls(
+            obs=_lenient_spec(props, "obs", obs_dim),
+            action=_lenient_spec(props, "action", action_dim),
+            dt=_number(props, "dt") if PREFIX + "dt" in props else None,
+            task=props.get(PREFIX + "task"),
+            config_hash=props.get(PREFIX + "config_hash"),
+            git_hash=props.get(PREFIX + "git_hash"),
+            version=props.get(PREFIX + "version"),
+            schema=schema,
+        )
+
+
+def _schema(props: Mapping[str, str]) -> int:
+    text = props.get(SCHEMA_KEY, "1")
+    try:
+        schema = int(text)
+    except ValueError:
+        raise ArtifactError(f"metadata {SCHEMA_KEY!r} is not an integer: {text[:40]!r}") from None
+    if schema > SCHEMA_VERSION:
+        raise NewerSchemaError(
+            f"written by a newer robo_rl (policy schema {schema}; this robo_rl reads up to {SCHEMA_VERSION}): "
+            "upgrade robo_rl to deploy it"
+        )
+    return schema
+
+
+def _required(props: Mapping[str, str], key: str) -> str:
+    full = PREFIX + key
+    if full not in props:
+        raise ArtifactError(f"missing metadata {full!r} (not exported by robo_rl.export.onnx?)")
+    return props[full]
+
+
+def _number(props: Mapping[str, str], key: str) -> float:
+    text = _required(props, key)
+    try:
+        return float(text)
+    except ValueError:
+        raise ArtifactError(f"metadata '{PREFIX}{key}' is not a number") from None
+
+
+def _strict_spec(props: Mapping[str, str], role: str) -> VectorSpec:
+    def values(field: str, kind: type) -> tuple:
+        key = f"{role}_{field}"
+        try:
+            return tuple(kind(v) for v in json.loads(_required(props, key)))
+        except (ValueError, TypeError):
+            raise ArtifactError(f"metadata '{PREFIX}{key}' is not a JSON list of {kind.__name__}") from None
+
+    fields = values("names", str), values("units", str), values("low", float), values("high", float)
+    try:
+        return VectorSpec(*fields)
+    except ArtifactError as err:
+        raise ArtifactError(f"metadata {PREFIX}{role}_*: {err}") from None
+
+
+def _lenient_spec(props: Mapping[str, str], role: str, size: int) -> VectorSpec:
+    default = VectorSpec.unnamed(role, size)
+
+    def values(field: str, kind: type) -> tuple:
+        key = f"{PREFIX}{role}_{field}"
+        if key not in props:
+            return getattr(default, field)
+        try:
+            loaded = json.loads(props[key])
+        except json.JSONDecodeError as err:
+            raise ArtifactError(f"metadata {key}: not JSON ({err})") from None
+        if not isinstance(loaded, list) or len(loaded) != size:
+            raise ArtifactError(f"metadata {key}: expected a list of {size} entries, got {props[key][:80]}")
+        try:
+            return tuple(kind(v) for v in loaded)
+        except (ValueError, TypeError):
+            raise ArtifactError(f"metadata {key}: not a list of {kind.__name__}") from None
+
+    return VectorSpec(values("names", str), values("units", str), values("low", float), values("high", float))
