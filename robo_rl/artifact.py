@@ -12,9 +12,10 @@ upgrade robo_rl; files without `robo_rl.schema` were written before the key exis
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+from robo_rl.spaces import SpaceSpec
 
 PREFIX = "robo_rl."
 SCHEMA_VERSION = 1
@@ -31,39 +32,12 @@ class NewerSchemaError(ArtifactError):
 
 
 @dataclass(frozen=True)
-class VectorSpec:
-    """Names, units and bounds of the observation or action vector, in order."""
-
-    names: tuple[str, ...]
-    units: tuple[str, ...]
-    low: tuple[float, ...]
-    high: tuple[float, ...]
-
-    def __post_init__(self) -> None:
-        sizes = {len(self.names), len(self.units), len(self.low), len(self.high)}
-        if len(sizes) != 1:
-            raise ArtifactError(
-                f"names, units, low and high differ in length ({len(self.names)}, {len(self.units)}, "
-                f"{len(self.low)}, {len(self.high)})"
-            )
-
-    @property
-    def dim(self) -> int:
-        return len(self.names)
-
-    @classmethod
-    def unnamed(cls, prefix: str, size: int) -> VectorSpec:
-        """`prefix_0 …` without units or bounds: a vector a foreign file describes only by its width."""
-        return cls(tuple(f"{prefix}_{i}" for i in range(size)), ("",) * size, (-math.inf,) * size, (math.inf,) * size)
-
-
-@dataclass(frozen=True)
 class PolicyArtifact:
     """The self-description of an exported policy."""
 
-    obs: VectorSpec
+    obs: SpaceSpec
     """Observation vector the policy expects."""
-    action: VectorSpec
+    action: SpaceSpec
     """Action vector the policy outputs; outputs are clipped to its bounds."""
     dt: float | None
     """Control period in seconds the policy was trained at (None: a foreign file that does not say)."""
@@ -107,7 +81,7 @@ class PolicyArtifact:
 
     @classmethod
     def from_foreign(cls, props: Mapping[str, str], obs_dim: int, action_dim: int) -> PolicyArtifact:
-        """Any policy file's metadata, whoever wrote it: what is missing gets a default (`VectorSpec.unnamed`,
+        """Any policy file's metadata, whoever wrote it: what is missing gets a default (`SpaceSpec.unnamed`,
         no dt/task/provenance); what is there must be well formed and fit the graph's widths."""
         schema = _schema(props)
         return cls(
@@ -151,7 +125,7 @@ def _number(props: Mapping[str, str], key: str) -> float:
         raise ArtifactError(f"metadata '{PREFIX}{key}' is not a number") from None
 
 
-def _strict_spec(props: Mapping[str, str], role: str) -> VectorSpec:
+def _strict_spec(props: Mapping[str, str], role: str) -> SpaceSpec:
     def values(field: str, kind: type) -> tuple:
         key = f"{role}_{field}"
         try:
@@ -159,15 +133,15 @@ def _strict_spec(props: Mapping[str, str], role: str) -> VectorSpec:
         except (ValueError, TypeError):
             raise ArtifactError(f"metadata '{PREFIX}{key}' is not a JSON list of {kind.__name__}") from None
 
-    fields = values("names", str), values("units", str), values("low", float), values("high", float)
+    fields = values("names", str), values("low", float), values("high", float), values("units", str)
     try:
-        return VectorSpec(*fields)
-    except ArtifactError as err:
+        return SpaceSpec(*fields)
+    except ValueError as err:
         raise ArtifactError(f"metadata {PREFIX}{role}_*: {err}") from None
 
 
-def _lenient_spec(props: Mapping[str, str], role: str, size: int) -> VectorSpec:
-    default = VectorSpec.unnamed(role, size)
+def _lenient_spec(props: Mapping[str, str], role: str, size: int) -> SpaceSpec:
+    default = SpaceSpec.unnamed(role, size)
 
     def values(field: str, kind: type) -> tuple:
         key = f"{PREFIX}{role}_{field}"
@@ -184,4 +158,8 @@ def _lenient_spec(props: Mapping[str, str], role: str, size: int) -> VectorSpec:
         except (ValueError, TypeError):
             raise ArtifactError(f"metadata {key}: not a list of {kind.__name__}") from None
 
-    return VectorSpec(values("names", str), values("units", str), values("low", float), values("high", float))
+    fields = values("names", str), values("low", float), values("high", float), values("units", str)
+    try:
+        return SpaceSpec(*fields)
+    except ValueError as err:
+        raise ArtifactError(f"metadata {PREFIX}{role}_*: {err}") from None

@@ -8,12 +8,12 @@ finished episode is in `info["final_obs"]` (needed to bootstrap values on time-o
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
+
+from robo_rl.spaces import SpaceSpec
 
 INFO_FINAL_OBS = "final_obs"
 """info key: `(num_envs, obs_dim)` last observation of each env; equals the returned obs where not done."""
@@ -27,50 +27,6 @@ succeeded; read it where `terminated | truncated`, its value elsewhere means not
 INFO_TRACKING_ERROR = "tracking_error"
 """info key, only from tasks with a reference to follow: `(num_envs,)` distance to the reference after the step
 (in the task's unit, m for the quadrotor), at every step; evaluation reports its RMS."""
-
-
-@dataclass(frozen=True)
-class SpaceSpec:
-    """A flat vector space: one name, lower bound, upper bound and SI unit per element.
-
-    Bounds may be infinite for observations; actions must have finite bounds because policies are scaled
-    onto them.
-    """
-
-    names: tuple[str, ...]
-    low: tuple[float, ...]
-    high: tuple[float, ...]
-    units: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        sizes = {len(self.names), len(self.low), len(self.high), len(self.units)}
-        if len(sizes) != 1:
-            raise ValueError(
-                f"SpaceSpec fields differ in length: names={len(self.names)} low={len(self.low)} "
-                f"high={len(self.high)} units={len(self.units)}"
-            )
-        if len(set(self.names)) != len(self.names):
-            raise ValueError(f"SpaceSpec names must be unique, got {self.names}")
-        bad = [n for n, lo, hi in zip(self.names, self.low, self.high, strict=False) if not lo <= hi]
-        if bad:
-            raise ValueError(f"SpaceSpec low > high for {bad}")
-
-    @property
-    def dim(self) -> int:
-        return len(self.names)
-
-    @property
-    def is_bounded(self) -> bool:
-        return all(math.isfinite(v) for v in self.low + self.high)
-
-    def low_tensor(self, device: torch.device | str = "cpu") -> torch.Tensor:
-        return torch.tensor(self.low, dtype=torch.float32, device=device)
-
-    def high_tensor(self, device: torch.device | str = "cpu") -> torch.Tensor:
-        return torch.tensor(self.high, dtype=torch.float32, device=device)
-
-    def to_dict(self) -> dict[str, list[Any]]:
-        return {"names": list(self.names), "low": list(self.low), "high": list(self.high), "units": list(self.units)}
 
 
 StepResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]

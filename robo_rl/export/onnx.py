@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 import robo_rl
-from robo_rl.artifact import PolicyArtifact, VectorSpec
+from robo_rl.artifact import PolicyArtifact
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.flow_metadata import flow_metadata
 
@@ -49,18 +49,14 @@ class PolicyMetadata:
 
     def artifact(self) -> PolicyArtifact:
         return PolicyArtifact(
-            obs=_vector(self.obs_spec),
-            action=_vector(self.action_spec),
+            obs=self.obs_spec,
+            action=self.action_spec,
             dt=self.dt,
             task=self.task,
             config_hash=self.config_hash,
             git_hash=self.git_hash,
             version=robo_rl.__version__,
         )
-
-
-def _vector(spec: SpaceSpec) -> VectorSpec:
-    return VectorSpec(tuple(spec.names), tuple(spec.units), tuple(spec.low), tuple(spec.high))
 
 
 def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:

@@ -15,12 +15,12 @@ from robo_rl.artifact import (
     ArtifactError,
     NewerSchemaError,
     PolicyArtifact,
-    VectorSpec,
 )
+from robo_rl.spaces import SpaceSpec
 
 ARTIFACT = PolicyArtifact(
-    obs=VectorSpec(("x", "v"), ("m", "m/s"), (-1.0, -math.inf), (1.0, math.inf)),
-    action=VectorSpec(("thrust",), ("1",), (0.0,), (1.0,)),
+    obs=SpaceSpec(("x", "v"), (-1.0, -math.inf), (1.0, math.inf), ("m", "m/s")),
+    action=SpaceSpec(("thrust",), (0.0,), (1.0,), ("1",)),
     dt=0.01,
     task="quadrotor/hover",
     config_hash="c" * 16,
@@ -52,7 +52,7 @@ def test_a_newer_schema_is_refused_with_a_clear_error_and_a_missing_one_is_schem
         ("robo_rl.dt", None, r"missing metadata 'robo_rl\.dt'"),
         ("robo_rl.dt", "fast", r"'robo_rl\.dt' is not a number"),
         ("robo_rl.obs_low", "[1.0", r"'robo_rl\.obs_low' is not a JSON list of float"),
-        ("robo_rl.obs_units", '["m"]', r"robo_rl\.obs_\*: names, units, low and high differ in length"),
+        ("robo_rl.obs_units", '["m"]', r"robo_rl\.obs_\*: SpaceSpec fields differ in length"),
         ("robo_rl.schema", "two", r"'robo_rl\.schema' is not an integer"),
     ],
 )
@@ -68,7 +68,7 @@ def test_strict_reading_names_the_bad_key(key: str, value: str | None, message: 
 
 def test_a_foreign_file_gets_unnamed_unbounded_vectors_of_the_graph_widths() -> None:
     artifact = PolicyArtifact.from_foreign({}, 3, 2)
-    assert artifact.obs == VectorSpec.unnamed("obs", 3) and artifact.obs.names == ("obs_0", "obs_1", "obs_2")
+    assert artifact.obs == SpaceSpec.unnamed("obs", 3) and artifact.obs.names == ("obs_0", "obs_1", "obs_2")
     assert artifact.action.low == (-math.inf, -math.inf) and artifact.dt is None and artifact.task is None
     with pytest.raises(ArtifactError, match=r"robo_rl\.obs_names: expected a list of 3"):
         PolicyArtifact.from_foreign({"robo_rl.obs_names": '["a"]'}, 3, 2)
