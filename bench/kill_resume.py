@@ -329,7 +329,7 @@ def _inspect(run: Path, killed_at: float, algo: str, number: int) -> Kill:
 
 def load_checked(path: Path) -> dict[str, Any]:
     """A checkpoint and the replay chunk files it names must load; its buffer must hold its env steps."""
-    from robo_rl.runners import checkpoint
+    from robo_rl.storage import checkpoint
     from robo_rl.storage.replay_log import ReplayLog, is_manifest, replay_directory
 
     state = checkpoint.load(path, "cpu", required=("iteration", checkpoint.SAVED_AT))

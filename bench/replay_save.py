@@ -1,7 +1,7 @@
 """Checkpoint time of a 1M-transition replay buffer with quadrotor-sized observations: full vs incremental.
 
 Full: the whole filled buffer in one file (what every off-policy latest.pt held before incremental saves;
-`robo_rl.runners.checkpoint.save_atomic` of `ReplayBuffer.state_dict()`). Incremental: one chunk file of the
+`robo_rl.storage.checkpoint.save_atomic` of `ReplayBuffer.state_dict()`). Incremental: one chunk file of the
 transitions added since the last save (`robo_rl.storage.replay_log.ReplayLog.append` + `commit`), which is what
 an off-policy latest.pt now writes. The new transitions per save default to what `quadrotor_hover_sac` collects
 in one 60 s `save_every_s` at the rate a user saw (1,200 iterations of 64 envs in 40 s: 115,200). Both are timed
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from machine import machine_info, warn_if_busy
 
-from robo_rl.runners import checkpoint
+from robo_rl.storage import checkpoint
 from robo_rl.storage.replay import ReplayBuffer, Transitions
 from robo_rl.storage.replay_log import ReplayLog
 

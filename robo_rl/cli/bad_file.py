@@ -50,7 +50,7 @@ def file_errors(path: str | os.PathLike[str], problem: str, errors: tuple[type[B
 
 
 def as_bad_file(err: BaseException, path: str | os.PathLike[str], problem: str) -> BaseException:
-    """`err` itself when it already is one line naming `path` (a ValueError, e.g. robo_rl.runners.checkpoint's
+    """`err` itself when it already is one line naming `path` (a ValueError, e.g. robo_rl.storage.checkpoint's
     CheckpointError, or a FileNotFoundError), else `BadFileError(path, "PROBLEM (DETAIL)")`."""
     text = str(err)
     if isinstance(err, ValueError | FileNotFoundError) and str(path) in text and "\n" not in text:

@@ -1,7 +1,7 @@
 """Checkpoints (`checkpoints/latest.pt`, `--checkpoint FILE`) as the commands load them: one error line naming
 the file.
 
-Reading a damaged file fails in robo_rl.runners.checkpoint with a CheckpointError that names it. Applying a
+Reading a damaged file fails in robo_rl.storage.checkpoint with a CheckpointError that names it. Applying a
 readable state fails with torch's or Python's own errors when the file was written for another config or version
 of the run: a missing key, tensors of another network size, a replay buffer of other dimensions.
 """
@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from robo_rl.cli.bad_file import file_errors
-from robo_rl.runners import checkpoint
+from robo_rl.storage import checkpoint
 
 STATE_ERRORS: tuple[type[BaseException], ...] = (KeyError, RuntimeError, ValueError, TypeError, IndexError, OSError)
 """What loading a checkpoint of another config or version into a run raises (OSError: a file it cannot read)."""

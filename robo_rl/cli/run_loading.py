@@ -14,10 +14,10 @@ from robo_rl.cli.tasks import env_factory
 from robo_rl.config import load_yaml
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
-from robo_rl.runners import checkpoint
 from robo_rl.runners.best_policy import BEST_CHECKPOINT
 from robo_rl.runners.build import build_deployable_actor
 from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.storage import checkpoint
 
 
 @dataclass

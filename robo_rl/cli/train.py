@@ -26,10 +26,10 @@ from robo_rl.config import ConfigError, apply_overrides, to_dict
 from robo_rl.distributed import Reducer
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil.config import TELEOPS
-from robo_rl.runners import checkpoint
 from robo_rl.runners.build import Runner, build_runner
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.storage import checkpoint
 
 WORLD_SIZE_FILE = "world_size"
 """In a run directory: how many processes trained it (written by rank 0 of a --nproc / torchrun run)."""

@@ -1,7 +1,7 @@
 """FlowPolicy: a conditional flow-matching policy over normalized actions, and its exportable sampler.
 
 The velocity field is an MLP of (normalized observation, x, t) → dx/dt over the action in [-1, 1]. Behaviour cloning
-fits it to demonstrated actions (`robo_rl.algorithms.flow_losses.flow_matching_loss`); acting draws noise x0 ~
+fits it to demonstrated actions (`robo_rl.modules.flow_losses.flow_matching_loss`); acting draws noise x0 ~
 N(0, I) and integrates `steps` Euler steps, so a flow policy can represent demonstrations with several modes (pass
 an obstacle left *or* right) where a Gaussian policy averages them. The exported actor fixes `steps` and the noise
 (a seeded draw, stored in the model: zero noise would sit between symmetric modes), so it is one deterministic
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from robo_rl.algorithms.flow_losses import euler_sample, flow_matching_loss
 from robo_rl.modules.actor_critic import ActionScaler
+from robo_rl.modules.flow_losses import euler_sample, flow_matching_loss
 from robo_rl.modules.mlp import Activation, mlp
 from robo_rl.modules.normalizer import make_normalizer
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from robo_rl.runners.checkpoint import CheckpointError, load, save_atomic
 from robo_rl.runners.evaluate import EvalResult
+from robo_rl.storage.checkpoint import CheckpointError, load, save_atomic
 
 BEST_CHECKPOINT = "best.pt"
 BEST_KEY = "best_evaluation"

@@ -32,7 +32,6 @@ from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
 from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
-from robo_rl.runners import checkpoint
 from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import (
@@ -45,6 +44,7 @@ from robo_rl.runners.evaluate import (
 from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
+from robo_rl.storage import checkpoint
 from robo_rl.storage.replay import (
     FIELD_NAMES,
     ReplayBuffer,

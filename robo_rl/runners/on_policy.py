@@ -14,7 +14,6 @@ from robo_rl.algorithms.ppo import PPO
 from robo_rl.distributed import LOCAL, Reducer, rank0_decides
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.actor_critic import ActorCritic
-from robo_rl.runners import checkpoint
 from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeTracker
 from robo_rl.runners.evaluate import (
@@ -26,6 +25,7 @@ from robo_rl.runners.evaluate import (
 )
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
+from robo_rl.storage import checkpoint
 from robo_rl.storage.rollout import RolloutStorage
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.runners import checkpoint
+from robo_rl.storage import checkpoint
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.runners import checkpoint
+from robo_rl.storage import checkpoint
 from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, ReplayHistory, Transitions
 
 CHUNKS_KEY = "replay_chunks"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from robo_rl.algorithms.flow_losses import euler_sample, flow_matching_loss
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
 from robo_rl.modules.flow import FlowPolicy
+from robo_rl.modules.flow_losses import euler_sample, flow_matching_loss
 
 
 def _bimodal_actions(n: int, generator: torch.Generator) -> torch.Tensor:

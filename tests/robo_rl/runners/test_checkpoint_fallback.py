@@ -11,13 +11,14 @@ import torch
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.distributed import LOCAL
-from robo_rl.runners import checkpoint, save_schedule
-from robo_rl.runners.checkpoint import CheckpointError
+from robo_rl.runners import save_schedule
 from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.sim import make
+from robo_rl.storage import checkpoint
+from robo_rl.storage.checkpoint import CheckpointError
 
 
 def _runner(name: str, cfg: OffPolicyRunnerConfig, seed: int = 0) -> OffPolicyRunner:

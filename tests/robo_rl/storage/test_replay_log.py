@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from robo_rl.runners.checkpoint import CheckpointError
+from robo_rl.storage.checkpoint import CheckpointError
 from robo_rl.storage.replay import ReplayBuffer, ReplayHistory, Transitions
 from robo_rl.storage.replay_log import ReplayLog
 

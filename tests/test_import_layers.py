@@ -1,0 +1,126 @@
+"""Imports run one way: core <- runners <- composition root <- CLI, and the deploy package imports nothing of
+torch, the simulators or the training core. Read from the source with `ast` (every import statement, those inside
+functions too), so a lazy import cannot slip past.
+
+`KNOWN` lists the back-imports that were there when this check came in (issue 20), each to be removed by moving
+code; the test fails on any other one, and on an entry of `KNOWN` that no longer happens (so the list only
+shrinks)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+FOLDERS = {
+    "robo_rl": "robo_rl",
+    "sim": "robo_rl.sim",
+    "real": "robo_rl.real",
+    "firmware_export": "robo_rl.firmware_export",
+}
+CORE = tuple(
+    f"robo_rl.{name}"
+    for name in (
+        "envs",
+        "spaces",
+        "artifact",
+        "config",
+        "provenance",
+        "distributed",
+        "modules",
+        "algorithms",
+        "storage",
+    )
+)
+TRAINING = ("robo_rl.runners", "robo_rl.experiment", "robo_rl.cli", "robo_rl.launch", "robo_rl.hil")
+RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
+    (CORE, (*TRAINING, "robo_rl.real", "robo_rl.sim", "robo_rl.firmware_export"), "the core imports no layer above it"),
+    (("robo_rl.modules",), ("robo_rl.algorithms",), "modules come before algorithms"),
+    (("robo_rl.runners",), ("robo_rl.cli", "robo_rl.launch", "robo_rl.experiment"), "runners come before the root"),
+    (("robo_rl.runners", "robo_rl.hil", "robo_rl.experiment"), ("robo_rl.real",), "training loads no deploy code"),
+    (
+        ("robo_rl.real",),
+        (
+            "torch",
+            "robo_rl.sim",
+            "robo_rl.runners",
+            "robo_rl.algorithms",
+            "robo_rl.modules",
+            "robo_rl.experiment",
+            "robo_rl.cli",
+            "robo_rl.hil",
+        ),
+        "the deploy package needs no torch, simulator or training code",
+    ),
+    (("robo_rl.sim",), TRAINING, "simulators know nothing of training"),
+    (("robo_rl",), ("robo_rl.cli",), "only the CLI imports the CLI"),
+)
+KNOWN = {
+    ("robo_rl.runners.build", "robo_rl.experiment"),
+    ("robo_rl.hil.gamepad", "robo_rl.real.joystick"),
+    ("robo_rl.launch.train_node", "robo_rl.cli.main"),
+    ("robo_rl.real.ros.sim_bridge", "torch"),
+    ("robo_rl.real.ros.sim_bridge", "robo_rl.sim"),
+    ("robo_rl.real.ros.teleop_device", "torch"),
+    ("robo_rl.real.ros.teleop_device", "robo_rl.hil"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, package in FOLDERS.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            out[".".join((package, *parts))] = path
+    return out
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return names
+
+
+def _under(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+def _violations() -> set[tuple[str, str, str]]:
+    found = set()
+    for module, path in _modules().items():
+        for imported in _imports(path):
+            for sources, forbidden, why in RULES:
+                if _under(module, sources) and _under(imported, forbidden) and not _under(module, forbidden):
+                    found.add((module, imported, why))
+    return found
+
+
+def _known(module: str, imported: str) -> bool:
+    return any(module == m and _under(imported, (target,)) for m, target in KNOWN)
+
+
+def test_imports_run_one_way() -> None:
+    violations = _violations()
+    new = sorted(
+        f"{module} imports {imported}: {why}" for module, imported, why in violations if not _known(module, imported)
+    )
+    assert not new, "\n".join(new)
+
+
+def test_every_known_back_import_still_happens() -> None:
+    """A fixed back-import must leave KNOWN, so that it cannot come back unnoticed."""
+    violations = _violations()
+    stale = [pair for pair in KNOWN if not any(m == pair[0] and _under(i, (pair[1],)) for m, i, _ in violations)]
+    assert not stale, stale
+
+
+def test_the_check_sees_a_lazy_import(tmp_path: Path) -> None:
+    source = tmp_path / "lazy.py"
+    source.write_text("def f():\n    import torch\n    from robo_rl.cli.main import main\n")
+    assert {"torch", "robo_rl.cli.main", "robo_rl.cli.main.main"} <= _imports(source)
