@@ -44,9 +44,9 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 
+from robo_rl.build import Runner, build_runner
 from robo_rl.config import apply_overrides
 from robo_rl.experiment import PRESETS, ExperimentConfig
-from robo_rl.runners.build import Runner, build_runner
 from robo_rl.sim import make
 
 RESULTS = Path(__file__).parent / "results" / "algos_vs_sb3.json"

@@ -41,10 +41,10 @@ def export_random_quadrotor_policy(path: Path) -> Path:
     """The quadrotor_hover_robust_ppo actor with random weights, exported as training would export it."""
     import torch
 
+    from robo_rl.build import build_policy
     from robo_rl.config import config_hash
     from robo_rl.experiment import quadrotor_hover_robust_ppo
     from robo_rl.export.onnx import PolicyMetadata, export_onnx
-    from robo_rl.runners.build import build_policy
     from robo_rl.sim import make
 
     cfg = quadrotor_hover_robust_ppo()

@@ -31,9 +31,9 @@ from typing import Any
 
 from machine import machine_info, warn_if_busy
 
+from robo_rl.build import build_runner
 from robo_rl.cli.main import main as cli
 from robo_rl.cli.tasks import env_factory, resolve_config
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.evaluate import evaluate_held_out
 
 RESULTS = Path(__file__).parent / "results" / "flow.json"

@@ -31,13 +31,13 @@ from typing import Any
 
 from machine import machine_info, warn_if_busy
 
+from robo_rl.build import build_runner
 from robo_rl.cli.main import main as cli
 from robo_rl.cli.tasks import env_factory, teleop_factory
 from robo_rl.config import apply_overrides
 from robo_rl.experiment import ExperimentConfig, quadrotor_hover_sac
 from robo_rl.hil.config import HilConfig
 from robo_rl.hil.simulated import SimulatedHumanConfig
-from robo_rl.runners.build import build_runner
 
 RESULTS = Path(__file__).parent / "results" / "hil.json"
 CONDITIONS = ("rl", "rl+demos", "rl+demos+hil", "rl+hil")

@@ -42,10 +42,10 @@ GATE_SEED_OFFSET = 1_000_003
 
 def worker_robo(algo: str, seed: int, budget: float) -> dict[str, Any]:
     """Train preset quadrotor_hover_<algo> until the gate (or `budget` s of training); report timings."""
+    from robo_rl.build import build_runner
     from robo_rl.cli.progress import seconds_since_process_start
     from robo_rl.config import apply_overrides
     from robo_rl.experiment import PRESETS
-    from robo_rl.runners.build import build_runner
     from robo_rl.sim import make
 
     cfg = apply_overrides(PRESETS[f"quadrotor_hover_{algo}"](), [f"seed={seed}"])

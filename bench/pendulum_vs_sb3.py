@@ -50,8 +50,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 
+from robo_rl.build import build_runner
 from robo_rl.experiment import pendulum_ppo, with_seed
-from robo_rl.runners.build import build_runner
 from robo_rl.sim import make
 
 RESULTS = Path(__file__).parent / "results" / "pendulum_vs_sb3.json"

@@ -32,11 +32,11 @@ from pathlib import Path
 import torch
 from machine import machine_info, warn_if_busy
 
+from robo_rl.build import build_policy
 from robo_rl.config import config_hash
 from robo_rl.experiment import quadrotor_hover_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.real.ros.netns import LOOPBACK_NETNS
-from robo_rl.runners.build import build_policy
 from robo_rl.sim import make
 
 ROOT = Path(__file__).resolve().parents[1]

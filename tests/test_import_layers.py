@@ -56,8 +56,6 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (("robo_rl",), ("robo_rl.cli",), "only the CLI imports the CLI"),
 )
 KNOWN = {
-    ("robo_rl.runners.build", "robo_rl.experiment"),
-    ("robo_rl.hil.gamepad", "robo_rl.real.joystick"),
     ("robo_rl.launch.train_node", "robo_rl.cli.main"),
     ("robo_rl.real.ros.sim_bridge", "torch"),
     ("robo_rl.real.ros.sim_bridge", "robo_rl.sim"),

@@ -21,7 +21,7 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Joy
 from std_msgs.msg import Bool, Float32MultiArray
 
-from robo_rl.real.joystick import AxisMapping
+from robo_rl.devices.joystick import AxisMapping
 from robo_rl.real.ros.spin import StartupError, profile_parameter, run
 
 

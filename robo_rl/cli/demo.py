@@ -13,13 +13,13 @@ import argparse
 import time
 from pathlib import Path
 
+from robo_rl.build import build_runner
 from robo_rl.cli.evaluate import evaluate_run, plot_run_flights
 from robo_rl.cli.export import export_run
 from robo_rl.cli.progress import describe_evaluation, describe_targets, seconds_since_process_start, terminal
 from robo_rl.cli.tasks import env_factory, resolve_config
 from robo_rl.cli.threads import add_threads_argument
 from robo_rl.cli.train import create_run, print_summary, train
-from robo_rl.runners.build import build_runner
 
 EVAL_EPISODES = 1000
 FLIGHTS_PLOTTED = 20

@@ -9,13 +9,13 @@ from pathlib import Path
 
 from torch import nn
 
+from robo_rl.build import build_deployable_actor
 from robo_rl.cli.checkpoint_file import checkpoint_errors, read_checkpoint
 from robo_rl.cli.tasks import env_factory
 from robo_rl.config import load_yaml
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.runners.best_policy import BEST_CHECKPOINT
-from robo_rl.runners.build import build_deployable_actor
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from robo_rl.build import EnvFactory, TeleopFactory
 from robo_rl.config import ConfigError, apply_overrides, load_yaml
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import PRESETS, ExperimentConfig
 from robo_rl.hil import TeleopDevice
-from robo_rl.runners.build import EnvFactory, TeleopFactory
 
 
 def env_factory() -> EnvFactory:

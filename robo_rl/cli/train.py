@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
+from robo_rl.build import Runner, build_runner
 from robo_rl.cli.bad_file import BadFileError
 from robo_rl.cli.checkpoint_file import checkpoint_errors
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
@@ -26,7 +27,6 @@ from robo_rl.config import ConfigError, apply_overrides, to_dict
 from robo_rl.distributed import Reducer
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil.config import TELEOPS
-from robo_rl.runners.build import Runner, build_runner
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint

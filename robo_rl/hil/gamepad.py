@@ -1,6 +1,6 @@
 """GamepadTeleop: take over one env with a gamepad or joystick plugged into this machine (a TeleopDevice).
 
-No ROS and no GUI: the Linux joystick interface (`robo_rl.real.joystick`, /dev/input/jsN). While the dead-man
+No ROS and no GUI: the Linux joystick interface (`robo_rl.devices.joystick`, /dev/input/jsN). While the dead-man
 `takeover_button` is held, env `env_index` executes the stick action (the same axis mapping as teleop_node:
 action i = clip(offset[i] + scale[i] × axes[axis[i]], low_i, high_i)); on release the policy drives again. A press
 of `estop_button` is reported once as the `estop` button, as are `success_button` and `reset_button`. When the
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from robo_rl.devices.joystick import AxisMapping, LinuxJoystick
 from robo_rl.hil.device import TeleopCommand
-from robo_rl.real.joystick import AxisMapping, LinuxJoystick
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from robo_rl.build import build_policy
 from robo_rl.config import config_hash
 from robo_rl.experiment import mujoco_arm_reach_ppo, quadrotor_hover_ppo, rc_car_race_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
-from robo_rl.runners.build import build_policy
 from robo_rl.sim import make
 
 # Bundled profile → (preset, task params) of the policy it deploys.

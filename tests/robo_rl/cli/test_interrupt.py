@@ -34,8 +34,8 @@ def test_the_first_ctrl_c_is_a_request_the_second_a_keyboard_interrupt(
 def test_a_runner_asked_to_stop_ends_before_its_next_iteration(preset: str) -> None:
     from dataclasses import replace
 
+    from robo_rl.build import build_runner
     from robo_rl.experiment import PRESETS
-    from robo_rl.runners.build import build_runner
     from robo_rl.sim import make
 
     base = PRESETS[preset]()

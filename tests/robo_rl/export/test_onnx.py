@@ -17,12 +17,12 @@ import torch
 from onnx.external_data_helper import uses_external_data
 
 import robo_rl
+from robo_rl.build import build_policy
 from robo_rl.config import config_hash
 from robo_rl.experiment import pendulum_ppo
 from robo_rl.export.onnx import ACTION_OUTPUT, OBS_INPUT, PolicyMetadata, export_onnx, onnx_parity, read_metadata
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.provenance import git_hash
-from robo_rl.runners.build import build_policy
 from robo_rl.sim import make
 
 OBS_MEAN = torch.tensor([0.2, -0.1, 1.5])

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 from robo_rl.cli.main import main
+from robo_rl.devices.joystick import AXIS, BUTTON, EVENT
 from robo_rl.hil import INFO_EXECUTED_ACTION, INFO_INTERVENED, InterventionEnv
 from robo_rl.hil.gamepad import GamepadConfig, GamepadTeleop
-from robo_rl.real.joystick import AXIS, BUTTON, EVENT
 from robo_rl.sim import make
 
 

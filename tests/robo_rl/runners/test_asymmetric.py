@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 import torch
 
+from robo_rl.build import build_deployable_actor, build_runner
 from robo_rl.experiment import PRESETS
-from robo_rl.runners.build import build_deployable_actor, build_runner
 from robo_rl.sim.pendulum import Pendulum
 
 

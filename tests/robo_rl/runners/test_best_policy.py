@@ -8,10 +8,10 @@ from pathlib import Path
 
 import torch
 
+from robo_rl.build import build_runner
 from robo_rl.cli.run_loading import load_trained
 from robo_rl.experiment import pendulum_ppo
 from robo_rl.runners.best_policy import BEST_CHECKPOINT, BEST_KEY, BestPolicy
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.evaluate import EvalResult
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.sim import make

@@ -9,8 +9,8 @@ import torch
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
+from robo_rl.build import build_runner
 from robo_rl.experiment import pendulum_ppo
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.sim import make
 

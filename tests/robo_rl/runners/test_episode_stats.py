@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 import torch
 
+from robo_rl.build import build_runner
 from robo_rl.config import apply_overrides
 from robo_rl.envs import BatchedEnv, StepResult
 from robo_rl.experiment import ExperimentConfig, pendulum_ppo, pendulum_sac
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.episode_stats import EpisodeTracker
 from robo_rl.sim import make
 

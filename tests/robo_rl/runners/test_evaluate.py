@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from robo_rl.build import build_runner
 from robo_rl.cli.run_loading import make_env
 from robo_rl.config import apply_overrides
 from robo_rl.experiment import pendulum_ppo, quadrotor_hover_ppo
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import eval_metrics, evaluate, evaluation_due
 from robo_rl.sim import make

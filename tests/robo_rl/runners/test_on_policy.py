@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import torch
 
+from robo_rl.build import build_runner
 from robo_rl.experiment import pendulum_ppo
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.sim import make
 

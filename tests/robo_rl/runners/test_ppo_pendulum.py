@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from robo_rl.build import build_runner
 from robo_rl.experiment import pendulum_ppo
-from robo_rl.runners.build import build_runner
 from robo_rl.sim import make
 
 

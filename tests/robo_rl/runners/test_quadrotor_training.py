@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from robo_rl.build import build_runner
 from robo_rl.experiment import quadrotor_hover_ppo
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.flight_plot import plot_flights, record_positions
 from robo_rl.sim import make
 

@@ -13,10 +13,10 @@ import pytest
 import torch
 import yaml
 
+from robo_rl.build import build_runner
 from robo_rl.config import load_yaml, to_dict
 from robo_rl.experiment import ExperimentConfig, PolicyConfig, TaskConfig, pendulum_ppo
 from robo_rl.provenance import git_hash
-from robo_rl.runners.build import build_runner
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.sim import make

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from robo_rl.build import build_runner
 from robo_rl.experiment import pybullet_racecar_goal_ppo
-from robo_rl.runners.build import build_runner
 from robo_rl.sim import make
 
 

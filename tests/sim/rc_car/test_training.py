@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 import torch
 
+from robo_rl.build import build_runner
 from robo_rl.experiment import rc_car_race_ppo
-from robo_rl.runners.build import build_runner
 from robo_rl.sim import make
 from robo_rl.sim.rc_car import INFO_PROGRESS
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robo_rl.real.joystick import AXIS, BUTTON, EVENT, INIT, AxisMapping, LinuxJoystick
+from robo_rl.devices.joystick import AXIS, BUTTON, EVENT, INIT, AxisMapping, LinuxJoystick
 
 
 def _event(kind: int, number: int, value: int, ms: int = 0) -> bytes:
