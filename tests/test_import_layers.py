@@ -57,10 +57,6 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
 )
 KNOWN = {
     ("robo_rl.launch.train_node", "robo_rl.cli.main"),
-    ("robo_rl.real.ros.sim_bridge", "torch"),
-    ("robo_rl.real.ros.sim_bridge", "robo_rl.sim"),
-    ("robo_rl.real.ros.teleop_device", "torch"),
-    ("robo_rl.real.ros.teleop_device", "robo_rl.hil"),
 }
 
 

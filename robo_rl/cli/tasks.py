@@ -48,7 +48,7 @@ def teleop_factory() -> TeleopFactory:
 
 def _ros_teleop(env: BatchedEnv, namespace: str) -> TeleopDevice:
     try:
-        from robo_rl.real.ros.teleop_device import RosTeleop
+        from robo_rl.hil.ros_teleop import RosTeleop
     except ModuleNotFoundError as err:
         raise ConfigError(f"hil.teleop=ros needs {err.name} here: train from .venv-ros (make ros-venv)") from None
     return RosTeleop(env.num_envs, env.action_spec.dim, namespace)

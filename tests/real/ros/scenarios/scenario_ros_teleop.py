@@ -15,7 +15,7 @@ import torch
 from harness import Processes, finish, ros_args, spin_until
 from sensor_msgs.msg import Joy
 
-from robo_rl.real.ros.teleop_device import RosTeleop
+from robo_rl.hil.ros_teleop import RosTeleop
 
 AXES = [0.5, -0.5, 0.25, 2.0]
 
