@@ -70,9 +70,14 @@ demo: $(STAMP)
 # pytest exits 5 when it collects nothing: that is a failure here, never a silent pass.
 # TEST_WORKERS pytest-xdist processes (one thread each, tests/conftest.py), work-stealing so that the few long
 # training tests do not end up queued behind each other; the 20 slowest tests are listed at the end.
+# Lint (ruff), format check and type check (mypy, on the files [tool.mypy] lists) come first, then the tests.
 TEST_WORKERS ?= 2
+LINTED := robo_rl sim real firmware_export tests bench
 test: $(STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist worksteal --durations=20; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
@@ -98,7 +103,7 @@ claims: $(STAMP)
 	cd bench && ../$(PY) claims.py $(CLAIMS_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check robo_rl sim real firmware_export tests bench
+	$(VENV)/bin/ruff check $(LINTED)
 
 clean:
 	rm -rf $(VENV) $(VENV_ROS) runs build *.egg-info

@@ -82,10 +82,10 @@ class PolicyController:
 
     def intervene(self, action: Sequence[float]) -> None:
         """The operator's action `(action_dim,)` in policy units, used instead of the policy's while fresh."""
-        action = np.asarray(action, dtype=np.float64)
-        if action.shape != (len(self.profile.actions),):
-            raise ValueError(f"intervention shape {action.shape}, expected ({len(self.profile.actions)},)")
-        self.intervention = action
+        values = np.asarray(action, dtype=np.float64)
+        if values.shape != (len(self.profile.actions),):
+            raise ValueError(f"intervention shape {values.shape}, expected ({len(self.profile.actions)},)")
+        self.intervention = values
         self.intervened_at = self.clock()
 
     def step(self) -> ControlOutput:

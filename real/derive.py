@@ -60,9 +60,9 @@ def quadrotor_state(name: str, odom: str, fields: Mapping[str, float], target: S
 def quadrotor_odometry(state: Sequence[float]) -> dict[str, float]:
     """Odometry fields (pose in the z-up world, body-frame linear velocity) of a robo_rl quadrotor state `(17,)`
     (position, quaternion w x y z, world velocity, ...): what a driver publishes, and what `quadrotor_state` reads."""
-    state = np.asarray(state, dtype=np.float64)
-    w, x, y, z = (float(v) for v in state[3:7])
-    body_velocity = rotation_matrix(w, x, y, z).T @ state[7:10]
+    values = np.asarray(state, dtype=np.float64)
+    w, x, y, z = (float(v) for v in values[3:7])
+    body_velocity = rotation_matrix(w, x, y, z).T @ values[7:10]
     fields = {f"pose.pose.position.{a}": float(state[i]) for i, a in enumerate(AXES)}
     fields |= {f"pose.pose.orientation.{a}": v for a, v in zip(("w", *AXES), (w, x, y, z), strict=True)}
     fields |= {f"twist.twist.linear.{a}": float(body_velocity[i]) for i, a in enumerate(AXES)}

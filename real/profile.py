@@ -307,8 +307,8 @@ def _build_list(element: type, value: Any, where: str) -> tuple[Any, ...]:
         raise ProfileError(f"{where}: expected a list, got {type(value).__name__}")
     if element is str:
         return tuple(_string(item, f"{where}[{i}]") for i, item in enumerate(value))
-    nested = {CommandSpec: {"fields": CommandField}, InputSpec: {"labels": str}}.get(element)
-    return tuple(_build(element, item, f"{where}[{i}]", nested) for i, item in enumerate(value))
+    nested: dict[type, dict[str, type]] = {CommandSpec: {"fields": CommandField}, InputSpec: {"labels": str}}
+    return tuple(_build(element, item, f"{where}[{i}]", nested.get(element)) for i, item in enumerate(value))
 
 
 def _string(value: Any, where: str) -> str:

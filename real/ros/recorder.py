@@ -226,7 +226,7 @@ def flush_storage(storage: Any) -> bool:
         return True
     chunk = getattr(storage, "chunk", None)
     if hasattr(storage, "close_chunk") and hasattr(storage, "bio") and hasattr(chunk, "msgs"):  # McapWriter
-        if chunk.msgs:
+        if chunk is not None and chunk.msgs:
             storage.close_chunk()
             storage.bio.flush()
         return True

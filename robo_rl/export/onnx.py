@@ -81,6 +81,8 @@ def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
             opset_version=OPSET,
             verbose=False,
         )
+    if program is None:  # only with dynamo=False, which is not used here
+        raise RuntimeError("torch.onnx.export returned no program")
     model = program.model_proto
     model.producer_name = "robo_rl"
     model.producer_version = robo_rl.__version__

@@ -2,12 +2,11 @@
 
 The `train_*.launch.yaml` files declare training as a node of robo_rl with inline parameters. `robo-rl launch`
 turns them into `robo-rl train` flags itself; under `ros2 launch` the colcon package's `lib/robo_rl/train` runs
-this module, which does the same translation from the ROS arguments and runs `robo-rl train`.
+`robo_rl.cli.ros_train`, which translates the ROS arguments with `train_argv` here and runs `robo-rl train`.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
 from robo_rl.launch.errors import LaunchError
@@ -46,18 +45,3 @@ def _split(argv: list[str]) -> tuple[list[str], list[str]]:
     if "--" in ros:
         ros = ros[: ros.index("--")]
     return argv[:at], ros
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    from robo_rl.cli.main import main as cli
-
-    try:
-        arguments = train_argv(sys.argv[1:] if argv is None else argv)
-    except LaunchError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return cli(arguments)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

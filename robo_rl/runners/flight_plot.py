@@ -43,8 +43,8 @@ def plot_flights(positions: torch.Tensor, out: Path, title: str) -> None:
     fig = plt.figure(figsize=(6, 6), dpi=100)
     ax = fig.add_subplot(projection="3d")
     for episode in range(positions.shape[1]):
-        path = positions[:, episode]
-        path = path[~torch.isnan(path).any(-1)].numpy()
+        track = positions[:, episode]
+        path = track[~torch.isnan(track).any(-1)].numpy()
         ax.plot(path[:, 0], path[:, 1], path[:, 2], lw=0.8)
         ax.scatter(*path[0], marker="o", s=8)
         ax.scatter(*path[-1], marker="x", s=12, color="k")

@@ -251,7 +251,8 @@ class ReplayBuffer:
         missing = [key for key in _SIZE_KEYS if key not in state]
         if missing:
             raise ValueError(f"{path}: not a replay buffer file (missing {missing})")
-        buffer = cls(*(state[key] for key in _SIZE_KEYS), device=device)
+        capacity, obs_dim, critic_obs_dim, action_dim = (int(state[key]) for key in _SIZE_KEYS)
+        buffer = cls(capacity, obs_dim, critic_obs_dim, action_dim, device=device)
         buffer.load_state_dict(state)
         return buffer
 

@@ -41,3 +41,13 @@ def test_installed_executable_trains(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(ROOT / "ros_bin" / "train"), *ros_args], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(list(tmp_path.glob("pendulum_ppo/*/metrics.jsonl"))) == 1
+
+
+def test_the_ros_entry_point_answers_a_bad_ros_argument_with_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from robo_rl.cli.ros_train import main
+
+    assert main(["--ros-args", "--params-file", "p.yaml"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "parameter files are not supported" in err[0]

@@ -1,0 +1,20 @@
+"""`ros2 run robo_rl train --ros-args -p preset:=NAME ...`: training as a node of a `ros2 launch` file (the colcon
+package's `lib/robo_rl/train`); the ROS arguments become `robo-rl train` flags (`robo_rl.launch.train_node`)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from robo_rl.cli.main import main as cli
+from robo_rl.launch.errors import LaunchError
+from robo_rl.launch.train_node import train_argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        arguments = train_argv(sys.argv[1:] if argv is None else argv)
+    except LaunchError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return cli(arguments)
