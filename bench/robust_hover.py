@@ -3,7 +3,9 @@ each run's policy on every held-out range alone and together, and on ranges wide
 
     python bench/robust_hover.py --seeds 0 1 2                 # train 3 seeds (one process each), then evaluate
     python bench/robust_hover.py --runs RUN [RUN ...]          # evaluate existing runs only
-    python bench/robust_hover.py --seeds 0 --short             # claims mode: the table of an existing run
+    python bench/robust_hover.py --runs RUN [RUN ...] --short  # claims mode: only the all-ranges row
+    python bench/robust_hover.py --runs RUN [RUN ...] --at-gate  # the snapshot at the gate, not best.pt
+    python bench/robust_hover.py --runs RUN --by-thrust-to-weight CHECKPOINT [...]  # where the failures are
 
 Training is `robo-rl train quadrotor_hover_robust_ppo --seed S` (the preset stops at >= 95 % on the held-out
 ranges together; add `--keep-training` to train all `--max-iterations` and see whether it holds its level).
@@ -225,6 +227,8 @@ def main() -> int:
     args = parser.parse_args()
     warn_if_busy()
     if args.by_thrust_to_weight:
+        if not args.runs:
+            parser.error("--by-thrust-to-weight needs the run: --runs RUN")
         return _print_bins(args.runs[0], args.by_thrust_to_weight, args.episodes)
     started = time.time()
     runs = list(args.runs or []) or _train_all(args)
