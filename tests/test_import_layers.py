@@ -31,11 +31,15 @@ CORE = tuple(
         "storage",
     )
 )
-TRAINING = ("robo_rl.runners", "robo_rl.experiment", "robo_rl.cli", "robo_rl.launch", "robo_rl.hil")
+TRAINING = ("robo_rl.runners", "robo_rl.experiment", "robo_rl.build", "robo_rl.cli", "robo_rl.launch", "robo_rl.hil")
 RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (CORE, (*TRAINING, "robo_rl.real", "robo_rl.sim", "robo_rl.firmware_export"), "the core imports no layer above it"),
     (("robo_rl.modules",), ("robo_rl.algorithms",), "modules come before algorithms"),
-    (("robo_rl.runners",), ("robo_rl.cli", "robo_rl.launch", "robo_rl.experiment"), "runners come before the root"),
+    (
+        ("robo_rl.runners",),
+        ("robo_rl.cli", "robo_rl.launch", "robo_rl.experiment", "robo_rl.build"),
+        "runners come before the root",
+    ),
     (("robo_rl.runners", "robo_rl.hil", "robo_rl.experiment"), ("robo_rl.real",), "training loads no deploy code"),
     (
         ("robo_rl.real",),
