@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from robo_rl.spaces import SpaceSpec
 
@@ -67,33 +68,28 @@ class PolicyArtifact:
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> PolicyArtifact:
         """A robo_rl policy's metadata, every key required; ArtifactError naming the first bad key."""
-        schema = _schema(props)
-        return cls(
-            obs=_strict_spec(props, "obs"),
-            action=_strict_spec(props, "action"),
-            dt=_number(props, "dt"),
-            task=_required(props, "task"),
-            config_hash=props.get(PREFIX + "config_hash"),
-            git_hash=props.get(PREFIX + "git_hash"),
-            version=props.get(PREFIX + "version", "unknown"),
-            schema=schema,
-        )
+        provenance = _provenance(props, unknown_version="unknown")
+        obs, action = _strict_spec(props, "obs"), _strict_spec(props, "action")
+        return cls(obs, action, dt=_number(props, "dt"), task=_required(props, "task"), **provenance)
 
     @classmethod
     def from_foreign(cls, props: Mapping[str, str], obs_dim: int, action_dim: int) -> PolicyArtifact:
         """Any policy file's metadata, whoever wrote it: what is missing gets a default (`SpaceSpec.unnamed`,
         no dt/task/provenance); what is there must be well formed and fit the graph's widths."""
-        schema = _schema(props)
-        return cls(
-            obs=_lenient_spec(props, "obs", obs_dim),
-            action=_lenient_spec(props, "action", action_dim),
-            dt=_number(props, "dt") if PREFIX + "dt" in props else None,
-            task=props.get(PREFIX + "task"),
-            config_hash=props.get(PREFIX + "config_hash"),
-            git_hash=props.get(PREFIX + "git_hash"),
-            version=props.get(PREFIX + "version"),
-            schema=schema,
-        )
+        provenance = _provenance(props, unknown_version=None)
+        obs, action = _lenient_spec(props, "obs", obs_dim), _lenient_spec(props, "action", action_dim)
+        dt = _number(props, "dt") if PREFIX + "dt" in props else None
+        return cls(obs, action, dt=dt, task=props.get(PREFIX + "task"), **provenance)
+
+
+def _provenance(props: Mapping[str, str], unknown_version: str | None) -> dict[str, Any]:
+    """The schema (checked first: a newer one is refused before anything else is read) and who wrote the file."""
+    return {
+        "schema": _schema(props),
+        "config_hash": props.get(PREFIX + "config_hash"),
+        "git_hash": props.get(PREFIX + "git_hash"),
+        "version": props.get(PREFIX + "version", unknown_version),
+    }
 
 
 def _schema(props: Mapping[str, str]) -> int:
