@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
-import robo_rl
-from robo_rl.firmware_export import qemu
+from robo_rl.firmware_export import boards, qemu
+from robo_rl.firmware_export.board import README_FILE, REPORT_FILE, TargetContext
 from robo_rl.firmware_export.build import (
     SizeReport,
     ToolNotFoundError,
@@ -46,14 +45,15 @@ from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, Po
 from robo_rl.firmware_export.policy_file import read_policy
 from robo_rl.firmware_export.quantize import quantize, sample_observations
 
-Target = Literal["onnx", "c", "cortex-m4", "crazyflie", "arduino"]
-TARGETS: tuple[str, ...] = ("onnx", "c", "cortex-m4", "crazyflie", "arduino")
-FIRMWARE_TARGETS: tuple[str, ...] = ("c", "cortex-m4", "crazyflie", "arduino")
-"""Targets `export_target` writes (`onnx` is the CLI's plain ONNX export of a run directory)."""
-QEMU_TARGETS: tuple[str, ...] = ("cortex-m4", "crazyflie")
+Target = str
+"""A board name (`robo_rl.firmware_export.boards`)."""
+FIRMWARE_TARGETS: tuple[str, ...] = boards.names()
+"""Targets `export_target` writes: the boards."""
+TARGETS: tuple[str, ...] = ("onnx", *FIRMWARE_TARGETS)
+"""`robo-rl export --target` values (`onnx` is the CLI's plain ONNX export of a run directory)."""
+QEMU_TARGETS: tuple[str, ...] = tuple(name for name in FIRMWARE_TARGETS if boards.board(name).qemu)
 """Targets whose `verify` also runs the policy in QEMU on an emulated Cortex-M4."""
 
-TEMPLATES = Path(__file__).parent / "templates"
 PARITY_TOLERANCE = 1e-5
 """Float C vs onnxruntime: max |error| ≤ this × max(1, max |action|)."""
 VERIFY_SAMPLES = 1024
@@ -64,12 +64,6 @@ QEMU_SAMPLES = 32
 """Observations run in QEMU (each is printed bit-exact, so keep it small)."""
 HOST_TIMING_CALLS = 2000
 """Calls of the host latency measurement (best of 5 batches)."""
-REPORT_FILE = "report.json"
-README_FILE = "README.md"
-CRAZYFLIE_MAP_HEADER = "robo_rl_crazyflie_map.h"
-CRAZYFLIE_HOVER_ACTION = -0.1102
-"""Motor action of robo_rl's Crazyflie 2.1 model in hover (`hover_action("motor", crazyflie_2_1)`)."""
-_PLACEHOLDER = re.compile(r"@@([A-Za-z_0-9]+)@@")
 
 
 @dataclass(frozen=True)
@@ -244,14 +238,13 @@ def export_target(
     `test_obs` `(n, obs_dim)` (default: bounds samples). Raises ValueError for an unknown target, a policy the
     exporter cannot translate (UnsupportedOperatorError names op and node) or a policy the target cannot run.
     """
-    if target not in FIRMWARE_TARGETS:
-        raise ValueError(f"unknown firmware target {target!r}; choose one of {', '.join(FIRMWARE_TARGETS)}")
+    board = boards.board(target)  # ValueError listing the boards
     onnx_path = Path(onnx_path)
     if not onnx_path.is_file():
         raise FileNotFoundError(f"{onnx_path}: no such ONNX file")
     flow, ir = read_policy(onnx_path)
-    if target == "crazyflie":
-        crazyflie_map_header(ir.info)  # refuse a policy the controller cannot feed before writing anything
+    if board.check is not None:
+        board.check(ir.info)  # refuse a policy the board cannot run before anything is written
     int8 = int8 or int8_activations
     if flow is not None and int8:
         raise ValueError("int8 export is not supported for flow-matching policies (float32 only)")
@@ -266,8 +259,8 @@ def export_target(
             _CheckInputs(ir, onnx_path, target, sources, float_sources, int8, verify, test_obs), Path(scratch)
         )
     numerics = _numerics(int8, int8_activations)
-    context = _TargetContext(ir, onnx_path, target, sources, prefix, numerics)
-    writer, out_dir = _WRITERS[target], Path(out_dir)
+    context = TargetContext(ir, onnx_path, target, sources, prefix, numerics)
+    writer, out_dir = board.write, Path(out_dir)
     planned = writer(context, out_dir, dry_run=True)
     report = ExportReport(
         target=target,
@@ -320,145 +313,7 @@ def _describe_layer(layer: Layer) -> str:
     return "clip"
 
 
-def render(template: str, values: Mapping[str, str]) -> str:
-    """Replace every `@@NAME@@` in `template` with `values[NAME]`; a placeholder without a value is an error."""
-    missing = sorted({name for name in _PLACEHOLDER.findall(template) if name not in values})
-    if missing:
-        raise KeyError(f"template placeholders without a value: {', '.join(missing)}")
-    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
-
-
-def c_string(text: str) -> str:
-    """`text` as a C string literal (ASCII; other bytes as octal escapes)."""
-    out = []
-    for byte in text.encode():
-        char = chr(byte)
-        if char in '"\\':
-            out.append("\\" + char)
-        elif 32 <= byte < 127:
-            out.append(char)
-        else:
-            out.append(f"\\{byte:03o}")
-    return '"' + "".join(out) + '"'
-
-
-def c_comment(text: str) -> str:
-    """`text` made safe inside a C block comment."""
-    return text.replace("*/", "* /").replace("/*", "/ *")
-
-
 # --- Crazyflie observation/action mapping ------------------------------------------------------------------------
-
-_CF_VECTORS = ("position_error", "velocity", "velocity_error", "reference_velocity", "angular_velocity")
-_CF_VECTOR_NAME = re.compile(rf"^({'|'.join(_CF_VECTORS)})_([xyz])$")
-_CF_ROTATION_NAME = re.compile(r"^rotation_([0-2])([0-2])$")
-_CF_HISTORY_NAME = re.compile(r"^previous_action_(\d+)_([0-3])$")
-CRAZYFLIE_ACTIONS = ("rotor_0", "rotor_1", "rotor_2", "rotor_3")
-_CF_RATES_HZ = (1000, 500, 250, 100, 50, 25)
-"""Rates with a RATE_<N>_HZ constant in the firmware (divisors of its 1 kHz stabilizer loop)."""
-
-
-def crazyflie_observation_source(name: str) -> str:
-    """The C expression (in the controller's terms) that gives the observation element `name`.
-
-    Supported: robo_rl's quadrotor observation names: position_error_{x,y,z}, rotation_{r}{c}, velocity_{x,y,z},
-    velocity_error_{x,y,z}, reference_velocity_{x,y,z}, angular_velocity_{x,y,z}, previous_action_{k}_{i}.
-    """
-    if match := _CF_VECTOR_NAME.match(name):
-        return f"signals->{match.group(1)}[{'xyz'.index(match.group(2))}]"
-    if match := _CF_ROTATION_NAME.match(name):
-        return f"signals->rotation[{3 * int(match.group(1)) + int(match.group(2))}]"
-    if match := _CF_HISTORY_NAME.match(name):
-        return f"history[{int(match.group(1))}][{int(match.group(2))}]"
-    raise ValueError(name)
-
-
-def crazyflie_map_header(info: PolicyInfo) -> str:
-    """`robo_rl_crazyflie_map.h`: the policy rate, the action bounds and rotor order, and the function that
-    fills the observation from the controller's signals, generated from the policy's metadata.
-
-    Raises ValueError when the policy cannot be flown by the controller: observation names it cannot compute,
-    actions other than rotor_0..3 with finite bounds, or a control period that is not a firmware rate.
-    """
-    sources = _crazyflie_sources(info.obs_names)
-    rate = _crazyflie_rate(info.dt)
-    rotor_index = _crazyflie_rotor_index(info)
-    history_rows = max([int(m.group(1)) + 1 for n in info.obs_names if (m := _CF_HISTORY_NAME.match(n))], default=0)
-    lows = ", ".join(_c_float(info.action_low[i]) for i in rotor_index)
-    highs = ", ".join(_c_float(info.action_high[i]) for i in rotor_index)
-    fill = "\n".join(
-        f"    obs[{i}] = {source}; /* {c_comment(name)} [{c_comment(unit)}] */"
-        for i, (name, unit, source) in enumerate(zip(info.obs_names, info.obs_units, sources, strict=True))
-    )
-    return (
-        f"/* Generated by robo_rl {robo_rl.__version__} for task {c_comment(info.task or 'unknown')}: how the\n"
-        " * Crazyflie controller builds the policy's observation and reads its actions. Included once, by\n"
-        " * robo_rl_controller.c, after robo_rl_cf_signals_t. */\n"
-        "#ifndef ROBO_RL_CRAZYFLIE_MAP_H\n#define ROBO_RL_CRAZYFLIE_MAP_H\n\n"
-        f"#define ROBO_RL_CF_POLICY_RATE_HZ {rate} /* policy control period {info.dt:g} s */\n"
-        f"#define ROBO_RL_CF_HISTORY_LENGTH {history_rows} /* previous actions in the observation */\n"
-        f"#define ROBO_RL_CF_HISTORY_ROWS {max(history_rows, 1)}\n"
-        f"#ifndef ROBO_RL_CF_INITIAL_ACTION\n#define ROBO_RL_CF_INITIAL_ACTION ({CRAZYFLIE_HOVER_ACTION}f)\n#endif\n\n"
-        "/* Action index of rotor i (0 front-right, 1 back-right, 2 back-left, 3 front-left = M1..M4). */\n"
-        f"static const int robo_rl_cf_rotor_action[4] = {{{', '.join(map(str, rotor_index))}}};\n"
-        "#define ROBO_RL_CF_ROTOR_ACTION(i) (robo_rl_cf_rotor_action[(i)])\n"
-        "/* Bounds of rotor i's action: low = zero thrust, high = full thrust. */\n"
-        f"static const float robo_rl_cf_action_low[4] = {{{lows}}};\n"
-        f"static const float robo_rl_cf_action_high[4] = {{{highs}}};\n\n"
-        "static void robo_rl_cf_fill_observation(float *obs, const robo_rl_cf_signals_t *signals,\n"
-        "                                        const float (*history)[4])\n{\n"
-        f"{'    (void)history;' + chr(10) if history_rows == 0 else ''}"
-        f"{fill}\n}}\n\n#endif\n"
-    )
-
-
-def _crazyflie_sources(names: Sequence[str]) -> list[str]:
-    sources, unknown = [], []
-    for name in names:
-        try:
-            sources.append(crazyflie_observation_source(name))
-        except ValueError:
-            unknown.append(name)
-    if unknown:
-        raise ValueError(
-            f"crazyflie target: the controller cannot compute observation(s) {', '.join(unknown[:6])}"
-            f"{' ...' if len(unknown) > 6 else ''}; it supports robo_rl's quadrotor observations (position_error_*, "
-            "rotation_rc, velocity_*, velocity_error_*, reference_velocity_*, angular_velocity_*, previous_action_k_i)"
-        )
-    return sources
-
-
-def _crazyflie_rate(dt: float | None) -> int:
-    if dt is None:
-        raise ValueError("crazyflie target: the ONNX file has no control period (robo_rl.dt metadata)")
-    for rate in _CF_RATES_HZ:
-        if math.isclose(dt * rate, 1.0, rel_tol=1e-6):
-            return rate
-    raise ValueError(
-        f"crazyflie target: control period {dt:g} s is not one of the firmware rates "
-        f"{', '.join(f'{r} Hz' for r in _CF_RATES_HZ)}"
-    )
-
-
-def _crazyflie_rotor_index(info: PolicyInfo) -> list[int]:
-    if sorted(info.action_names) != list(CRAZYFLIE_ACTIONS):
-        raise ValueError(
-            f"crazyflie target: actions {list(info.action_names)} are not the motor commands "
-            f"{list(CRAZYFLIE_ACTIONS)} (train with action_mode=motor)"
-        )
-    index = [info.action_names.index(name) for name in CRAZYFLIE_ACTIONS]
-    for i in index:
-        low, high = info.action_low[i], info.action_high[i]
-        if not (math.isfinite(low) and math.isfinite(high) and low < high):
-            raise ValueError(
-                f"crazyflie target: action {info.action_names[i]} needs finite bounds, got [{low}, {high}]"
-            )
-    return index
-
-
-def _c_float(value: float) -> str:
-    return f"{float(np.float32(value))!r}f"
-
 
 # --- checks -------------------------------------------------------------------------------------------------------
 
@@ -623,153 +478,3 @@ def _qemu_check(inputs: _CheckInputs, directory: Path) -> QemuCheck:
         nonfinite_rejected=bool(np.all(result.codes[:-1] == 0) and result.codes[-1] != 0),
         firmware_size=result.firmware_size,
     )
-
-
-# --- target folders -----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _TargetContext:
-    ir: PolicyIR
-    onnx_path: Path
-    target: str
-    sources: CSources
-    prefix: str
-    numerics: str
-
-    def values(self) -> dict[str, str]:
-        """Placeholder values shared by all templates."""
-        info = self.ir.info
-        stem = Path(self.sources.source_name).stem
-        period = info.dt if info.dt is not None else 0.01
-        return {
-            "PREFIX": self.prefix.upper(),
-            "prefix": self.prefix,
-            "POLICY_NAME": f"{self.prefix}_policy",
-            "POLICY_HEADER": self.sources.header_name,
-            "POLICY_SOURCE": self.sources.source_name,
-            "SOURCE_STEM": stem,
-            "TASK": c_comment(info.task or "unknown"),
-            "ROBO_RL_VERSION": robo_rl.__version__,
-            "ONNX_NAME": self.onnx_path.name,
-            "DT": f"{info.dt:g}" if info.dt is not None else "unknown",
-            "TARGET": self.target,
-            "NUMERICS": self.numerics,
-            "ACTION_NAME_LIST": ", ".join(c_string(name) for name in info.action_names),
-            "PERIOD_US": str(max(1, round(period * 1e6))),
-            "LIBRARY_VERSION": _library_version(robo_rl.__version__),
-        }
-
-
-def _library_version(version: str) -> str:
-    """A semver-like x.y.z for library.properties (local/dev suffixes dropped)."""
-    numbers = re.findall(r"\d+", version.split("+")[0])[:3]
-    return ".".join([*numbers, "0", "0", "0"][:3])
-
-
-_Writer = Callable[..., list[str]]
-
-
-class _FolderWriter:
-    """Collects (relative path → text) and writes them, or only lists them on a dry run."""
-
-    def __init__(self, out_dir: Path, dry_run: bool) -> None:
-        self.out_dir, self.dry_run, self.paths = out_dir, dry_run, []
-
-    def put(self, relative: str, text: str) -> None:
-        self.paths.append(relative)
-        if not self.dry_run:
-            path = self.out_dir / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-
-    def sources(self, sources: CSources, folder: str = "") -> None:
-        self.put(f"{folder}{sources.header_name}", sources.header)
-        self.put(f"{folder}{sources.source_name}", sources.source)
-
-
-def _template(relative: str) -> str:
-    return (TEMPLATES / relative).read_text()
-
-
-def _readme(context: _TargetContext, template: str, report: ExportReport | None, extra: dict[str, str]) -> str:
-    values = {**context.values(), **extra}
-    files = report.files if report is not None else ()
-    values["FILE_LIST"] = "\n".join(f"- `{name}`" for name in files)
-    values["REPORT"] = _report_markdown(report) if report is not None else ""
-    return render(template, values)
-
-
-def _report_markdown(report: ExportReport) -> str:
-    lines = "\n".join(f"- {line}" for line in report.lines()[1:])
-    return f"{lines}\n\nThe same numbers are in `{REPORT_FILE}`."
-
-
-def _write_c(context: _TargetContext, out_dir: Path, dry_run: bool, report: ExportReport | None = None) -> list[str]:
-    folder = _FolderWriter(out_dir, dry_run)
-    values = context.values()
-    folder.sources(context.sources)
-    folder.put("main.c", render(_template("generic/main.c"), values))
-    folder.put("Makefile", render(_template("generic/Makefile"), values))
-    build = render(_template("generic/build_c.md"), values).rstrip("\n")
-    folder.put(README_FILE, _readme(context, _template("generic/README.md"), report, {"BUILD_SECTION": build}))
-    return folder.paths
-
-
-def _write_cortex_m4(
-    context: _TargetContext, out_dir: Path, dry_run: bool, report: ExportReport | None = None
-) -> list[str]:
-    folder = _FolderWriter(out_dir, dry_run)
-    values = context.values()
-    folder.sources(context.sources)
-    folder.put("Makefile", render(_template("generic/cortex-m4.mk"), values))
-    build = render(_template("generic/build_cortex-m4.md"), values).rstrip("\n")
-    folder.put(README_FILE, _readme(context, _template("generic/README.md"), report, {"BUILD_SECTION": build}))
-    return folder.paths
-
-
-def _write_crazyflie(
-    context: _TargetContext, out_dir: Path, dry_run: bool, report: ExportReport | None = None
-) -> list[str]:
-    folder = _FolderWriter(out_dir, dry_run)
-    info = context.ir.info
-    values = context.values()
-    rate = _crazyflie_rate(info.dt)
-    for name in ("Makefile", "Kbuild", "app-config", "src/Kbuild", "src/robo_rl_controller.c"):
-        folder.put(name, render(_template(f"crazyflie/{name}"), values))
-    folder.sources(context.sources, "src/")
-    folder.put(f"src/{CRAZYFLIE_MAP_HEADER}", crazyflie_map_header(info))
-    observation_list = "\n".join(
-        f"  - `obs[{i}]` {name} ({unit}) = `{crazyflie_observation_source(name)}`"
-        for i, (name, unit) in enumerate(zip(info.obs_names, info.obs_units, strict=True))
-    )
-    extra = {
-        "RATE_HZ": f"RATE_{rate}_HZ",
-        "PERIOD_MS": f"{1000 / rate:g}",
-        "OBSERVATION_LIST": observation_list,
-        "INITIAL_ACTION": f"{CRAZYFLIE_HOVER_ACTION}",
-    }
-    folder.put(README_FILE, _readme(context, _template("crazyflie/README.md"), report, extra))
-    return folder.paths
-
-
-def _write_arduino(
-    context: _TargetContext, out_dir: Path, dry_run: bool, report: ExportReport | None = None
-) -> list[str]:
-    folder = _FolderWriter(out_dir, dry_run)
-    values = context.values()
-    folder.put("library.properties", render(_template("arduino/library.properties"), values))
-    folder.put("src/RoboRlPolicy.h", render(_template("arduino/src/RoboRlPolicy.h"), values))
-    folder.sources(context.sources, "src/")
-    example = "examples/RoboRlPolicy/RoboRlPolicy.ino"
-    folder.put(example, render(_template(f"arduino/{example}"), values))
-    folder.put(README_FILE, _readme(context, _template("arduino/README.md"), report, {}))
-    return folder.paths
-
-
-_WRITERS: dict[str, _Writer] = {
-    "c": _write_c,
-    "cortex-m4": _write_cortex_m4,
-    "crazyflie": _write_crazyflie,
-    "arduino": _write_arduino,
-}

@@ -11,11 +11,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from robo_rl.algorithms.dsrl import dsrl
-from robo_rl.algorithms.fql import FQL
 from robo_rl.algorithms.ppo import PPO
-from robo_rl.algorithms.sac import SAC
-from robo_rl.algorithms.td3 import TD3
+from robo_rl.algorithms.registry import algorithm
 from robo_rl.config import ConfigError
 from robo_rl.distributed import LOCAL, Reducer, broadcast_module
 from robo_rl.envs import BatchedEnv, critic_obs_dim
@@ -105,7 +102,7 @@ def build_runner(
             params=task.evaluation_params,
         )
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
-    if cfg.algo == "ppo":
+    if cfg.on_policy:
         policy = build_policy(cfg, env)
         broadcast_module(policy, reducer)
         ppo = PPO(policy, cfg.ppo)
@@ -124,12 +121,12 @@ def _check_distributable(cfg: ExperimentConfig, processes: int) -> None:
         return
     if cfg.hil.teleop in ("keyboard", "gamepad", "ros"):
         raise ConfigError(f"hil.teleop={cfg.hil.teleop}: a person drives one process; train it without --nproc")
-    if cfg.algo != "ppo" and cfg.off_policy.actor_learner:
+    if not cfg.on_policy and cfg.off_policy.actor_learner:
         raise ConfigError("off_policy.actor_learner runs in one process; train it without --nproc")
 
 
 def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFactory | None) -> BatchedEnv:
-    if cfg.algo == "ppo":
+    if cfg.on_policy:
         raise ConfigError(
             f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; "
             "use an off-policy algo (sac, td3, fql, dsrl)"
@@ -139,21 +136,19 @@ def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFact
     return InterventionEnv(env, make_teleop(cfg, env))
 
 
-def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> SAC | TD3 | FQL:
+def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> Any:
+    """The off-policy algorithm `cfg.algo`, from its registry entry and its config section."""
+    entry = algorithm(cfg.algo)
+    if entry.build is None:
+        raise ValueError(f"algo {cfg.algo!r} is not an off-policy algorithm")
     dims = (env.obs_spec.dim, critic_obs_dim(env))
     bounds = (env.action_spec.low_tensor(), env.action_spec.high_tensor())
-    if cfg.algo == "sac":
-        return SAC(*dims, *bounds, cfg.sac, device=env.device)
-    if cfg.algo == "fql":
-        return FQL(*dims, *bounds, cfg.fql, device=env.device)
-    if cfg.algo == "dsrl":
-        return dsrl(*dims, *bounds, cfg.dsrl, device=env.device)
-    return TD3(*dims, *bounds, cfg.td3, device=env.device)
+    return entry.build(*dims, *bounds, getattr(cfg, cfg.algo), device=env.device)
 
 
 def build_deployable_actor(cfg: ExperimentConfig, env: BatchedEnv, state: dict[str, Any]) -> nn.Module:
     """The deterministic obs → env-action module of a checkpoint `state`, whatever algorithm trained it."""
-    if cfg.algo == "ppo":
+    if cfg.on_policy:
         policy = build_policy(cfg, env)
         policy.load_state_dict(state["policy"])
         return policy.deterministic_actor().eval()

@@ -7,11 +7,11 @@ resolved config is written into the run directory.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from robo_rl.algorithms.dsrl import DSRLConfig
 from robo_rl.algorithms.fql import FQLConfig
 from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.algorithms.registry import algorithm
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3Config
 from robo_rl.hil.config import HilConfig
@@ -19,7 +19,8 @@ from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.off_policy import OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
-Algorithm = Literal["ppo", "sac", "td3", "fql", "dsrl"]
+Algorithm = str
+"""A registered algorithm name (`robo_rl.algorithms.registry`)."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,9 @@ class ExperimentConfig:
     seed: int = 0
     """Seeds network initialization, action sampling and the env stream."""
     algo: Algorithm = "ppo"
-    """Which algorithm trains: ppo (uses policy, ppo, runner), or sac / td3 / fql (flow Q-learning: a flow policy
-    from demonstrations, fine-tuned by Q) / dsrl (SAC steering the noise of a frozen flow policy) with their
-    section and off_policy."""
+    """Which algorithm trains (`robo_rl.algorithms.registry`): ppo (uses policy, ppo, runner), or sac / td3 / fql
+    (flow Q-learning: a flow policy from demonstrations, fine-tuned by Q) / dsrl (SAC steering the noise of a frozen
+    flow policy) with their section and off_policy."""
     task: TaskConfig = field(default_factory=TaskConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -69,10 +70,18 @@ class ExperimentConfig:
     hil: HilConfig = field(default_factory=HilConfig)
     """Human-in-the-loop: who may take over the training envs (off-policy algorithms)."""
 
+    def __post_init__(self) -> None:
+        algorithm(self.algo)  # ValueError naming the registered algorithms
+
     @property
     def loop_section(self) -> str:
         """Config section holding the training loop's settings (max_iterations, target_return, ...)."""
-        return "runner" if self.algo == "ppo" else "off_policy"
+        return algorithm(self.algo).loop_section
+
+    @property
+    def on_policy(self) -> bool:
+        """Whether the on-policy runner (rollouts, `runner` section) trains it, rather than the replay runner."""
+        return algorithm(self.algo).loop == "on_policy"
 
 
 def pendulum_ppo() -> ExperimentConfig:

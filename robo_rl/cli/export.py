@@ -15,11 +15,12 @@ from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.config import config_hash
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
+from robo_rl.firmware_export import boards
 
 PARITY_TOLERANCE = 1e-5
 PARITY_SAMPLES = 4096
-TARGETS = ("onnx", "c", "cortex-m4", "crazyflie", "arduino")
-"""`--target` values; the same as robo_rl.firmware_export.targets.TARGETS (not imported: onnx stays optional)."""
+TARGETS = ("onnx", *boards.names())
+"""`--target` values: onnx, then the firmware boards (their registry loads without numpy or onnx)."""
 CALIBRATION_OBSERVATIONS = 2048
 TEST_OBSERVATIONS = 1024
 ROLLOUT_ENVS = 64
@@ -34,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "onnxruntime. Other targets turn the policy (RUN_DIR's, exported to RUN_DIR/policy.onnx first, or any "
         "policy .onnx file: robo_rl, SB3, Isaac Lab) into C99 and write a folder with the sources, the target's "
         "template files, a README for building/flashing and report.json (sizes, errors, instruction counts): "
-        "c (host example), cortex-m4 (object + size), crazyflie (out-of-tree controller app), arduino (library).",
+        + "; ".join(f"{name}: {boards.board(name).summary}" for name in boards.names())
+        + ".",
     )
     p.add_argument(
         "run_dir_or_onnx",

@@ -34,7 +34,7 @@ def prior_buffer_errors(cfg: ExperimentConfig) -> Iterator[None]:
 
 
 def prior_buffer_path(cfg: ExperimentConfig) -> str | None:
-    return None if cfg.algo == "ppo" else cfg.off_policy.prior_buffer
+    return None if cfg.on_policy else cfg.off_policy.prior_buffer
 
 
 def _raised_in(traceback: TracebackType | None, code: CodeType) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
+from robo_rl.algorithms import registry as algorithms
 from robo_rl.build import Runner, build_runner
 from robo_rl.cli.bad_file import BadFileError
 from robo_rl.cli.checkpoint_file import checkpoint_errors
@@ -49,10 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", nargs="?", help="preset name or YAML file (default: pendulum_<algo>)")
     p.add_argument(
         "--algo",
-        choices=("ppo", "sac", "td3", "fql", "dsrl"),
-        help="algorithm (fql: flow Q-learning, a flow "
-        "policy from demonstrations fine-tuned by Q; dsrl: SAC choosing the noise of a frozen flow policy cloned "
-        "from demonstrations); shorthand for --set algo=NAME",
+        choices=algorithms.names(),
+        help="algorithm ("
+        + "; ".join(f"{entry.name}: {entry.summary}" for entry in algorithms.entries())
+        + "); shorthand for --set algo=NAME",
     )
     p.add_argument(
         "--set",

@@ -20,15 +20,11 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from robo_rl.firmware_export import qemu
+from robo_rl.firmware_export.board import render
+from robo_rl.firmware_export.boards.crazyflie import CRAZYFLIE_HOVER_ACTION
 from robo_rl.firmware_export.ir import UnsupportedOperatorError, load_policy
 from robo_rl.firmware_export.quantize import error_bound, quantize, sample_observations
-from robo_rl.firmware_export.targets import (
-    CRAZYFLIE_HOVER_ACTION,
-    FIRMWARE_TARGETS,
-    PARITY_TOLERANCE,
-    export_target,
-    render,
-)
+from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, PARITY_TOLERANCE, export_target
 from robo_rl.sim.quadrotor.dynamics import quat_to_rotmat
 
 STUBS = Path(__file__).parent / "crazyflie_stubs"

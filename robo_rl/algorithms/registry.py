@@ -1,0 +1,87 @@
+"""The algorithms `robo-rl train --algo` can run, registered in one place.
+
+Each entry names its training loop (on-policy: the PPO runner; off-policy: the replay runner), its config class
+(the `ExperimentConfig` section of the same name) and, for off-policy algorithms, the builder the composition root
+calls. CLI choices, help text, config validation and the README command line read this registry.
+Adding an algorithm: its module in `robo_rl/algorithms/`, one `register(...)` line below, and its config section
+on `ExperimentConfig` (a test checks that every registered algorithm has one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
+from robo_rl.algorithms.fql import FQL, FQLConfig
+from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.algorithms.sac import SAC, SACConfig
+from robo_rl.algorithms.td3 import TD3, TD3Config
+
+Loop = Literal["on_policy", "off_policy"]
+
+
+@dataclass(frozen=True)
+class AlgorithmEntry:
+    name: str
+    """`--algo` value and the name of its config section."""
+    loop: Loop
+    """Which runner trains it: on_policy (rollouts, section `runner`) or off_policy (replay, section `off_policy`)."""
+    config: type
+    """Its config dataclass."""
+    summary: str
+    """One line for `--help`."""
+    build: Callable[..., Any] | None = None
+    """Off-policy: `build(obs_dim, critic_obs_dim, action_low, action_high, cfg, device=...)` → the algorithm."""
+
+    @property
+    def loop_section(self) -> str:
+        """The `ExperimentConfig` section with its loop's settings (max_iterations, target_return, ...)."""
+        return "runner" if self.loop == "on_policy" else "off_policy"
+
+
+_ALGORITHMS: dict[str, AlgorithmEntry] = {}
+
+
+def register(entry: AlgorithmEntry) -> None:
+    if entry.name in _ALGORITHMS:
+        raise ValueError(f"algorithm {entry.name!r} is already registered")
+    if (entry.loop == "off_policy") != (entry.build is not None):
+        raise ValueError(f"algorithm {entry.name!r}: off-policy algorithms, and only they, need a builder")
+    _ALGORITHMS[entry.name] = entry
+
+
+def algorithm(name: str) -> AlgorithmEntry:
+    """The entry of `name`; ValueError listing the registered names when there is none."""
+    if name not in _ALGORITHMS:
+        raise ValueError(f"algo: unknown algorithm {name!r}; registered: {', '.join(names())}")
+    return _ALGORITHMS[name]
+
+
+def names() -> tuple[str, ...]:
+    """Registered algorithm names, in registration order."""
+    return tuple(_ALGORITHMS)
+
+
+def entries() -> tuple[AlgorithmEntry, ...]:
+    return tuple(_ALGORITHMS.values())
+
+
+register(AlgorithmEntry("ppo", "on_policy", PPOConfig, "PPO on batched rollouts"))
+register(AlgorithmEntry("sac", "off_policy", SACConfig, "soft actor-critic", SAC))
+register(AlgorithmEntry("td3", "off_policy", TD3Config, "twin delayed DDPG", TD3))
+register(
+    AlgorithmEntry(
+        "fql", "off_policy", FQLConfig, "flow Q-learning: a flow policy from demonstrations fine-tuned by Q", FQL
+    )
+)
+register(
+    AlgorithmEntry(
+        "dsrl",
+        "off_policy",
+        DSRLConfig,
+        "SAC choosing the noise of a frozen flow policy cloned from demonstrations",
+        dsrl,
+    )
+)

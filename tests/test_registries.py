@@ -1,0 +1,86 @@
+"""The registries are the one list of algorithms, tasks, presets and firmware boards: the config, the CLI and the
+README agree with them."""
+
+from __future__ import annotations
+
+import dataclasses
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import robo_rl.sim
+from robo_rl.algorithms import registry as algorithms
+from robo_rl.config import ConfigError, from_dict
+from robo_rl.experiment import PRESETS, ExperimentConfig
+from robo_rl.firmware_export import boards
+from robo_rl.firmware_export.board import Board
+from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, QEMU_TARGETS, TARGETS
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _readme_choices(option: str) -> set[str]:
+    match = re.search(rf"{option} ([a-z0-9|-]+)", README)
+    assert match, f"README has no `{option} a|b|...` line"
+    return set(match.group(1).split("|"))
+
+
+def test_every_algorithm_has_its_config_section() -> None:
+    fields = {field.name: field for field in dataclasses.fields(ExperimentConfig)}
+    for entry in algorithms.entries():
+        assert entry.name in fields, f"ExperimentConfig has no section {entry.name!r}"
+        assert isinstance(getattr(ExperimentConfig(), entry.name), entry.config)
+        assert entry.loop_section in fields
+
+
+def test_algo_outside_the_registry_is_a_config_error_naming_the_registered() -> None:
+    with pytest.raises(ConfigError, match="unknown algorithm 'a2c'; registered: ppo, sac, td3, fql, dsrl"):
+        from_dict(ExperimentConfig, {"algo": "a2c"})
+
+
+def test_an_algorithm_registers_once_and_off_policy_needs_a_builder() -> None:
+    sac = algorithms.algorithm("sac")
+    with pytest.raises(ValueError, match="already registered"):
+        algorithms.register(sac)
+    with pytest.raises(ValueError, match="need a builder"):
+        algorithms.register(dataclasses.replace(sac, name="sac2", build=None))
+    assert algorithms.algorithm("ppo").loop_section == "runner" and sac.loop_section == "off_policy"
+
+
+def test_cli_choices_and_readme_come_from_the_registries() -> None:
+    from robo_rl.cli.export import TARGETS as CLI_TARGETS
+    from robo_rl.cli.main import build_parser
+
+    parser = build_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]  # type: ignore[union-attr]
+    algo = next(action for action in train._actions if action.dest == "algo")
+    assert tuple(algo.choices) == algorithms.names()
+    assert _readme_choices("--algo") == set(algorithms.names())
+    assert CLI_TARGETS == TARGETS == ("onnx", *boards.names())
+    assert _readme_choices("--target") == set(FIRMWARE_TARGETS)
+
+
+def test_every_board_module_defines_its_board() -> None:
+    modules = [info.name for info in pkgutil.iter_modules(boards.__path__)]
+    assert len(modules) == len(boards.BOARDS) >= 4
+    for module in modules:
+        board = boards.BOARDS[module.replace("_", "-")]
+        assert isinstance(board, Board) and callable(board.write)
+    assert set(QEMU_TARGETS) == {name for name, board in boards.BOARDS.items() if board.qemu}
+    with pytest.raises(ValueError, match="unknown firmware target 'stm32'; choose one of c, cortex-m4"):
+        boards.board("stm32")
+
+
+def test_readme_lists_every_task_and_preset() -> None:
+    table = README[README.index("| task | backend | what |") :]
+    table = table[: table.index("\n\n")]
+    for name in robo_rl.sim.names():
+        assert f"`{name}`" in table, f"README's simulator table lacks {name}"
+    presets = README[README.index("`CONFIG` is a preset name") :]
+    presets = presets[: presets.index("or a YAML file")]
+    for name in PRESETS:
+        assert f"`{name}`" in presets, f"README's preset list lacks {name}"
+        assert (ROOT / "robo_rl" / "configs" / f"{name}.yaml").is_file(), f"no robo_rl/configs/{name}.yaml"
