@@ -50,6 +50,9 @@ class PolicyArtifact:
     """Commit of the robo_rl source that trained the policy."""
     version: str | None = None
     """robo_rl version that exported the file."""
+    task_config: str | None = None
+    """The task's resolved config at training time, as canonical JSON (`robo_rl.task_record`); optional (files
+    exported before it was recorded lack it)."""
     schema: int = SCHEMA_VERSION
 
     def to_props(self) -> dict[str, str]:
@@ -57,6 +60,7 @@ class PolicyArtifact:
         props = {SCHEMA_KEY: str(self.schema)}
         optional = {"version": self.version, "task": self.task, "config_hash": self.config_hash}
         optional["git_hash"] = self.git_hash
+        optional["task_config"] = self.task_config
         props.update({PREFIX + key: value for key, value in optional.items() if value is not None})
         if self.dt is not None:
             props[PREFIX + "dt"] = repr(self.dt)
@@ -89,6 +93,7 @@ def _provenance(props: Mapping[str, str], unknown_version: str | None) -> dict[s
         "config_hash": props.get(PREFIX + "config_hash"),
         "git_hash": props.get(PREFIX + "git_hash"),
         "version": props.get(PREFIX + "version", unknown_version),
+        "task_config": props.get(PREFIX + "task_config"),
     }
 
 

@@ -15,7 +15,7 @@ from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.registry import algorithm
 from robo_rl.config import ConfigError
 from robo_rl.distributed import LOCAL, Reducer, broadcast_module
-from robo_rl.envs import BatchedEnv, critic_obs_dim
+from robo_rl.envs import BatchedEnv, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
 from robo_rl.hil.realtime import RealTimeEnv
@@ -24,6 +24,7 @@ from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.task_record import TaskSpecs
 
 
 class EnvFactory(Protocol):
@@ -48,17 +49,29 @@ def check_device(device: str) -> None:
         raise ValueError(f"task.device: {device!r} requested, but only {torch.cuda.device_count()} GPU(s) exist")
 
 
-def build_policy(cfg: ExperimentConfig, env: BatchedEnv) -> ActorCritic:
-    spec = env.action_spec
+def build_policy(
+    cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, device: str | torch.device | None = None
+) -> ActorCritic:
+    """The actor-critic for `task` (an env, or the specs a run recorded), on `device` (default: the env's, or cpu)."""
+    specs, device = _specs_and_device(task, device)
+    spec = specs.action
     if not spec.is_bounded:
         raise ValueError(f"task {cfg.task.name!r}: action bounds must be finite to scale the policy onto them")
     return ActorCritic(
-        env.obs_spec.dim,
+        specs.obs.dim,
         spec.low_tensor(),
         spec.high_tensor(),
         cfg.policy,
-        critic_obs_dim=critic_obs_dim(env),
-    ).to(env.device)
+        critic_obs_dim=specs.critic_obs_dim,
+    ).to(device)
+
+
+def _specs_and_device(
+    task: BatchedEnv | TaskSpecs, device: str | torch.device | None
+) -> tuple[TaskSpecs, str | torch.device]:
+    if isinstance(task, TaskSpecs):
+        return task, device or "cpu"
+    return task_specs(task), device or task.device
 
 
 Runner = OnPolicyRunner | OffPolicyRunner
@@ -136,22 +149,27 @@ def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFact
     return InterventionEnv(env, make_teleop(cfg, env))
 
 
-def build_off_policy(cfg: ExperimentConfig, env: BatchedEnv) -> Any:
+def build_off_policy(
+    cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, device: str | torch.device | None = None
+) -> Any:
     """The off-policy algorithm `cfg.algo`, from its registry entry and its config section."""
     entry = algorithm(cfg.algo)
     if entry.build is None:
         raise ValueError(f"algo {cfg.algo!r} is not an off-policy algorithm")
-    dims = (env.obs_spec.dim, critic_obs_dim(env))
-    bounds = (env.action_spec.low_tensor(), env.action_spec.high_tensor())
-    return entry.build(*dims, *bounds, getattr(cfg, cfg.algo), device=env.device)
+    specs, device = _specs_and_device(task, device)
+    bounds = (specs.action.low_tensor(), specs.action.high_tensor())
+    return entry.build(specs.obs.dim, specs.critic_obs_dim, *bounds, getattr(cfg, cfg.algo), device=device)
 
 
-def build_deployable_actor(cfg: ExperimentConfig, env: BatchedEnv, state: dict[str, Any]) -> nn.Module:
-    """The deterministic obs → env-action module of a checkpoint `state`, whatever algorithm trained it."""
+def build_deployable_actor(
+    cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, state: dict[str, Any], device: str | None = None
+) -> nn.Module:
+    """The deterministic obs → env-action module of a checkpoint `state`, whatever algorithm trained it; `task` is
+    an env or the specs its run recorded (no simulator needed)."""
     if cfg.on_policy:
-        policy = build_policy(cfg, env)
+        policy = build_policy(cfg, task, device)
         policy.load_state_dict(state["policy"])
         return policy.deterministic_actor().eval()
-    algorithm = build_off_policy(cfg, env)
+    algorithm = build_off_policy(cfg, task, device)
     algorithm.actor.load_state_dict(state["algorithm"]["actor"])
     return algorithm.actor.deterministic_actor().eval()

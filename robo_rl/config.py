@@ -115,6 +115,15 @@ def apply_overrides(cfg: T, overrides: Sequence[str]) -> T:
     return from_dict(type(cfg), data)
 
 
+def set_values(cfg: T, values: Mapping[str, Any]) -> T:
+    """A copy of `cfg` with typed values set by dotted key, e.g. `{"task.num_envs": 64}` from a CLI option or a
+    ROS parameter: no text in between, validated like file input (ConfigError naming the key)."""
+    data = to_dict(cfg)
+    for key, value in values.items():
+        _set_dotted(data, key, value)
+    return from_dict(type(cfg), data)
+
+
 def merge(cfg: T, data: Mapping[str, Any], source: str = "") -> T:
     """A copy of `cfg` with the (possibly partial, nested) mapping `data` laid over it, validated.
 
@@ -141,10 +150,15 @@ def _deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, A
     return out
 
 
-def config_hash(cfg: Any) -> str:
-    """12 hex chars of the sha256 of the config's canonical JSON (sorted keys): a short, stable run id."""
+def config_hash(cfg: Any, task_config: Mapping[str, Any] | None = None) -> str:
+    """12 hex chars of the sha256 of the config's canonical JSON (sorted keys): a short, stable run id.
+
+    `task_config`: the task's resolved config as plain data (`robo_rl.task_record.TaskRecord.config`), hashed with
+    it, so that a changed task default changes the hash of what a run trained on."""
     # Round-trip first so that equal configs hash equal: `lr=1` typed in code and `lr=1.0` from YAML.
-    canonical = to_dict(from_dict(type(cfg), to_dict(cfg)))
+    canonical: Any = to_dict(from_dict(type(cfg), to_dict(cfg)))
+    if task_config is not None:
+        canonical = {"experiment": canonical, "task": task_config}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 

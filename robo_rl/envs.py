@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from robo_rl.spaces import SpaceSpec
+from robo_rl.task_record import TaskSpecs
 
 INFO_FINAL_OBS = "final_obs"
 """info key: `(num_envs, obs_dim)` last observation of each env; equals the returned obs where not done."""
@@ -85,6 +86,11 @@ def critic_obs_dim(env: BatchedEnv) -> int:
     """Size of the critic's input: the observation plus the privileged part, if the env has one."""
     privileged = env.privileged_obs_spec.dim if env.privileged_obs_spec is not None else 0
     return env.obs_spec.dim + privileged
+
+
+def task_specs(env: BatchedEnv) -> TaskSpecs:
+    """The env's observation and action specs, control period and critic input width (recorded in a run)."""
+    return TaskSpecs(env.obs_spec, env.action_spec, float(env.dt), critic_obs_dim(env))
 
 
 def check_step_result(env: BatchedEnv, result: StepResult) -> None:

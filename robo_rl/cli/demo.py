@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
     console = terminal()
     cfg = resolve_config(args.preset, [f"seed={args.seed}", f"task.device={args.device}"])
     runner = build_runner(cfg, env_factory())
-    runner.run = run = create_run(args.runs_root, cfg, "robo-rl demo")
+    runner.run = run = create_run(args.runs_root, cfg, "robo-rl demo", runner.env)
     console.rule(
         f"1/4 train {cfg.algo.upper()} on {cfg.task.name} ({describe_targets(getattr(cfg, cfg.loop_section))})"
     )

@@ -164,18 +164,19 @@ def sample_observations(spec: SpaceSpec, count: int, seed: int = 0) -> torch.Ten
 
 def export_run(run_dir: Path, checkpoint: Path | None, console: Console, output: Path | None = None) -> Path:
     trained = load_trained(run_dir, checkpoint)
-    env = make_env(trained.cfg, num_envs=1, device="cpu")
+    task = trained.task  # the specs recorded at training time: the simulator is not rebuilt
     metadata = PolicyMetadata(
-        obs_spec=env.obs_spec,
-        action_spec=env.action_spec,
-        dt=env.dt,
+        obs_spec=task.specs.obs,
+        action_spec=task.specs.action,
+        dt=task.specs.dt,
         task=trained.cfg.task.name,
-        config_hash=config_hash(trained.cfg),
+        config_hash=config_hash(trained.cfg, task.config),
         git_hash=str(trained.run.meta().get("git_hash", "unknown")),
+        task_config=task.config_json(),
     )
     actor = trained.actor
     path = export_onnx(actor, metadata, output or run_dir / "policy.onnx")
-    error = onnx_parity(actor, path, sample_observations(env.obs_spec, PARITY_SAMPLES))
+    error = onnx_parity(actor, path, sample_observations(task.specs.obs, PARITY_SAMPLES))
     verdict = "ok" if error <= PARITY_TOLERANCE else "MISMATCH"
     console.print(
         f"exported {path} (iteration {trained.iteration}); onnxruntime vs torch max |error| over "

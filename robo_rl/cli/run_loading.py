@@ -10,6 +10,7 @@ from pathlib import Path
 from torch import nn
 
 from robo_rl.build import build_deployable_actor
+from robo_rl.cli.bad_file import BadFileError
 from robo_rl.cli.checkpoint_file import checkpoint_errors, read_checkpoint
 from robo_rl.cli.tasks import env_factory
 from robo_rl.config import load_yaml
@@ -18,6 +19,7 @@ from robo_rl.experiment import ExperimentConfig
 from robo_rl.runners.best_policy import BEST_CHECKPOINT
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
+from robo_rl.task_record import TASK_FILE, TaskRecord, read_task_record
 
 
 @dataclass
@@ -28,6 +30,9 @@ class TrainedPolicy:
     """Deterministic raw obs → env action module (what eval runs and export writes)."""
     checkpoint: Path
     iteration: int
+    task: TaskRecord
+    """What the run's task resolved to at training time (RUN/task.yaml; rebuilt from the simulator for runs made
+    before it was recorded)."""
 
 
 def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: str = "cpu") -> TrainedPolicy:
@@ -42,13 +47,28 @@ def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: st
     path = checkpoint_path or run.latest_checkpoint
     if not path.is_file() and (checkpoint_path is not None or not checkpoint.previous_of(path).is_file()):
         raise FileNotFoundError(f"{path}: no checkpoint (train first, or pass --checkpoint)")
-    env = make_env(cfg, num_envs=1, device=device)
+    task = run_task(run, cfg)
     if checkpoint_path is None:
         path, state = checkpoint.load_latest(path, device)
     else:
         state = read_checkpoint(path, device)
     with checkpoint_errors(path):
-        return TrainedPolicy(run, cfg, build_deployable_actor(cfg, env, state), path, int(state["iteration"]))
+        actor = build_deployable_actor(cfg, task.specs, state, device)
+        return TrainedPolicy(run, cfg, actor, path, int(state["iteration"]), task)
+
+
+def run_task(run: RunDirectory, cfg: ExperimentConfig) -> TaskRecord:
+    """The run's recorded task (RUN/task.yaml, no simulator needed); a run made before it was recorded rebuilds
+    its task to find out. BadFileError naming the file when the record is damaged."""
+    try:
+        recorded = read_task_record(run.path)
+    except ValueError as err:
+        raise BadFileError(run.path / TASK_FILE, str(err)) from None
+    if recorded is not None:
+        return recorded
+    from robo_rl.cli.tasks import task_record
+
+    return task_record(cfg, make_env(cfg, num_envs=1, device="cpu"))
 
 
 def read_run_config(run: RunDirectory) -> ExperimentConfig:

@@ -8,16 +8,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from robo_rl.build import EnvFactory, TeleopFactory
-from robo_rl.config import ConfigError, apply_overrides, load_yaml
-from robo_rl.envs import BatchedEnv
+from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
+from robo_rl.envs import BatchedEnv, task_specs
 from robo_rl.experiment import PRESETS, ExperimentConfig
 from robo_rl.hil import TeleopDevice
+from robo_rl.task_record import TaskRecord
 
 
 def env_factory() -> EnvFactory:
     from robo_rl.sim import make
 
     return make
+
+
+def task_record(cfg: ExperimentConfig, env: BatchedEnv) -> TaskRecord:
+    """What `cfg.task` resolves to: the task's registered config dataclass with `task.params` applied, and `env`'s
+    specs (written into the run directory as RUN/task.yaml)."""
+    from robo_rl.sim import default_config
+
+    resolved = apply_overrides(default_config(cfg.task.name), cfg.task.params)
+    return TaskRecord(cfg.task.name, to_dict(resolved), task_specs(env))
 
 
 def teleop_factory() -> TeleopFactory:

@@ -9,6 +9,7 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 from rich.console import Console
@@ -22,15 +23,17 @@ from robo_rl.cli.interrupt import stop_at_iteration_end
 from robo_rl.cli.prior_buffer_file import prior_buffer_errors
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
 from robo_rl.cli.run_loading import read_run_config
-from robo_rl.cli.tasks import env_factory, resolve_config, teleop_factory
+from robo_rl.cli.tasks import env_factory, resolve_config, task_record, teleop_factory
 from robo_rl.cli.threads import add_threads_argument
-from robo_rl.config import ConfigError, apply_overrides, to_dict
+from robo_rl.config import ConfigError, apply_overrides, set_values, to_dict
 from robo_rl.distributed import Reducer
+from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil.config import TELEOPS
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
+from robo_rl.task_record import write_task_record
 
 WORLD_SIZE_FILE = "world_size"
 """In a run directory: how many processes trained it (written by rank 0 of a --nproc / torchrun run)."""
@@ -100,10 +103,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def _shorthands(args: argparse.Namespace) -> list[str]:
+def _shorthands(args: argparse.Namespace) -> dict[str, Any]:
+    """The config values the shorthand options set, typed as argparse parsed them (applied before --set)."""
     pairs = (("algo", args.algo), ("seed", args.seed), ("task.device", args.device), ("task.num_envs", args.num_envs))
     pairs += (("hil.teleop", args.teleop),)
-    return [f"{key}={value}" for key, value in pairs if value is not None]
+    return {key: value for key, value in pairs if value is not None}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -162,24 +166,28 @@ def _without_nproc(argv: list[str]) -> list[str]:
 
 def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
     source = args.config or f"pendulum_{args.algo or 'ppo'}"
-    cfg = resolve_config(source, _shorthands(args) + args.overrides)
+    cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
     if args.max_iterations is not None:
-        cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
+        cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
     cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     # Before the run directory, so bad input leaves nothing behind.
     with prior_buffer_errors(cfg):
         runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory(), reducer=reducer)
     run: RunDirectory | RankRun | None = None
     if reducer.world.is_main:
-        run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]))
+        run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
         (run.path / WORLD_SIZE_FILE).write_text(f"{reducer.world.size}\n")
     path = reducer.broadcast(None if run is None else str(run.path))
     runner.run = run if run is not None else RankRun(Path(path), reducer.world.rank)
     return runner, runner.run
 
 
-def create_run(root: Path, cfg: ExperimentConfig, command: str) -> RunDirectory:
-    return RunDirectory.create(root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command)
+def create_run(root: Path, cfg: ExperimentConfig, command: str, env: BatchedEnv) -> RunDirectory:
+    """A new run directory with the resolved experiment config (config.yaml) and what its task resolved to
+    (task.yaml: the task's config after task.params, and `env`'s specs)."""
+    run = RunDirectory.create(root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command)
+    write_task_record(run.path, task_record(cfg, env))
+    return run
 
 
 def _resume(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
@@ -189,7 +197,7 @@ def _resume(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDire
     saved = read_run_config(main_run)
     cfg = saved
     if args.max_iterations is not None:
-        cfg = apply_overrides(cfg, [f"{cfg.loop_section}.max_iterations={args.max_iterations}"])
+        cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
     _check_world_size(main_run.path, reducer.world.size)
     run = main_run if reducer.world.is_main else RankRun(main_run.path, reducer.world.rank)
     latest = run.latest_checkpoint

@@ -42,6 +42,8 @@ class PolicyMetadata:
     """`robo_rl.config.config_hash` of the training config."""
     git_hash: str
     """Commit of the robo_rl source that trained the policy."""
+    task_config: str | None = None
+    """The task's resolved config as canonical JSON (`TaskRecord.config_json`); None leaves it out."""
 
     def to_props(self) -> dict[str, str]:
         """ONNX metadata_props: the policy artifact (`robo_rl.artifact`) of these specs and provenance."""
@@ -56,6 +58,7 @@ class PolicyMetadata:
             config_hash=self.config_hash,
             git_hash=self.git_hash,
             version=robo_rl.__version__,
+            task_config=self.task_config,
         )
 
 

@@ -244,3 +244,15 @@ def test_load_yaml_prefixes_value_errors_with_file(tmp_path):
     path = tmp_path / "x.yaml"
     path.write_text("ppo:\n  clip_param: wide\n")
     assert _error(load_yaml, Train, path) == f"{path}: ppo.clip_param: expected float, got str 'wide'"
+
+
+def test_set_values_sets_typed_values_without_text_in_between() -> None:
+    from robo_rl.config import set_values
+    from robo_rl.experiment import ExperimentConfig
+
+    cfg = set_values(ExperimentConfig(), {"task.num_envs": 64, "seed": 3, "task.device": "null"})
+    assert (cfg.task.num_envs, cfg.seed, cfg.task.device) == (64, 3, "null")  # "null" stays a string
+    with pytest.raises(ConfigError, match="task.num_envs: expected int, got str"):
+        set_values(ExperimentConfig(), {"task.num_envs": "64"})
+    with pytest.raises(ConfigError, match="nmu_envs"):
+        set_values(ExperimentConfig(), {"task.nmu_envs": 64})

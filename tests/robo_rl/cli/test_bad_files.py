@@ -31,6 +31,7 @@ import numpy as np
 import onnx
 import pytest
 import torch
+import yaml
 
 import robo_rl
 from robo_rl.cli.main import main
@@ -76,6 +77,7 @@ def good_files(tmp_path_factory: pytest.TempPathFactory) -> GoodFiles:
         "config": REPO / "robo_rl" / "configs" / "pendulum_ppo.yaml",
         "run_config": run / "config.yaml",
         "meta": run / "meta.json",
+        "task": run / "task.yaml",
         "launch": REPO / "launch" / "hardware_quadrotor.launch.yaml",
         "params": REPO / "launch" / "params" / "quadrotor.yaml",
         "track": REPO / "sim" / "rc_car" / "tracks" / "oval.csv",
@@ -174,6 +176,10 @@ COMMANDS: dict[str, tuple[Command, ...]] = {
         Command("resume", _in_run("config.yaml"), _with_run("train", "--resume", "RUN", "--max-iterations", "3")),
     ),
     "meta": (Command("export", _in_run("meta.json"), _with_run("export", "RUN")),),
+    "task": (
+        Command("export", _in_run("task.yaml"), _with_run("export", "RUN")),
+        Command("eval", _in_run("task.yaml"), _with_run("eval", "RUN", "--episodes", "1")),
+    ),
     "world_size": (Command("resume", _in_run("world_size"), _with_run("train", "--resume", "RUN", "--quiet")),),
     "launch": (
         Command(
@@ -212,12 +218,12 @@ def _params_launch(work: Path, params: Path) -> Path:
 # ------------------------------------------------------------------------------------------------ generic mutations
 
 GOOD_KINDS = ("onnx", "checkpoint", "config", "run_config", "meta", "launch", "params", "track", "demos", "buffer")
-GOOD_KINDS += ("profile",)
+GOOD_KINDS += ("profile", "task")
 """The kinds of GoodFiles.files."""
 BINARY_FRACTIONS = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9)
 """Cut offsets (share of the file) for binary and JSON files; plus a cut of the very last byte."""
 YAML_KEY = re.compile(rb"^[ -]*['\"]?([A-Za-z_/*][\w/*.]*)['\"]?:", re.MULTILINE)
-YAML_KINDS = ("config", "run_config", "launch", "params")
+YAML_KINDS = ("config", "run_config", "launch", "params", "task")
 OTHER_KINDS_EXCLUDED = {("config", "run_config"), ("run_config", "config")}
 """(kind, other kind) pairs where the other kind's good file is a good file of this kind too."""
 RANDOM_SIZES = (16, 1000, None)
@@ -263,6 +269,17 @@ def _good(kind: str) -> Mutate:
 
 def _text(text: str) -> Mutate:
     return lambda good: text.encode()
+
+
+def _yaml_edit(kind: str, edit: Callable[[dict], object]) -> Mutate:
+    """The good YAML file of `kind` with its data edited in place by `edit`."""
+
+    def mutate(good: GoodFiles) -> bytes:
+        data = yaml.safe_load(good.data(kind))
+        edit(data)
+        return yaml.safe_dump(data).encode()
+
+    return mutate
 
 
 def _torch_bytes(value: object) -> bytes:
@@ -428,6 +445,13 @@ SPECIFIC: dict[str, dict[str, tuple[Mutate, tuple[str, ...]]]] = {
         "unknown-key": (_text("algo: ppo\ntask: {nme: pendulum}\n"), ("compare",)),
     },
     "meta": {"a-list": (_text("[1, 2]"), ("export",))},
+    "task": {
+        "a-list": (_text("- name: pendulum\n"), ("export",)),
+        "no-specs": (_text("name: pendulum\nconfig: {}\n"), ("export",)),
+        "config-a-list": (_yaml_edit("task", lambda d: d.update(config=[1])), ("eval",)),
+        "short-action-bounds": (_yaml_edit("task", lambda d: d["specs"]["action"]["low"].pop()), ("export",)),
+        "dt-text": (_yaml_edit("task", lambda d: d["specs"].update(dt="fast")), ("eval",)),
+    },
     "world_size": {
         "empty": (_text(""), ("resume",)),
         "text": (_text("two\n"), ("resume",)),

@@ -1,0 +1,100 @@
+"""The task a run trained on, as resolved at training time: its registered name, its typed config after
+`task.params` (as plain data), and the specs of its observations and actions.
+
+`robo-rl train` writes it into the run directory (RUN/task.yaml). Export reads the specs from it instead of
+rebuilding the simulator, writes the resolved config into the policy's metadata, and hashes it with the experiment
+config: a task default changed later does not silently change what an old run or policy means. Standard library
+and PyYAML only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from robo_rl.spaces import SpaceSpec
+
+TASK_FILE = "task.yaml"
+
+
+@dataclass(frozen=True)
+class TaskSpecs:
+    """A task seen from outside: what a policy reads and writes, and how often."""
+
+    obs: SpaceSpec
+    action: SpaceSpec
+    dt: float
+    """Control period, s."""
+    critic_obs_dim: int
+    """The critic's input width: the observation plus the privileged part, if the task has one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "obs": self.obs.to_dict(),
+            "action": self.action.to_dict(),
+            "dt": self.dt,
+            "critic_obs_dim": self.critic_obs_dim,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TaskSpecs:
+        return cls(_spec(data["obs"]), _spec(data["action"]), float(data["dt"]), int(data["critic_obs_dim"]))
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    name: str
+    """Registered task name."""
+    config: Mapping[str, Any]
+    """The task's config dataclass after `task.params`, as plain data (`robo_rl.config.to_dict`)."""
+    specs: TaskSpecs
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "config": dict(self.config), "specs": self.specs.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> TaskRecord:
+        """ValueError naming what is missing or malformed."""
+        if not isinstance(data, Mapping):
+            raise ValueError("not a mapping with name, config and specs")
+        try:
+            config = data["config"]
+            if not isinstance(config, Mapping):
+                raise TypeError("config is not a mapping")
+            return cls(str(data["name"]), dict(config), TaskSpecs.from_dict(data["specs"]))
+        except KeyError as err:
+            raise ValueError(f"missing key {err}") from None
+        except (TypeError, ValueError) as err:
+            raise ValueError(str(err)) from None
+
+    def config_json(self) -> str:
+        """The resolved config as canonical JSON (sorted keys), for the policy's metadata."""
+        return json.dumps(self.config, sort_keys=True, separators=(",", ":"))
+
+
+def write_task_record(run_path: Path, record: TaskRecord) -> Path:
+    path = run_path / TASK_FILE
+    path.write_text(yaml.safe_dump(record.to_dict(), sort_keys=False))
+    return path
+
+
+def read_task_record(run_path: Path) -> TaskRecord | None:
+    """RUN/task.yaml; None for runs made before it was written. ValueError saying what is wrong when it is bad."""
+    path = run_path / TASK_FILE
+    if not path.is_file():
+        return None
+    try:
+        return TaskRecord.from_dict(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (ValueError, yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ValueError(f"not a task record ({str(err).splitlines()[0]})") from None
+
+
+def _spec(data: Mapping[str, Any]) -> SpaceSpec:
+    fields = ("names", "low", "high", "units")
+    names, low, high, units = (tuple(data[field]) for field in fields)
+    return SpaceSpec(tuple(map(str, names)), tuple(map(float, low)), tuple(map(float, high)), tuple(map(str, units)))
