@@ -25,6 +25,11 @@ period, and /diagnostics says why (naming the silent inputs when only some are).
 
 Timing: callbacks run in rclpy's EventsExecutor where this rclpy has it (real/ros/executor.py), in arrival order;
 the objects made up to activation are frozen out of the garbage collector's reach.
+
+Structure: the control logic (input handling, the watchdog, deadlines and the e-stop latch, the operator's takeover,
+fault → status, the safe command on stop, the diagnostics values) is `PolicyNodeCore` in real/node_core.py,
+tested without ROS. This node holds the parameters, the lifecycle, the ROS entities, message construction,
+logging and the timer loop's thread.
 """
 
 from __future__ import annotations
@@ -40,20 +45,15 @@ from typing import Any
 
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
-from robo_rl.real.command import command_fields
-from robo_rl.real.controller import ControlOutput, PolicyController
-from robo_rl.real.latency import LatencyStats
+from robo_rl.real.controller import PolicyController
 from robo_rl.real.loop import ControlLoop
+from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore
 from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
-from robo_rl.real.ros.inputs import TopicInput, derived_fields, topic_inputs
+from robo_rl.real.ros.inputs import TopicInput, topic_inputs
 from robo_rl.real.ros.messages import MessageTypeError, message_class, set_fields
 from robo_rl.real.ros.spin import StartupInputError, run
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
-from robo_rl.real.safety import SafetyResult
-
-TRIGGERS = ("observation", "timer")
-ERROR_FAULTS = ("non-finite", "e-stop", "missed deadlines")
 
 
 class PolicyNode(LifecycleNode):
@@ -65,18 +65,15 @@ class PolicyNode(LifecycleNode):
         from diagnostic_msgs.msg import DiagnosticArray
 
         self.profile: RobotProfile | None = None
-        self.controller: PolicyController | None = None
-        self.inputs: tuple[TopicInput, ...] = ()
+        self.core: PolicyNodeCore | None = None
+        self.counters = NodeCounters()
         self.command_type: type | None = None
         self.command_publisher: Any = None
         self.subscriptions_: list[Any] = []
-        self.lock = threading.Lock()
-        self.active = False
         self.watchdog_timer: Any = None
         self.loop: ControlLoop | None = None
         self.loop_thread: threading.Thread | None = None
         self.loop_stop = threading.Event()
-        self._reset_counters()
         self.status = (WARN, "unconfigured")
         self.diagnostics = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         period = float(self.get_parameter("diagnostics_period").value)
@@ -88,7 +85,7 @@ class PolicyNode(LifecycleNode):
     def _autostart(self) -> None:
         """configure + activate; a configuration that fails (bad file or parameter) stops the process: exit 2."""
         self.trigger_configure()
-        if self.controller is None:
+        if self.core is None:
             raise StartupInputError(self.configure_error)
         self.trigger_activate()
 
@@ -103,16 +100,6 @@ class PolicyNode(LifecycleNode):
         self.declare_parameter("diagnostics_period", 1.0)
         self.declare_parameter("joint_names", [""])
         self.declare_parameter("threads", threads)
-
-    def _reset_counters(self) -> None:
-        self.commands = 0
-        self.safe_commands = 0
-        self.interventions = 0
-        self.missed_deadlines = 0
-        self.consecutive_missed = 0
-        self.last_fault = ""
-        self.compute_latency = LatencyStats()
-        self.stamp_latency = LatencyStats()
 
     # ------------------------------------------------------------------------------------------------ lifecycle
 
@@ -132,43 +119,53 @@ class PolicyNode(LifecycleNode):
         profile_name = str(self.get_parameter("profile").value)
         if not profile_name:
             raise ValueError("parameter 'profile' is empty (a bundled profile name or a profile YAML path)")
-        trigger = str(self.get_parameter("trigger").value)
-        if trigger not in TRIGGERS:
-            raise ValueError(f"parameter 'trigger': must be one of {TRIGGERS}, got {trigger!r}")
-        target = list(self.get_parameter("target").value)
-        if len(target) != 3:
-            raise ValueError(f"parameter 'target': expected [x, y, z], got {target}")
+        settings = NodeSettings(
+            trigger=str(self.get_parameter("trigger").value),
+            target=tuple(self.get_parameter("target").value),
+            deadline=float(self.get_parameter("deadline").value),
+            max_missed_deadlines=int(self.get_parameter("max_missed_deadlines").value),
+        )
         profile = load_profile(profile_name)
-        threads = int(self.get_parameter("threads").value)
-        runtime = PolicyRuntime(str(self.get_parameter("policy").value), profile, threads)
+        runtime = PolicyRuntime(
+            str(self.get_parameter("policy").value), profile, int(self.get_parameter("threads").value)
+        )
         inputs = topic_inputs(profile)
         controller = PolicyController(runtime, profile)
         command_type = message_class(controller.command_spec.type)
-        self.profile, self.controller, self.inputs, self.command_type = profile, controller, inputs, command_type
-        self.trigger, self.target = trigger, target
-        self.trigger_input = inputs[0].spec.name
-        self.derives = any(spec.derive for spec in profile.inputs)
-        self.deadline = float(self.get_parameter("deadline").value) or profile.dt
-        command_fields_of_type = command_type.get_fields_and_field_types()
-        self.stamped = "header" in command_fields_of_type
-        names = [n for n in self.get_parameter("joint_names").value if n]
-        self.joint_names = names if "joint_names" in command_fields_of_type else None
-        self.point_duration_ns = int(profile.dt * 1e9)
+        self._message_extras(command_type.get_fields_and_field_types(), profile.dt)
+        self.profile, self.command_type = profile, command_type
+        self.core = PolicyNodeCore(
+            controller,
+            settings,
+            {item.spec.name: item.decode for item in inputs},
+            self._publish,
+            self._fault_status,
+            now_monotonic=time.monotonic,
+            now_ros_ns=lambda: self.get_clock().now().nanoseconds,
+            counters=self.counters,
+        )
         self.command_publisher = self.create_lifecycle_publisher(command_type, controller.command_spec.topic, 10)
         self._subscribe(inputs)
         info = runtime.info
         self.get_logger().info(
             f"configured: policy {runtime.path.name} (task {info.task}, dt {info.dt} s, {runtime.obs_dim} obs, "
             f"{runtime.action_dim} actions, onnxruntime {runtime.threads} thread(s)) on profile {profile.name}; "
-            f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {trigger}"
+            f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {settings.trigger}"
         )
+
+    def _message_extras(self, field_types: dict[str, str], dt: float) -> None:
+        """What each command message gets besides its fields: a header stamp, joint names and point durations."""
+        self.stamped = "header" in field_types
+        names = [n for n in self.get_parameter("joint_names").value if n]
+        self.joint_names = names if "joint_names" in field_types else None
+        self.point_duration_ns = int(dt * 1e9)
 
     def _subscribe(self, inputs: Sequence[TopicInput]) -> None:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from std_msgs.msg import Bool, Float32MultiArray
 
-        for index, item in enumerate(inputs):
-            callback = partial(self.on_input, item, index == 0)
+        for item in inputs:
+            callback = partial(self.on_input, item.spec.name)
             self.subscriptions_.append(
                 self.create_subscription(item.message_type, item.spec.topic_name, callback, qos_profile_sensor_data)
             )
@@ -181,15 +178,12 @@ class PolicyNode(LifecycleNode):
         )
 
     def on_activate(self, state: Any) -> Any:
-        assert self.controller is not None and self.profile is not None
-        with self.lock:
-            self.controller.safety.reset()
-            self._reset_counters()
-        self.active = True
-        if self.trigger == "timer":
-            self._start_loop(self.profile.dt)
+        assert self.core is not None and self.profile is not None
+        self.core.activate()
+        if self.core.settings.trigger == "timer":
+            self._start_loop(self.core, self.profile.dt)
         else:
-            self.watchdog_timer = self.create_timer(self.profile.dt, self.on_watchdog)
+            self.watchdog_timer = self.create_timer(self.profile.dt, self.core.on_watchdog)
         # Objects made so far (policy, profile, ROS entities) are never garbage: keep the collector off them, so
         # that its pauses stay short while the loop runs.
         gc.collect()
@@ -218,9 +212,11 @@ class PolicyNode(LifecycleNode):
         self._stop_control("shutdown")
 
     def _stop_control(self, reason: str) -> None:
-        if not self.active:
-            return
-        self.active = False
+        if self.core is not None and self.core.stop(reason, self._halt):
+            self.get_logger().info(f"{reason}: safe command sent, control stopped")
+
+    def _halt(self) -> None:
+        """Stop the watchdog timer and the control loop's thread."""
         if self.watchdog_timer is not None:
             self.destroy_timer(self.watchdog_timer)
             self.watchdog_timer = None
@@ -228,11 +224,6 @@ class PolicyNode(LifecycleNode):
             self.loop_stop.set()
             self.loop_thread.join()
             self.loop_thread = None
-        assert self.controller is not None
-        with self.lock:
-            result = self.controller.safety.safe_command(reason)
-        self._send(self._output(result), None, None)
-        self.get_logger().info(f"{reason}: safe command sent, control stopped")
 
     def _release(self) -> None:
         for subscription in self.subscriptions_:
@@ -241,128 +232,53 @@ class PolicyNode(LifecycleNode):
         if self.command_publisher is not None:
             self.destroy_lifecycle_publisher(self.command_publisher)
             self.command_publisher = None
-        self.controller = None
+        self.core = None
 
-    # -------------------------------------------------------------------------------------------------- control
-
-    def on_input(self, item: TopicInput, is_trigger: bool, message: Any) -> None:
-        received = time.monotonic()
-        if self.controller is None:
-            return
-        fields = item.decode(message)
-        with self.lock:
-            if self.derives:
-                merged = {**self.controller.fields, **fields}
-                fields |= derived_fields(self.controller.profile, merged, self.target)
-            self.controller.observe(fields, item.spec.name)
-            if not (is_trigger and self.active and self.trigger == "observation"):
-                return
-            output = self.controller.step()
-        self._send(output, received, _stamp_ns(message))
-
-    def on_watchdog(self) -> None:
-        """Observation trigger: while the trigger input is stale, one command per period (safe, or the operator's
-        action). While it arrives, its messages trigger the commands, safe ones when another input is stale."""
-        assert self.controller is not None
-        with self.lock:
-            if self.trigger_input not in self.controller.stale_inputs():
-                return
-            output = self.controller.step()
-        self._send(output, None, None)
-
-    def _start_loop(self, period: float) -> None:
+    def _start_loop(self, core: PolicyNodeCore, period: float) -> None:
         self.loop_stop.clear()
-
-        def step() -> float | None:
-            started = time.monotonic()
-            assert self.controller is not None
-            with self.lock:
-                output = self.controller.step()
-            self._send(output, started, None)
-            return output.latency
-
-        self.loop = ControlLoop(period, step)
-        loop = self.loop
+        loop = self.loop = ControlLoop(period, core.tick)
         self.loop_thread = threading.Thread(target=lambda: loop.run(should_stop=self.loop_stop.is_set), daemon=True)
         self.loop_thread.start()
 
+    # ------------------------------------------------------------------------------------------ ROS ↔ the core
+
+    def on_input(self, source: str, message: Any) -> None:
+        core = self.core
+        if core is not None:
+            core.on_input(source, message)
+
     def on_estop(self, message: Any) -> None:
-        if message.data and self.controller is not None:
-            with self.lock:
-                self.controller.safety.estop()
+        if message.data and self.core is not None:
+            self.core.estop()
             self.get_logger().warning("e-stop latched: deactivate and activate to resume")
             self._set_status(ERROR, "e-stop latched")
 
     def on_intervention(self, message: Any) -> None:
-        if self.controller is None:
+        if self.core is None:
             return
         try:
-            with self.lock:
-                self.controller.intervene(list(message.data))
+            self.core.intervene(message.data)
         except ValueError as err:
             self.get_logger().error(f"intervention ignored: {err}", throttle_duration_sec=1.0)
 
-    def _output(self, result: SafetyResult) -> ControlOutput:
-        assert self.controller is not None
-        fields = command_fields(self.controller.command_spec, self.controller.profile.action_names, result.command)
-        return ControlOutput(fields, result, None)
-
-    def _send(self, output: ControlOutput, received: float | None, stamp_ns: int | None) -> None:
-        assert self.command_type is not None and self.profile is not None
-        message = set_fields(self.command_type(), output.fields)
-        self._fill_extras(message)
-        self.command_publisher.publish(message)
-        self._account(output, received, stamp_ns)
-
-    def _fill_extras(self, message: Any) -> None:
+    def _publish(self, fields: dict[str, float]) -> None:
+        assert self.command_type is not None
+        message = set_fields(self.command_type(), fields)
         if self.stamped:
             message.header.stamp = self.get_clock().now().to_msg()
         if self.joint_names is not None:
             message.joint_names = self.joint_names
             for point in message.points:
                 point.time_from_start.nanosec = self.point_duration_ns
+        self.command_publisher.publish(message)
 
-    def _account(self, output: ControlOutput, received: float | None, stamp_ns: int | None) -> None:
-        assert self.profile is not None and self.controller is not None
-        self.commands += 1
-        self.interventions += int(output.intervened)
-        if received is not None and not output.safety.fault:
-            self.compute_latency.record(time.monotonic() - received)
-        if stamp_ns:
-            latency = (self.get_clock().now().nanoseconds - stamp_ns) * 1e-9
-            self.stamp_latency.record(latency)
-            self._deadline(latency)
-        fault = output.safety.fault
-        if fault:
-            self.safe_commands += 1
-        if fault != self.last_fault:
-            self.last_fault = fault
-            self._fault_changed(fault)
-
-    def _deadline(self, latency: float) -> None:
-        assert self.profile is not None and self.controller is not None
-        if latency <= self.deadline:
-            self.consecutive_missed = 0
-            return
-        self.missed_deadlines += 1
-        self.consecutive_missed += 1
-        limit = int(self.get_parameter("max_missed_deadlines").value)
-        if limit > 0 and self.consecutive_missed >= limit and not self.controller.safety.estopped:
-            self.controller.safety.estop()
-            self.last_fault = "missed deadlines"
-            self._fault_changed(f"missed deadlines: {self.consecutive_missed} in a row, e-stop latched")
-
-    def _fault_changed(self, fault: str) -> None:
-        if not fault:
-            self._set_status(OK, "active")
-            return
+    def _fault_status(self, level: int, message: str) -> None:
         # rclpy refuses two severities from one call site, hence two calls.
-        if any(fault.startswith(kind) for kind in ERROR_FAULTS):
-            self.get_logger().error(f"safe command: {fault}", throttle_duration_sec=1.0)
-            self._set_status(ERROR, f"safe command: {fault}")
-        else:
-            self.get_logger().warning(f"safe command: {fault}", throttle_duration_sec=1.0)
-            self._set_status(WARN, f"safe command: {fault}")
+        if level == ERROR:
+            self.get_logger().error(message, throttle_duration_sec=1.0)
+        elif level == WARN:
+            self.get_logger().warning(message, throttle_duration_sec=1.0)
+        self._set_status(level, message)
 
     # ---------------------------------------------------------------------------------------------- diagnostics
 
@@ -375,30 +291,10 @@ class PolicyNode(LifecycleNode):
     def publish_diagnostics(self) -> None:
         level, message = self.status
         hardware = self.profile.name if self.profile else ""
-        values: dict[str, object] = {
-            "active": self.active,
-            "commands": self.commands,
-            "safe_commands": self.safe_commands,
-            "interventions": self.interventions,
-            "missed_deadlines": self.missed_deadlines + (self.loop.missed_deadlines if self.loop else 0),
-            "last_fault": self.last_fault,
-            "compute_latency_p50_ms": self.compute_latency.percentile(50) * 1e3,
-            "compute_latency_p99_ms": self.compute_latency.percentile(99) * 1e3,
-            "stamp_latency_p50_ms": self.stamp_latency.percentile(50) * 1e3,
-            "stamp_latency_p99_ms": self.stamp_latency.percentile(99) * 1e3,
-            "stamp_latency_max_ms": self.stamp_latency.maximum() * 1e3,
-        }
-        if self.controller is not None:
-            values["command_type"] = self.controller.command_spec.type
-            values["estopped"] = self.controller.safety.estopped
+        loop_missed = self.loop.missed_deadlines if self.loop else 0
+        core = self.core
+        values = core.diagnostics(loop_missed) if core else self.counters.values(False, loop_missed)
         self.diagnostics.publish(diagnostic_array(self, level, message, hardware, values))
-
-
-def _stamp_ns(message: Any) -> int | None:
-    header = getattr(message, "header", None)
-    if header is None:
-        return None
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec) or None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,256 @@
+"""The policy node's control logic without ROS: inputs → commands, deadlines, e-stop, takeover and faults.
+
+`PolicyNodeCore` wraps a `PolicyController` for real/ros/policy_node.py, which only converts messages and owns
+the ROS entities. Clocks and the two outputs (the command fields to publish, the status when the command's fault
+changes) are injected, so the logic runs and is tested without ROS. All of it is thread-safe as the node uses
+it: input, watchdog and timer callbacks step the controller under one lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from robo_rl.real.command import command_fields
+from robo_rl.real.controller import ControlOutput, PolicyController
+from robo_rl.real.latency import LatencyStats
+from robo_rl.real.ros.diagnostics import ERROR, OK, WARN
+from robo_rl.real.ros.inputs import derived_fields
+from robo_rl.real.safety import SafetyResult
+
+TRIGGERS = ("observation", "timer")
+ERROR_FAULTS = ("non-finite", "e-stop", "missed deadlines")
+"""Faults reported at ERROR level (by prefix); the others (stale or missing inputs, stop reasons) are WARN."""
+
+Decoder = Callable[[Any], dict[str, float]]
+"""A message of one input → its flat fields (`odom.twist.twist.linear.x` → value)."""
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """The node's control parameters; the messages of bad values name the ROS parameter."""
+
+    trigger: str = "observation"
+    """One command per message of the first input ("observation") or per period from the latest ("timer")."""
+    target: tuple[float, ...] = (0.0, 0.0, 0.0)
+    """Quadrotor hover point (m), for the derived inputs."""
+    deadline: float = 0.0
+    """Seconds from an input's header stamp to its command; 0: the profile's dt."""
+    max_missed_deadlines: int = 10
+    """Consecutive late commands that latch the e-stop; 0: never."""
+
+    def __post_init__(self) -> None:
+        if self.trigger not in TRIGGERS:
+            raise ValueError(f"parameter 'trigger': must be one of {TRIGGERS}, got {self.trigger!r}")
+        if len(self.target) != 3:
+            raise ValueError(f"parameter 'target': expected [x, y, z], got {list(self.target)}")
+
+
+class NodeCounters:
+    """What the node did since activation, as /diagnostics reports it."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.commands = 0
+        self.safe_commands = 0
+        self.interventions = 0
+        self.missed_deadlines = 0
+        self.consecutive_missed = 0
+        self.last_fault = ""
+        self.compute_latency = LatencyStats()
+        self.stamp_latency = LatencyStats()
+
+    def values(self, active: bool, extra_missed: int = 0) -> dict[str, object]:
+        """The diagnostics key values; `extra_missed`: the timer loop's missed ticks, added to missed_deadlines."""
+        return {
+            "active": active,
+            "commands": self.commands,
+            "safe_commands": self.safe_commands,
+            "interventions": self.interventions,
+            "missed_deadlines": self.missed_deadlines + extra_missed,
+            "last_fault": self.last_fault,
+            "compute_latency_p50_ms": self.compute_latency.percentile(50) * 1e3,
+            "compute_latency_p99_ms": self.compute_latency.percentile(99) * 1e3,
+            "stamp_latency_p50_ms": self.stamp_latency.percentile(50) * 1e3,
+            "stamp_latency_p99_ms": self.stamp_latency.percentile(99) * 1e3,
+            "stamp_latency_max_ms": self.stamp_latency.maximum() * 1e3,
+        }
+
+
+class PolicyNodeCore:
+    """One configured policy node: decodes inputs, steps the controller, publishes and accounts for commands.
+
+    `decoders` are the profile's subscribed inputs by name, in profile order; the first one triggers the commands
+    (trigger "observation"). `publish_command(fields)` sends one command; `status_changed(level, message)` is
+    called when the command's fault changes (level OK, WARN or ERROR of diagnostic_msgs). `now_monotonic` (s)
+    times the computation, `now_ros_ns` (ns, the clock of the inputs' header stamps) the deadlines. `counters`
+    may outlive this object (the node keeps reporting them after cleanup).
+    """
+
+    def __init__(
+        self,
+        controller: PolicyController,
+        settings: NodeSettings,
+        decoders: Mapping[str, Decoder],
+        publish_command: Callable[[dict[str, float]], None],
+        status_changed: Callable[[int, str], None],
+        now_monotonic: Callable[[], float],
+        now_ros_ns: Callable[[], int],
+        counters: NodeCounters | None = None,
+    ) -> None:
+        if not decoders:
+            raise ValueError("no inputs to decode: the first input triggers the commands")
+        self.controller = controller
+        self.settings = settings
+        self.decoders = dict(decoders)
+        self.publish_command = publish_command
+        self.status_changed = status_changed
+        self.now_monotonic = now_monotonic
+        self.now_ros_ns = now_ros_ns
+        self.counters = counters if counters is not None else NodeCounters()
+        self.trigger_input = next(iter(self.decoders))
+        self.derives = any(spec.derive for spec in controller.profile.inputs)
+        self.deadline = settings.deadline or controller.profile.dt
+        self.lock = threading.Lock()
+        self.active = False
+
+    # ------------------------------------------------------------------------------------------------ lifecycle
+
+    def activate(self) -> None:
+        """Start control: clears the e-stop latch and the counters."""
+        with self.lock:
+            self.controller.safety.reset()
+            self.counters.reset()
+        self.active = True
+
+    def stop(self, reason: str, halt: Callable[[], None] = lambda: None) -> bool:
+        """Stop control and send the safe command once, with `reason` as its fault; False when not active.
+
+        `halt` runs in between: it stops the node's timers and loop thread, so that the safe command is the last.
+        """
+        if not self.active:
+            return False
+        self.active = False
+        halt()
+        with self.lock:
+            result = self.controller.safety.safe_command(reason)
+        self._send(self._output(result), None, None)
+        return True
+
+    # -------------------------------------------------------------------------------------------------- control
+
+    def on_input(self, source: str, message: object) -> None:
+        """A message of input `source`: observed; when it is the trigger input, the command for it goes out."""
+        received = self.now_monotonic()
+        fields = self.decoders[source](message)
+        with self.lock:
+            if self.derives:
+                merged = {**self.controller.fields, **fields}
+                fields |= derived_fields(self.controller.profile, merged, self.settings.target)
+            self.controller.observe(fields, source)
+            if not (source == self.trigger_input and self.active and self.settings.trigger == "observation"):
+                return
+            output = self.controller.step()
+        self._send(output, received, stamp_ns(message))
+
+    def on_watchdog(self) -> None:
+        """Observation trigger, every period: while the trigger input is stale, one command (safe, or the
+        operator's action). While it arrives, its messages trigger the commands, safe ones when another input is
+        stale."""
+        with self.lock:
+            if self.trigger_input not in self.controller.stale_inputs():
+                return
+            output = self.controller.step()
+        self._send(output, None, None)
+
+    def tick(self) -> float | None:
+        """Timer trigger, every period: the command from the latest inputs; returns its latency (ControlLoop)."""
+        started = self.now_monotonic()
+        with self.lock:
+            output = self.controller.step()
+        self._send(output, started, None)
+        return output.latency
+
+    def estop(self) -> None:
+        """Latch the safe command until the next `activate`."""
+        with self.lock:
+            self.controller.safety.estop()
+
+    def intervene(self, action: Sequence[float]) -> None:
+        """The operator's action in policy units; ValueError when its length is not the action dimension."""
+        with self.lock:
+            self.controller.intervene(list(action))
+
+    # ----------------------------------------------------------------------------------------------- accounting
+
+    def _output(self, result: SafetyResult) -> ControlOutput:
+        spec, names = self.controller.command_spec, self.controller.profile.action_names
+        return ControlOutput(command_fields(spec, names, result.command), result, None)
+
+    def _send(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:
+        self.publish_command(output.fields)
+        self._account(output, received, stamp)
+
+    def _account(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:
+        counters = self.counters
+        counters.commands += 1
+        counters.interventions += int(output.intervened)
+        fault = output.safety.fault
+        if received is not None and not fault:
+            counters.compute_latency.record(self.now_monotonic() - received)
+        latched = ""
+        if stamp:
+            latency = (self.now_ros_ns() - stamp) * 1e-9
+            counters.stamp_latency.record(latency)
+            latched = self._deadline(latency)
+        if fault:
+            counters.safe_commands += 1
+        if fault != counters.last_fault:
+            counters.last_fault = fault
+            self.status_changed(*fault_status(fault))
+        if latched:  # reported last, so that the status of this command's own fault does not replace it
+            counters.last_fault = "missed deadlines"
+            self.status_changed(*fault_status(latched))
+
+    def _deadline(self, latency: float) -> str:
+        """Count a late command; the fault when it latches the e-stop, "" otherwise."""
+        counters = self.counters
+        if latency <= self.deadline:
+            counters.consecutive_missed = 0
+            return ""
+        counters.missed_deadlines += 1
+        counters.consecutive_missed += 1
+        limit = self.settings.max_missed_deadlines
+        if limit > 0 and counters.consecutive_missed >= limit and not self.controller.safety.estopped:
+            self.controller.safety.estop()
+            return f"missed deadlines: {counters.consecutive_missed} in a row, e-stop latched"
+        return ""
+
+    # ---------------------------------------------------------------------------------------------- diagnostics
+
+    def diagnostics(self, extra_missed: int = 0) -> dict[str, object]:
+        """The diagnostics key values; `extra_missed` as in `NodeCounters.values`."""
+        values = self.counters.values(self.active, extra_missed)
+        values["command_type"] = self.controller.command_spec.type
+        values["estopped"] = self.controller.safety.estopped
+        return values
+
+
+def fault_status(fault: str) -> tuple[int, str]:
+    """The status for a command's fault: (OK, "active") without one; ERROR for `ERROR_FAULTS`, WARN otherwise."""
+    if not fault:
+        return OK, "active"
+    level = ERROR if any(fault.startswith(kind) for kind in ERROR_FAULTS) else WARN
+    return level, f"safe command: {fault}"
+
+
+def stamp_ns(message: object) -> int | None:
+    """The header stamp of a message in ns; None without a header or with a zero stamp."""
+    header = getattr(message, "header", None)
+    if header is None:
+        return None
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec) or None

@@ -1,0 +1,349 @@
+"""PolicyNodeCore without ROS: real exported policies on bundled profiles, a fake clock, recorded outputs.
+
+The ROS node (tests/real/ros/test_policy_node.py) only adds messages around these; here the deadline accounting,
+the e-stop latch, staleness, the watchdog, takeover and fault → status run tick by tick on an injected clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from robo_rl.real.controller import PolicyController
+from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore, fault_status, stamp_ns
+from robo_rl.real.profile import RobotProfile, load_profile, source_input
+from robo_rl.real.ros.diagnostics import ERROR, OK, WARN
+from robo_rl.real.runtime import PolicyRuntime
+
+from .conftest import FakeClock
+
+NS = 1_000_000_000
+SAFE_PWM = {f"data[{i}]": 0.0 for i in range(4)}  # Crazyflie: motors off (-1) is PWM 0
+HOVER_ODOM = {
+    **{f"odom.pose.pose.position.{a}": v for a, v in zip("xyz", (0.0, 0.0, 1.0), strict=True)},
+    **{f"odom.pose.pose.orientation.{a}": v for a, v in zip("wxyz", (1.0, 0.0, 0.0, 0.0), strict=True)},
+    **{f"odom.twist.twist.linear.{a}": 0.0 for a in "xyz"},
+    **{f"odom.twist.twist.angular.{a}": 0.0 for a in "xyz"},
+}
+
+
+@dataclass
+class Node:
+    """A core with its outputs recorded; `compute` seconds pass on the clock while a command is published."""
+
+    clock: FakeClock
+    profile: RobotProfile
+    core: PolicyNodeCore = field(init=False)
+    compute: float = 0.0
+    commands: list[dict[str, float]] = field(default_factory=list)
+    statuses: list[tuple[int, str]] = field(default_factory=list)
+
+    def publish(self, fields: dict[str, float]) -> None:
+        self.commands.append(fields)
+        self.clock.advance(self.compute)
+
+    def send(self, source: str, fields: dict[str, float], age: float | None = None) -> None:
+        """A message of input `source`, stamped `age` s before now (no header when None)."""
+        if age is None:
+            self.core.on_input(source, SimpleNamespace(fields=fields))
+            return
+        stamp = round((self.clock.now - age) * NS)
+        header = SimpleNamespace(stamp=SimpleNamespace(sec=stamp // NS, nanosec=stamp % NS))
+        self.core.on_input(source, SimpleNamespace(fields=fields, header=header))
+
+
+def _decode(message: Any) -> dict[str, float]:
+    return dict(message.fields)
+
+
+def _node(
+    name: str,
+    policy_file: Callable[[str], Path],
+    clock: FakeClock,
+    counters: NodeCounters | None = None,
+    **settings: Any,
+) -> Node:
+    profile = load_profile(name)
+    controller = PolicyController(PolicyRuntime(policy_file(name)), profile, clock, available=lambda _: False)
+    decoders = {spec.name: _decode for spec in profile.inputs if not spec.derive}
+    node = Node(clock, profile)
+    node.core = PolicyNodeCore(
+        controller,
+        NodeSettings(target=(0.0, 0.0, 1.0), **settings),
+        decoders,
+        node.publish,
+        lambda level, message: node.statuses.append((level, message)),
+        now_monotonic=clock,
+        now_ros_ns=lambda: round(clock.now * NS),
+        counters=counters,
+    )
+    return node
+
+
+def _active_crazyflie(policy_file: Callable[[str], Path], clock: FakeClock, **settings: Any) -> Node:
+    node = _node("quadrotor_crazyflie", policy_file, clock, **settings)
+    node.core.activate()
+    return node
+
+
+def _input_fields(profile: RobotProfile, source: str, value: float = 0.1) -> dict[str, float]:
+    return {o.source: value for o in profile.observations if source_input(o.source) == source}
+
+
+# ------------------------------------------------------------------------------------------------ settings
+
+
+def test_settings_name_the_bad_parameter() -> None:
+    with pytest.raises(ValueError, match=r"parameter 'trigger': must be one of \('observation', 'timer'\)"):
+        NodeSettings(trigger="sometimes")
+    with pytest.raises(ValueError, match=r"parameter 'target': expected \[x, y, z\], got \[1.0, 2.0\]"):
+        NodeSettings(target=(1.0, 2.0))
+
+
+def test_stamp_of_a_message() -> None:
+    header = SimpleNamespace(stamp=SimpleNamespace(sec=3, nanosec=250))
+    assert stamp_ns(SimpleNamespace(header=header)) == 3 * NS + 250
+    assert stamp_ns(SimpleNamespace(header=SimpleNamespace(stamp=SimpleNamespace(sec=0, nanosec=0)))) is None
+    assert stamp_ns(SimpleNamespace(data=[1.0])) is None
+
+
+# ----------------------------------------------------------------------------------------- trigger and counts
+
+
+def test_trigger_input_commands_only_while_active(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _node("quadrotor_crazyflie", policy_file, clock)
+    node.send("odom", HOVER_ODOM)
+    assert node.commands == []
+    node.core.activate()
+    node.send("odom", HOVER_ODOM)
+    assert len(node.commands) == 1 and node.commands[0] != SAFE_PWM
+    assert node.core.counters.commands == 1 and node.core.counters.safe_commands == 0
+
+
+def test_latencies_and_met_deadlines(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    node.compute = 0.001
+    for _ in range(5):
+        node.send("odom", HOVER_ODOM, age=0.004)  # + 1 ms compute: 5 ms < the 10 ms deadline (profile dt)
+        clock.advance(node.profile.dt)
+    counters = node.core.counters
+    assert counters.missed_deadlines == 0 and counters.consecutive_missed == 0
+    assert counters.compute_latency.count == 5 and counters.compute_latency.maximum() == pytest.approx(0.001)
+    assert counters.stamp_latency.maximum() == pytest.approx(0.005)
+
+
+def test_missed_deadlines_are_counted_and_a_met_one_resets_the_run(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    node = _active_crazyflie(policy_file, clock, deadline=0.003, max_missed_deadlines=5)
+    for age in (0.004, 0.004, 0.004, 0.002, 0.004):
+        node.send("odom", HOVER_ODOM, age=age)
+        clock.advance(node.profile.dt)
+    counters = node.core.counters
+    assert counters.missed_deadlines == 4 and counters.consecutive_missed == 1
+    assert not node.core.controller.safety.estopped
+    assert all(command != SAFE_PWM for command in node.commands)
+
+
+def test_consecutive_misses_latch_the_estop_at_the_limit(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock, max_missed_deadlines=3)
+    for _ in range(2):
+        node.send("odom", HOVER_ODOM, age=0.02)
+        clock.advance(node.profile.dt)
+    assert not node.core.controller.safety.estopped and node.statuses == []
+    node.send("odom", HOVER_ODOM, age=0.02)  # the third late command in a row: sent, then the latch
+    assert node.core.controller.safety.estopped and node.commands[-1] != SAFE_PWM
+    assert node.statuses == [(ERROR, "safe command: missed deadlines: 3 in a row, e-stop latched")]
+    assert node.core.counters.last_fault == "missed deadlines"
+    clock.advance(node.profile.dt)
+    node.send("odom", HOVER_ODOM, age=0.001)
+    assert node.commands[-1] == SAFE_PWM and node.statuses[-1] == (ERROR, "safe command: e-stop")
+
+
+def test_zero_max_missed_deadlines_never_latches(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock, max_missed_deadlines=0)
+    for _ in range(20):
+        node.send("odom", HOVER_ODOM, age=0.05)
+        clock.advance(node.profile.dt)
+    assert node.core.counters.consecutive_missed == 20 and not node.core.controller.safety.estopped
+    assert node.core.counters.safe_commands == 0 and node.statuses == []
+
+
+def test_the_latch_holds_until_activate(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock, max_missed_deadlines=1)
+    node.send("odom", HOVER_ODOM, age=0.02)
+    for _ in range(10):  # on time again, fresh inputs: still latched
+        clock.advance(node.profile.dt)
+        node.send("odom", HOVER_ODOM, age=0.001)
+    assert node.commands[1:] == [SAFE_PWM] * 10 and node.core.counters.safe_commands == 10
+    node.core.activate()
+    assert node.core.counters.commands == 0 and node.core.counters.last_fault == ""
+    clock.advance(node.profile.dt)
+    node.send("odom", HOVER_ODOM, age=0.001)
+    assert node.commands[-1] != SAFE_PWM and node.core.counters.safe_commands == 0
+
+
+def test_estop_latches_until_activate(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    node.core.estop()
+    node.send("odom", HOVER_ODOM)
+    assert node.commands == [SAFE_PWM] and node.statuses == [(ERROR, "safe command: e-stop")]
+    node.core.activate()  # the fault is cleared with the counters: no status change (the node says "active")
+    node.send("odom", HOVER_ODOM)
+    assert node.commands[-1] != SAFE_PWM and len(node.statuses) == 1
+
+
+# ----------------------------------------------------------------------------------------- staleness, watchdog
+
+
+def test_a_silent_input_gives_the_safe_command_naming_it(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _node("rc_car", policy_file, clock)
+    node.core.activate()
+    inputs = ("track", "drive_state", "odom")  # odom, the profile's first input, triggers the command
+    for source in inputs:
+        node.send(source, _input_fields(node.profile, source))
+    assert node.core.counters.last_fault == "" and len(node.commands) == 1
+    clock.advance(node.profile.staleness_timeout + 0.001)
+    for source in ("track", "odom"):  # drive_state fell silent
+        node.send(source, _input_fields(node.profile, source))
+    fault = "stale observation: no drive_state for 0.1 s"
+    assert node.commands[-1] == {"linear.x": 0.0, "angular.z": 0.0}
+    assert node.core.counters.last_fault == fault and node.statuses == [(WARN, f"safe command: {fault}")]
+
+
+def test_watchdog_commands_only_while_the_trigger_input_is_stale(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    node = _node("rc_car", policy_file, clock)
+    node.core.activate()
+    node.core.on_watchdog()  # nothing arrived yet: every input is stale
+    assert node.commands == [{"linear.x": 0.0, "angular.z": 0.0}]
+    assert node.core.counters.last_fault == "stale observation"
+    node.send("odom", _input_fields(node.profile, "odom"))
+    commands = len(node.commands)
+    for _ in range(4):  # odom fresh (track and drive_state are not): its own messages trigger the commands
+        clock.advance(node.profile.dt)
+        node.core.on_watchdog()
+    assert len(node.commands) == commands
+    clock.advance(node.profile.staleness_timeout)
+    node.core.on_watchdog()
+    assert len(node.commands) == commands + 1 and node.commands[-1] == {"linear.x": 0.0, "angular.z": 0.0}
+
+
+# ------------------------------------------------------------------------------------------------- takeover
+
+
+def test_interventions_are_counted_and_a_wrong_length_raises(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    node.send("odom", HOVER_ODOM)
+    node.core.intervene([0.5, 0.5, 0.5, 0.5])
+    clock.advance(node.profile.dt)
+    node.send("odom", HOVER_ODOM)
+    assert node.commands[-1] == {f"data[{i}]": pytest.approx(32767.5 * 1.5) for i in range(4)}
+    clock.advance(node.profile.staleness_timeout + 0.001)  # odom silent, the operator's action still fresh
+    node.core.intervene([0.0, 0.0, 0.0, 0.0])
+    node.core.on_watchdog()
+    assert node.commands[-1] == {f"data[{i}]": pytest.approx(32767.5) for i in range(4)}
+    assert node.core.counters.interventions == 2 and node.core.counters.safe_commands == 0
+    with pytest.raises(ValueError, match="intervention shape"):
+        node.core.intervene([0.0])
+    assert node.core.counters.interventions == 2
+
+
+# ------------------------------------------------------------------------------------------- faults → status
+
+
+def test_fault_changes_set_the_status_level(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    nan_odom = {**HOVER_ODOM, "odom.twist.twist.angular.x": math.nan}
+    for fields in (HOVER_ODOM, nan_odom, nan_odom, HOVER_ODOM, HOVER_ODOM):
+        node.send("odom", fields)
+        clock.advance(node.profile.dt)
+    clock.advance(node.profile.staleness_timeout)
+    node.core.on_watchdog()
+    node.core.on_watchdog()
+    assert node.statuses == [
+        (ERROR, "safe command: non-finite observation"),
+        (OK, "active"),
+        (WARN, "safe command: stale observation"),
+    ]
+
+
+def test_fault_status_classification() -> None:
+    assert fault_status("") == (OK, "active")
+    assert fault_status("non-finite action") == (ERROR, "safe command: non-finite action")
+    assert fault_status("e-stop") == (ERROR, "safe command: e-stop")
+    assert fault_status("missing observation fields: odom.x") == (
+        WARN,
+        "safe command: missing observation fields: odom.x",
+    )
+    assert fault_status("deactivated") == (WARN, "safe command: deactivated")
+
+
+def test_non_finite_observation_gives_the_safe_command(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    node.compute = 0.001
+    node.send("odom", {**HOVER_ODOM, "odom.pose.pose.position.z": math.inf})
+    assert node.commands == [SAFE_PWM]
+    counters = node.core.counters
+    assert counters.safe_commands == 1 and counters.last_fault == "non-finite observation"
+    assert counters.compute_latency.count == 0  # safe commands are not timed
+
+
+# ---------------------------------------------------------------------------------------------------- stop
+
+
+def test_stop_sends_one_safe_command_with_the_reason(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    node.send("odom", HOVER_ODOM)
+    order: list[str] = []
+    assert node.core.stop("deactivated", lambda: order.append(f"halt after {len(node.commands)} commands"))
+    assert order == ["halt after 1 commands"] and node.commands[1:] == [SAFE_PWM]
+    assert node.core.counters.last_fault == "deactivated"
+    assert node.statuses == [(WARN, "safe command: deactivated")]
+    assert not node.core.stop("shutdown")
+    node.send("odom", HOVER_ODOM)  # inactive: observed, not answered
+    assert len(node.commands) == 2
+
+
+# ---------------------------------------------------------------------------------------- timer, diagnostics
+
+
+def test_timer_trigger_steps_on_ticks_only(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock, trigger="timer")
+    node.send("odom", HOVER_ODOM, age=0.001)
+    assert node.commands == []
+    clock.advance(0.004)
+    assert node.core.tick() == pytest.approx(0.004)  # from the observation's arrival
+    assert len(node.commands) == 1 and node.core.counters.stamp_latency.count == 0
+
+
+def test_diagnostics_values(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    counters = NodeCounters()
+    node = _node("quadrotor_crazyflie", policy_file, clock, counters=counters, max_missed_deadlines=0)
+    node.core.activate()
+    node.compute = 0.002
+    node.send("odom", HOVER_ODOM, age=0.03)
+    clock.advance(node.profile.dt)
+    node.send("odom", {**HOVER_ODOM, "odom.twist.twist.linear.x": math.nan}, age=0.001)
+    values = node.core.diagnostics(extra_missed=4)
+    assert values["active"] is True and values["commands"] == 2 and values["safe_commands"] == 1
+    assert values["missed_deadlines"] == 5 and values["last_fault"] == "non-finite observation"
+    assert values["compute_latency_p99_ms"] == pytest.approx(2.0)
+    assert values["stamp_latency_max_ms"] == pytest.approx(32.0)
+    assert values["command_type"] == "std_msgs/msg/Float32MultiArray" and values["estopped"] is False
+    node.core.stop("deactivated")
+    # The counters outlive the core: the node reports them after cleanup, without the controller's values.
+    after = counters.values(active=False)
+    assert after["commands"] == 3 and "command_type" not in after
+    assert math.isnan(NodeCounters().values(active=False)["compute_latency_p50_ms"])
+    np.testing.assert_equal(sorted(after), sorted(k for k in values if k not in ("command_type", "estopped")))
