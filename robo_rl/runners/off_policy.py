@@ -1,15 +1,14 @@
-"""Training loop for off-policy algorithms (SAC, TD3): step the batched env, store, update from replay.
+"""Training loop for off-policy algorithms (SAC, TD3, FQL, DSRL): step the batched env, store, update from replay.
 
 One iteration = one `env.step` of all `num_envs` envs (num_envs transitions) followed by `updates_per_step`
 gradient steps. Finished episodes store the env's `final_obs` as their next observation, so truncated
-(time-out) transitions bootstrap correctly; `terminated` alone stops bootstrapping.
+(time-out) transitions bootstrap correctly; `terminated` alone stops bootstrapping. The loop itself (stop
+conditions, evaluations, logging, checkpoints) is `robo_rl.runners.loop.TrainingLoop`, with `SparseCadence`.
 """
 
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any, Literal, Protocol
 import torch
 from torch import nn
 
-from robo_rl.distributed import LOCAL, Reducer, rank0_decides
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import (
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
@@ -32,18 +31,9 @@ from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
 from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
-from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
-from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
-from robo_rl.runners.evaluate import (
-    EvalResult,
-    eval_metrics,
-    evaluate_held_out,
-    evaluation_due,
-    targets_reached,
-)
-from robo_rl.runners.on_policy import TrainResult, critic_observation, reset_critic_observation
+from robo_rl.runners.evaluate import evaluation_due
+from robo_rl.runners.loop import LoopConfig, TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.run_dir import RunDirectory
-from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.storage import checkpoint
 from robo_rl.storage.replay import (
     FIELD_NAMES,
@@ -192,7 +182,39 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
     return prior
 
 
-class OffPolicyRunner:
+@dataclass(frozen=True)
+class SparseCadence:
+    """The off-policy cadence, where an iteration is a single env step: a metrics row (which flushes the episode
+    statistics) for `learn`'s callback, on the evaluation grid, and with a run directory every `log_every`
+    iterations and every save_interval; the run's log gets the evaluations' rows and every `log_every`-th;
+    latest.pt is refreshed every save_interval iterations (no numbered snapshots: the replay buffer is large)."""
+
+    log_every: int = 100
+
+    def row_due(self, iteration: int, cfg: LoopConfig, callback: bool, run: bool) -> bool:
+        return (
+            callback
+            or evaluation_due(iteration, cfg.max_iterations, cfg.eval_interval)
+            or (run and (iteration % self.log_every == 0 or on_interval(iteration, cfg.save_interval)))
+        )
+
+    def logs(self, iteration: int, evaluated: bool) -> bool:
+        return evaluated or iteration % self.log_every == 0
+
+    def snapshot_due(self, iteration: int, cfg: LoopConfig) -> bool:
+        return False
+
+    def latest_due(self, iteration: int, cfg: LoopConfig) -> bool:
+        return on_interval(iteration, cfg.save_interval)
+
+
+class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
+    """Owns the env loop of off-policy training: each iteration steps every env once into the replay buffer, then
+    takes `updates_per_step` gradient steps (or leaves them to the learner process with `actor_learner`).
+
+    Args: as `OnPolicyRunner`'s, with `algorithm` the SAC, TD3, FQL or DSRL instance (`OffPolicyAlgorithm`).
+    """
+
     def __init__(
         self,
         env: BatchedEnv,
@@ -203,9 +225,8 @@ class OffPolicyRunner:
         run: RunDirectory | None = None,
         reducer: Reducer = LOCAL,
     ) -> None:
-        self.env, self.algorithm, self.cfg, self.seed = env, algorithm, cfg, seed
-        self.eval_env, self.run = eval_env, run
-        self.reducer = reducer
+        super().__init__(env, cfg, seed, eval_env, run, reducer, SparseCadence())
+        self.algorithm = algorithm
         dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
         self.buffer_dims = dims
         # With actor_learner the replay buffer lives in the learner process; this one stays empty.
@@ -226,20 +247,11 @@ class OffPolicyRunner:
         self.learner_stats: LearnerStats | None = None
         if cfg.actor_learner:
             self._start_learner()
-        self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
-        self.iteration = self.env_steps = self.gradient_steps = 0
-        self.wall_time = 0.0
-        self.schedule = SaveSchedule(cfg.save_every_s, reducer)
-        self.best = BestPolicy()
-        """The best evaluation so far; its policy is checkpoints/best.pt."""
-        self.stop_requested: Callable[[], bool] = _never
-        """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
+        self.gradient_steps = 0
         self.replay_log: ReplayLog | None = None
         """Chunk files of the replay buffer beside the latest.pt last written or restored."""
-        torch.manual_seed(seed)
-        self.obs = env.reset(seed=seed)
-        self.critic_obs = reset_critic_observation(env, self.obs)
+        self._reset_env()
 
     def _start_learner(self) -> None:
         if self.env.device.type != "cpu":
@@ -314,139 +326,43 @@ class OffPolicyRunner:
             self.gradient_steps += 1
         return metrics
 
-    def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
-        last_eval: EvalResult | None = None
-        reached = False
-        self.schedule.start()
-        while (
-            self.iteration < self.cfg.max_iterations and not reached and not self._estop() and not self.stop_requested()
-        ):
-            start = time.perf_counter()
-            self.step()
-            losses = self.train_step()
-            self.iteration += 1
-            stats = self.tracker.flush() if self._logs_now(on_iteration) else None
-            evaluation = self._maybe_evaluate(stats)
-            self.wall_time += time.perf_counter() - start
-            if stats is None:
-                self._save_if_due(time.perf_counter() - start)
-                continue
-            if evaluation is not None:
-                last_eval = evaluation
-                reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
-                checkpoints = None if self.run is None else self.run.checkpoints
-                self.best.offer(evaluation, self.iteration, self._policy_state, checkpoints)
-            # evaluations fall on these iterations whatever the training success: there, rank 0 decides
-            possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
-            reached = rank0_decides(reached, self.reducer, possible)
-            metrics = {
-                "iteration": self.iteration,
-                "env_steps": self.env_steps * self.reducer.world.size,
-                "wall_time": self.wall_time,
-                "steps_per_s": self.env_steps * self.reducer.world.size / max(self.wall_time, 1e-9),
-                "mean_return": stats.mean_return,
-                "mean_length": stats.mean_length,
-                "episodes": stats.episodes,
-                "train_success_rate": stats.success_rate,
-                "train_reward_per_step": stats.reward_per_step,
-                **intervention_metrics(self.env),
-                **eval_metrics(evaluation),
-                **losses,
-            }
-            self._record(metrics, evaluation is not None)
-            if on_iteration is not None:
-                on_iteration(metrics)
-            self._save_if_due(time.perf_counter() - start)
-        self._finish()
-        return TrainResult(
-            self.iteration,
-            self.env_steps * self.reducer.world.size,
-            self.wall_time,
-            last_eval,
-            reached,
-            self._estop(),
-            best_iteration=self.best.iteration,
-            best_success_rate=self.best.success_rate,
-        )
+    def _train_iteration(self) -> dict[str, float]:
+        self.step()
+        return self.train_step()
+
+    def _steps_per_s(self, iteration_s: float) -> float:
+        """The run's env steps over its training time."""
+        return self.env_steps * self.reducer.world.size / max(self.wall_time, 1e-9)
+
+    def _extra_metrics(self) -> dict[str, Any]:
+        return intervention_metrics(self.env)
+
+    def _deterministic_actor(self) -> nn.Module:
+        return self.algorithm.actor.deterministic_actor()
 
     def _policy_state(self) -> dict[str, Any]:
         """What best.pt needs to rebuild the deterministic actor (`build_deployable_actor` reads the actor)."""
         return {"algorithm": {"actor": self.algorithm.actor.state_dict()}}
 
-    def _estop(self) -> bool:
-        """The operator's e-stop (an InterventionEnv's `estop`) ends training."""
-        return bool(getattr(self.env, "estop", False))
-
-    def _logs_now(self, on_iteration: Callable[[dict[str, Any]], None] | None) -> bool:
-        """Whether this iteration produces a metrics row (and so flushes the episode statistics): for the
-        callback, an evaluation, or the run directory's log and checkpoint cadence."""
-        cfg, iteration = self.cfg, self.iteration
-        saves = cfg.save_interval > 0 and iteration % cfg.save_interval == 0
-        return (
-            on_iteration is not None
-            or evaluation_due(iteration, cfg.max_iterations, cfg.eval_interval)
-            or (self.run is not None and (iteration % 100 == 0 or saves))
-        )
-
-    def _maybe_evaluate(self, stats: EpisodeStats | None) -> EvalResult | None:
-        cfg = self.cfg
-        if stats is None or self.eval_env is None:
-            return None
-        due = evaluation_due(
-            self.iteration, cfg.max_iterations, cfg.eval_interval, stats.success_rate, cfg.eval_min_train_success
-        )
-        return self.evaluate() if due else None
-
-    def evaluate(self) -> EvalResult:
-        actor = self.algorithm.actor.deterministic_actor().eval()
-        return evaluate_held_out(self.eval_env, actor, self.seed)
-
-    def _record(self, metrics: dict[str, Any], evaluated: bool) -> None:
-        if self.run is None:
-            return
-        if evaluated or self.iteration % 100 == 0:
-            self.run.log(metrics)
-
-    def _save_if_due(self, iteration_s: float) -> None:
-        """Refresh latest.pt every save_interval iterations, and by the clock (`SaveSchedule`); after the
-        iteration's metrics row, so that a resumed run's rows stop where its checkpoint does."""
-        if self.run is None:
-            return
-        by_time = self.schedule.due(iteration_s)  # collective: every rank, every iteration
-        by_iterations = self.cfg.save_interval > 0 and self.iteration % self.cfg.save_interval == 0
-        if by_time or by_iterations:
-            latest = self.run.latest_checkpoint
-            self.schedule.save(lambda: self.save(latest), self.env.device)
-
     def _finish(self) -> None:
         if self.remote is not None:
             self.learner_stats = self.remote.close()
             self.remote = None
-        if self.run is not None:
-            self.run.finish(self.save)
+        super()._finish()
 
     def state_dict(self) -> dict[str, Any]:
         return self._state(self.buffer.state_dict())
 
     def _state(self, buffer: dict[str, Any]) -> dict[str, Any]:
         """The runner's state with `buffer` (the replay buffer's state_dict, or a `ReplayLog` manifest)."""
-        state: dict[str, Any] = {
+        return {
             "algorithm": self.algorithm.state_dict(),
             "buffer": buffer,
             "prior_buffer": None if self.prior is None else self.prior.state_dict(),
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
             "gradient_steps": self.gradient_steps,
-            "wall_time": self.wall_time,
-            "obs": self.obs,
-            "critic_obs": self.critic_obs,
-            "tracker": self.tracker.state_dict(),
             "generator": self.generator.get_state(),
-            "torch_rng": torch.get_rng_state(),
-            BEST_KEY: self.best.state_dict(),
+            **self.loop_state(),
         }
-        state["env"] = checkpoint.env_state(self.env)
-        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if self.cfg.actor_learner:
@@ -461,15 +377,9 @@ class OffPolicyRunner:
             self.buffer.load_state_dict(state["buffer"])
         if self.prior is not None and state.get("prior_buffer") is not None:
             self.prior.load_state_dict(state["prior_buffer"])
-        self.iteration, self.env_steps = int(state["iteration"]), int(state["env_steps"])
         self.gradient_steps = int(state.get("gradient_steps", 0))
-        self.wall_time = float(state["wall_time"])
-        self.obs, self.critic_obs = state["obs"].to(self.env.device), state["critic_obs"].to(self.env.device)
-        self.tracker.load_state_dict(state["tracker"])
-        self.best.load_state_dict(state.get(BEST_KEY), None if self.run is None else self.run.checkpoints)
         self.generator.set_state(state["generator"])
-        torch.set_rng_state(state["torch_rng"])
-        checkpoint.restore_env_state(self.env, state.get("env"))
+        self.load_loop_state(state)
 
     def save(self, path: Path) -> None:
         """Write a checkpoint to `path`. A latest.pt keeps the file it replaces as previous.pt and holds the replay
@@ -496,7 +406,3 @@ class OffPolicyRunner:
             state["buffer"] = log.restore(state["buffer"])
         self.load_state_dict(state)
         self.replay_log = log
-
-
-def _never() -> bool:
-    return False

@@ -1,30 +1,27 @@
-"""Training loop for on-policy algorithms (PPO): collect a rollout from a batched env, update, log, save."""
+"""Training loop for on-policy algorithms (PPO): collect a rollout from a batched env, update, log, save.
+
+The loop itself (stop conditions, evaluations, logging, checkpoints) is `robo_rl.runners.loop.TrainingLoop`;
+this module plugs in the rollout, the PPO update and PPO's cadence (`SnapshotCadence`).
+"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from robo_rl.algorithms.ppo import PPO
-from robo_rl.distributed import LOCAL, Reducer, rank0_decides
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.actor_critic import ActorCritic
-from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
-from robo_rl.runners.episode_stats import EpisodeTracker
-from robo_rl.runners.evaluate import (
-    EvalResult,
-    eval_metrics,
-    evaluate_held_out,
-    evaluation_due,
-    targets_reached,
-)
+from robo_rl.runners.evaluate import evaluation_due
+from robo_rl.runners.loop import LoopConfig, TrainingLoop, critic_observation, on_interval
+from robo_rl.runners.loop import TrainResult as TrainResult
+from robo_rl.runners.loop import reset_critic_observation as reset_critic_observation
 from robo_rl.runners.run_dir import RunDirectory
-from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.storage import checkpoint
 from robo_rl.storage.rollout import RolloutStorage
 
@@ -62,34 +59,25 @@ class RunnerConfig:
 
 
 @dataclass(frozen=True)
-class TrainResult:
-    iterations: int
-    env_steps: int
-    wall_time: float
-    """Seconds spent training (collection, updates and evaluations), summed across resumes."""
-    final_eval: EvalResult | None
-    reached_target: bool
-    estop: bool = False
-    """The operator pressed the e-stop (robo_rl.hil.InterventionEnv), which ended training."""
-    best_iteration: int | None = None
-    """Iteration of the best evaluation (the policy in checkpoints/best.pt); None without evaluations."""
-    best_success_rate: float | None = None
-    """Success rate of that evaluation (tasks that define success)."""
+class SnapshotCadence:
+    """PPO's cadence: a metrics row every iteration, every row logged; a numbered snapshot every save_interval
+    iterations; latest.pt with it and on every iteration of the evaluation grid, whether rank 0 evaluated or skipped
+    (so every rank saves on the same iterations)."""
+
+    def row_due(self, iteration: int, cfg: LoopConfig, callback: bool, run: bool) -> bool:
+        return True
+
+    def logs(self, iteration: int, evaluated: bool) -> bool:
+        return True
+
+    def snapshot_due(self, iteration: int, cfg: LoopConfig) -> bool:
+        return on_interval(iteration, cfg.save_interval)
+
+    def latest_due(self, iteration: int, cfg: LoopConfig) -> bool:
+        return evaluation_due(iteration, cfg.max_iterations, cfg.eval_interval)
 
 
-def critic_observation(obs: torch.Tensor, info: dict[str, torch.Tensor], key: str) -> torch.Tensor:
-    """Critic input: the observation, followed by the privileged part when the env provides one."""
-    privileged = info.get(key)
-    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
-
-
-def reset_critic_observation(env: BatchedEnv, obs: torch.Tensor) -> torch.Tensor:
-    """Critic input right after `reset`, when there is no step info: the env exposes `privileged_obs`."""
-    privileged = getattr(env, "privileged_obs", None)
-    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
-
-
-class OnPolicyRunner:
+class OnPolicyRunner(TrainingLoop[RunnerConfig]):
     """Owns the env loop of PPO training; the algorithm only sees filled rollout storage.
 
     Args:
@@ -113,25 +101,13 @@ class OnPolicyRunner:
         run: RunDirectory | None = None,
         reducer: Reducer = LOCAL,
     ) -> None:
-        self.env, self.policy, self.algorithm, self.cfg = env, policy, algorithm, cfg
-        self.seed, self.eval_env, self.run = seed, eval_env, run
-        self.reducer = reducer
+        super().__init__(env, cfg, seed, eval_env, run, reducer, SnapshotCadence())
+        self.policy, self.algorithm = policy, algorithm
         num_steps = algorithm.cfg.num_steps
         self.storage = RolloutStorage(
             num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device
         )
-        self.tracker = EpisodeTracker(env.num_envs, env.device)
-        self.iteration = 0
-        self.env_steps = 0
-        self.wall_time = 0.0
-        self.schedule = SaveSchedule(cfg.save_every_s, reducer)
-        self.best = BestPolicy()
-        """The best evaluation so far; its policy is checkpoints/best.pt."""
-        self.stop_requested: Callable[[], bool] = _never
-        """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
-        torch.manual_seed(seed)
-        self.obs = env.reset(seed=seed)
-        self.critic_obs = reset_critic_observation(env, self.obs)
+        self._reset_env()
 
     @torch.no_grad()
     def collect(self) -> None:
@@ -177,129 +153,28 @@ class OnPolicyRunner:
         self.storage.clear()
         return losses
 
-    def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
-        """Train until `max_iterations` or the target return; returns the summary of the whole run."""
-        last_eval: EvalResult | None = None
-        reached = False
-        self.schedule.start()
-        while self.iteration < self.cfg.max_iterations and not reached and not self.stop_requested():
-            start = time.perf_counter()
-            self.collect()
-            losses = self.update()
-            self.iteration += 1
-            stats = self.tracker.flush()
-            evaluation = self._maybe_evaluate(stats.success_rate)
-            self.wall_time += time.perf_counter() - start
-            if evaluation is not None:
-                last_eval = evaluation
-                reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
-                self.best.offer(evaluation, self.iteration, self._policy_state, self._checkpoints())
-            # evaluations fall on these iterations whatever the training success: there, rank 0 decides
-            possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
-            reached = rank0_decides(reached, self.reducer, possible)
-            metrics = {
-                "iteration": self.iteration,
-                "env_steps": self.env_steps * self.reducer.world.size,
-                "wall_time": self.wall_time,
-                "steps_per_s": self.storage.num_steps
-                * self.env.num_envs
-                * self.reducer.world.size
-                / (time.perf_counter() - start),
-                "mean_return": stats.mean_return,
-                "mean_length": stats.mean_length,
-                "episodes": stats.episodes,
-                "train_success_rate": stats.success_rate,
-                "train_reward_per_step": stats.reward_per_step,
-                **eval_metrics(evaluation),
-                **losses,
-            }
-            self._record(metrics, time.perf_counter() - start)
-            if on_iteration is not None:
-                on_iteration(metrics)
-        self._finish()
-        steps = self.env_steps * self.reducer.world.size
-        return TrainResult(
-            self.iteration,
-            steps,
-            self.wall_time,
-            last_eval,
-            reached,
-            best_iteration=self.best.iteration,
-            best_success_rate=self.best.success_rate,
-        )
+    def _train_iteration(self) -> dict[str, float]:
+        self.collect()
+        return self.update()
+
+    def _steps_per_s(self, iteration_s: float) -> float:
+        """This iteration's rollout over its duration."""
+        return self.storage.num_steps * self.env.num_envs * self.reducer.world.size / iteration_s
+
+    def _deterministic_actor(self) -> nn.Module:
+        return self.policy.deterministic_actor()
 
     def _policy_state(self) -> dict[str, Any]:
         """What best.pt needs to rebuild the deterministic actor."""
         return {"policy": self.policy.state_dict()}
 
-    def _checkpoints(self) -> Path | None:
-        return None if self.run is None else self.run.checkpoints
-
-    def _maybe_evaluate(self, training_success_rate: float | None) -> EvalResult | None:
-        cfg = self.cfg
-        due = evaluation_due(
-            self.iteration, cfg.max_iterations, cfg.eval_interval, training_success_rate, cfg.eval_min_train_success
-        )
-        return self.evaluate() if due and self.eval_env is not None else None
-
-    def evaluate(self) -> EvalResult:
-        """Deterministic evaluation on the eval env with a fixed seed (same initial states every time)."""
-        actor = self.policy.deterministic_actor().eval()
-        return evaluate_held_out(self.eval_env, actor, self.seed)
-
-    def _record(self, metrics: dict[str, Any], iteration_s: float) -> None:
-        """Log the iteration's row, then checkpoint: a numbered snapshot every save_interval iterations, and
-        latest.pt with it, on every evaluation iteration and by the clock (`SaveSchedule`)."""
-        if self.run is None:
-            return
-        self.run.log(metrics)
-        cfg = self.cfg
-        by_time = self.schedule.due(iteration_s)  # collective: every rank, every iteration
-        snapshot = cfg.save_interval > 0 and self.iteration % cfg.save_interval == 0
-        # the evaluation grid, whether rank 0 evaluated or skipped: every rank saves on the same iterations
-        evaluation = evaluation_due(self.iteration, cfg.max_iterations, cfg.eval_interval)
-        if snapshot:
-            self.save(self.run.checkpoints / f"model_{self.iteration:06d}.pt")
-        if snapshot or evaluation or by_time:
-            latest = self.run.latest_checkpoint
-            self.schedule.save(lambda: self.save(latest), self.env.device)
-
-    def _finish(self) -> None:
-        if self.run is not None:
-            self.run.finish(self.save)
-
     def state_dict(self) -> dict[str, Any]:
-        state: dict[str, Any] = {
-            "policy": self.policy.state_dict(),
-            "algorithm": self.algorithm.state_dict(),
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "wall_time": self.wall_time,
-            "obs": self.obs,
-            "critic_obs": self.critic_obs,
-            "tracker": self.tracker.state_dict(),
-            "torch_rng": torch.get_rng_state(),
-            BEST_KEY: self.best.state_dict(),
-        }
-        if torch.cuda.is_available():
-            state["cuda_rng"] = torch.cuda.get_rng_state_all()
-        state["env"] = checkpoint.env_state(self.env)
-        return state
+        return {"policy": self.policy.state_dict(), "algorithm": self.algorithm.state_dict(), **self.loop_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.policy.load_state_dict(state["policy"])
         self.algorithm.load_state_dict(state["algorithm"])
-        self.iteration = int(state["iteration"])
-        self.env_steps = int(state["env_steps"])
-        self.wall_time = float(state["wall_time"])
-        self.obs = state["obs"].to(self.env.device)
-        self.critic_obs = state["critic_obs"].to(self.env.device)
-        self.tracker.load_state_dict(state["tracker"])
-        self.best.load_state_dict(state.get(BEST_KEY), self._checkpoints())
-        torch.set_rng_state(state["torch_rng"])
-        if "cuda_rng" in state and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(state["cuda_rng"])
-        checkpoint.restore_env_state(self.env, state.get("env"))
+        self.load_loop_state(state)
 
     def save(self, path: Path) -> None:
         """Write a checkpoint to `path` atomically; a latest.pt keeps the file it replaces as previous.pt."""
@@ -308,7 +183,3 @@ class OnPolicyRunner:
     def load(self, path: Path) -> None:
         """Restore a checkpoint; CheckpointError naming the file when it is damaged, before anything changes."""
         self.load_state_dict(checkpoint.load(path, self.env.device, required=("iteration",)))
-
-
-def _never() -> bool:
-    return False

@@ -252,7 +252,7 @@ def test_set_values_sets_typed_values_without_text_in_between() -> None:
 
     cfg = set_values(ExperimentConfig(), {"task.num_envs": 64, "seed": 3, "task.device": "null"})
     assert (cfg.task.num_envs, cfg.seed, cfg.task.device) == (64, 3, "null")  # "null" stays a string
-    with pytest.raises(ConfigError, match="task.num_envs: expected int, got str"):
+    with pytest.raises(ConfigError, match=r"task\.num_envs: expected int, got str"):
         set_values(ExperimentConfig(), {"task.num_envs": "64"})
     with pytest.raises(ConfigError, match="nmu_envs"):
         set_values(ExperimentConfig(), {"task.nmu_envs": 64})

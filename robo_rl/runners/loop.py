@@ -1,0 +1,324 @@
+"""The training loop both runners share: stop conditions, timing, evaluation cadence, the best policy, agreement
+across processes, the metrics row, the run directory's log and checkpoint cadence, and the checkpoint state every
+runner has. A runner (`OnPolicyRunner`, `OffPolicyRunner`) plugs in one iteration of collecting and updating, its
+own metrics, its deterministic actor, its policy for best.pt, its checkpoint state and its `Cadence`.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+import torch
+from torch import nn
+
+from robo_rl.distributed import Reducer, rank0_decides
+from robo_rl.envs import BatchedEnv
+from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
+from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
+from robo_rl.runners.evaluate import EvalResult, eval_metrics, evaluate_held_out, evaluation_due, targets_reached
+from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.runners.save_schedule import SaveSchedule
+from robo_rl.storage import checkpoint
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    iterations: int
+    env_steps: int
+    wall_time: float
+    """Seconds spent training (collection, updates and evaluations), summed across resumes."""
+    final_eval: EvalResult | None
+    reached_target: bool
+    estop: bool = False
+    """The operator pressed the e-stop (robo_rl.hil.InterventionEnv), which ended training."""
+    best_iteration: int | None = None
+    """Iteration of the best evaluation (the policy in checkpoints/best.pt); None without evaluations."""
+    best_success_rate: float | None = None
+    """Success rate of that evaluation (tasks that define success)."""
+
+
+def critic_observation(obs: torch.Tensor, info: dict[str, torch.Tensor], key: str) -> torch.Tensor:
+    """Critic input: the observation, followed by the privileged part when the env provides one."""
+    privileged = info.get(key)
+    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
+
+
+def reset_critic_observation(env: BatchedEnv, obs: torch.Tensor) -> torch.Tensor:
+    """Critic input right after `reset`, when there is no step info: the env exposes `privileged_obs`."""
+    privileged = getattr(env, "privileged_obs", None)
+    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
+
+
+def random_state(cuda_available: bool) -> dict[str, Any]:
+    """torch's global random state (`torch_rng`), and every CUDA device's (`cuda_rng`) when `cuda_available`."""
+    state: dict[str, Any] = {"torch_rng": torch.get_rng_state()}
+    if cuda_available:
+        state["cuda_rng"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_random_state(state: dict[str, Any], cuda_available: bool) -> None:
+    """Restore what `random_state` saved; the CUDA state only when saved (older checkpoints lack it) and available."""
+    torch.set_rng_state(state["torch_rng"])
+    if cuda_available and "cuda_rng" in state:
+        torch.cuda.set_rng_state_all(state["cuda_rng"])
+
+
+def on_interval(iteration: int, interval: int) -> bool:
+    """Whether `iteration` is a multiple of `interval` (0: never)."""
+    return interval > 0 and iteration % interval == 0
+
+
+class LoopConfig(Protocol):
+    """The settings of `RunnerConfig` and `OffPolicyRunnerConfig` that the shared loop reads."""
+
+    @property
+    def max_iterations(self) -> int: ...
+    @property
+    def target_return(self) -> float | None: ...
+    @property
+    def target_success_rate(self) -> float | None: ...
+    @property
+    def eval_interval(self) -> int: ...
+    @property
+    def eval_min_train_success(self) -> float | None: ...
+    @property
+    def save_interval(self) -> int: ...
+    @property
+    def save_every_s(self) -> float: ...
+
+
+class Cadence(Protocol):
+    """When a runner produces a metrics row, logs it and writes checkpoints (besides the clock's saves)."""
+
+    def row_due(self, iteration: int, cfg: LoopConfig, callback: bool, run: bool) -> bool:
+        """Whether `iteration` produces a metrics row, which flushes the episode statistics and is the only place
+        an evaluation may happen. `callback`: `learn` was given one; `run`: a run directory is attached."""
+        ...
+
+    def logs(self, iteration: int, evaluated: bool) -> bool:
+        """Whether the row goes to the run directory's log."""
+        ...
+
+    def snapshot_due(self, iteration: int, cfg: LoopConfig) -> bool:
+        """Whether to write the numbered checkpoint model_XXXXXX.pt (and latest.pt with it)."""
+        ...
+
+    def latest_due(self, iteration: int, cfg: LoopConfig) -> bool:
+        """Whether to refresh latest.pt on this iteration's count."""
+        ...
+
+
+ConfigT = TypeVar("ConfigT", bound=LoopConfig)
+
+
+class TrainingLoop(ABC, Generic[ConfigT]):
+    """The state and the loop every runner shares; a runner implements the abstract methods, then calls
+    `_reset_env` last in its constructor.
+
+    Args:
+        env: training env.
+        cfg: loop settings (the runner's config).
+        seed: seeds torch and the env stream.
+        eval_env: env for deterministic evaluation (its num_envs = episodes per evaluation); None skips it.
+        run: run directory to log and checkpoint into; None keeps everything in memory (tests).
+        reducer: the processes' collectives; rank 0 alone evaluates and decides for every rank.
+        cadence: when rows are produced and logged, and checkpoints written.
+    """
+
+    obs: torch.Tensor
+    critic_obs: torch.Tensor
+
+    def __init__(
+        self,
+        env: BatchedEnv,
+        cfg: ConfigT,
+        seed: int,
+        eval_env: BatchedEnv | None,
+        run: RunDirectory | None,
+        reducer: Reducer,
+        cadence: Cadence,
+    ) -> None:
+        self.env, self.cfg, self.seed = env, cfg, seed
+        self.eval_env, self.run, self.reducer, self.cadence = eval_env, run, reducer, cadence
+        self.tracker = EpisodeTracker(env.num_envs, env.device)
+        self.iteration = self.env_steps = 0
+        self.wall_time = 0.0
+        self.schedule = SaveSchedule(cfg.save_every_s, reducer)
+        self.best = BestPolicy()
+        """The best evaluation so far; its policy is checkpoints/best.pt."""
+        self.stop_requested: Callable[[], bool] = _never
+        """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
+
+    def _reset_env(self) -> None:
+        """Seed torch and reset the training env: the last step of building a runner."""
+        torch.manual_seed(self.seed)
+        self.obs = self.env.reset(seed=self.seed)
+        self.critic_obs = reset_critic_observation(self.env, self.obs)
+
+    @abstractmethod
+    def _train_iteration(self) -> dict[str, float]:
+        """Collect and update once; the update's losses."""
+
+    @abstractmethod
+    def _steps_per_s(self, iteration_s: float) -> float:
+        """The row's `steps_per_s`, all processes together, after an iteration of `iteration_s` seconds."""
+
+    def _extra_metrics(self) -> dict[str, Any]:
+        """The runner's own columns of the row, after the training episodes' statistics."""
+        return {}
+
+    @abstractmethod
+    def _deterministic_actor(self) -> nn.Module:
+        """The actor that evaluations run."""
+
+    @abstractmethod
+    def _policy_state(self) -> dict[str, Any]:
+        """What best.pt needs to rebuild the deterministic actor."""
+
+    @abstractmethod
+    def save(self, path: Path) -> None:
+        """Write a checkpoint to `path`."""
+
+    def learn(self, on_iteration: Callable[[dict[str, Any]], None] | None = None) -> TrainResult:
+        """Train until max_iterations, the targets, the operator's e-stop or `stop_requested`; returns the summary
+        of the whole run. `on_iteration` gets every metrics row."""
+        last_eval: EvalResult | None = None
+        reached = False
+        self.schedule.start()
+        while not self._stops(reached):
+            start = time.perf_counter()
+            losses = self._train_iteration()
+            self.iteration += 1
+            row = self.cadence.row_due(self.iteration, self.cfg, on_iteration is not None, self.run is not None)
+            stats = self.tracker.flush() if row else None
+            evaluation = self._maybe_evaluate(stats)
+            self.wall_time += time.perf_counter() - start
+            metrics = None
+            if stats is not None:
+                if evaluation is not None:
+                    last_eval = evaluation
+                    reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
+                    self.best.offer(evaluation, self.iteration, self._policy_state, self._checkpoints())
+                reached = self._agree(reached)
+                metrics = self._metrics(stats, evaluation, losses, time.perf_counter() - start)
+                self._log(metrics, evaluation is not None)
+            self._save_if_due(time.perf_counter() - start)
+            if metrics is not None and on_iteration is not None:
+                on_iteration(metrics)
+        self._finish()
+        return TrainResult(
+            self.iteration,
+            self.env_steps * self.reducer.world.size,
+            self.wall_time,
+            last_eval,
+            reached,
+            self._estop(),
+            best_iteration=self.best.iteration,
+            best_success_rate=self.best.success_rate,
+        )
+
+    def evaluate(self) -> EvalResult:
+        """Deterministic evaluation on the eval env with a fixed seed (same initial states every time)."""
+        return evaluate_held_out(self.eval_env, self._deterministic_actor().eval(), self.seed)
+
+    def _stops(self, reached: bool) -> bool:
+        return self.iteration >= self.cfg.max_iterations or reached or self._estop() or self.stop_requested()
+
+    def _estop(self) -> bool:
+        """The operator's e-stop (an InterventionEnv's `estop`) ends training."""
+        return bool(getattr(self.env, "estop", False))
+
+    def _checkpoints(self) -> Path | None:
+        return None if self.run is None else self.run.checkpoints
+
+    def _maybe_evaluate(self, stats: EpisodeStats | None) -> EvalResult | None:
+        """Evaluate on a row's iteration of the evaluation grid, unless the training success is below
+        eval_min_train_success; never without an eval env (ranks other than 0)."""
+        cfg = self.cfg
+        if stats is None or self.eval_env is None:
+            return None
+        due = evaluation_due(
+            self.iteration, cfg.max_iterations, cfg.eval_interval, stats.success_rate, cfg.eval_min_train_success
+        )
+        return self.evaluate() if due else None
+
+    def _agree(self, reached: bool) -> bool:
+        """Rank 0's `reached` on every rank on the evaluation grid, where rank 0 may have evaluated (whatever the
+        training success); this rank's own elsewhere."""
+        possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
+        return rank0_decides(reached, self.reducer, possible)
+
+    def _metrics(
+        self, stats: EpisodeStats, evaluation: EvalResult | None, losses: dict[str, float], iteration_s: float
+    ) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps * self.reducer.world.size,
+            "wall_time": self.wall_time,
+            "steps_per_s": self._steps_per_s(iteration_s),
+            "mean_return": stats.mean_return,
+            "mean_length": stats.mean_length,
+            "episodes": stats.episodes,
+            "train_success_rate": stats.success_rate,
+            "train_reward_per_step": stats.reward_per_step,
+            **self._extra_metrics(),
+            **eval_metrics(evaluation),
+            **losses,
+        }
+
+    def _log(self, metrics: dict[str, Any], evaluated: bool) -> None:
+        if self.run is not None and self.cadence.logs(self.iteration, evaluated):
+            self.run.log(metrics)
+
+    def _save_if_due(self, iteration_s: float) -> None:
+        """After the iteration's row (so that a resumed run's rows stop where its checkpoint does): a numbered
+        snapshot and latest.pt as the cadence says, and latest.pt by the clock (`SaveSchedule`)."""
+        if self.run is None:
+            return
+        by_time = self.schedule.due(iteration_s)  # collective: every rank, every iteration
+        snapshot = self.cadence.snapshot_due(self.iteration, self.cfg)
+        if snapshot:
+            self.save(self.run.checkpoints / f"model_{self.iteration:06d}.pt")
+        if snapshot or by_time or self.cadence.latest_due(self.iteration, self.cfg):
+            latest = self.run.latest_checkpoint
+            self.schedule.save(lambda: self.save(latest), self.env.device)
+
+    def _finish(self) -> None:
+        if self.run is not None:
+            self.run.finish(self.save)
+
+    def loop_state(self) -> dict[str, Any]:
+        """The checkpoint state every runner has; a runner's `state_dict` adds its own."""
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "wall_time": self.wall_time,
+            "obs": self.obs,
+            "critic_obs": self.critic_obs,
+            "tracker": self.tracker.state_dict(),
+            **random_state(torch.cuda.is_available()),
+            BEST_KEY: self.best.state_dict(),
+            "env": checkpoint.env_state(self.env),
+        }
+
+    def load_loop_state(self, state: dict[str, Any]) -> None:
+        """Restore what `loop_state` saved."""
+        self.iteration = int(state["iteration"])
+        self.env_steps = int(state["env_steps"])
+        self.wall_time = float(state["wall_time"])
+        self.obs = state["obs"].to(self.env.device)
+        self.critic_obs = state["critic_obs"].to(self.env.device)
+        self.tracker.load_state_dict(state["tracker"])
+        self.best.load_state_dict(state.get(BEST_KEY), self._checkpoints())
+        restore_random_state(state, torch.cuda.is_available())
+        checkpoint.restore_env_state(self.env, state.get("env"))
+
+
+def _never() -> bool:
+    return False
