@@ -28,7 +28,7 @@ from robo_rl.cli.threads import add_threads_argument
 from robo_rl.config import ConfigError, apply_overrides, set_values, to_dict
 from robo_rl.distributed import Reducer
 from robo_rl.envs import BatchedEnv
-from robo_rl.experiment import ExperimentConfig
+from robo_rl.experiment import PRESETS, ExperimentConfig
 from robo_rl.hil.config import TELEOPS
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
@@ -165,7 +165,7 @@ def _without_nproc(argv: list[str]) -> list[str]:
 
 
 def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
-    source = args.config or f"pendulum_{args.algo or 'ppo'}"
+    source = args.config or _default_preset(args.algo or "ppo")
     cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
     if args.max_iterations is not None:
         cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
@@ -180,6 +180,16 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
     path = reducer.broadcast(None if run is None else str(run.path))
     runner.run = run if run is not None else RankRun(Path(path), reducer.world.rank)
     return runner, runner.run
+
+
+def _default_preset(algo: str) -> str:
+    """`pendulum_<algo>`: the preset `--algo` picks without CONFIG; ConfigError naming the algorithm's presets
+    when it has no pendulum one."""
+    name = f"pendulum_{algo}"
+    if name not in PRESETS:
+        presets = ", ".join(sorted(p for p, make in PRESETS.items() if make().algo == algo)) or "none"
+        raise ConfigError(f"--algo {algo} without CONFIG: there is no {name} preset; give a CONFIG ({presets})")
+    return name
 
 
 def create_run(root: Path, cfg: ExperimentConfig, command: str, env: BatchedEnv) -> RunDirectory:

@@ -61,6 +61,14 @@ def test_algo_switches_the_default_preset(tmp_path: Path) -> None:
     assert load_yaml(ExperimentConfig, run / "config.yaml").td3.actor_hidden == (64, 64)  # the preset's, not default
 
 
+def test_algo_without_a_pendulum_preset_names_its_presets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "--algo", "dsrl", "--runs-root", str(tmp_path), "--quiet"]) == 2
+    assert "--algo dsrl without CONFIG: there is no pendulum_dsrl preset; give a CONFIG (point_obstacle_dsrl)" in (
+        capsys.readouterr().err
+    )
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
 def test_collect_then_train_with_the_demonstrations(tmp_path: Path) -> None:
     _run(["train", "--algo", "td3", "--max-iterations", "5", "--runs-root", str(tmp_path / "expert"), "--quiet"])
     (expert,) = (tmp_path / "expert" / "pendulum_td3").iterdir()
