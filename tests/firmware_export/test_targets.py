@@ -241,19 +241,22 @@ def test_crazyflie_app_compiles_for_cortex_m4_against_stub_headers(
 class _Controller:
     """The generated controller compiled on the host with the stub headers and a stub PID (see host_driver.c)."""
 
-    def __init__(self, app: Path, build: Path) -> None:
+    def __init__(self, app: Path, build: Path, defines: tuple[str, ...] = ()) -> None:
         library = build / "controller.so"
         src = app / "src"
-        command = ["gcc", *CRAZYFLIE_FLAGS, "-shared", "-fPIC", f"-I{STUBS}", f"-I{src}"]
+        command = ["gcc", *CRAZYFLIE_FLAGS, *(f"-D{d}" for d in defines), "-shared", "-fPIC", f"-I{STUBS}", f"-I{src}"]
         _compile([*command, str(STUBS / "host_driver.c"), str(src / "robo_rl_policy.c"), "-o", str(library), "-lm"])
         self.lib = ctypes.CDLL(str(library))
         self.lib.cf_test_step.restype = ctypes.c_int
+        self.lib.robo_rl_cf_fault.restype = ctypes.c_uint8
         self.lib.controllerOutOfTreeInit()
+        self.calls = 0
 
     def step(
         self, state: np.ndarray, reference: np.ndarray, timestamp: int, position_mode: bool, step: int
     ) -> tuple[int, np.ndarray, np.ndarray]:
-        """(mode: 2 = controlModeForce, -1 = PID fallback; normalized forces (4,); last observation)."""
+        """(mode: 2 = controlModeForce, -1 = the PID's output; normalized forces (4,); last observation)."""
+        self.calls += 1
         forces, obs = np.zeros(4, np.float32), np.zeros(len(QUADROTOR_OBS), np.float32)
         pointer = ctypes.POINTER(ctypes.c_float)
         mode = self.lib.cf_test_step(
@@ -269,11 +272,13 @@ class _Controller:
 
 
 def _expected_observation(state: np.ndarray, reference: np.ndarray, history: np.ndarray) -> np.ndarray:
-    """The observation robo_rl's quadrotor/hover task would give in this state (its own rotation convention)."""
+    """The observation robo_rl's quadrotor/hover task would give in this state (its own rotation convention),
+    with the position error clipped to +-0.5 m as the controller does (ROBO_RL_CF_POSITION_ERROR_CLIP)."""
     x, y, z, w = state[3:7]
     rotation = quat_to_rotmat(torch.tensor([w, x, y, z], dtype=torch.float64)).numpy().reshape(9)
+    position_error = np.clip(state[0:3] - reference[0:3], -0.5, 0.5)
     return np.concatenate(
-        [state[0:3] - reference[0:3], rotation, state[7:10], np.radians(state[10:13]), history.reshape(-1)]
+        [position_error, rotation, state[7:10], np.radians(state[10:13]), history.reshape(-1)]
     ).astype(np.float32)
 
 
@@ -287,13 +292,17 @@ def _forces(onnx_path: Path, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def test_crazyflie_controller_maps_state_to_policy_and_falls_back(
     exported: dict[str, Path], quadrotor_onnx: Path, tmp_path: Path
 ) -> None:
-    controller = _Controller(exported["crazyflie"], tmp_path)
+    # No minimum PID flight time and no ramp: the policy takes over on the first tick airborne with a position
+    # setpoint (the hand-over itself: test_crazyflie_handover.py).
+    controller = _Controller(exported["crazyflie"], tmp_path, ("ROBO_RL_CF_TAKEOFF_MIN_MS=0u", "ROBO_RL_CF_RAMP_MS=0u"))
     quaternion = np.array([0.1, -0.2, 0.3, 0.9])
     quaternion /= np.linalg.norm(quaternion)
     state = np.concatenate([[0.3, -0.2, 1.1], quaternion, [0.5, -0.1, 0.2], [30.0, -45.0, 10.0]])
     reference = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
     history = np.full((2, 4), CRAZYFLIE_HOVER_ACTION)
+    ground = np.concatenate([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], np.zeros(6)])
 
+    assert controller.step(ground, reference, timestamp=0, position_mode=False, step=999)[0] == -1  # PID
     mode, forces, obs = controller.step(state, reference, timestamp=7, position_mode=True, step=1000)
     assert mode == 2  # controlModeForce
     np.testing.assert_allclose(obs, _expected_observation(state, reference, history), atol=1e-6)
@@ -306,21 +315,30 @@ def test_crazyflie_controller_maps_state_to_policy_and_falls_back(
     mode, held, _ = controller.step(moved, reference, timestamp=8, position_mode=True, step=1005)
     assert mode == 2 and np.array_equal(held, forces)
 
-    # The next policy step sees the new state and the previous action, newest first.
+    # The next policy step sees the new state (its 0.8 m position error in x clipped to 0.5 m) and the previous
+    # action, newest first.
     mode, forces, obs = controller.step(moved, reference, timestamp=9, position_mode=True, step=1010)
     history = np.stack([first_action, history[0]])
     np.testing.assert_allclose(obs, _expected_observation(moved, reference, history), atol=1e-6)
+    assert obs[0] == np.float32(0.5)
     np.testing.assert_allclose(forces, _forces(quadrotor_onnx, obs)[1], atol=1e-5)
 
-    # Fallback to the PID: stale setpoint (same timestamp for more than 500 ms), no position setpoint, NaN state.
+    # Back to the PID: stale setpoint (same timestamp for more than 500 ms), no position setpoint, NaN state.
     assert controller.step(moved, reference, timestamp=9, position_mode=True, step=1500)[0] == 2
     assert controller.step(moved, reference, timestamp=9, position_mode=True, step=1511)[0] == -1
+    assert controller.lib.robo_rl_cf_fault() == 1  # the commander stopped
     assert controller.step(moved, reference, timestamp=10, position_mode=False, step=1520)[0] == -1
-    broken = moved.copy()
+    assert controller.step(ground, reference, timestamp=10, position_mode=False, step=1525)[0] == -1  # landed
+    broken = state.copy()
     broken[8] = np.nan
     assert controller.step(broken, reference, timestamp=11, position_mode=True, step=1530)[0] == -1
-    assert controller.step(moved, reference, timestamp=12, position_mode=True, step=1540)[0] == 2
-    assert controller.lib.cf_test_pid_calls() == 3
+    assert controller.lib.robo_rl_cf_fault() == 2  # the policy rejected the NaN observation
+    # Latched: the PID keeps flying until the request ends; a new take-off hands over again.
+    assert controller.step(state, reference, timestamp=12, position_mode=True, step=1540)[0] == -1
+    assert controller.step(ground, reference, timestamp=12, position_mode=False, step=1550)[0] == -1
+    assert controller.step(state, reference, timestamp=13, position_mode=True, step=1560)[0] == 2
+    # The PID runs on every tick (warm for a fallback), whoever commands the motors.
+    assert controller.lib.cf_test_pid_calls() == controller.calls
 
 
 def test_crazyflie_target_refuses_policies_it_cannot_fly(quadrotor_onnx: Path, tmp_path: Path) -> None:

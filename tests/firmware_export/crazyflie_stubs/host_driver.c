@@ -1,38 +1,21 @@
 /*
  * Host test driver for the Crazyflie controller template (robo_rl tests only): compiles the generated
- * robo_rl_controller.c against the stand-in headers, stubs the PID controller, and exposes one call that builds
- * the firmware structs from plain arrays, runs controllerOutOfTree once and reports what it commanded.
+ * robo_rl_controller.c against the stand-in headers and firmware functions (firmware_stubs.c), and exposes one
+ * call that builds the firmware structs from plain arrays, runs controllerOutOfTree once and reports what it
+ * commanded.
  */
 #include <string.h>
 
 #include "robo_rl_controller.c"
 
-#define PID_MARKER_THRUST 12345.0f
+#include "firmware_stubs.c"
 
-static int pid_calls;
-
-void controllerPidInit(void) { pid_calls = 0; }
-
-bool controllerPidTest(void) { return true; }
-
-void controllerPid(control_t *control, const setpoint_t *setpoint, const sensorData_t *sensors, const state_t *state,
-                   const stabilizerStep_t stabilizerStep)
-{
-    (void)setpoint;
-    (void)sensors;
-    (void)state;
-    (void)stabilizerStep;
-    ++pid_calls;
-    control->controlMode = controlModeLegacy;
-    control->thrust = PID_MARKER_THRUST;
-}
-
-int cf_test_pid_calls(void) { return pid_calls; }
+int cf_test_pid_calls(void) { return stub_pid_calls; }
 
 /* state: position[3], quaternion x y z w [4], velocity[3], gyro deg/s [3] = 13 floats.
  * reference: setpoint position[3], velocity[3] = 6 floats.
- * Writes the 4 normalized forces (zeros unless controlModeForce) and the last observation; returns the
- * control mode, or -1 when the PID fallback ran. */
+ * Writes the 4 normalized forces (zeros unless controlModeForce) and the last observation the policy saw;
+ * returns the control mode, or -1 when the PID's output was passed on (controlModeLegacy). */
 int cf_test_step(const float *state_values, const float *reference, uint32_t setpoint_timestamp, int position_mode,
                  uint32_t step, float *forces, float *last_observation)
 {
@@ -78,7 +61,7 @@ int cf_test_step(const float *state_values, const float *reference, uint32_t set
     for (i = 0; i < 4; ++i) {
         forces[i] = control.controlMode == controlModeForce ? control.normalizedForces[i] : 0.0f;
     }
-    if (control.controlMode == controlModeLegacy && control.thrust == PID_MARKER_THRUST) {
+    if (control.controlMode == controlModeLegacy) {
         return -1;
     }
     return (int)control.controlMode;

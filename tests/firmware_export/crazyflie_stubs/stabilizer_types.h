@@ -102,6 +102,17 @@ typedef struct control_s {
     control_mode_t controlMode;
 } control_t;
 
+/* Per-motor thrust from the power distribution, 0 ... UINT16_MAX (PWM ratio) before capping. */
+typedef union {
+    int32_t list[STABILIZER_NR_OF_MOTORS];
+    struct {
+        int32_t m1;
+        int32_t m2;
+        int32_t m3;
+        int32_t m4;
+    } motors;
+} motors_thrust_uncapped_t;
+
 typedef enum mode_e {
     modeDisable = 0,
     modeAbs,
@@ -138,6 +149,8 @@ typedef uint32_t stabilizerStep_t;
 #define RATE_50_HZ 50
 #define RATE_25_HZ 25
 #define RATE_MAIN_LOOP RATE_1000_HZ
+#define ATTITUDE_RATE RATE_500_HZ
+#define POSITION_RATE RATE_100_HZ
 #define RATE_DO_EXECUTE(RATE_HZ, TICK) ((TICK % (RATE_MAIN_LOOP / RATE_HZ)) == 0)
 
 #endif
