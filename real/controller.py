@@ -50,12 +50,13 @@ class PolicyController:
         profile: RobotProfile,
         clock: Callable[[], float] = time.monotonic,
         available: Callable[[str], bool] = package_available,
+        command_type: str = "",
     ) -> None:
         runtime.check(profile)
         self.runtime = runtime
         self.profile = profile
         self.clock = clock
-        self.command_spec: CommandSpec = select_command(profile, available)
+        self.command_spec: CommandSpec = select_command(profile, available, command_type)
         self.assembler = ObservationAssembler(profile.observations, profile.action_names, profile.safe_action)
         self.safety = SafetyFilter(profile.actions, profile.dt)
         self.timeout = profile.staleness_timeout

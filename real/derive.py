@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from robo_rl.real import frames
 from robo_rl.real.profile import InputSpec
 
 AXES = ("x", "y", "z")
@@ -69,8 +70,59 @@ def quadrotor_odometry(state: Sequence[float]) -> dict[str, float]:
     return fields
 
 
+PX4_POSE_FRAMES = {1: "NED", 2: "FRD"}
+"""VehicleOdometry.pose_frame values this reads (UNKNOWN, 0, is not)."""
+PX4_VELOCITY_FRAMES = {1: "NED", 2: "FRD", 3: "BODY_FRD"}
+"""VehicleOdometry.velocity_frame values this reads (UNKNOWN, 0, is not)."""
+PX4_ODOMETRY_FIELDS = (
+    tuple(f"position[{i}]" for i in range(3))
+    + tuple(f"q[{i}]" for i in range(4))
+    + tuple(f"velocity[{i}]" for i in range(3))
+    + tuple(f"angular_velocity[{i}]" for i in range(3))
+    + ("pose_frame", "velocity_frame")
+)
+"""The VehicleOdometry fields `px4_state` reads."""
+
+
+def px4_state(name: str, odom: str, fields: Mapping[str, float], target: Sequence[float]) -> dict[str, float]:
+    """The quadrotor's policy state from PX4's `VehicleOdometry` input `odom` (px4_msgs: position, attitude
+    FRD body → NED, velocity in `velocity_frame`, body angular velocity FRD), in robo_rl's conventions (ENU world,
+    FLU body; `robo_rl.real.frames`).
+
+    `NAME.position_error.*` (ENU, m, to `target`, ENU), `NAME.rotation[0..8]` (FLU body → ENU, row-major),
+    `NAME.velocity.*` (ENU, m/s), `NAME.angular_velocity.*` (FLU body, rad/s). A world FRD frame (arbitrary
+    heading, z down) is read like NED. Returns {} until every field has arrived, while a frame is UNKNOWN, and
+    while PX4 marks a value invalid (NaN): the assembler then reports `state` missing and the safe command goes out.
+    """
+    keys = [f"{odom}.{path}" for path in PX4_ODOMETRY_FIELDS]
+    if any(key not in fields for key in keys):
+        return {}
+    values = np.array([fields[key] for key in keys], dtype=np.float64)
+    pose_frame, velocity_frame = int(values[13]), int(values[14])
+    if pose_frame not in PX4_POSE_FRAMES or velocity_frame not in PX4_VELOCITY_FRAMES:
+        return {}
+    if not np.all(np.isfinite(values[:13])):
+        return {}
+    q_enu_flu = frames.ned_frd_to_enu_flu(values[3:7])
+    rotation = rotation_matrix(*q_enu_flu)
+    position = frames.ned_to_enu(values[0:3])
+    if PX4_VELOCITY_FRAMES[velocity_frame] == "BODY_FRD":
+        velocity = rotation @ frames.frd_to_flu(values[7:10])
+    else:
+        velocity = frames.ned_to_enu(values[7:10])
+    angular_velocity = frames.frd_to_flu(values[10:13])
+    error = position - np.asarray(target, dtype=np.float64)
+    derived = {f"{name}.position_error.{a}": float(error[i]) for i, a in enumerate(AXES)}
+    derived |= {f"{name}.rotation[{i}]": float(v) for i, v in enumerate(rotation.reshape(-1))}
+    derived |= {f"{name}.velocity.{a}": float(velocity[i]) for i, a in enumerate(AXES)}
+    derived |= {f"{name}.angular_velocity.{a}": float(angular_velocity[i]) for i, a in enumerate(AXES)}
+    return derived
+
+
 def derive(spec: InputSpec, fields: Mapping[str, float], target: Sequence[float]) -> dict[str, float]:
     """The fields of a derived input (`spec.derive`), computed from the current `fields`."""
     if spec.derive == "quadrotor_state":
         return quadrotor_state(spec.name, spec.source, fields, target)
+    if spec.derive == "px4_state":
+        return px4_state(spec.name, spec.source, fields, target)
     raise ValueError(f"unknown derivation {spec.derive!r}")

@@ -17,7 +17,7 @@ from robo_rl.real.command import command_fields
 from robo_rl.real.controller import ControlOutput, PolicyController
 from robo_rl.real.latency import LatencyStats
 from robo_rl.real.ros.diagnostics import ERROR, OK, WARN
-from robo_rl.real.ros.inputs import derived_fields
+from robo_rl.real.ros.inputs import InputError, derived_fields
 from robo_rl.real.safety import SafetyResult
 
 TRIGGERS = ("observation", "timer")
@@ -85,7 +85,8 @@ class PolicyNodeCore:
     """One configured policy node: decodes inputs, steps the controller, publishes and accounts for commands.
 
     `decoders` are the profile's subscribed inputs by name, in profile order; the first one triggers the commands
-    (trigger "observation"). `publish_command(fields)` sends one command; `status_changed(level, message)` is
+    (trigger "observation"). `publish_command(fields, fault)` sends one command (`fault` says why it is the safe
+    one; "" for the policy's or the operator's action); `status_changed(level, message)` is
     called when the command's fault changes (level OK, WARN or ERROR of diagnostic_msgs). `now_monotonic` (s)
     times the computation, `now_ros_ns` (ns, the clock of the inputs' header stamps) the deadlines. `counters`
     may outlive this object (the node keeps reporting them after cleanup).
@@ -96,7 +97,7 @@ class PolicyNodeCore:
         controller: PolicyController,
         settings: NodeSettings,
         decoders: Mapping[str, Decoder],
-        publish_command: Callable[[dict[str, float]], None],
+        publish_command: Callable[[dict[str, float], str], None],
         status_changed: Callable[[int, str], None],
         now_monotonic: Callable[[], float],
         now_ros_ns: Callable[[], int],
@@ -146,7 +147,11 @@ class PolicyNodeCore:
     def on_input(self, source: str, message: object) -> None:
         """A message of input `source`: observed; when it is the trigger input, the command for it goes out."""
         received = self.now_monotonic()
-        fields = self.decoders[source](message)
+        try:
+            fields = self.decoders[source](message)
+        except InputError as err:  # e.g. a JointState without a profile joint: never guess, latch the safe command
+            self._refuse(source, err)
+            fields = {}
         with self.lock:
             if self.derives:
                 merged = {**self.controller.fields, **fields}
@@ -156,6 +161,12 @@ class PolicyNodeCore:
                 return
             output = self.controller.step()
         self._send(output, received, stamp_ns(message))
+
+    def _refuse(self, source: str, err: InputError) -> None:
+        with self.lock:
+            if self.controller.safety.estopped:
+                return
+            self.controller.safety.estop(f"e-stop: input {source!r} unreadable: {err}")
 
     def on_watchdog(self) -> None:
         """Observation trigger, every period: while the trigger input is stale, one command (safe, or the
@@ -192,7 +203,7 @@ class PolicyNodeCore:
         return ControlOutput(command_fields(spec, names, result.command), result, None)
 
     def _send(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:
-        self.publish_command(output.fields)
+        self.publish_command(output.fields, output.safety.fault)
         self._account(output, received, stamp)
 
     def _account(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:

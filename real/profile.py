@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from robo_rl.real.drivers import driver_problem
+
 KINDS = ("quadrotor", "rc_car", "arm")
 
 # Linear conversions source unit → (SI unit, factor): value_si = factor × value_source.
@@ -105,6 +107,11 @@ class ActionLimit:
         _require(self.rate_limit > 0, "rate_limit", f"must be > 0, got {self.rate_limit}")
 
 
+TRANSFORMS = ("", "ackermann_yaw_rate")
+"""How a command field is computed from its action besides the linear map (see `CommandField.transform`)."""
+BODY_FRAMES = ("flu", "frd")
+
+
 @dataclass(frozen=True)
 class CommandField:
     action: str
@@ -115,10 +122,19 @@ class CommandField:
     """field = offset + scale × action."""
     offset: float = 0.0
     """field = offset + scale × action."""
+    axis: str = ""
+    """For a component of a body-frame vector (rates, thrust): "x", "y" or "z". The value is computed in robo_rl's
+    FLU body frame and converted to the command's `body_frame` (`robo_rl.real.frames`). Empty: a scalar."""
+    transform: str = ""
+    """"ackermann_yaw_rate": the field is the yaw rate of a car steering at angle offset + scale × action (rad) at
+    the command's `linear.x` speed, speed × tan(angle) / the command's `wheelbase` (rad/s): what Twist→Ackermann
+    converters read from `angular.z`. Empty: the linear map."""
 
     def __post_init__(self) -> None:
         _require(bool(_FIELD_PATH.match(self.field)), "field", f"bad field {self.field!r}")
         _require(math.isfinite(self.scale) and math.isfinite(self.offset), "scale", "scale and offset must be finite")
+        _require(self.axis in ("", "x", "y", "z"), "axis", f"must be x, y, z or empty, got {self.axis!r}")
+        _require(self.transform in TRANSFORMS, "transform", f"must be one of {TRANSFORMS}, got {self.transform!r}")
 
 
 @dataclass(frozen=True)
@@ -129,12 +145,28 @@ class CommandSpec:
     """Topic the command is published on (remapped in the hardware launch files)."""
     fields: tuple[CommandField, ...]
     """How actions fill the message; fields not listed keep their defaults."""
+    body_frame: str = "flu"
+    """The body frame of the message's vectors: "flu" (ROS, REP 103) or "frd" (PX4); fields with an `axis` are
+    converted to it."""
+    wheelbase: float = 0.0
+    """Front-to-rear axle distance in m, for `ackermann_yaw_rate` fields."""
+    joint_names: tuple[str, ...] = ()
+    """For a `trajectory_msgs/msg/JointTrajectory` command (required there): `joint_names` of the message, the
+    joint of `points[0].positions[i]` being `joint_names[i]`."""
 
     def __post_init__(self) -> None:
         valid = self.type.count("/") == 2 and "/msg/" in self.type
         _require(valid, "type", f"expected pkg/msg/Name, got {self.type!r}")
         _require(bool(self.topic), "topic", "must not be empty")
         _require(len(self.fields) > 0, "fields", "must not be empty")
+        _require(self.body_frame in BODY_FRAMES, "body_frame", f"must be one of {BODY_FRAMES}, got {self.body_frame!r}")
+        if self.type == JOINT_TRAJECTORY:
+            _require(bool(self.joint_names), "joint_names", "a JointTrajectory command lists its joint names")
+        _require_unique(self.joint_names, "joint_names")
+        if any(f.transform == "ackermann_yaw_rate" for f in self.fields):
+            _require(self.wheelbase > 0, "wheelbase", "an ackermann_yaw_rate field needs the wheelbase (m, > 0)")
+            speed = [f for f in self.fields if f.field == "linear.x" and not f.transform]
+            _require(bool(speed), "fields", "an ackermann_yaw_rate field needs the speed in a linear.x field")
 
     @property
     def package(self) -> str:
@@ -142,7 +174,9 @@ class CommandSpec:
         return self.type.split("/")[0]
 
 
-DERIVATIONS = ("quadrotor_state",)
+JOINT_STATE = "sensor_msgs/msg/JointState"
+JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
+DERIVATIONS = ("quadrotor_state", "px4_state")
 """Inputs a node computes from other inputs instead of subscribing (see `robo_rl.real.derive`)."""
 
 
@@ -162,9 +196,17 @@ class InputSpec:
     """A derivation from `DERIVATIONS` computed from the input `source` (e.g. `quadrotor_state` from `odom`)."""
     source: str = ""
     """The input a derivation reads."""
+    joints: tuple[str, ...] = ()
+    """For a `sensor_msgs/msg/JointState` input (required there): the joint names, read by name (drivers publish
+    their own order, often alphabetical): `NAME.position[i]` / `velocity[i]` / `effort[i]` are joint `joints[i]`."""
 
     def __post_init__(self) -> None:
         _require(bool(re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", self.name)), "name", f"bad input name {self.name!r}")
+        if self.type == JOINT_STATE:
+            _require(bool(self.joints), "joints", "a JointState input lists its joint names (read by name)")
+        else:
+            _require(not self.joints, "joints", f"only a {JOINT_STATE} input has joint names")
+        _require_unique(self.joints, "joints")
         if self.derive:
             _require(self.derive in DERIVATIONS, "derive", f"must be one of {DERIVATIONS}, got {self.derive!r}")
             _require(bool(self.source), "source", "a derived input names the input it reads")
@@ -208,6 +250,9 @@ class RobotProfile:
     """Command message choices, preferred first (the first whose package is importable is used)."""
     inputs: tuple[InputSpec, ...] = ()
     """Topics and derivations feeding the observation sources (needed by the ROS nodes, not by the core)."""
+    driver: str = ""
+    """The robot driver the profile is written against (`robo_rl.real.drivers`: px4, crazyswarm2, sim_bridge,
+    ackermann, ros2_control); a profile that driver cannot serve is refused, saying why. Empty: not checked."""
 
     def __post_init__(self) -> None:
         _require(bool(self.name), "name", "must not be empty")
@@ -223,6 +268,8 @@ class RobotProfile:
         _require_unique([a.name for a in self.actions], "actions")
         _require_unique([i.name for i in self.inputs], "inputs")
         self._check_references()
+        self._check_joint_commands()
+        self._check_driver()
         if self.inputs:
             self._check_inputs()
 
@@ -236,6 +283,22 @@ class RobotProfile:
                 where = f"commands[{i}].fields[{j}].action"
                 _require(field.action in names, where, f"unknown action {field.action!r}")
 
+    def _check_driver(self) -> None:
+        types = {spec.name: spec.type for spec in self.inputs}
+        sources: dict[str, list[str]] = {}
+        for obs in self.observations:
+            sources.setdefault(types.get(source_input(obs.source), ""), []).append(obs.source)
+        problem = driver_problem(self.driver, self.kind, [c.type for c in self.commands], sources)
+        _require(not problem, "driver", problem)
+
+    def _check_joint_commands(self) -> None:
+        for i, command in enumerate(self.commands):
+            for j, field in enumerate(command.fields):
+                index = _joint_index(field.field)
+                if command.joint_names and index is not None:
+                    count = len(command.joint_names)
+                    _require(index < count, f"commands[{i}].fields[{j}].field", f"joint {index} of {count} listed")
+
     def _check_inputs(self) -> None:
         names = {i.name for i in self.inputs}
         for i, obs in enumerate(self.observations):
@@ -245,6 +308,12 @@ class RobotProfile:
         for i, spec in enumerate(self.inputs):
             if spec.derive:
                 _require(spec.source in names, f"inputs[{i}].source", f"no input named {spec.source!r}")
+        joints = {spec.name: spec.joints for spec in self.inputs if spec.joints}
+        for i, obs in enumerate(self.observations):
+            index = _joint_index(obs.source)
+            if source_input(obs.source) in joints and index is not None:
+                count = len(joints[source_input(obs.source)])
+                _require(index < count, f"observations[{i}].source", f"joint index {index} but {count} joints listed")
 
     @property
     def obs_names(self) -> tuple[str, ...]:
@@ -263,6 +332,12 @@ class RobotProfile:
 def _require(ok: bool, field: str, message: str) -> None:
     if not ok:
         raise ProfileError(f"{field}: {message}")
+
+
+def _joint_index(path: str) -> int | None:
+    """i of a per-joint field (`joint_states.position[i]`, `points[0].positions[i]`), else None."""
+    match = re.search(r"(?:position|velocity|effort|positions|velocities|efforts)\[(\d+)\]$", path)
+    return int(match.group(1)) if match else None
 
 
 def _require_unique(names: Sequence[str], field: str) -> None:
@@ -307,7 +382,10 @@ def _build_list(element: type, value: Any, where: str) -> tuple[Any, ...]:
         raise ProfileError(f"{where}: expected a list, got {type(value).__name__}")
     if element is str:
         return tuple(_string(item, f"{where}[{i}]") for i, item in enumerate(value))
-    nested: dict[type, dict[str, type]] = {CommandSpec: {"fields": CommandField}, InputSpec: {"labels": str}}
+    nested: dict[type, dict[str, type]] = {
+        CommandSpec: {"fields": CommandField, "joint_names": str},
+        InputSpec: {"labels": str, "joints": str},
+    }
     return tuple(_build(element, item, f"{where}[{i}]", nested.get(element)) for i, item in enumerate(value))
 
 

@@ -42,11 +42,13 @@ class SafetyFilter:
         self.max_step = np.array([a.rate_limit for a in limits], dtype=np.float64) * dt
         self.previous = self.safe.copy()
         self.estopped = False
+        self.estop_reason = "e-stop"
         self.fault_count = 0
 
-    def estop(self) -> None:
-        """Latch the safe command; only `reset()` clears it."""
+    def estop(self, reason: str = "e-stop") -> None:
+        """Latch the safe command, with `reason` (starting "e-stop") as its fault; only `reset()` clears it."""
         self.estopped = True
+        self.estop_reason = reason
 
     def reset(self) -> None:
         """Clear the e-stop latch; rate limits restart from the safe command."""
@@ -65,7 +67,7 @@ class SafetyFilter:
         if action.shape != self.safe.shape:
             raise ValueError(f"action shape {action.shape}, expected {self.safe.shape}")
         if self.estopped:
-            return self.safe_command("e-stop")
+            return self.safe_command(self.estop_reason)
         if not np.all(np.isfinite(action)):
             return self.safe_command("non-finite action")
         if observation is not None and not np.all(np.isfinite(observation)):

@@ -32,7 +32,7 @@ import torch
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
-from robo_rl.real.command import select_command
+from robo_rl.real.command import command_actions, select_command
 from robo_rl.real.derive import quadrotor_odometry
 from robo_rl.real.profile import InputSpec, history_source, source_input
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
@@ -51,11 +51,12 @@ class SimBridge(Node):
             self.declare_parameter(parameter, default)
         self.declare_parameter("task_params", [""])
         self.declare_parameter("lockstep", False)
+        self.declare_parameter("command_type", "auto")
         self.lockstep = bool(self.get_parameter("lockstep").value)
         self.answered = False  # a command arrived since the last observation was published
         self.late_commands = 0
         self.profile = profile_parameter(str(self.get_parameter("profile").value))
-        self.command_spec = select_command(self.profile)
+        self.command_spec = select_command(self.profile, command_type=str(self.get_parameter("command_type").value))
         self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.commanded = False
         self.steps = self.episodes = self.crashes = 0
@@ -116,11 +117,9 @@ class SimBridge(Node):
         return any(spec.derive and spec.name == source_input(source) for spec in self.profile.inputs)
 
     def on_command(self, message: Any) -> None:
-        values = self.command_reader(message)
-        for field in self.command_spec.fields:
-            value = values.get(f"cmd.{field.field}")
-            if value is not None and field.scale != 0:
-                self.action[self.action_index[field.action]] = (value - field.offset) / field.scale
+        values = {key.removeprefix("cmd."): value for key, value in self.command_reader(message).items()}
+        for name, value in command_actions(self.command_spec, values).items():
+            self.action[self.action_index[name]] = value
         self.commanded = self.answered = True
 
     def tick(self) -> None:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from robo_rl.real.derive import derive, labelled_fields
+from robo_rl.real.derive import PX4_ODOMETRY_FIELDS, derive, labelled_fields
 from robo_rl.real.profile import InputSpec, RobotProfile, history_source, source_input
-from robo_rl.real.ros.messages import FieldReader, check_paths, message_class
+from robo_rl.real.ros.messages import FieldReader, MessageTypeError, check_paths, message_class
 
-# Odometry fields the quadrotor_state derivation reads (besides those the observations name).
+# Fields of the source message each derivation reads (besides those the observations name).
 DERIVATION_PATHS = {
     "quadrotor_state": tuple(f"pose.pose.position.{a}" for a in "xyz")
     + tuple(f"pose.pose.orientation.{a}" for a in "wxyz")
     + tuple(f"twist.twist.linear.{a}" for a in "xyz"),
+    "px4_state": PX4_ODOMETRY_FIELDS,
 }
 
 
@@ -39,10 +41,49 @@ def topic_inputs(profile: RobotProfile) -> tuple[TopicInput, ...]:
         if spec.labels:
             found.append(TopicInput(spec, message_type, _labelled(spec)))
             continue
+        if spec.joints:
+            found.append(
+                TopicInput(spec, message_type, JointStateReader(spec.name, spec.joints, _paths(profile, spec)))
+            )
+            continue
         paths = sorted(_paths(profile, spec))
         check_paths(message_type, paths)
         found.append(TopicInput(spec, message_type, FieldReader(spec.name, paths)))
     return tuple(found)
+
+
+class InputError(ValueError):
+    """A message the profile cannot read (e.g. a JointState without one of the profile's joints): the node latches
+    the safe command instead of guessing."""
+
+
+_JOINT_PATH = re.compile(r"^(position|velocity|effort)\[(\d+)\]$")
+
+
+class JointStateReader:
+    """Reads a sensor_msgs/JointState by joint name: `PREFIX.position[i]` is joint `joints[i]` wherever the driver
+    put it in the message. InputError naming the joints a message lacks."""
+
+    def __init__(self, prefix: str, joints: Sequence[str], paths: Iterable[str]) -> None:
+        self.joints = tuple(joints)
+        self.paths: list[tuple[str, str, str]] = []
+        for path in sorted(paths):
+            match = _JOINT_PATH.match(path)
+            if match is None:
+                raise MessageTypeError(f"JointState: {path!r} is not position[i], velocity[i] or effort[i]")
+            self.paths.append((f"{prefix}.{path}", match.group(1), self.joints[int(match.group(2))]))
+
+    def __call__(self, message: Any) -> dict[str, float]:
+        index = {str(name): i for i, name in enumerate(message.name)}
+        missing = [joint for joint in self.joints if joint not in index]
+        if missing:
+            raise InputError(f"JointState lacks joint(s) {missing} (it names {list(index)})")
+        values = {}
+        for key, field, joint in self.paths:
+            array = getattr(message, field)
+            if index[joint] < len(array):  # drivers may leave velocity or effort empty
+                values[key] = float(array[index[joint]])
+        return values
 
 
 def _labelled(spec: InputSpec) -> Callable[[Any], dict[str, float]]:

@@ -15,9 +15,16 @@ Parameters: policy, profile, target (quadrotor hover point, m), trigger ("observ
 the profile's first input, the lowest latency; "timer": a fixed-rate loop on the latest observation),
 deadline (s from an input's header stamp to its command; 0: the profile's dt), max_missed_deadlines (consecutive
 late commands that latch the e-stop), autostart (configure + activate at start; a failed configuration then ends
-the process with exit code 2), diagnostics_period, joint_names (arm: JointTrajectory.joint_names), threads
-(onnxruntime's intra-op threads, capped at the CPUs the process may use; 0: automatic, 1 thread; also
-`--threads N` on the command line).
+the process with exit code 2), diagnostics_period, threads (onnxruntime's intra-op threads, capped at the CPUs the
+process may use; 0: automatic, 1 thread; also `--threads N` on the command line), px4_offboard and px4_arm (PX4
+profiles only, default false: after 1 s of setpoints, ask PX4 to switch to offboard / to arm; nothing else ever
+arms a vehicle or changes its mode), command_type (one of the profile's command types, e.g.
+geometry_msgs/msg/Twist for the car's fallback; default: the first whose package is installed). An arm's
+JointTrajectory gets the profile's joint_names.
+
+PX4 (a px4_msgs command type, real/px4.py): the setpoint's `timestamp` in microseconds, OffboardControlMode on
+fmu/in/offboard_control_mode at 10 Hz with the setpoint's flag while good setpoints flow; on any fault neither is
+sent, so that PX4's offboard-loss failsafe takes over instead of a zero-thrust "safe" setpoint.
 
 Safety: whatever goes wrong (any input stale or missing for longer than the profile's staleness_timeout, NaN/inf in
 an observation or the policy's action, e-stop), the profile's safe command is sent instead, within one control
@@ -45,10 +52,11 @@ from typing import Any
 
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
+from robo_rl.real import px4
 from robo_rl.real.controller import PolicyController
 from robo_rl.real.loop import ControlLoop
 from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore
-from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
+from robo_rl.real.profile import CommandSpec, ProfileError, RobotProfile, load_profile
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
 from robo_rl.real.ros.inputs import TopicInput, topic_inputs
 from robo_rl.real.ros.messages import MessageTypeError, message_class, set_fields
@@ -71,6 +79,8 @@ class PolicyNode(LifecycleNode):
         self.command_publisher: Any = None
         self.subscriptions_: list[Any] = []
         self.watchdog_timer: Any = None
+        self.px4: px4.OffboardLink | None = None
+        self.px4_timer: Any = None
         self.loop: ControlLoop | None = None
         self.loop_thread: threading.Thread | None = None
         self.loop_stop = threading.Event()
@@ -98,8 +108,10 @@ class PolicyNode(LifecycleNode):
         self.declare_parameter("deadline", 0.0)
         self.declare_parameter("autostart", False)
         self.declare_parameter("diagnostics_period", 1.0)
-        self.declare_parameter("joint_names", [""])
         self.declare_parameter("threads", threads)
+        self.declare_parameter("command_type", "auto")
+        self.declare_parameter("px4_offboard", False)
+        self.declare_parameter("px4_arm", False)
 
     # ------------------------------------------------------------------------------------------------ lifecycle
 
@@ -130,9 +142,10 @@ class PolicyNode(LifecycleNode):
             str(self.get_parameter("policy").value), profile, int(self.get_parameter("threads").value)
         )
         inputs = topic_inputs(profile)
-        controller = PolicyController(runtime, profile)
+        controller = PolicyController(runtime, profile, command_type=str(self.get_parameter("command_type").value))
         command_type = message_class(controller.command_spec.type)
-        self._message_extras(command_type.get_fields_and_field_types(), profile.dt)
+        self._message_extras(command_type.get_fields_and_field_types(), controller.command_spec, profile.dt)
+        self._px4_link(controller.command_spec, profile)
         self.profile, self.command_type = profile, command_type
         self.core = PolicyNodeCore(
             controller,
@@ -153,12 +166,39 @@ class PolicyNode(LifecycleNode):
             f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {settings.trigger}"
         )
 
-    def _message_extras(self, field_types: dict[str, str], dt: float) -> None:
-        """What each command message gets besides its fields: a header stamp, joint names and point durations."""
+    def _message_extras(self, field_types: dict[str, str], spec: CommandSpec, dt: float) -> None:
+        """What each command message gets besides its fields: a header stamp, PX4's microsecond timestamp, the
+        profile's joint names and point durations."""
         self.stamped = "header" in field_types
-        names = [n for n in self.get_parameter("joint_names").value if n]
-        self.joint_names = names if "joint_names" in field_types else None
+        self.px4_stamped = px4.is_px4(spec.type) and "timestamp" in field_types
+        self.joint_names = list(spec.joint_names) if "joint_names" in field_types else None
         self.point_duration_ns = int(dt * 1e9)
+
+    def _px4_link(self, spec: CommandSpec, profile: RobotProfile) -> None:
+        """For a PX4 setpoint: the OffboardControlMode heartbeat and VehicleCommand publishers (requests only when
+        the parameters px4_offboard / px4_arm ask)."""
+        self.px4 = None
+        if not px4.is_px4(spec.type):
+            return
+        self.px4_mode = px4.offboard_mode(spec.type)
+        offboard, arm = bool(self.get_parameter("px4_offboard").value), bool(self.get_parameter("px4_arm").value)
+        self.px4 = px4.OffboardLink(offboard, arm, staleness=profile.staleness_timeout)
+        self.px4_mode_type = message_class("px4_msgs/msg/OffboardControlMode")
+        self.px4_command_type = message_class("px4_msgs/msg/VehicleCommand")
+        self.px4_mode_publisher = self.create_lifecycle_publisher(self.px4_mode_type, px4.OFFBOARD_MODE_TOPIC, 10)
+        self.px4_command_publisher = self.create_lifecycle_publisher(
+            self.px4_command_type, px4.VEHICLE_COMMAND_TOPIC, 10
+        )
+
+    def _px4_heartbeat(self) -> None:
+        if self.px4 is None or not self.px4.heartbeat_due(time.monotonic()):
+            return
+        now_us = px4.timestamp_us(self.get_clock().now().nanoseconds)
+        mode = self.px4_mode_type(timestamp=now_us, **self.px4_mode)
+        self.px4_mode_publisher.publish(mode)
+        for request in self.px4.requests():
+            self.px4_command_publisher.publish(self.px4_command_type(**request.fields(now_us)))
+            self.get_logger().warning(f"PX4: sent VehicleCommand {request.command} (asked by parameter)")
 
     def _subscribe(self, inputs: Sequence[TopicInput]) -> None:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -180,6 +220,8 @@ class PolicyNode(LifecycleNode):
     def on_activate(self, state: Any) -> Any:
         assert self.core is not None and self.profile is not None
         self.core.activate()
+        if self.px4 is not None:
+            self.px4_timer = self.create_timer(1.0 / px4.HEARTBEAT_HZ, self._px4_heartbeat)
         if self.core.settings.trigger == "timer":
             self._start_loop(self.core, self.profile.dt)
         else:
@@ -216,7 +258,10 @@ class PolicyNode(LifecycleNode):
             self.get_logger().info(f"{reason}: safe command sent, control stopped")
 
     def _halt(self) -> None:
-        """Stop the watchdog timer and the control loop's thread."""
+        """Stop the watchdog timer, the PX4 heartbeat and the control loop's thread."""
+        if self.px4_timer is not None:
+            self.destroy_timer(self.px4_timer)
+            self.px4_timer = None
         if self.watchdog_timer is not None:
             self.destroy_timer(self.watchdog_timer)
             self.watchdog_timer = None
@@ -232,6 +277,10 @@ class PolicyNode(LifecycleNode):
         if self.command_publisher is not None:
             self.destroy_lifecycle_publisher(self.command_publisher)
             self.command_publisher = None
+        if self.px4 is not None:
+            self.destroy_lifecycle_publisher(self.px4_mode_publisher)
+            self.destroy_lifecycle_publisher(self.px4_command_publisher)
+            self.px4 = None
         self.core = None
 
     def _start_loop(self, core: PolicyNodeCore, period: float) -> None:
@@ -261,11 +310,15 @@ class PolicyNode(LifecycleNode):
         except ValueError as err:
             self.get_logger().error(f"intervention ignored: {err}", throttle_duration_sec=1.0)
 
-    def _publish(self, fields: dict[str, float]) -> None:
+    def _publish(self, fields: dict[str, float], fault: str) -> None:
         assert self.command_type is not None
+        if self.px4 is not None and not self.px4.on_command(fault, time.monotonic()):
+            return  # PX4: no setpoint and no heartbeat on a fault; its offboard-loss failsafe takes over
         message = set_fields(self.command_type(), fields)
         if self.stamped:
             message.header.stamp = self.get_clock().now().to_msg()
+        if self.px4_stamped:
+            message.timestamp = px4.timestamp_us(self.get_clock().now().nanoseconds)
         if self.joint_names is not None:
             message.joint_names = self.joint_names
             for point in message.points:

@@ -50,14 +50,21 @@ def ros_args(name: str, namespace: str, *rest: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("robot", "namespace", "profile", "params"),
-    [("quadrotor", "/cf1", "quadrotor_crazyflie", "quadrotor.yaml"), ("rc_car", "/car1", "rc_car", "rc_car.yaml")],
+    ("robot", "namespace", "profile", "params", "command"),
+    [
+        ("quadrotor", "/cf1", "quadrotor_crazyflie", "quadrotor.yaml", []),
+        # the car's bridge and policy agree on the command type: Ackermann where installed, else Twist, or as asked
+        ("rc_car", "/car1", "rc_car", "rc_car.yaml", ["-p", "command_type:=auto"]),
+    ],
 )
-def test_sim_files_start_bridge_policy_and_teleop(robot: str, namespace: str, profile: str, params: str) -> None:
+def test_sim_files_start_bridge_policy_and_teleop(
+    robot: str, namespace: str, profile: str, params: str, command: list[str]
+) -> None:
     file = f"{LAUNCH}/params/{params}"
-    policy_params = ["-p", "policy:=p.onnx", "-p", f"profile:={profile}", "-p", "autostart:=true"]
+    policy_params = ["-p", "policy:=p.onnx", "-p", f"profile:={profile}", *command, "-p", "autostart:=true"]
+    bridge_params = ["--params-file", file, "-p", f"profile:={profile}", *command]
     assert commands(f"sim_{robot}.launch.yaml", policy="p.onnx") == [
-        ["/opt/bin/sim_bridge", *ros_args("sim_bridge", namespace, "--params-file", file, "-p", f"profile:={profile}")],
+        ["/opt/bin/sim_bridge", *ros_args("sim_bridge", namespace, *bridge_params)],
         ["/opt/bin/policy_node", *ros_args("policy_node", namespace, "--params-file", file, *policy_params)],
         ["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file)],
     ]

@@ -69,3 +69,39 @@ def policy_file(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Pat
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+def export_linear_policy(
+    profile: str, path: Path, weights: dict[tuple[str, str], float], bias: dict[str, float]
+) -> Path:
+    """A policy for the task `profile` deploys whose action is `bias[a] + sum(weights[a, o] * obs[o])` (then clipped
+    to the action bounds by the exporter's scaling): an end-to-end probe of which observation reaches which action,
+    in which frame and sign. Names are the task's observation and action names; the metadata is the task's."""
+    preset, params = PROFILE_TASKS[profile]
+    cfg = preset()
+    env = make(cfg.task.name, num_envs=1, params=params)
+    obs, actions = env.obs_spec.names, env.action_spec.names
+    linear = torch.nn.Linear(len(obs), len(actions))
+    with torch.no_grad():
+        linear.weight.zero_()
+        linear.bias.copy_(torch.tensor([bias.get(a, 0.0) for a in actions]))
+        for (action, observation), weight in weights.items():
+            linear.weight[actions.index(action), obs.index(observation)] = weight
+    low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
+
+    class Clipped(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.clamp(linear(x), low, high)
+
+    metadata = PolicyMetadata(env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test")
+    return export_onnx(Clipped(), metadata, path)
+
+
+@pytest.fixture(scope="session")
+def linear_policy(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """`linear_policy(profile, weights, bias=None)`: `export_linear_policy` into a fresh folder."""
+
+    def make_policy(profile: str, weights: dict[tuple[str, str], float], bias: dict[str, float] | None = None) -> Path:
+        return export_linear_policy(profile, tmp_path_factory.mktemp("linear") / "policy.onnx", weights, bias or {})
+
+    return make_policy

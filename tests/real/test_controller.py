@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from robo_rl.real.command import command_fields, package_available, select_command
+from robo_rl.real.command import command_actions, command_fields, package_available, select_command
 from robo_rl.real.controller import ControlOutput, PolicyController
 from robo_rl.real.loop import ControlLoop
-from robo_rl.real.profile import RobotProfile, load_profile
+from robo_rl.real.profile import CommandField, CommandSpec, ProfileError, RobotProfile, load_profile
 from robo_rl.real.runtime import PolicyRuntime, ProfileMismatchError
 
 from .conftest import FakeClock
@@ -108,11 +108,16 @@ def test_command_selection_prefers_an_importable_package() -> None:
     assert package_available("numpy") and not package_available("no_such_package_robo_rl")
 
 
-def test_command_fields_scale_and_offset() -> None:
+def test_command_fields_scale_offset_and_px4_body_frame() -> None:
+    """Actions are FLU (the policy's frame); PX4's VehicleRatesSetpoint is FRD (PX4 user guide, "ROS 2 & PX4
+    frame conventions"): roll keeps its sign, pitch and yaw rates and the thrust vector's z flip. Action pitch -0.5
+    (FLU: about +y, left, negative = nose up) is +5 rad/s in FRD (about +y, right, positive = nose up)."""
     spec = load_profile("quadrotor_px4").commands[0]
     names = load_profile("quadrotor_px4").action_names
     got = command_fields(spec, names, np.array([1.0, 0.5, -0.5, 1.0]))
-    assert got == {"thrust_body[2]": -1.0, "roll": 5.0, "pitch": -5.0, "yaw": 5.0}
+    assert got == {"thrust_body[2]": -1.0, "roll": 5.0, "pitch": 5.0, "yaw": -5.0}
+    idle = command_fields(spec, names, np.array([-1.0, 0.0, 0.0, 0.0]))
+    assert idle["thrust_body[2]"] == 0.0  # no thrust: -0.0 compares equal
 
 
 def test_operator_action_replaces_the_policy_while_fresh(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
@@ -140,3 +145,47 @@ def test_estop_wins_over_the_operator(policy_file: Callable[[str], Path], clock:
     out = controller.step()
     assert out.safety.fault == "e-stop" and not out.intervened
     np.testing.assert_allclose(out.safety.command, controller.profile.safe_action)
+
+
+def test_twist_fallback_commands_the_yaw_rate_of_the_steering_angle() -> None:
+    """Twist→Ackermann converters (the common cmd_vel bridges of car stacks) read angular.z as a yaw rate and
+    steer atan(wheelbase × yaw rate / speed): the rc_car profile's Twist writes v·tan(δ)/L, so they recover δ."""
+    profile = load_profile("rc_car")
+    twist = select_command(profile, lambda pkg: False)
+    got = command_fields(twist, profile.action_names, np.array([1.0, 0.5]))  # full left, half speed
+    delta, speed = 0.4189, 2.5
+    assert got["linear.x"] == pytest.approx(speed)
+    assert got["angular.z"] == pytest.approx(speed * math.tan(delta) / 0.3302)
+    assert math.atan(0.3302 * got["angular.z"] / got["linear.x"]) == pytest.approx(delta)
+    reverse = command_fields(twist, profile.action_names, np.array([1.0, -0.5]))  # left lock while reversing
+    assert reverse["angular.z"] == pytest.approx(-got["angular.z"])
+    assert command_fields(twist, profile.action_names, np.array([1.0, 0.0]))["angular.z"] == 0.0
+    assert command_actions(twist, got) == pytest.approx({"steering": 1.0, "drive": 0.5})
+    assert command_actions(twist, {"linear.x": 0.0, "angular.z": 0.0}) == {"drive": 0.0}  # no angle at standstill
+    ackermann = select_command(profile, lambda pkg: True)
+    fields = command_fields(ackermann, profile.action_names, np.array([1.0, 0.5]))
+    assert fields == pytest.approx({"drive.steering_angle": delta, "drive.speed": speed})
+
+
+def test_px4_commands_undo_to_the_actions() -> None:
+    profile = load_profile("quadrotor_px4")
+    spec = profile.commands[0]
+    action = np.array([0.2, -0.3, 0.4, -0.5])
+    got = command_actions(spec, command_fields(spec, profile.action_names, action))
+    assert got == pytest.approx(dict(zip(profile.action_names, action.tolist(), strict=True)))
+
+
+def test_an_ackermann_yaw_rate_needs_the_wheelbase_and_the_speed() -> None:
+    fields = ({"action": "steering", "field": "angular.z", "transform": "ackermann_yaw_rate"},)
+    with pytest.raises(ProfileError, match="wheelbase"):
+        CommandSpec("geometry_msgs/msg/Twist", "cmd_vel", tuple(CommandField(**f) for f in fields))
+    with pytest.raises(ProfileError, match=r"linear\.x"):
+        CommandSpec("geometry_msgs/msg/Twist", "cmd_vel", tuple(CommandField(**f) for f in fields), wheelbase=0.33)
+
+
+def test_a_command_type_can_be_chosen_among_the_profiles() -> None:
+    profile = load_profile("rc_car")
+    assert select_command(profile, lambda pkg: True, "geometry_msgs/msg/Twist").type == "geometry_msgs/msg/Twist"
+    assert select_command(profile, lambda pkg: True, "auto").type.endswith("AckermannDriveStamped")
+    with pytest.raises(ValueError, match="profile 'rc_car' commands ackermann_msgs/msg/AckermannDriveStamped"):
+        select_command(profile, lambda pkg: True, "std_msgs/msg/Float32MultiArray")

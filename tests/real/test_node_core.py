@@ -20,6 +20,7 @@ from robo_rl.real.controller import PolicyController
 from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore, fault_status, stamp_ns
 from robo_rl.real.profile import RobotProfile, load_profile, source_input
 from robo_rl.real.ros.diagnostics import ERROR, OK, WARN
+from robo_rl.real.ros.inputs import InputError
 from robo_rl.real.runtime import PolicyRuntime
 
 from .conftest import FakeClock
@@ -43,10 +44,12 @@ class Node:
     core: PolicyNodeCore = field(init=False)
     compute: float = 0.0
     commands: list[dict[str, float]] = field(default_factory=list)
+    faults: list[str] = field(default_factory=list)
     statuses: list[tuple[int, str]] = field(default_factory=list)
 
-    def publish(self, fields: dict[str, float]) -> None:
+    def publish(self, fields: dict[str, float], fault: str) -> None:
         self.commands.append(fields)
+        self.faults.append(fault)
         self.clock.advance(self.compute)
 
     def send(self, source: str, fields: dict[str, float], age: float | None = None) -> None:
@@ -308,11 +311,34 @@ def test_stop_sends_one_safe_command_with_the_reason(policy_file: Callable[[str]
     order: list[str] = []
     assert node.core.stop("deactivated", lambda: order.append(f"halt after {len(node.commands)} commands"))
     assert order == ["halt after 1 commands"] and node.commands[1:] == [SAFE_PWM]
+    assert node.faults == ["", "deactivated"]  # the sink learns which command is the safe one, and why
     assert node.core.counters.last_fault == "deactivated"
     assert node.statuses == [(WARN, "safe command: deactivated")]
     assert not node.core.stop("shutdown")
     node.send("odom", HOVER_ODOM)  # inactive: observed, not answered
     assert len(node.commands) == 2
+
+
+def test_an_unreadable_input_latches_the_safe_command_naming_it(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    node = _active_crazyflie(policy_file, clock)
+
+    def unreadable(message: Any) -> dict[str, float]:
+        if message.fields.get("broken"):
+            raise InputError("JointState lacks joint(s) ['wrist']")
+        return _decode(message)
+
+    node.core.decoders["odom"] = unreadable
+    node.send("odom", HOVER_ODOM)
+    node.send("odom", {"broken": 1.0})
+    node.send("odom", HOVER_ODOM)  # readable again: the latch holds until activate
+    assert node.faults[0] == "" and node.commands[1:] == [SAFE_PWM, SAFE_PWM]
+    assert node.faults[1] == node.faults[2] == "e-stop: input 'odom' unreadable: JointState lacks joint(s) ['wrist']"
+    assert node.statuses[-1][0] == ERROR and "wrist" in node.statuses[-1][1]
+    node.core.activate()
+    node.send("odom", HOVER_ODOM)
+    assert node.faults[-1] == ""
 
 
 # ---------------------------------------------------------------------------------------- timer, diagnostics

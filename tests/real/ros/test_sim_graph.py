@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -50,8 +51,12 @@ def test_cyclonedds_peer_reads_the_twist_commands_on_rt_cmd_vel(
     ros_scenario: Callable[..., dict[str, Any]], policy_file: Callable[[str], Path]
 ) -> None:
     result = ros_scenario("scenario_wire.py", str(policy_file("rc_car")), "3")
-    # The rc_car profile at 50 Hz: Twist with speed = 5 × drive and steering angle = 0.4189 × steering, bounded.
+    # The rc_car profile at 50 Hz: Twist as a car's cmd_vel, speed = 5 × drive and angular.z the yaw rate of the
+    # steering angle 0.4189 × steering at that speed (speed × tan(angle) / 0.3302 m): a Twist→Ackermann converter's
+    # atan(wheelbase × yaw rate / speed) gives back a steering angle within the car's limit.
     assert result["rate_hz"] == pytest.approx(50.0, rel=0.15), result["logs"]["launch"]
     assert result["count"] >= 100 and result["distinct_values"] > 1
     assert -5.0 <= result["speed_range"][0] <= result["speed_range"][1] <= 5.0
-    assert -0.4189 <= result["steering_range"][0] <= result["steering_range"][1] <= 0.4189
+    assert max(abs(a) for a in result["steering_angles"]) <= 0.4189 + 1e-6
+    limit = 5.0 * math.tan(0.4189) / 0.3302
+    assert -limit <= result["yaw_rate_range"][0] <= result["yaw_rate_range"][1] <= limit

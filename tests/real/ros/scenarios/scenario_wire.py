@@ -1,13 +1,14 @@
 """What policy_node puts on the wire, read by a CycloneDDS peer that knows nothing of rclpy.
 
-argv: LOG_DIR POLICY (an rc_car policy.onnx). `robo-rl launch launch/sim_rc_car.launch.yaml robot:=/` runs sim_bridge
-and policy_node (Fast DDS); ackermann_msgs is not installed here, so the rc_car profile commands a Twist on
-/cmd_vel. This process subscribes with cyclonedds-python to the DDS topic `rt/cmd_vel` of type
+argv: LOG_DIR POLICY (an rc_car policy.onnx). `robo-rl launch launch/sim_rc_car.launch.yaml robot:=/
+command_type:=geometry_msgs/msg/Twist` runs sim_bridge and policy_node (Fast DDS) on the rc_car profile's Twist
+fallback, on /cmd_vel. This process subscribes with cyclonedds-python to the DDS topic `rt/cmd_vel` of type
 `geometry_msgs::msg::dds_::Twist_` (the ROS 2 name mangling), declared here from the IDL, and reports what arrived.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass
@@ -28,6 +29,10 @@ class Vector3_(IdlStruct, typename="geometry_msgs::msg::dds_::Vector3_"):  # the
     z: float64
 
 
+WHEELBASE = 0.3302
+"""The rc_car profile's: a Twist→Ackermann converter turns yaw rate and speed back into a steering angle."""
+
+
 @dataclass
 class Twist_(IdlStruct, typename="geometry_msgs::msg::dds_::Twist_"):
     linear: Vector3_
@@ -40,6 +45,7 @@ def main() -> None:
     reader = DataReader(participant, Topic(participant, "rt/cmd_vel", Twist_))
     processes = Processes(log_dir)
     arguments = ("launch/sim_rc_car.launch.yaml", f"policy:={policy}", "robot:=/", "teleop:=false")
+    arguments += ("command_type:=geometry_msgs/msg/Twist",)
     processes.start("launch", "robo-rl", "launch", *arguments)
     samples: list[tuple[float, float, float]] = []
     deadline = time.monotonic() + 60.0
@@ -59,7 +65,8 @@ def main() -> None:
         "count": len(samples),
         "rate_hz": (len(samples) - 1) / span if span else 0.0,
         "speed_range": [min(s[1] for s in samples), max(s[1] for s in samples)] if samples else None,
-        "steering_range": [min(s[2] for s in samples), max(s[2] for s in samples)] if samples else None,
+        "yaw_rate_range": [min(s[2] for s in samples), max(s[2] for s in samples)] if samples else None,
+        "steering_angles": [math.atan(WHEELBASE * s[2] / s[1]) if s[1] else 0.0 for s in samples],
         "distinct_values": len({(s[1], s[2]) for s in samples}),
     }
     finish(results, processes, ["launch"])
