@@ -25,6 +25,9 @@ INFO_FINAL_PRIVILEGED_OBS = "final_privileged_obs"
 INFO_SUCCESS = "success"
 """info key, only from tasks that define success: `(num_envs,)` bool, whether the episode that ended at this step
 succeeded; read it where `terminated | truncated`, its value elsewhere means nothing."""
+INFO_VALID = "valid"
+"""info key, only from envs on real hardware: `(num_envs,)` bool, whether the step is a valid transition. A step whose
+inputs were stale or missing (or whose command was the safe one) is not: runners count it and do not store it."""
 INFO_TRACKING_ERROR = "tracking_error"
 """info key, only from tasks with a reference to follow: `(num_envs,)` distance to the reference after the step
 (in the task's unit, m for the quadrotor), at every step; evaluation reports its RMS."""

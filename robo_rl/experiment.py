@@ -356,6 +356,43 @@ def pybullet_racecar_goal_ppo() -> ExperimentConfig:
     )
 
 
+def _robot_off_policy(name: str, task: TaskConfig, max_iterations: int) -> ExperimentConfig:
+    """SAC on a real robot (`robo-rl train CONFIG --robot PROFILE`): one env on the robot's real-time grid, the
+    learner in its own process so that learning never blocks control (`off_policy.actor_learner`), RLPD-style
+    sampling from demonstrations or interventions when given (`off_policy.prior_buffer`), no separate evaluation
+    env (the robot is the only one), a checkpoint every 30 s."""
+    return ExperimentConfig(
+        name=name,
+        algo="sac",
+        task=task,
+        **_off_policy_networks("sac", actor_hidden=(128, 128), critic_hidden=(256, 256)),
+        off_policy=OffPolicyRunnerConfig(
+            max_iterations=max_iterations,
+            learning_starts=500,
+            updates_per_step=1,
+            batch_size=256,
+            buffer_capacity=200_000,
+            eval_interval=0,
+            save_every_s=30.0,
+            actor_learner=True,
+        ),
+    )
+
+
+def robot_rc_car_sac() -> ExperimentConfig:
+    """SAC learning the rc_car/race task on the car itself (profile rc_car, 50 Hz): 30,000 steps = 10 minutes of
+    robot time."""
+    task = TaskConfig(name="rc_car/race", num_envs=1, params=RC_CAR_RACE_TRAINING)
+    return _robot_off_policy("robot_rc_car_sac", task, max_iterations=30_000)
+
+
+def robot_arm_sac() -> ExperimentConfig:
+    """SAC learning mujoco/arm_reach (joint-position commands) on the arm itself (profile arm, 50 Hz): 30,000
+    steps = 10 minutes of robot time."""
+    task = TaskConfig(name="mujoco/arm_reach", num_envs=1, params=("action_mode=position",))
+    return _robot_off_policy("robot_arm_sac", task, max_iterations=30_000)
+
+
 PRESETS = {
     "pendulum_ppo": pendulum_ppo,
     "pendulum_sac": pendulum_sac,
@@ -372,6 +409,8 @@ PRESETS = {
     "rc_car_race_ppo": rc_car_race_ppo,
     "mujoco_arm_reach_ppo": mujoco_arm_reach_ppo,
     "pybullet_racecar_goal_ppo": pybullet_racecar_goal_ppo,
+    "robot_rc_car_sac": robot_rc_car_sac,
+    "robot_arm_sac": robot_arm_sac,
 }
 
 

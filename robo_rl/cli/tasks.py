@@ -5,6 +5,7 @@ Only the CLI imports `robo_rl.sim`; the core receives an env factory.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from robo_rl.build import EnvFactory, TeleopFactory
@@ -17,6 +18,39 @@ from robo_rl.task_record import TaskRecord
 
 def env_factory() -> EnvFactory:
     from robo_rl.sim import make
+
+    return make
+
+
+def robot_env_factory(profile_name: str, namespace: str = "/", command_type: str = "auto") -> EnvFactory:
+    """Builds the robot itself as the training env (`robo-rl train --robot PROFILE`): a RobotEnv on the profile's
+    topics through rclpy, with the profile kind's reward. One env; the task name must be the profile's task."""
+    from robo_rl.real.profile import load_profile
+
+    profile = load_profile(profile_name)
+
+    def make(
+        name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
+    ) -> BatchedEnv:
+        del seed, params  # the world decides both
+        if name != profile.task:
+            raise ConfigError(
+                f"--robot {profile_name}: the profile runs task {profile.task!r}, the config trains {name!r}"
+            )
+        if num_envs != 1 or device != "cpu":
+            raise ConfigError(f"--robot {profile_name}: one robot on the CPU (task.num_envs=1, task.device=cpu)")
+        try:
+            from robo_rl.robot.link import RosLink
+        except ModuleNotFoundError as err:  # pragma: no cover - the import is lazy inside RosLink
+            raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
+        from robo_rl.robot.env import RobotEnv
+        from robo_rl.robot.rewards import reward_for
+
+        try:
+            link = RosLink(profile, namespace, command_type=command_type)
+        except ModuleNotFoundError as err:
+            raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
+        return RobotEnv(profile, link, reward_for(profile))
 
     return make
 

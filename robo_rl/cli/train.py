@@ -23,7 +23,7 @@ from robo_rl.cli.interrupt import stop_at_iteration_end
 from robo_rl.cli.prior_buffer_file import prior_buffer_errors
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
 from robo_rl.cli.run_loading import read_run_config
-from robo_rl.cli.tasks import env_factory, resolve_config, task_record, teleop_factory
+from robo_rl.cli.tasks import env_factory, resolve_config, robot_env_factory, task_record, teleop_factory
 from robo_rl.cli.threads import add_threads_argument
 from robo_rl.config import ConfigError, apply_overrides, set_values, to_dict
 from robo_rl.distributed import Reducer
@@ -98,6 +98,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--device cuda); each runs task.num_envs envs, gradients are averaged. Several machines: run torchrun "
         "yourself (README)",
     )
+    p.add_argument(
+        "--robot",
+        metavar="PROFILE",
+        help="learn on the robot itself (bundled profile name or YAML; run from .venv-ros): the training env is the "
+        "robot through ROS 2 on the profile's topics, in real time (robo_rl.robot.RobotEnv); stale steps are not "
+        "stored, the operator's e-stop ends the episode and holds the safe command, teleop_node's takeover and "
+        "episode buttons act; no evaluation env. Default CONFIG: robot_<kind>_sac",
+    )
+    p.add_argument("--robot-namespace", default="/", help="the robot's ROS namespace (with --robot; default /)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_threads_argument(p)
     p.set_defaults(func=main)
@@ -165,6 +174,8 @@ def _without_nproc(argv: list[str]) -> list[str]:
 
 
 def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
+    if args.robot is not None:
+        return _start_on_robot(args, reducer)
     source = args.config or _default_preset(args.algo or "ppo")
     cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
     if args.max_iterations is not None:
@@ -179,6 +190,24 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
         (run.path / WORLD_SIZE_FILE).write_text(f"{reducer.world.size}\n")
     path = reducer.broadcast(None if run is None else str(run.path))
     runner.run = run if run is not None else RankRun(Path(path), reducer.world.rank)
+    return runner, runner.run
+
+
+def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
+    """`--robot PROFILE`: the robot as the one training env; no evaluation env, one process."""
+    from robo_rl.real.profile import load_profile
+
+    if reducer.world.size > 1:
+        raise ConfigError("--robot trains on one robot in one process; drop --nproc")
+    profile = load_profile(args.robot)
+    source = args.config or f"robot_{profile.kind}_sac"
+    cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
+    if args.max_iterations is not None:
+        cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
+    factory = robot_env_factory(args.robot, args.robot_namespace)
+    with prior_buffer_errors(cfg):
+        runner = build_runner(cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer)
+    runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
     return runner, runner.run
 
 

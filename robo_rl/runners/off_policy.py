@@ -23,6 +23,7 @@ from robo_rl.envs import (
     INFO_FINAL_PRIVILEGED_OBS,
     INFO_PRIVILEGED_OBS,
     INFO_SUCCESS,
+    INFO_VALID,
     BatchedEnv,
     StepResult,
     critic_obs_dim,
@@ -249,6 +250,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             self._start_learner()
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
         self.gradient_steps = 0
+        self.invalid_steps = 0
+        """Env steps the env marked invalid (`INFO_VALID`: stale or missing inputs on hardware), not stored."""
         self.replay_log: ReplayLog | None = None
         """Chunk files of the replay buffer beside the latest.pt last written or restored."""
         self._reset_env()
@@ -292,9 +295,15 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             executed = self.algorithm.actor.scaler.normalize(info[INFO_EXECUTED_ACTION])
             action = torch.where(intervened.unsqueeze(-1), executed, action)
         transitions = transitions_of_step(self.obs, self.critic_obs, action, result, False, intervened)
+        valid = info.get(INFO_VALID)
+        if valid is not None:  # hardware: stale or missing inputs are no transition (RobotEnv)
+            self.invalid_steps += int((~valid).sum())
+            transitions = select_transitions(transitions, valid)
+            intervened = None if intervened is None else intervened[valid]
         if self.remote is not None:
             self.remote.refresh()
-            self.remote.send(transitions)
+            if len(transitions):
+                self.remote.send(transitions)
         else:
             self.buffer.add(transitions)
             if intervened is not None and bool(intervened.any()):
@@ -335,7 +344,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         return self.env_steps * self.reducer.world.size / max(self.wall_time, 1e-9)
 
     def _extra_metrics(self) -> dict[str, Any]:
-        return intervention_metrics(self.env)
+        invalid = {"invalid_steps": self.invalid_steps} if self.invalid_steps else {}
+        return {**intervention_metrics(self.env), **invalid}
 
     def _deterministic_actor(self) -> nn.Module:
         return self.algorithm.actor.deterministic_actor()

@@ -1,0 +1,1 @@
+"""Learning on the robot: the env contract for hardware, episodes, success."""

@@ -1,0 +1,41 @@
+"""Rewards computed on the robot from the profile's observation fields: what the simulated tasks reward, from what
+the robot's topics carry. One function per profile kind; `reward_for(profile)` picks it."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+from robo_rl.real.profile import RobotProfile
+
+Reward = Callable[[Mapping[str, float], float], float]
+
+OFF_TRACK_PENALTY = 10.0
+"""rc_car/race's `off_track_penalty` in the rc_car_race_ppo preset."""
+ARM_SUCCESS_DISTANCE = 0.02
+"""mujoco/arm_reach's `success_distance`, m."""
+
+
+def rc_car_progress(fields: Mapping[str, float], dt: float) -> float:
+    """Distance driven along the track in this step (speed × cos(heading error) × dt, m), minus the off-track
+    penalty when the car's centre is outside the half width: rc_car/race's reward from the car's own topics."""
+    progress = fields["odom.twist.twist.linear.x"] * math.cos(fields["track.heading_error"]) * dt
+    off_track = abs(fields["track.lateral_offset"]) > fields["track.half_width"]
+    return progress - OFF_TRACK_PENALTY * float(off_track)
+
+
+def arm_reach(fields: Mapping[str, float], dt: float) -> float:
+    """−distance (m) from the end effector to the target, +1 within 2 cm: mujoco/arm_reach's reward per step."""
+    del dt
+    distance = math.sqrt(sum(fields[f"state.end_effector_to_target.{a}"] ** 2 for a in "xyz"))
+    return -distance + float(distance <= ARM_SUCCESS_DISTANCE)
+
+
+REWARDS: dict[str, Reward] = {"rc_car": rc_car_progress, "arm": arm_reach}
+
+
+def reward_for(profile: RobotProfile) -> Reward:
+    """The reward of the profile's kind; ValueError for a kind without one (the quadrotor learns in simulation)."""
+    if profile.kind not in REWARDS:
+        raise ValueError(f"no on-robot reward for {profile.kind!r} robots (have: {', '.join(sorted(REWARDS))})")
+    return REWARDS[profile.kind]

@@ -1,0 +1,193 @@
+"""RobotEnv (a robot as a BatchedEnv from its profile) over a scripted link: the grid, invalid steps, the operator,
+the e-stop and the episode buttons. The ROS link itself is tested with sim_bridge in tests/real/ros."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import torch
+
+from robo_rl.algorithms.sac import SAC, SACConfig
+from robo_rl.envs import INFO_SUCCESS, INFO_VALID
+from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
+from robo_rl.real.command import select_command
+from robo_rl.real.profile import CommandSpec, RobotProfile, history_source, load_profile
+from robo_rl.robot.env import RobotEnv, RobotEnvConfig
+from robo_rl.robot.rewards import rc_car_progress
+from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+
+
+def _car_fields(profile: RobotProfile, speed: float = 2.0) -> dict[str, float]:
+    fields = {o.source: 0.1 for o in profile.observations if history_source(o.source) is None}
+    fields |= {"odom.twist.twist.linear.x": speed, "track.heading_error": 0.0, "track.lateral_offset": 0.0}
+    return fields | {"track.half_width": 0.8}
+
+
+@dataclass
+class ScriptedLink:
+    """A robot whose messages the test writes: time moves only in `wait_until`; `on_tick` may change the fields."""
+
+    profile: RobotProfile
+    now: float = 100.0
+    stale: list[str] = field(default_factory=list)
+    latest: dict[str, float] = field(default_factory=dict)
+    sent: list[dict[str, float]] = field(default_factory=list)
+    waits: list[float] = field(default_factory=list)
+    operator: np.ndarray | None = None
+    pressed: list[str] = field(default_factory=list)
+    estop: bool = False
+    compute: float = 0.0
+    spec: CommandSpec = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.spec = select_command(self.profile, lambda pkg: True)
+        self.latest = _car_fields(self.profile)
+
+    def clock(self) -> float:
+        return self.now
+
+    def fields(self) -> dict[str, float]:
+        return dict(self.latest)
+
+    def stale_inputs(self) -> list[str]:
+        return list(self.stale)
+
+    def send(self, fields: dict[str, float]) -> None:
+        self.sent.append(fields)
+
+    def estopped(self) -> bool:
+        return self.estop
+
+    def intervention(self) -> np.ndarray | None:
+        return self.operator
+
+    def events(self) -> list[str]:
+        events, self.pressed = self.pressed, []
+        return events
+
+    def wait_until(self, deadline: float) -> None:
+        self.waits.append(deadline)
+        self.now = max(self.now + self.compute, deadline)
+
+    def close(self) -> None:
+        pass
+
+
+def _env(max_steps: int = 100) -> tuple[RobotEnv, ScriptedLink]:
+    profile = load_profile("rc_car")
+    link = ScriptedLink(profile)
+    env = RobotEnv(profile, link, rc_car_progress, RobotEnvConfig(max_steps=max_steps), clock=link.clock)
+    return env, link
+
+
+def test_specs_are_the_profiles_and_steps_follow_the_dt_grid() -> None:
+    env, link = _env()
+    profile = link.profile
+    assert env.obs_spec.names == profile.obs_names and env.action_spec.names == profile.action_names
+    env.reset()
+    start = link.now
+    for _ in range(5):
+        env.step(torch.zeros(1, 2))
+    assert link.waits[-5:] == pytest.approx([start + k * 0.02 for k in range(1, 6)])
+    link.compute = 0.05  # steps that overrun by more than a period: counted, the grid moves on
+    for _ in range(3):
+        env.step(torch.zeros(1, 2))
+    assert env.missed_ticks >= 2
+
+
+def test_the_command_goes_through_the_safety_filter_and_the_reward_is_progress() -> None:
+    env, link = _env()
+    env.reset()
+    _, reward, terminated, truncated, info = env.step(torch.tensor([[0.0, 5.0]]))  # beyond the bounds
+    assert link.sent[-1]["drive.speed"] <= 5.0 * 0.1 + 1e-9  # clipped to 1 and rate limited to 5/s * 0.02
+    assert reward.item() == pytest.approx(2.0 * 0.02)  # 2 m/s along the track for 20 ms
+    assert bool(info[INFO_VALID]) and not terminated and not truncated
+
+
+def test_a_stale_step_is_invalid_and_not_stored_by_the_runner() -> None:
+    env, link = _env(max_steps=10_000)
+    env.reset()
+    _, _, _, _, info = env.step(torch.zeros(1, 2))
+    assert bool(info[INFO_VALID])
+    link.stale = ["odom"]
+    _, reward, _, _, info = env.step(torch.zeros(1, 2))
+    assert not bool(info[INFO_VALID]) and reward.item() == 0.0 and env.invalid_steps == 1
+    link.stale = []
+    del link.latest["drive_state.steering_angle"]  # a field missing is the same
+    assert not bool(env.step(torch.zeros(1, 2))[4][INFO_VALID])
+    link.latest = _car_fields(link.profile)
+
+    sac = SAC(
+        env.obs_spec.dim, env.obs_spec.dim, env.action_spec.low_tensor(), env.action_spec.high_tensor(), SACConfig()
+    )
+    runner = OffPolicyRunner(env, sac, OffPolicyRunnerConfig(max_iterations=12, learning_starts=100), seed=0)
+    runner.learn()
+    stored_before = len(runner.buffer)
+    link.stale = ["track"]
+    runner.cfg = OffPolicyRunnerConfig(max_iterations=18, learning_starts=100)
+    runner.learn()
+    assert stored_before == 12 and len(runner.buffer) == 12 and runner.invalid_steps == 6
+
+
+def test_the_operator_action_is_executed_flagged_and_reported() -> None:
+    env, link = _env()
+    env.reset()
+    link.operator = np.array([0.05, 0.05])
+    _, _, _, _, info = env.step(torch.tensor([[-1.0, -1.0]]))
+    assert bool(info[INFO_INTERVENED]) and env.interventions == 1
+    np.testing.assert_allclose(info[INFO_EXECUTED_ACTION].numpy()[0], [0.05, 0.05], atol=1e-6)
+    assert link.sent[-1]["drive.steering_angle"] == pytest.approx(0.05 * 0.4189)
+
+
+def test_the_estop_ends_the_episode_and_holds_the_safe_command_until_released() -> None:
+    env, link = _env()
+    env.reset()
+    env.step(torch.tensor([[0.5, 0.5]]))
+    link.estop = True
+    released_after = [3]
+
+    def wait(deadline: float) -> None:
+        link.waits.append(deadline)
+        link.now = deadline
+        released_after[0] -= 1
+        if released_after[0] < 0:
+            link.estop = False
+
+    link.wait_until = wait  # type: ignore[method-assign]
+    sent_before = len(link.sent)
+    _, _, terminated, _, _ = env.step(torch.tensor([[0.5, 0.5]]))
+    assert bool(terminated) and env.episodes == 1
+    safe = link.sent[sent_before + 1 :]
+    assert len(safe) >= 3 and all(c == {"drive.steering_angle": 0.0, "drive.speed": 0.0} for c in safe)
+
+
+def test_buttons_end_episodes_success_terminates_discard_is_not_stored() -> None:
+    env, link = _env()
+    env.reset()
+    link.pressed = ["success"]
+    _, _, terminated, truncated, info = env.step(torch.zeros(1, 2))
+    assert bool(terminated) and not bool(truncated) and bool(info[INFO_SUCCESS])
+    link.pressed = ["discard"]
+    _, _, terminated, truncated, info = env.step(torch.zeros(1, 2))
+    assert bool(truncated) and not bool(info[INFO_VALID])
+    assert env.episodes == 2
+
+
+def test_max_steps_truncates() -> None:
+    env, _ = _env(max_steps=3)
+    env.reset()
+    done = [bool(env.step(torch.zeros(1, 2))[3]) for _ in range(3)]
+    assert done == [False, False, True]
+
+
+def test_reset_waits_for_fresh_inputs_and_gives_up_naming_them() -> None:
+    env, link = _env()
+    link.stale = ["odom", "track"]
+    env.cfg = RobotEnvConfig(ready_timeout=0.1)
+    with pytest.raises(RuntimeError, match="no odom, track"):
+        env.reset()
+    assert all(c == {"drive.steering_angle": 0.0, "drive.speed": 0.0} for c in link.sent)
+    assert math.isfinite(link.now)
