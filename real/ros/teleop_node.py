@@ -5,6 +5,9 @@ still sees it) true on a press of `estop_button`; while `takeover_button` is hel
 `intervention` (std_msgs/Float32MultiArray, the operator's action in the policy's units, one per Joy message) and
 `intervening` (std_msgs/Bool). Releasing the button hands control back: policy_node uses the operator's action
 only while it is fresh (the profile's staleness timeout). The human-in-the-loop training reads the same topics.
+Episode buttons (`success_button` 2, `reset_button` 3, `failure_button` and `discard_button` none by default) publish
+their name once per press on `episode_event` (std_msgs/String), which learning on the robot reads
+(robo_rl.robot.RobotEnv: success/failure end the episode, reset ends it, discard ends it unstored).
 
 Action i = clip(axis_offset[i] + axis_scale[i] × axes[axis_map[i]], low_i, high_i), with the bounds from the robot
 profile; the defaults map axis i to action i with scale 1 and offset 0.
@@ -19,10 +22,13 @@ import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Joy
-from std_msgs.msg import Bool, Float32MultiArray
+from std_msgs.msg import Bool, Float32MultiArray, String
 
 from robo_rl.devices.joystick import AxisMapping
 from robo_rl.real.ros.spin import StartupError, profile_parameter, run
+
+EVENT_BUTTONS = {"success": 2, "failure": -1, "reset": 3, "discard": -1}
+"""Episode buttons (parameter `NAME_button`, default index; -1: none) and what they publish on `episode_event`."""
 
 
 class TeleopNode(Node):
@@ -33,6 +39,8 @@ class TeleopNode(Node):
         self.declare_parameter("profile", "")
         self.declare_parameter("estop_button", 0)
         self.declare_parameter("takeover_button", 1)
+        for event, default in EVENT_BUTTONS.items():
+            self.declare_parameter(f"{event}_button", default)
         self.declare_parameter("axis_map", [-1])
         self.declare_parameter("axis_scale", [1.0])
         self.declare_parameter("axis_offset", [0.0])
@@ -48,6 +56,9 @@ class TeleopNode(Node):
         self.estop = self.create_publisher(Bool, "estop", latched)
         self.intervention = self.create_publisher(Float32MultiArray, "intervention", 10)
         self.intervening = self.create_publisher(Bool, "intervening", 10)
+        self.episode_event = self.create_publisher(String, "episode_event", 10)
+        self.event_buttons = {event: int(self.get_parameter(f"{event}_button").value) for event in EVENT_BUTTONS}
+        self.held_events: set[str] = set()
         self.create_subscription(Joy, "joy", self.on_joy, 10)
         self.estop_pressed = False
         self.was_intervening = False
@@ -65,6 +76,16 @@ class TeleopNode(Node):
         if held or self.was_intervening:
             self.intervening.publish(Bool(data=held))
         self.was_intervening = held
+        self._episode_buttons(buttons)
+
+    def _episode_buttons(self, buttons: Sequence[int]) -> None:
+        """One `episode_event` per press (success, failure, reset, discard): for learning on the robot."""
+        for event, index in self.event_buttons.items():
+            pressed = _button(buttons, index)
+            if pressed and event not in self.held_events:
+                self.episode_event.publish(String(data=event))
+                self.get_logger().info(f"episode: {event}")
+            self.held_events = (self.held_events | {event}) if pressed else (self.held_events - {event})
 
     def action(self, axes: Sequence[float]) -> np.ndarray:
         """The operator's action `(action_dim,)` from the joystick axes (absent axes read 0)."""

@@ -30,6 +30,8 @@ TRAIN_FLAGS = {
     "device": "--device",
     "algo": "--algo",
     "runs_root": "--runs-root",
+    "robot": "--robot",
+    "robot_namespace": "--robot-namespace",
 }
 TRAIN_SWITCHES = {"export": "--export", "quiet": "--quiet"}
 

@@ -28,6 +28,8 @@ def test_every_shipped_launch_file_is_covered_here() -> None:
         "sim_rc_car.launch.yaml",
         "hardware_quadrotor.launch.yaml",
         "hardware_rc_car.launch.yaml",
+        "train_on_robot_rc_car.launch.yaml",
+        "train_on_robot_arm.launch.yaml",
     }
 
 
@@ -137,3 +139,24 @@ def test_every_robot_profile_a_launch_file_names_is_bundled_with_the_deploy_core
     plan = resolve_launch_file(LAUNCH / f"{name}.launch.yaml", {"policy": "p.onnx"}, SETTINGS)
     profiles = {process.params["profile"] for process in plan.processes if "profile" in process.params}
     assert profiles and profiles <= set(bundled_profiles())
+
+
+@pytest.mark.parametrize(
+    ("robot", "profile", "namespace", "sim"),
+    [("rc_car", "rc_car", "/car1", True), ("arm", "arm", "/arm1", False)],
+)
+def test_train_on_robot_files_train_through_the_robots_topics(
+    robot: str, profile: str, namespace: str, sim: bool
+) -> None:
+    file = f"{LAUNCH}/params/{profile}.yaml"
+    train = ["/opt/bin/robo-rl", "train", f"robot_{robot}_sac", "--robot", profile, "--robot-namespace", namespace]
+    train += ["--seed", "0", "--runs-root", "runs", "--export", "--quiet"]
+    nodes = [["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file)]]
+    nodes += [["/opt/bin/recorder", *ros_args("recorder", namespace, "--params-file", file)]]
+    assert commands(f"train_on_robot_{robot}.launch.yaml") == [train, *nodes]
+    if sim:  # sim_bridge stands in for the car
+        bridge = [
+            "/opt/bin/sim_bridge",
+            *ros_args("sim_bridge", namespace, "--params-file", file, "-p", "profile:=rc_car"),
+        ]
+        assert commands(f"train_on_robot_{robot}.launch.yaml", sim="true") == [train, bridge, *nodes]

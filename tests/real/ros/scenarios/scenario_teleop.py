@@ -14,7 +14,7 @@ from harness import Processes, finish, ros_args, spin_for, spin_until
 from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Joy
-from std_msgs.msg import Bool, Float32MultiArray
+from std_msgs.msg import Bool, Float32MultiArray, String
 
 AXES = [0.5, -0.5, 0.25, 2.0]
 
@@ -35,9 +35,11 @@ def main() -> None:
         Float32MultiArray, "/cf1/cmd_motors", lambda m: commands.append((time.monotonic(), list(m.data))), 100
     )
     probe.create_subscription(Bool, "/cf1/intervening", lambda m: intervening.append(bool(m.data)), 100)
+    events: list[str] = []
+    probe.create_subscription(String, "/cf1/episode_event", lambda m: events.append(str(m.data)), 100)
     odom_pub = probe.create_publisher(Odometry, "/cf1/odom", qos_profile_sensor_data)
     joy_pub = probe.create_publisher(Joy, "/cf1/joy", 10)
-    buttons = [0, 0]
+    buttons = [0, 0, 0, 0]  # estop, takeover, success, reset (teleop_node's defaults)
     tick = [0]
 
     def publish() -> None:
@@ -51,7 +53,9 @@ def main() -> None:
 
     spin_until(probe, lambda: joy_pub.get_subscription_count() > 0 and len(commands) > 0, 30.0)
     phases = {}
-    for name, pressed in (("policy", [0, 0]), ("takeover", [0, 1]), ("released", [0, 0]), ("estop", [1, 0])):
+    steps = [("policy", [0, 0, 0, 0]), ("takeover", [0, 1, 0, 0]), ("released", [0, 0, 0, 0])]
+    steps += [("success", [0, 0, 1, 0]), ("reset", [0, 0, 0, 1]), ("estop", [1, 0, 0, 0])]
+    for name, pressed in steps:
         buttons[:] = pressed
         mark = time.monotonic()
         spin_for(probe, 0.6, publish, 0.01)
@@ -64,6 +68,7 @@ def main() -> None:
         "estop_all_safe": all(all(v == 0.0 for v in c) for c in phases["estop"]),
         "intervening_seen": True in intervening,
         "intervening_last": intervening[-1] if intervening else None,
+        "episode_events": events,
     }
     probe.destroy_node()
     finish(results, processes, ["policy_node", "teleop_node"])
