@@ -2,7 +2,9 @@
 
 A profile is a YAML file mapped onto frozen dataclasses; unknown or missing keys and bad values stop with one
 line naming the file and the field, e.g. `rc_car.yaml: actions[1].rate_limit: must be > 0, got -1.0`.
-Bundled profiles live in `profiles/` and load by name with `load_profile("rc_car")`.
+Bundled profiles live in `profiles/` and load by name with `load_profile("rc_car")`. The optional sections
+`workspace`, `action_box` and `episode` set up learning on the robot (`robo_rl.real.safety_box`,
+`robo_rl.real.episode`).
 """
 
 from __future__ import annotations
@@ -222,6 +224,115 @@ class InputSpec:
         return self.topic or self.name
 
 
+@dataclass(frozen=True)
+class WorkspaceLimit:
+    """A limit on observation sources while learning on the robot (`robo_rl.real.safety_box`): one source's value,
+    or the Euclidean norm of several, must lie in [low, high]."""
+
+    source: str = ""
+    """The field limited (`track.lateral_offset`); give this or `norm`."""
+    norm: tuple[str, ...] = ()
+    """Fields whose Euclidean norm is limited (a distance from its x, y, z); give this or `source`."""
+    low: float = -math.inf
+    """Smallest value allowed (-inf: none)."""
+    high: float = math.inf
+    """Largest value allowed (inf: none)."""
+
+    def __post_init__(self) -> None:
+        _require(bool(self.source) != bool(self.norm), "source", "give either source or norm")
+        key = "source" if self.source else "norm"
+        for source in self.sources:
+            valid = bool(_FIELD_PATH.match(source)) and history_source(source) is None
+            _require(valid, key, f"bad field {source!r}")
+        _require_unique(self.norm, "norm")
+        _require(not (math.isnan(self.low) or math.isnan(self.high)), "low", "bounds must not be nan")
+        _require(self.low <= self.high, "low", f"must be <= high, got low={self.low} high={self.high}")
+        _require(math.isfinite(self.low) or math.isfinite(self.high), "low", "give low, high or both")
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """The fields read."""
+        return (self.source,) if self.source else self.norm
+
+    @property
+    def label(self) -> str:
+        """The limited quantity as messages name it: the source, or `|a, b, c|` for a norm."""
+        return self.source or f"|{', '.join(self.norm)}|"
+
+
+@dataclass(frozen=True)
+class ActionBound:
+    """Tighter bounds on one action while learning on the robot (e.g. a car's top speed), in policy units."""
+
+    action: str
+    """Action name."""
+    low: float
+    """Lower bound, within the action's bounds and <= its safe value."""
+    high: float
+    """Upper bound, within the action's bounds and >= its safe value."""
+
+    def __post_init__(self) -> None:
+        _require(math.isfinite(self.low) and math.isfinite(self.high), "low", "bounds must be finite")
+        _require(self.low <= self.high, "low", f"must be <= high, got low={self.low} high={self.high}")
+
+
+@dataclass(frozen=True)
+class ResetMove:
+    """One segment of a scripted reset or a recovery: a command held for `steps` control periods."""
+
+    steps: int
+    """Control periods the command is sent for (>= 1)."""
+    action: tuple[tuple[str, float], ...] = ()
+    """Action name → value in policy units (YAML: a mapping); actions not named take their safe value."""
+
+    def __post_init__(self) -> None:
+        _require(self.steps >= 1, "steps", f"must be >= 1, got {self.steps}")
+        for name, value in self.action:
+            _require(math.isfinite(value), "action", f"{name}: must be finite, got {value}")
+
+
+RESET_MODES = ("scripted", "human", "recovery")
+"""How the robot gets back to a start state between episodes (see `EpisodeSettings.reset`)."""
+SUCCESS_SOURCES = ("reward", "button", "classifier")
+"""What decides an episode's success (see `EpisodeSettings.success`)."""
+
+
+@dataclass(frozen=True)
+class EpisodeSettings:
+    """Episodes of learning on the robot (`robo_rl.real.episode`): their length and how the robot is reset."""
+
+    reset: str = "human"
+    """"scripted": `reset_actions` are sent (until `reset_done` holds, when given). "human": the safe command is
+    sent until the operator presses reset. "recovery": `recovery_actions` are sent after a failure until the
+    workspace holds again, at most `max_recoveries` times, then the operator resets."""
+    max_steps: int = 0
+    """Steps after which an episode is truncated (0: no limit)."""
+    success: str = "reward"
+    """What decides success: "reward" (the task's reward), "button" (the operator), "classifier" (a learned one)."""
+    reset_actions: tuple[ResetMove, ...] = ()
+    """The scripted reset's moves, in order (`reset: scripted` only)."""
+    reset_done: tuple[WorkspaceLimit, ...] = ()
+    """Limits that all hold when a scripted or recovery reset has reached the start state (e.g. joints within a
+    tolerance of the home pose); empty: the script's end."""
+    recovery_actions: tuple[ResetMove, ...] = ()
+    """One recovery's moves, in order (`reset: recovery` only)."""
+    max_recoveries: int = 3
+    """Recoveries tried in a row before the operator is asked to reset."""
+    prompt: str = "put the robot in its start state, then press reset"
+    """What the operator is told when a reset needs them."""
+
+    def __post_init__(self) -> None:
+        _require(self.reset in RESET_MODES, "reset", f"must be one of {RESET_MODES}, got {self.reset!r}")
+        _require(self.success in SUCCESS_SOURCES, "success", f"must be one of {SUCCESS_SOURCES}, got {self.success!r}")
+        _require(self.max_steps >= 0, "max_steps", f"must be >= 0, got {self.max_steps}")
+        _require(self.max_recoveries >= 1, "max_recoveries", f"must be >= 1, got {self.max_recoveries}")
+        _require(bool(self.prompt), "prompt", "must not be empty")
+        scripted, recovery = self.reset == "scripted", self.reset == "recovery"
+        _require(bool(self.reset_actions) == scripted, "reset_actions", "needed by, and only by, reset: scripted")
+        _require(bool(self.recovery_actions) == recovery, "recovery_actions", "needed by, and only by, reset: recovery")
+        _require(not self.reset_done or self.reset != "human", "reset_done", "a human reset ends with the button")
+
+
 def source_input(source: str) -> str:
     """The input a source reads: its first segment (`odom` for `odom.twist.twist.linear.x`, `track` for
     `track.lookahead[3]`)."""
@@ -253,6 +364,12 @@ class RobotProfile:
     driver: str = ""
     """The robot driver the profile is written against (`robo_rl.real.drivers`: px4, crazyswarm2, sim_bridge,
     ackermann, ros2_control); a profile that driver cannot serve is refused, saying why. Empty: not checked."""
+    workspace: tuple[WorkspaceLimit, ...] = ()
+    """Limits on observation sources while learning on the robot; leaving them ends the episode. Empty: none."""
+    action_box: tuple[ActionBound, ...] = ()
+    """Tighter action bounds while learning on the robot. Empty: the actions' own bounds."""
+    episode: EpisodeSettings | None = None
+    """Episodes of learning on the robot; None: human resets, no step limit."""
 
     def __post_init__(self) -> None:
         _require(bool(self.name), "name", "must not be empty")
@@ -272,6 +389,9 @@ class RobotProfile:
         self._check_driver()
         if self.inputs:
             self._check_inputs()
+        self._check_workspace()
+        self._check_action_box()
+        self._check_episode()
 
     def _check_references(self) -> None:
         names = set(self.action_names)
@@ -315,6 +435,64 @@ class RobotProfile:
                 count = len(joints[source_input(obs.source)])
                 _require(index < count, f"observations[{i}].source", f"joint index {index} but {count} joints listed")
 
+    def _check_workspace(self) -> None:
+        for i, limit in enumerate(self.workspace):
+            self._check_limit_sources(limit, f"workspace[{i}]")
+
+    def _check_limit_sources(self, limit: WorkspaceLimit, where: str) -> None:
+        key = f"{where}.source" if limit.source else f"{where}.norm"
+        for source in limit.sources:
+            problem = self._source_problem(source)
+            _require(not problem, key, problem)
+
+    def _source_problem(self, source: str) -> str:
+        """Why `source` is not a field the profile's inputs provide ("" when it is)."""
+        specs = {spec.name: spec for spec in self.inputs}
+        observed = {source_input(o.source) for o in self.observations if history_source(o.source) is None}
+        name = source_input(source)
+        if name not in (set(specs) or observed):
+            return f"no input named {name!r}"
+        spec = specs.get(name)
+        if spec is not None and spec.labels and source[len(name) + 1 :] not in spec.labels:
+            return f"{source!r}: not one of the labels of input {name!r}"
+        index = _joint_index(source)
+        if spec is not None and spec.joints and index is not None and index >= len(spec.joints):
+            return f"joint index {index} but {len(spec.joints)} joints listed"
+        return ""
+
+    def _check_action_box(self) -> None:
+        _require_unique([bound.action for bound in self.action_box], "action_box")
+        limits = {a.name: a for a in self.actions}
+        for i, bound in enumerate(self.action_box):
+            limit = limits.get(bound.action)
+            _require(limit is not None, f"action_box[{i}].action", f"unknown action {bound.action!r}")
+            assert limit is not None
+            inside = limit.low <= bound.low and bound.high <= limit.high
+            message = f"must lie in the action's bounds [{limit.low}, {limit.high}], got [{bound.low}, {bound.high}]"
+            _require(inside, f"action_box[{i}].low", message)
+            contains = bound.low <= limit.safe <= bound.high
+            _require(contains, f"action_box[{i}].low", f"must contain the safe value {limit.safe}")
+
+    def _check_episode(self) -> None:
+        if self.episode is None:
+            return
+        for key in ("reset_actions", "recovery_actions"):
+            for i, move in enumerate(getattr(self.episode, key)):
+                self._check_move(move, f"episode.{key}[{i}].action")
+        for i, limit in enumerate(self.episode.reset_done):
+            self._check_limit_sources(limit, f"episode.reset_done[{i}]")
+        recovery = self.episode.reset == "recovery"
+        _require(not recovery or bool(self.workspace), "episode.reset", "a recovery needs a workspace to check")
+
+    def _check_move(self, move: ResetMove, where: str) -> None:
+        limits = {a.name: a for a in self.actions}
+        for name, value in move.action:
+            limit = limits.get(name)
+            _require(limit is not None, f"{where}.{name}", "unknown action")
+            assert limit is not None
+            inside = limit.low <= value <= limit.high
+            _require(inside, f"{where}.{name}", f"must lie in [{limit.low}, {limit.high}], got {value}")
+
     @property
     def obs_names(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.observations)
@@ -346,18 +524,22 @@ def _require_unique(names: Sequence[str], field: str) -> None:
 
 
 def _build(cls: type, data: Any, where: str, nested: Mapping[str, type] | None = None) -> Any:
-    """`cls(**data)` with strict keys and scalar types; `nested` maps list fields to their element class."""
+    """`cls(**data)` with strict keys and scalar types; `nested` (default `_NESTED[cls]`) maps list fields to their
+    element class and mapping fields to their class."""
     if not isinstance(data, Mapping):
         raise ProfileError(f"{where or 'profile'}: expected a mapping, got {type(data).__name__}")
     declared = {f.name: f for f in fields(cls)}
     unknown = sorted(str(key) for key in data if key not in declared)
     if unknown:
         raise ProfileError(f"{_join(where, unknown[0])}: unknown key (expected one of {sorted(declared)})")
+    nested = _NESTED.get(cls, {}) if nested is None else nested
     kwargs = {}
     for key, value in data.items():
-        element = (nested or {}).get(key)
-        if element:
+        element = nested.get(key)
+        if element and str(declared[key].type).startswith("tuple"):
             kwargs[key] = _build_list(element, value, _join(where, key))
+        elif element:
+            kwargs[key] = _build(element, value, _join(where, key))
         else:
             kwargs[key] = _scalar(declared[key], value, where)
     missing = [n for n, f in declared.items() if n not in kwargs and _has_no_default(f)]
@@ -382,11 +564,25 @@ def _build_list(element: type, value: Any, where: str) -> tuple[Any, ...]:
         raise ProfileError(f"{where}: expected a list, got {type(value).__name__}")
     if element is str:
         return tuple(_string(item, f"{where}[{i}]") for i, item in enumerate(value))
-    nested: dict[type, dict[str, type]] = {
-        CommandSpec: {"fields": CommandField, "joint_names": str},
-        InputSpec: {"labels": str, "joints": str},
-    }
-    return tuple(_build(element, item, f"{where}[{i}]", nested.get(element)) for i, item in enumerate(value))
+    return tuple(_build(element, item, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+_NESTED: dict[type, dict[str, type]] = {
+    RobotProfile: {
+        "observations": ObservationField,
+        "actions": ActionLimit,
+        "commands": CommandSpec,
+        "inputs": InputSpec,
+        "workspace": WorkspaceLimit,
+        "action_box": ActionBound,
+        "episode": EpisodeSettings,
+    },
+    CommandSpec: {"fields": CommandField, "joint_names": str},
+    InputSpec: {"labels": str, "joints": str},
+    WorkspaceLimit: {"norm": str},
+    EpisodeSettings: {"reset_actions": ResetMove, "reset_done": WorkspaceLimit, "recovery_actions": ResetMove},
+}
+"""Per class: its fields built as lists of (or as one) nested class; the others are scalars."""
 
 
 def _string(value: Any, where: str) -> str:
@@ -406,14 +602,33 @@ def _scalar(field: Any, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ProfileError(f"{where}: expected a number, got {value!r}")
         return float(value)
+    if expected == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProfileError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if expected == "tuple[tuple[str, float], ...]":
+        return _named_values(value, where)
     raise ProfileError(f"{where}: expected a list")
+
+
+def _named_values(value: Any, where: str) -> tuple[tuple[str, float], ...]:
+    """A YAML mapping name → number as `((name, value), ...)`."""
+    if not isinstance(value, Mapping):
+        raise ProfileError(f"{where}: expected a mapping of names to numbers, got {type(value).__name__}")
+    items = []
+    for name, number in value.items():
+        if not isinstance(name, str):
+            raise ProfileError(f"{where}: expected names, got {name!r}")
+        if isinstance(number, bool) or not isinstance(number, (int, float)):
+            raise ProfileError(f"{where}.{name}: expected a number, got {number!r}")
+        items.append((name, float(number)))
+    return tuple(items)
 
 
 def profile_from_dict(data: Any, source: str = "profile") -> RobotProfile:
     """Build a profile from parsed YAML; `source` prefixes error messages."""
-    nested = {"observations": ObservationField, "actions": ActionLimit, "commands": CommandSpec, "inputs": InputSpec}
     try:
-        return _build(RobotProfile, data, "", nested)
+        return _build(RobotProfile, data, "")
     except ProfileError as err:
         raise ProfileError(f"{source}: {err}") from None
 

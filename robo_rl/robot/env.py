@@ -9,15 +9,19 @@ trained here deploys with policy_node unchanged. Each `step(action)`:
 3. the observation is assembled from the latest fields. A step whose inputs are stale or missing, or whose command
    was the safe one, is not a valid transition: `info["valid"]` is False, it is counted (`invalid_steps`), and the
    runners do not store it;
-4. reward from the profile's reward function (`robo_rl.robot.rewards`); the episode ends on the e-stop (which also
-   stops the robot until released), on a safety-box violation (`violations(fields)`, when given) or after
-   `max_steps` (truncation), or on the operator's success/failure/reset buttons.
-Between episodes `reset` holds the safe command until every input is fresh again (or `reset_steps` of a scripted
-reset, when given). ROS stays behind the `RobotLink` (`robo_rl.robot.link.RosLink`).
+4. reward from the profile kind's function (`robo_rl.robot.rewards`); the episode (`robo_rl.real.episode`, the
+   profile's `episode` section) ends on the e-stop, on a violation of the profile's workspace
+   (`robo_rl.real.safety_box`, which also narrows the actions to its `action_box`), after `max_steps`, or on the
+   operator's success/failure/reset/discard buttons (a discarded episode's last step is not stored).
+Between episodes `reset` runs the profile's reset: a scripted motion, a FastRLAP-style recovery (e.g. reverse and
+retry), or the operator (the safe command until the reset button, with a prompt on stderr; the e-stop always hands
+the reset to the operator), then holds the safe command until every input is fresh. ROS stays behind the
+`RobotLink` (`robo_rl.robot.link.RosLink`).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,24 +33,28 @@ from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_fields
+from robo_rl.real.episode import EpisodeManager
 from robo_rl.real.profile import RobotProfile
 from robo_rl.real.safety import SafetyFilter
+from robo_rl.real.safety_box import SafetyBox
 from robo_rl.robot.link import RobotLink
 from robo_rl.spaces import SpaceSpec
 
+DEFAULT_MAX_STEPS = 1500
+"""Steps per episode without a limit in the config or the profile."""
 Reward = Callable[[Mapping[str, float], float], float]
 """(observation fields after the step, dt) → reward."""
 
 
 @dataclass(frozen=True)
 class RobotEnvConfig:
-    max_steps: int = 1500
-    """Steps per episode before truncation (30 s for the car at 50 Hz)."""
+    max_steps: int | None = None
+    """Steps per episode before truncation; None: the profile's `episode.max_steps`, else 1500."""
     ready_timeout: float = 30.0
     """Seconds `reset` waits for every input to be fresh before it gives up (RuntimeError naming the silent ones)."""
 
     def __post_init__(self) -> None:
-        if self.max_steps < 1 or not self.ready_timeout > 0:
+        if (self.max_steps is not None and self.max_steps < 1) or not self.ready_timeout > 0:
             raise ValueError("max_steps must be at least 1 and ready_timeout positive")
 
 
@@ -61,12 +69,17 @@ class RobotEnv:
         link: RobotLink,
         reward: Reward,
         cfg: RobotEnvConfig = RobotEnvConfig(),
-        violations: Callable[[Mapping[str, float]], list[str]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        say: Callable[[str], None] | None = None,
     ) -> None:
         self.profile, self.link, self.reward_fn, self.cfg = profile, link, reward, cfg
-        self.violations = violations or (lambda fields: [])
         self.clock = clock
+        self.say = say or _to_stderr
+        """Where the operator's prompts go (stderr by default)."""
+        self.box = SafetyBox.from_profile(profile)
+        self.episode = EpisodeManager.from_profile(profile, clock)
+        profile_steps = profile.episode.max_steps if profile.episode else 0
+        self.max_steps = cfg.max_steps or profile_steps or DEFAULT_MAX_STEPS
         self.device = torch.device("cpu")
         self.dt = profile.dt
         self.obs_spec = SpaceSpec(
@@ -92,39 +105,70 @@ class RobotEnv:
         self.obs = np.zeros(len(profile.observations), dtype=np.float32)
         self.invalid_steps = self.missed_ticks = self.episodes = self.interventions = self.total_steps = 0
         self.estop_presses = 0
-        """Episodes the e-stop ended. (No `estop` attribute: on a robot the e-stop pauses, it does not end training.)"""
+        """E-stop presses seen (running or resetting). (No `estop` attribute: on a robot the e-stop pauses and ends
+        the episode, it does not end training.)"""
+        self._estopped = False
 
     # ------------------------------------------------------------------------------------------------ episodes
 
     def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Hold the safe command until every input is fresh and the observation complete; the first observation."""
+        """The reset phase of the profile's episode settings (scripted motion, the operator, or a recovery), then
+        the safe command until every input is fresh and the observation complete: the first observation."""
         del seed  # the world decides
+        self.tick = self.clock()
+        if self.episode.phase == "running":  # a reset asked for mid-episode ends it, as the reset button would
+            self.episode.button("reset")
+            self.episode.after_step(False, True)
+        self._reset_phase()
         self.safety.reset()
         self.assembler = ObservationAssembler(self.profile.observations, self.profile.action_names, self.safe)
-        self.tick = self.clock()
-        deadline = self.tick + self.cfg.ready_timeout
-        while True:
-            obs = self._observation()
-            if obs is not None:
+        obs = self._ready_observation()
+        self.episode.begin()
+        self.steps = 0
+        self.obs = obs
+        return torch.as_tensor(obs).unsqueeze(0)
+
+    def _reset_phase(self) -> None:
+        """Send the reset commands (through the safety filter) until the episode manager is ready; buttons apply."""
+        prompted = ""
+        while self.episode.phase == "resetting":
+            for event in self.link.events():
+                self.episode.button(event)
+            if self.episode.phase != "resetting":
                 break
+            if self.episode.waiting_for_operator and self.episode.prompt != prompted:
+                prompted = self.episode.prompt
+                self.say(f"robot {self.profile.name}: {prompted}")
+            if self.link.estopped() or self.episode.waiting_for_operator:
+                self._send(self.safety.safe_command("reset").command)  # the safe command itself: never rate limited
+            else:
+                self._send(self.safety(self.episode.reset_action(self.safe)).command)  # a scripted move, filtered
+            self._wait()
+            fields = self.link.fields()
+            self.episode.after_reset_step(fields, self.box.violations(fields), self.link.estopped())
+        if prompted:
+            self.say(f"robot {self.profile.name}: reset by the operator, the next episode starts")
+
+    def _ready_observation(self) -> np.ndarray:
+        deadline = self.clock() + self.cfg.ready_timeout
+        while (obs := self._observation()) is None:
             if self.clock() > deadline:
                 silent = self.link.stale_inputs() or ["(fields missing)"]
                 raise RuntimeError(f"robot not ready after {self.cfg.ready_timeout} s: no {', '.join(silent)}")
             self._send(self.safe)
             self._wait()
-        self.steps = 0
-        self.link.events()  # buttons pressed between episodes belong to none
-        self.obs = obs
-        return torch.as_tensor(obs).unsqueeze(0)
+        return obs
 
     # --------------------------------------------------------------------------------------------------- steps
 
     def step(
         self, action: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        for event in self.link.events():  # buttons pressed during the last period end the episode at this step
+            self.episode.button(event)
         proposed = action.detach().cpu().numpy().reshape(-1).astype(np.float64)
         operator = self.link.intervention()
-        executed = proposed if operator is None else operator
+        executed, _ = self.box.clip_action(proposed if operator is None else operator)
         result = self.safety(executed, self.obs)
         self._send(result.command)
         self.assembler.record_action(result.command)
@@ -136,36 +180,30 @@ class RobotEnv:
         fields = self.link.fields()
         self.steps += 1
         self.total_steps += 1
-        events = self.link.events()
         estop = self.link.estopped()
-        terminated = estop or bool(self.violations(fields)) or "failure" in events or "success" in events
-        truncated = not terminated and (self.steps >= self.cfg.max_steps or "reset" in events or "discard" in events)
+        violations = self.box.violations(fields) if valid else []
+        truncated_here = self.steps >= self.max_steps
+        ended = self.episode.after_step(False, truncated_here, violations, estop)
+        terminated = ended is not None and ended.terminated
+        truncated = ended is not None and ended.truncated
+        discarded = ended is not None and ended.discarded
         reward = self.reward_fn(fields, self.dt) if valid else 0.0
         self.invalid_steps += int(not valid)
         self.interventions += int(operator is not None)
-        done = terminated or truncated
         info = {
             INFO_FINAL_OBS: torch.as_tensor(obs).unsqueeze(0),
-            INFO_VALID: torch.tensor([valid and "discard" not in events]),
+            INFO_VALID: torch.tensor([valid and not discarded]),
             INFO_INTERVENED: torch.tensor([operator is not None and not result.fault]),
             INFO_EXECUTED_ACTION: torch.as_tensor(result.command, dtype=torch.float32).unsqueeze(0),
-            INFO_SUCCESS: torch.tensor(["success" in events]),
+            INFO_SUCCESS: torch.tensor([bool(ended is not None and ended.success)]),
         }
-        self.estop_presses += int(estop)
         self.obs = obs
         next_obs = torch.as_tensor(obs).unsqueeze(0)
-        if done:
+        if ended is not None:
             self.episodes += 1
-            next_obs = self._between_episodes()
+            next_obs = self.reset()
         as_bool = lambda flag: torch.tensor([flag])  # noqa: E731
         return next_obs, torch.tensor([reward], dtype=torch.float32), as_bool(terminated), as_bool(truncated), info
-
-    def _between_episodes(self) -> torch.Tensor:
-        """The safe command while the e-stop holds, then a reset: the next episode's first observation."""
-        while self.link.estopped():
-            self._send(self.safe)
-            self._wait()
-        return self.reset()
 
     def intervention_stats(self) -> dict[str, float]:
         """For the runner's metrics rows: the operator's share of the steps, episodes, invalid steps, missed ticks."""
@@ -175,6 +213,9 @@ class RobotEnv:
             "intervention_share": self.interventions / steps,
             "robot_episodes": float(self.episodes),
             "estops": float(self.estop_presses),
+            "discarded_episodes": float(self.episode.discarded),
+            "recoveries": float(self.episode.recoveries),
+            "human_resets": float(self.episode.human_resets),
             "missed_ticks": float(self.missed_ticks),
         }
 
@@ -199,3 +240,10 @@ class RobotEnv:
             self.missed_ticks += int((now - self.tick) / self.dt)
             self.tick = now
         self.link.wait_until(self.tick)
+        estopped = self.link.estopped()
+        self.estop_presses += int(estopped and not self._estopped)
+        self._estopped = estopped
+
+
+def _to_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-ITERATIONS = 1500  # 30 s of robot time at 50 Hz
+ITERATIONS = 700  # 14 s of robot steps at 50 Hz, plus the resets
 
 
 @pytest.mark.slow
@@ -23,11 +23,13 @@ def test_train_on_the_robot_through_ros(ros_scenario: Callable[..., dict[str, An
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     last = rows[-1]
     assert last["iteration"] == ITERATIONS and last["env_steps"] == ITERATIONS
-    # the robot's steps on its 50 Hz grid (the e-stop's pause not counted): 1500 steps in about 30 s, few invalid
-    assert 0.8 * ITERATIONS / 50 < last["wall_time"] < 2.0 * ITERATIONS / 50 + 10
+    # the robot's steps on its 50 Hz grid (plus the resets between episodes), few invalid ones
+    assert 0.8 * ITERATIONS / 50 < last["wall_time"] < 4.0 * ITERATIONS / 50 + 20
+    assert last["recoveries"] >= 1  # a random policy leaves the track: the car reversed and retried
     assert last.get("invalid_steps", 0) < 0.1 * ITERATIONS and last["missed_ticks"] < 0.1 * ITERATIONS
-    assert last["interventions"] > 0.5 * 50 * 2 * 0.5  # the operator's 2 s at 50 Hz, most of them seen
+    assert last["interventions"] > 0  # the operator's 2 s of takeover (steps in recoveries do not count)
     assert last["robot_episodes"] >= 1 and last["estops"] == 1  # the e-stop ended one episode, not the training
+    assert result["reset_presses"] >= 2 and last["human_resets"] >= 2  # the start, and after the e-stop
     assert last["intervention_share"] < 0.2
     record = yaml.safe_load((run / "task.yaml").read_text())
     assert record["specs"]["obs"]["names"][0] == "lookahead_1_x" and record["specs"]["dt"] == 0.02

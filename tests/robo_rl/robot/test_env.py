@@ -37,7 +37,7 @@ class ScriptedLink:
     sent: list[dict[str, float]] = field(default_factory=list)
     waits: list[float] = field(default_factory=list)
     operator: np.ndarray | None = None
-    pressed: list[str] = field(default_factory=list)
+    pressed: list[str] = field(default_factory=lambda: ["reset"])  # the operator starts the first episode
     estop: bool = False
     compute: float = 0.0
     spec: CommandSpec = field(init=False)
@@ -147,21 +147,24 @@ def test_the_estop_ends_the_episode_and_holds_the_safe_command_until_released() 
     env.reset()
     env.step(torch.tensor([[0.5, 0.5]]))
     link.estop = True
-    released_after = [3]
+    released_after = [6]
 
     def wait(deadline: float) -> None:
         link.waits.append(deadline)
         link.now = deadline
         released_after[0] -= 1
-        if released_after[0] < 0:
+        if released_after[0] == 0:  # the operator releases the e-stop, then presses reset
             link.estop = False
+            link.pressed = ["reset"]
 
     link.wait_until = wait  # type: ignore[method-assign]
     sent_before = len(link.sent)
-    _, _, terminated, _, _ = env.step(torch.tensor([[0.5, 0.5]]))
-    assert bool(terminated) and env.episodes == 1
+    _, _, terminated, truncated, _ = env.step(torch.tensor([[0.5, 0.5]]))
+    # an interruption, not a terminal state of the task: a time-out for bootstrapping
+    assert bool(truncated) and not bool(terminated) and env.episodes == 1 and env.estop_presses == 1
     safe = link.sent[sent_before + 1 :]
     assert len(safe) >= 3 and all(c == {"drive.steering_angle": 0.0, "drive.speed": 0.0} for c in safe)
+    assert env.episode.phase == "running" and env.episode.human_resets == 2  # the start, and after the e-stop
 
 
 def test_buttons_end_episodes_success_terminates_discard_is_not_stored() -> None:
@@ -191,3 +194,46 @@ def test_reset_waits_for_fresh_inputs_and_gives_up_naming_them() -> None:
         env.reset()
     assert all(c == {"drive.steering_angle": 0.0, "drive.speed": 0.0} for c in link.sent)
     assert math.isfinite(link.now)
+
+
+def test_leaving_the_workspace_ends_the_episode_and_the_car_recovers_by_reversing() -> None:
+    """The rc_car profile: |lateral offset| > 0.6 m ends the episode; the recovery reverses at drive -0.2 with
+    straight wheels (75 steps), stops (25), and retries once back inside the box."""
+    env, link = _env()
+    said: list[str] = []
+    env.say = said.append
+    link.pressed = []
+
+    def operator_presses_reset(deadline: float) -> None:
+        link.now = deadline
+        link.pressed = ["reset"]
+
+    link.wait_until = operator_presses_reset  # type: ignore[method-assign]
+    env.reset()
+    assert "then press reset" in said[0] and "episode starts" in said[1]  # the first episode waits for the operator
+    link.latest["track.lateral_offset"] = 0.7
+    sent_before = len(link.sent)
+    calls = [0]
+
+    def wait(deadline: float) -> None:
+        link.now = deadline
+        calls[0] += 1
+        if calls[0] == 40:  # reversing brings the car back inside
+            link.latest["track.lateral_offset"] = 0.1
+
+    link.wait_until = wait  # type: ignore[method-assign]
+    _, _, terminated, _, _ = env.step(torch.tensor([[0.0, 0.5]]))
+    assert bool(terminated) and env.episode.recoveries == 1 and env.episode.phase == "running"
+    recovery = link.sent[sent_before + 1 :]
+    assert len(recovery) == 100  # 75 reversing + 25 stopped, then ready (the box holds)
+    speeds = [c["drive.speed"] for c in recovery]
+    assert min(speeds) == pytest.approx(-0.2 * 5.0) and speeds[-1] == pytest.approx(0.0)
+    assert all(c["drive.steering_angle"] == pytest.approx(0.0) for c in recovery)
+
+
+def test_the_action_box_narrows_the_learning_actions() -> None:
+    env, link = _env()
+    env.reset()
+    for _ in range(20):  # rate limited: 0.1 per step
+        env.step(torch.tensor([[0.0, 1.0]]))
+    assert link.sent[-1]["drive.speed"] == pytest.approx(0.6 * 5.0)  # rc_car's action_box: drive <= 0.6
