@@ -22,7 +22,9 @@ def env_factory() -> EnvFactory:
     return make
 
 
-def robot_env_factory(profile_name: str, namespace: str = "/", command_type: str = "auto") -> EnvFactory:
+def robot_env_factory(
+    profile_name: str, namespace: str = "/", command_type: str = "auto", classifier: str | None = None
+) -> EnvFactory:
     """Builds the robot itself as the training env (`robo-rl train --robot PROFILE`): a RobotEnv on the profile's
     topics through rclpy, with the profile kind's reward. One env; the task name must be the profile's task."""
     from robo_rl.real.profile import load_profile
@@ -50,7 +52,14 @@ def robot_env_factory(profile_name: str, namespace: str = "/", command_type: str
             link = RosLink(profile, namespace, command_type=command_type)
         except ModuleNotFoundError as err:
             raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
-        return RobotEnv(profile, link, reward_for(profile))
+        success = None
+        if classifier is not None:
+            from robo_rl.robot.classifier import SuccessClassifier
+
+            detector = SuccessClassifier.load(classifier)
+            detector.require_obs_names(profile.obs_names)
+            success = detector.success
+        return RobotEnv(profile, link, reward_for(profile), success=success)
 
     return make
 

@@ -107,6 +107,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "episode buttons act; no evaluation env. Default CONFIG: robot_<kind>_sac",
     )
     p.add_argument("--robot-namespace", default="/", help="the robot's ROS namespace (with --robot; default /)")
+    p.add_argument(
+        "--success-classifier",
+        type=Path,
+        metavar="FILE",
+        help="with --robot: a classifier from robo-rl train-classifier decides success (it ends the episode)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_threads_argument(p)
     p.set_defaults(func=main)
@@ -204,7 +210,8 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
     cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
     if args.max_iterations is not None:
         cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
-    factory = robot_env_factory(args.robot, args.robot_namespace)
+    classifier = None if args.success_classifier is None else str(args.success_classifier)
+    factory = robot_env_factory(args.robot, args.robot_namespace, classifier=classifier)
     with prior_buffer_errors(cfg):
         runner = build_runner(cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer)
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)

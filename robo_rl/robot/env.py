@@ -71,11 +71,15 @@ class RobotEnv:
         cfg: RobotEnvConfig = RobotEnvConfig(),
         clock: Callable[[], float] = time.monotonic,
         say: Callable[[str], None] | None = None,
+        success: Callable[[np.ndarray], bool] | None = None,
     ) -> None:
         self.profile, self.link, self.reward_fn, self.cfg = profile, link, reward, cfg
         self.clock = clock
         self.say = say or _to_stderr
         """Where the operator's prompts go (stderr by default)."""
+        self.success_fn = success
+        """Success detector on the observation (e.g. a learned classifier's `success`): True ends the episode as a
+        success (terminal), as the operator's success button does."""
         self.box = SafetyBox.from_profile(profile)
         self.episode = EpisodeManager.from_profile(profile, clock)
         profile_steps = profile.episode.max_steps if profile.episode else 0
@@ -183,7 +187,8 @@ class RobotEnv:
         estop = self.link.estopped()
         violations = self.box.violations(fields) if valid else []
         truncated_here = self.steps >= self.max_steps
-        ended = self.episode.after_step(False, truncated_here, violations, estop)
+        detected = valid and self.success_fn is not None and self.success_fn(obs)
+        ended = self.episode.after_step(detected, truncated_here, violations, estop, success=True if detected else None)
         terminated = ended is not None and ended.terminated
         truncated = ended is not None and ended.truncated
         discarded = ended is not None and ended.discarded

@@ -237,3 +237,17 @@ def test_the_action_box_narrows_the_learning_actions() -> None:
     for _ in range(20):  # rate limited: 0.1 per step
         env.step(torch.tensor([[0.0, 1.0]]))
     assert link.sent[-1]["drive.speed"] == pytest.approx(0.6 * 5.0)  # rc_car's action_box: drive <= 0.6
+
+
+def test_a_success_detector_ends_the_episode_as_a_success() -> None:
+    """A learned classifier plugs in as `success(obs)`: here one that sees success once the car is fast."""
+    profile = load_profile("rc_car")
+    link = ScriptedLink(profile)
+    speed = profile.obs_names.index("vx")
+    env = RobotEnv(profile, link, rc_car_progress, clock=link.clock, success=lambda obs: bool(obs[speed] > 3.0))
+    env.reset()
+    assert not bool(env.step(torch.zeros(1, 2))[2])
+    link.latest["odom.twist.twist.linear.x"] = 3.5
+    _, _, terminated, truncated, info = env.step(torch.zeros(1, 2))
+    assert bool(terminated) and not bool(truncated) and bool(info[INFO_SUCCESS])
+    assert env.episode.successes == 1
