@@ -8,8 +8,9 @@ body-frame linear velocity that policy_node derives its state from. The profile'
 so a policy_node triggered by it sees this tick's values on the other inputs.
 
 Until the first command arrives the simulator does not step (it holds its initial state and keeps publishing),
-so nothing falls while policy_node is still starting. /diagnostics reports steps, episodes and crashes; episodes
-last `episode_length` s and reset as in training (crashes reset at once).
+so nothing falls while policy_node is still starting. /diagnostics reports steps, episodes and crashes (and laps
+with the last lap time, for tasks that count them); episodes last `episode_length` s and reset as in training
+(crashes reset at once).
 
 Real time or lockstep: in real time (the default) a tick steps with whatever command arrived last, as a robot's
 motors do, so a command that answers the last observation later than one tick is applied one tick late
@@ -59,7 +60,8 @@ class SimBridge(Node):
         self.command_spec = select_command(self.profile, command_type=str(self.get_parameter("command_type").value))
         self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.commanded = False
-        self.steps = self.episodes = self.crashes = 0
+        self.steps = self.episodes = self.crashes = self.laps = 0
+        self.last_lap_s = float("nan")
         self._create_entities()
         self.env = self._make_env()
         self.obs = self.env.reset(int(self.get_parameter("seed").value))[0].numpy()
@@ -139,9 +141,13 @@ class SimBridge(Node):
 
     def _step(self) -> None:
         action = torch.as_tensor(self.action, dtype=torch.float32).unsqueeze(0)
-        obs, _, terminated, truncated, _ = self.env.step(action)
+        obs, _, terminated, truncated, info = self.env.step(action)
         self.obs = obs[0].numpy()
         self.steps += 1
+        lap_time = info.get("lap_time")
+        if lap_time is not None and bool(torch.isfinite(lap_time[0])):
+            self.laps += 1
+            self.last_lap_s = float(lap_time[0])
         if bool(terminated[0]) or bool(truncated[0]):
             self.episodes += 1
             self.crashes += int(terminated[0])
@@ -167,6 +173,8 @@ class SimBridge(Node):
     def publish_diagnostics(self) -> None:
         values = {"steps": self.steps, "episodes": self.episodes, "crashes": self.crashes, "commanded": self.commanded}
         values |= {"late_commands": self.late_commands, "lockstep": self.lockstep}
+        if self.laps:
+            values |= {"laps": self.laps, "last_lap_s": round(self.last_lap_s, 3)}
         self.diagnostics.publish(diagnostic_array(self, OK, "running", self.profile.name, values))
 
 

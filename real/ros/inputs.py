@@ -38,18 +38,20 @@ def topic_inputs(profile: RobotProfile) -> tuple[TopicInput, ...]:
         if spec.derive:
             continue
         message_type = message_class(spec.type)
-        if spec.labels:
-            found.append(TopicInput(spec, message_type, _labelled(spec)))
-            continue
-        if spec.joints:
-            found.append(
-                TopicInput(spec, message_type, JointStateReader(spec.name, spec.joints, _paths(profile, spec)))
-            )
-            continue
-        paths = sorted(_paths(profile, spec))
-        check_paths(message_type, paths)
-        found.append(TopicInput(spec, message_type, FieldReader(spec.name, paths)))
+        if not spec.labels and not spec.joints:
+            check_paths(message_type, sorted(_paths(profile, spec)))
+        found.append(TopicInput(spec, message_type, input_decoder(profile, spec)))
     return tuple(found)
+
+
+def input_decoder(profile: RobotProfile, spec: InputSpec) -> Callable[[Any], dict[str, float]]:
+    """`decode(msg)` → the fields of input `spec` that the profile reads (by attribute access, so rclpy messages
+    and rosbags' deserialized ones both work)."""
+    if spec.labels:
+        return _labelled(spec)
+    if spec.joints:
+        return JointStateReader(spec.name, spec.joints, _paths(profile, spec))
+    return FieldReader(spec.name, sorted(_paths(profile, spec)))
 
 
 class InputError(ValueError):

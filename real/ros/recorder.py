@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -43,7 +44,7 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
 from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from robo_rl.real.ros.messages import MessageTypeError, message_class
 from robo_rl.real.ros.spin import StartupError, run
@@ -110,8 +111,11 @@ class Recorder(Node):
         if not publishers:
             return  # only subscribers so far: wait for a publisher, whose QoS decides ours
         msgtype = publishers[0].topic_type
-        if msgtype not in self.typestore.fielddefs:
-            self.warn_once(f"{topic}: type {msgtype} is not in the rosbags typestore {self.store.value}; not recorded")
+        if msgtype not in self.typestore.fielddefs and not register_installed(self.typestore, msgtype):
+            self.warn_once(
+                f"{topic}: type {msgtype} is neither in the rosbags typestore {self.store.value} nor installed as a "
+                ".msg file (share/PKG/msg in $AMENT_PREFIX_PATH); not recorded"
+            )
             return
         try:
             cls = message_class(msgtype)
@@ -185,6 +189,46 @@ def open_bag(output_dir: Path, name: str, storage: StoragePlugin) -> Writer:
             raise StartupError(f"cannot create the bag folder {path}: {err}") from None
         return writer
     raise StartupError(f"no free bag folder name after {MAX_SUFFIX} tries: {base}")
+
+
+def register_installed(typestore: Any, msgtype: str) -> bool:
+    """Add `msgtype` (and the types it uses that the store lacks) to `typestore` from its installed .msg file, as
+    rosidl installs it (share/PKG/msg/NAME.msg under $AMENT_PREFIX_PATH or this Python's prefix): e.g. ackermann_msgs
+    or px4_msgs built into .venv-ros. False when a definition is missing or unreadable."""
+    pending: list[str] = [msgtype]
+    found: dict[str, Any] = {}
+    while pending:
+        name = pending.pop()
+        if name in typestore.fielddefs or name in found:
+            continue
+        package, _, short = name.partition("/msg/")
+        path = next((p for p in _share_dirs() if (p / package / "msg" / f"{short}.msg").is_file()), None)
+        if path is None:
+            return False
+        try:
+            types = get_types_from_msg((path / package / "msg" / f"{short}.msg").read_text(), name)
+        except Exception:
+            return False
+        found |= types
+        for _, fields in types.values():
+            pending += [_nested(kind) for _, kind in fields if _nested(kind)]
+    typestore.register(found)
+    return True
+
+
+def _nested(kind: Any) -> str:
+    """The message type a field definition refers to ("" for a base type), arrays and sequences included."""
+    node, detail = kind
+    if getattr(node, "name", "") == "NAME":
+        return str(detail)
+    if isinstance(detail, tuple) and detail:
+        return _nested(detail[0]) if isinstance(detail[0], tuple) else ""
+    return ""
+
+
+def _share_dirs() -> list[Path]:
+    prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+    return [Path(p) / "share" for p in [*prefixes, sys.prefix]]
 
 
 def typestore_name() -> Stores:

@@ -20,6 +20,7 @@ COMMANDS = (
     ("play", "play"),
     ("collect", "collect"),
     ("record-demos", "record_demos"),
+    ("demos-from-bag", "bag_demos"),
     ("train-classifier", "classifier"),
     ("compare", "compare"),
     ("tasks", "task_list"),

@@ -20,6 +20,12 @@ one env from this terminal; `--teleop gamepad`: you, with a joystick on this mac
 The transitions go to a .npz demo file (schema robo_rl.demos/1, see robo_rl.hil.demos) that training reads as
 its prior buffer:
   robo-rl train quadrotor_hover_sac --set off_policy.prior_buffer=demos.npz
+
+On a robot (`--robot PROFILE`, TASK its profile's task): the operator drives through teleop_node's takeover
+(hold the takeover button) and only the steps it drove are kept, with the executed actions, through the same
+safety filter and workspace as training (robo_rl.robot.RobotEnv; run from .venv-ros). `--robot-link sim`
+rehearses it on the profile's task simulator with the simulated operator driving all the time:
+  robo-rl record-demos rc_car/race --robot rc_car --robot-link sim --episodes 1 -o car_demo.npz
 """
 
 
@@ -38,6 +44,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--episodes", type=int, default=10, help="episodes to record (default: 10)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="task setting (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default: 0)")
+    p.add_argument("--robot", metavar="PROFILE", help="record on this robot (bundled profile name or YAML)")
+    p.add_argument("--robot-namespace", default="/", help="the robot's ROS namespace (with --robot)")
+    p.add_argument(
+        "--robot-link",
+        choices=("ros", "sim"),
+        default="ros",
+        help="with --robot: the robot through ROS 2 (default), or its task simulator with the simulated operator",
+    )
+    p.add_argument(
+        "--seconds", type=float, help="with --robot: stop after this many seconds of robot time (a short demonstration)"
+    )
     p.add_argument("-o", "--output", type=Path, default=Path("demos.npz"), help="demo file (default: demos.npz)")
     p.set_defaults(func=main)
 
@@ -49,6 +66,8 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"--episodes must be at least 1, got {args.episodes}")
     if args.output.suffix != ".npz":
         raise ValueError(f"--output {args.output}: demo files are .npz")
+    if args.robot is not None:
+        return _record_on_robot(args)
     num_envs = args.episodes if args.teleop == "simulated" else 1
     env = make(args.task, num_envs=num_envs, seed=args.seed, params=args.param)
     policy = _demonstrator(args.teleop, args.task, env, make_expert, args.gamepad)
@@ -59,6 +78,34 @@ def main(args: argparse.Namespace) -> int:
     console = terminal()
     console.print(f"wrote {len(demos.buffer):,} transitions to {args.output} ({demos.episodes} episodes, {ret})")
     console.print(f"train with them: robo-rl train CONFIG --set off_policy.prior_buffer={args.output}")
+    return 0
+
+
+def _record_on_robot(args: argparse.Namespace) -> int:
+    import torch
+
+    from robo_rl.cli.tasks import robot_env_factory
+
+    operator = "demonstrator" if args.robot_link == "sim" else "none"
+    make = robot_env_factory(args.robot, args.robot_namespace, link=args.robot_link, operator=operator)
+    env = make(args.task, 1, seed=args.seed)
+    safe = torch.as_tensor(env.safe, dtype=torch.float32).unsqueeze(0)
+    steps = env.max_steps * args.episodes
+    if args.seconds is not None:
+        if not args.seconds > 0:
+            raise ValueError(f"--seconds must be positive, got {args.seconds}")
+        steps = min(steps, max(1, round(args.seconds / env.dt)))
+    console = terminal()
+    console.print(
+        f"recording at most {steps * env.dt:.0f} s of the robot ({args.episodes} episode(s)): take over to drive"
+    )
+    demos = collect_demonstrations(env, lambda _obs: safe, steps, seed=args.seed, operator_only=True, max_steps=steps)
+    env.link.close()
+    if len(demos.buffer) == 0:
+        raise ValueError("the operator drove no valid step: nothing recorded (hold the takeover button to drive)")
+    save_demos(args.output, demos.buffer, args.task, env, demos.episodes, f"robot={args.robot} link={args.robot_link}")
+    console.print(f"wrote {len(demos.buffer):,} transitions the operator drove to {args.output}")
+    console.print(f"train with them: robo-rl train --robot {args.robot} --set off_policy.prior_buffer={args.output}")
     return 0
 
 

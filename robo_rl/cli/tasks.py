@@ -23,35 +23,37 @@ def env_factory() -> EnvFactory:
 
 
 def robot_env_factory(
-    profile_name: str, namespace: str = "/", command_type: str = "auto", classifier: str | None = None
+    profile_name: str,
+    namespace: str = "/",
+    command_type: str = "auto",
+    classifier: str | None = None,
+    link: str = "ros",
+    operator: str = "none",
 ) -> EnvFactory:
-    """Builds the robot itself as the training env (`robo-rl train --robot PROFILE`): a RobotEnv on the profile's
-    topics through rclpy, with the profile kind's reward. One env; the task name must be the profile's task."""
+    """Builds the robot itself as the training env (`robo-rl train --robot PROFILE`): a RobotEnv with the profile
+    kind's reward, on the profile's topics through rclpy (`link="ros"`) or on the profile's task simulator in
+    simulated time (`link="sim"`, robo_rl.sim.robot_link; `operator="simulated"` adds
+    robo_rl.robot.operator.SimulatedOperator, `"resets"` one that only answers reset prompts, `"demonstrator"` one
+    driving all the time). One env; the task name must be the profile's task."""
     from robo_rl.real.profile import load_profile
 
     profile = load_profile(profile_name)
+    if operator != "none" and link != "sim":
+        raise ConfigError("--operator simulated acts through --robot-link sim; on ROS the operator is teleop_node")
 
     def make(
         name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
     ) -> BatchedEnv:
-        del seed, params  # the world decides both
+        del params  # the world decides
         if name != profile.task:
             raise ConfigError(
                 f"--robot {profile_name}: the profile runs task {profile.task!r}, the config trains {name!r}"
             )
         if num_envs != 1 or device != "cpu":
             raise ConfigError(f"--robot {profile_name}: one robot on the CPU (task.num_envs=1, task.device=cpu)")
-        try:
-            from robo_rl.robot.link import RosLink
-        except ModuleNotFoundError as err:  # pragma: no cover - the import is lazy inside RosLink
-            raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
         from robo_rl.robot.env import RobotEnv
         from robo_rl.robot.rewards import reward_for
 
-        try:
-            link = RosLink(profile, namespace, command_type=command_type)
-        except ModuleNotFoundError as err:
-            raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
         success = None
         if classifier is not None:
             from robo_rl.robot.classifier import SuccessClassifier
@@ -59,7 +61,24 @@ def robot_env_factory(
             detector = SuccessClassifier.load(classifier)
             detector.require_obs_names(profile.obs_names)
             success = detector.success
-        return RobotEnv(profile, link, reward_for(profile), success=success)
+        if link == "sim":
+            from robo_rl.robot.operator import OperatorConfig, SimulatedOperator
+            from robo_rl.sim.robot_link import SimLink
+
+            person = {
+                "simulated": OperatorConfig(),
+                "resets": OperatorConfig(corrects=False),
+                "demonstrator": OperatorConfig(always=True),
+            }.get(operator)
+            sim = SimLink(profile, seed=seed or 0, operator=None if person is None else SimulatedOperator(person))
+            return RobotEnv(profile, sim, reward_for(profile), clock=sim.clock, say=sim.say, success=success)
+        try:
+            from robo_rl.robot.link import RosLink
+
+            ros = RosLink(profile, namespace, command_type=command_type)
+        except ModuleNotFoundError as err:
+            raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
+        return RobotEnv(profile, ros, reward_for(profile), success=success)
 
     return make
 

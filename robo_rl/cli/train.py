@@ -108,6 +108,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--robot-namespace", default="/", help="the robot's ROS namespace (with --robot; default /)")
     p.add_argument(
+        "--robot-link",
+        choices=("ros", "sim"),
+        default="ros",
+        help="with --robot: `ros` (default) is the robot through ROS 2 in real time; `sim` rehearses the same setup "
+        "(safety box, resets, rewards, buttons) on the profile's task simulator in simulated time, without ROS",
+    )
+    p.add_argument(
+        "--operator",
+        choices=("none", "simulated", "resets"),
+        default="none",
+        help="with --robot-link sim: `simulated` plays the operator (takes over near the border, answers reset "
+        "prompts; robo_rl.robot.operator); `resets` only answers reset prompts (no corrections)",
+    )
+    p.add_argument(
         "--success-classifier",
         type=Path,
         metavar="FILE",
@@ -211,7 +225,9 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
     if args.max_iterations is not None:
         cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
     classifier = None if args.success_classifier is None else str(args.success_classifier)
-    factory = robot_env_factory(args.robot, args.robot_namespace, classifier=classifier)
+    factory = robot_env_factory(
+        args.robot, args.robot_namespace, classifier=classifier, link=args.robot_link, operator=args.operator
+    )
     with prior_buffer_errors(cfg):
         runner = build_runner(cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer)
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)

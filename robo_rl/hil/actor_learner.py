@@ -68,7 +68,7 @@ def _learner(
     shared: dict[str, torch.Tensor],
     prior_transitions: Transitions | None,
 ) -> None:
-    inbox, version, lock, results, ready = channels
+    inbox, version, lock, results, ready, skip = channels
     torch.set_num_threads(1)
     algorithm = make_algorithm()
     ready.set()
@@ -83,6 +83,8 @@ def _learner(
         message = inbox.get()
         if message == STOP:
             break
+        if skip.is_set():  # closing without draining: drop what is still queued
+            continue
         buffer.add(message)
         if bool(message.intervened.any()):
             prior.add(select_transitions(message, message.intervened.bool()))
@@ -127,9 +129,10 @@ class ActorLearner:
         self.inbox = context.Queue(maxsize=cfg.queue_size)
         self.results = context.Queue()
         self.ready = context.Event()
+        self.skip = context.Event()
         self.loaded_version = 0
         self.dropped = 0
-        channels = (self.inbox, self.version, self.lock, self.results, self.ready)
+        channels = (self.inbox, self.version, self.lock, self.results, self.ready, self.skip)
         arguments = (make_algorithm, dims, cfg, channels, self.shared, prior)
         self.process = context.Process(target=_learner, args=arguments, daemon=True)
         self.process.start()
@@ -146,6 +149,12 @@ class ActorLearner:
             if time.monotonic() >= deadline:
                 return False
         return True
+
+    def check_alive(self) -> None:
+        """RuntimeError when the learner process has died (the actor then stops rather than act on stale weights
+        forever while its transitions go nowhere)."""
+        if not self.process.is_alive():
+            raise RuntimeError(f"the learner process exited with code {self.process.exitcode}; training stops")
 
     def refresh(self) -> bool:
         """Copy in the learner's newest weights if there are any; never waits. True when they changed."""
@@ -172,11 +181,14 @@ class ActorLearner:
             self.dropped += len(transitions)
             return False
 
-    def close(self, timeout: float = 60.0) -> LearnerStats:
-        """Let the learner finish the queued transitions, stop it, and return its statistics.
+    def close(self, timeout: float = 60.0, drain: bool = True) -> LearnerStats:
+        """Let the learner finish the queued transitions (`drain`; else it drops them), stop it, and return its
+        statistics.
 
         RuntimeError, never a hang, when the learner process has died or does not answer within `timeout`.
         """
+        if not drain:
+            self.skip.set()
         try:
             self._put_stop(timeout)
             stats = self.results.get(timeout=timeout)

@@ -86,19 +86,7 @@ class RobotEnv:
         self.max_steps = cfg.max_steps or profile_steps or DEFAULT_MAX_STEPS
         self.device = torch.device("cpu")
         self.dt = profile.dt
-        self.obs_spec = SpaceSpec(
-            profile.obs_names,
-            (-np.inf,) * len(profile.observations),
-            (np.inf,) * len(profile.observations),
-            tuple(o.unit for o in profile.observations),
-        )
-        actions = profile.actions
-        self.action_spec = SpaceSpec(
-            profile.action_names,
-            tuple(a.low for a in actions),
-            tuple(a.high for a in actions),
-            tuple(a.unit for a in actions),
-        )
+        self.obs_spec, self.action_spec = profile_specs(profile)
         self.privileged_obs_spec = None
         self.spec = link.spec
         self.assembler = ObservationAssembler(profile.observations, profile.action_names, profile.safe_action)
@@ -112,6 +100,10 @@ class RobotEnv:
         """E-stop presses seen (running or resetting). (No `estop` attribute: on a robot the e-stop pauses and ends
         the episode, it does not end training.)"""
         self._estopped = False
+        self.started = clock()
+        safe_command = getattr(link, "safe_command", None)
+        if safe_command is not None:  # what the link's stall watchdog sends (RosLink)
+            safe_command(command_fields(self.spec, profile.action_names, self.safe))
 
     # ------------------------------------------------------------------------------------------------ episodes
 
@@ -202,6 +194,10 @@ class RobotEnv:
             INFO_EXECUTED_ACTION: torch.as_tensor(result.command, dtype=torch.float32).unsqueeze(0),
             INFO_SUCCESS: torch.tensor([bool(ended is not None and ended.success)]),
         }
+        publish = getattr(self.link, "publish_transition", None)
+        if publish is not None:
+            flags = (terminated, truncated, operator is not None and not result.fault, valid and not discarded)
+            publish(np.concatenate([self.obs, result.command, [reward], obs, np.asarray(flags, dtype=np.float64)]))
         self.obs = obs
         next_obs = torch.as_tensor(obs).unsqueeze(0)
         if ended is not None:
@@ -210,8 +206,13 @@ class RobotEnv:
         as_bool = lambda flag: torch.tensor([flag])  # noqa: E731
         return next_obs, torch.tensor([reward], dtype=torch.float32), as_bool(terminated), as_bool(truncated), info
 
+    def close(self) -> None:
+        """End of training: the link sends the safe command and leaves (RosLink)."""
+        self.link.close()
+
     def intervention_stats(self) -> dict[str, float]:
-        """For the runner's metrics rows: the operator's share of the steps, episodes, invalid steps, missed ticks."""
+        """For the runner's metrics rows: the operator's share of the steps, episodes, invalid steps, missed ticks,
+        the robot's time (s since the env was built, on its clock), and the link's own `stats()` if it has them."""
         steps = max(self.total_steps, 1)
         return {
             "interventions": float(self.interventions),
@@ -222,7 +223,8 @@ class RobotEnv:
             "recoveries": float(self.episode.recoveries),
             "human_resets": float(self.episode.human_resets),
             "missed_ticks": float(self.missed_ticks),
-        }
+            "robot_time": self.clock() - self.started,
+        } | {key: float(value) for key, value in getattr(self.link, "stats", dict)().items()}
 
     # ---------------------------------------------------------------------------------------------- plumbing
 
@@ -248,6 +250,24 @@ class RobotEnv:
         estopped = self.link.estopped()
         self.estop_presses += int(estopped and not self._estopped)
         self._estopped = estopped
+
+
+def profile_specs(profile: RobotProfile) -> tuple[SpaceSpec, SpaceSpec]:
+    """The observation spec (unbounded) and the action spec (the profile's bounds) of a robot profile."""
+    obs = SpaceSpec(
+        profile.obs_names,
+        (-np.inf,) * len(profile.observations),
+        (np.inf,) * len(profile.observations),
+        tuple(o.unit for o in profile.observations),
+    )
+    actions = profile.actions
+    action = SpaceSpec(
+        profile.action_names,
+        tuple(a.low for a in actions),
+        tuple(a.high for a in actions),
+        tuple(a.unit for a in actions),
+    )
+    return obs, action
 
 
 def _to_stderr(text: str) -> None:

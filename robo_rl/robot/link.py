@@ -9,6 +9,7 @@ built, so the module imports without ROS.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -20,6 +21,24 @@ from robo_rl.real.profile import CommandSpec, RobotProfile
 from robo_rl.real.watchdog import Watchdog
 
 EPISODE_EVENTS = ("success", "failure", "reset", "discard")
+STALL_PERIODS = 5
+"""Control periods without a command after which RosLink's watchdog sends the safe command."""
+TRANSITION_TOPIC = "transitions"
+"""Where RosLink publishes each step RobotEnv takes (std_msgs/Float32MultiArray), in the robot's namespace."""
+TRANSITION_FIELDS = ("obs", "action", "reward", "next_obs", "terminated", "truncated", "intervened", "valid")
+"""The parts of a transition message, in order: obs (obs_dim), the executed action in the profile's units
+(action_dim), reward, next_obs (obs_dim), and four flags (0/1); the message layout names them with their sizes."""
+
+
+def transition_layout(obs_dim: int, action_dim: int) -> Any:
+    """The std_msgs/MultiArrayLayout of a transition message: one dimension per `TRANSITION_FIELDS` entry."""
+    from std_msgs.msg import MultiArrayDimension, MultiArrayLayout
+
+    sizes = (obs_dim, action_dim, 1, obs_dim, 1, 1, 1, 1)
+    dims = [MultiArrayDimension(label=n, size=s, stride=s) for n, s in zip(TRANSITION_FIELDS, sizes, strict=True)]
+    return MultiArrayLayout(dim=dims, data_offset=0)
+
+
 """What the operator's episode buttons say (teleop_node's `episode_event`, std_msgs/String)."""
 
 
@@ -98,6 +117,15 @@ class RosLink:
         self.node.create_subscription(Bool, "estop", self._on_estop, latched)
         self.node.create_subscription(Float32MultiArray, "intervention", self._on_intervention, 10)
         self.node.create_subscription(String, "episode_event", self._on_event, 10)
+        self.transitions = self.node.create_publisher(Float32MultiArray, TRANSITION_TOPIC, 100)
+        self._last_send = clock()
+        self.stall_stops = 0
+        """Periods in which the watchdog sent the safe command because the control loop had not sent one."""
+        self._safe_fields: dict[str, float] | None = None
+        self._stop = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="robot-command-watchdog", daemon=True)
+        self._watchdog.start()
+        self._transition_layout = transition_layout(len(profile.observations), len(profile.actions))
 
     def _on_input(self, name: str, decode: Callable[[Any], dict[str, float]]) -> Callable[[Any], None]:
         def callback(message: Any) -> None:
@@ -125,7 +153,25 @@ class RosLink:
     def stale_inputs(self) -> list[str]:
         return [name for name, watchdog in self.watchdogs.items() if watchdog.stale()]
 
+    def safe_command(self, fields: dict[str, float]) -> None:
+        """The command the watchdog sends when the control loop stalls (RobotEnv gives the profile's safe one)."""
+        self._safe_fields = dict(fields)
+
+    def _watch(self) -> None:
+        """Actor-stall watchdog: when the control loop has sent nothing for `STALL_PERIODS` periods (a long
+        garbage collection, a learner update in the same process, a hung callback), send the safe command every
+        period until it sends again, so the robot stops instead of driving on with a stale command."""
+        period = self.profile.dt
+        while not self._stop.wait(period):
+            if self._safe_fields is not None and self.clock() - self._last_send > STALL_PERIODS * period:
+                self._publish(self._safe_fields)
+                self.stall_stops += 1
+
     def send(self, fields: dict[str, float]) -> None:
+        self._last_send = self.clock()
+        self._publish(fields)
+
+    def _publish(self, fields: dict[str, float]) -> None:
         from robo_rl.real.ros.messages import set_fields
 
         message = set_fields(self.command_type(), fields)
@@ -139,6 +185,15 @@ class RosLink:
 
     def estopped(self) -> bool:
         return self._estop
+
+    def publish_transition(self, values: np.ndarray) -> None:
+        """One step as RobotEnv stores it (`TRANSITION_FIELDS` layout), on `transitions` for recorders and remote
+        learners."""
+        from std_msgs.msg import Float32MultiArray
+
+        message = Float32MultiArray(data=[float(v) for v in values])
+        message.layout = self._transition_layout
+        self.transitions.publish(message)
 
     def intervention(self) -> np.ndarray | None:
         fresh = self.clock() - self._intervened_at <= self.profile.staleness_timeout
@@ -154,5 +209,13 @@ class RosLink:
         while (left := deadline - self.clock()) > 0:
             rclpy.spin_once(self.node, timeout_sec=min(left, 0.005))
 
+    def stats(self) -> dict[str, float]:
+        return {"stall_stops": self.stall_stops}
+
     def close(self) -> None:
+        """Stop the watchdog, send the safe command once more, and leave the graph."""
+        self._stop.set()
+        self._watchdog.join(1.0)
+        if self._safe_fields is not None:
+            self._publish(self._safe_fields)
         self.node.destroy_node()

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
-from robo_rl.envs import INFO_PRIVILEGED_OBS, BatchedEnv, critic_obs_dim
+from robo_rl.envs import INFO_PRIVILEGED_OBS, INFO_VALID, BatchedEnv, critic_obs_dim
+from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.runners.episode_stats import EpisodeTracker
 from robo_rl.runners.off_policy import transitions_of_step
 from robo_rl.runners.on_policy import critic_observation, reset_critic_observation
-from robo_rl.storage.replay import ReplayBuffer
+from robo_rl.storage.replay import ReplayBuffer, Transitions, select_transitions
 
 
 @dataclass(frozen=True)
@@ -38,32 +39,65 @@ def collect_demonstrations(
     num_transitions: int,
     seed: int,
     noise_std: float = 0.0,
+    operator_only: bool = False,
+    max_steps: int | None = None,
 ) -> Demonstrations:
     """Step every env with `policy` (raw obs → env action) until at least `num_transitions` are stored.
 
     `noise_std` adds Gaussian noise to the normalized action (then clipped to [-1, 1]), which widens the
     states a deterministic expert visits. The env is reset with `seed`; the noise is seeded from it too.
+    On a robot (`robo_rl.robot.RobotEnv`) the operator demonstrates: where the env reports a takeover
+    (`INFO_INTERVENED`) the executed action is stored, steps it marks invalid (`INFO_VALID`) are not, and with
+    `operator_only` neither are the steps the operator did not drive. `max_steps` bounds the env steps (default:
+    enough for `num_transitions` when every step is stored).
     """
     if num_transitions < 1:
         raise ValueError(f"num_transitions must be at least 1, got {num_transitions}")
     if noise_std < 0:
         raise ValueError(f"noise_std must not be negative, got {noise_std}")
     scaler = ActionScaler(env.action_spec.low_tensor(env.device), env.action_spec.high_tensor(env.device))
-    steps = math.ceil(num_transitions / env.num_envs)
-    buffer = ReplayBuffer(steps * env.num_envs, env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim, env.device)
+    steps = max_steps or math.ceil(num_transitions / env.num_envs)
+    buffer = ReplayBuffer(
+        max(steps * env.num_envs, num_transitions),
+        env.obs_spec.dim,
+        critic_obs_dim(env),
+        env.action_spec.dim,
+        env.device,
+    )
     generator = torch.Generator(device=env.device).manual_seed(seed)
     tracker = EpisodeTracker(env.num_envs, env.device)
     obs = env.reset(seed=seed)
     critic_obs = reset_critic_observation(env, obs)
     for _ in range(steps):
+        if len(buffer) >= num_transitions:
+            break
         action = scaler.normalize(policy(obs))
         if noise_std > 0:
             noise = torch.randn(action.shape, generator=generator, device=env.device) * noise_std
             action = (action + noise).clamp(-1.0, 1.0)
         result = env.step(scaler(action))
-        buffer.add(transitions_of_step(obs, critic_obs, action, result, is_demo=True))
+        buffer.add(_kept(transitions_of_step(obs, critic_obs, action, result, True), result[4], scaler, operator_only))
         obs, reward, terminated, truncated, info = result
         tracker.record(reward, terminated | truncated)
         critic_obs = critic_observation(obs, info, INFO_PRIVILEGED_OBS)
     stats = tracker.flush()
     return Demonstrations(buffer, stats.episodes, stats.mean_return)
+
+
+def _kept(step: Transitions, info: dict, scaler: ActionScaler, operator_only: bool) -> Transitions:
+    """A step's transitions as a demonstration: the operator's executed actions where it took over, without the
+    invalid steps (and, `operator_only`, without the steps it did not drive)."""
+    intervened = info.get(INFO_INTERVENED)
+    keep = torch.ones_like(step.terminated, dtype=torch.bool)
+    if intervened is not None:
+        executed = scaler.normalize(info[INFO_EXECUTED_ACTION])
+        step = replace(step, actions=torch.where(intervened.unsqueeze(-1), executed, step.actions))
+        step = replace(step, intervened=intervened.to(step.terminated.dtype))
+        if operator_only:
+            keep &= intervened
+    elif operator_only:
+        raise ValueError("operator_only demonstrations need an env that reports the operator's takeover")
+    valid = info.get(INFO_VALID)
+    if valid is not None:
+        keep &= valid
+    return step if bool(keep.all()) else select_transitions(step, keep)

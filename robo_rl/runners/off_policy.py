@@ -45,6 +45,7 @@ from robo_rl.storage.replay import (
     select_transitions,
 )
 from robo_rl.storage.replay_log import ReplayLog, is_manifest, replay_directory
+from robo_rl.task_record import read_task_record
 
 
 def transitions_of_step(
@@ -135,6 +136,11 @@ class OffPolicyRunnerConfig:
     """Learn in a separate process (robo_rl.hil.actor_learner), as SERL does: the env loop never waits for
     gradient steps, takes up new weights when the learner publishes them, and drops (counts) transitions the
     learner cannot keep up with. CPU only. Checkpoints then hold the actor side only, and resume is refused."""
+    init_from: str | None = None
+    """Start from another run's weights: a run directory (its checkpoints/latest.pt) or a checkpoint file of an
+    off-policy run with the same observation and action names (checked against the run's task.yaml), e.g. a policy
+    rehearsed in simulation (`robo-rl train --robot PROFILE --robot-link sim`) fine-tuned on the robot. The whole
+    algorithm (actor, critics, temperature) when the checkpoint has it, else the actor; not its replay buffer."""
     warmup: Literal["random", "policy"] = "random"
     """How the first `learning_starts` transitions are collected: uniformly random actions, or the (pretrained)
     policy itself (WSRL's warm-up rollouts)."""
@@ -181,6 +187,31 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
     prior = ReplayBuffer(capacity, *dims, env.device)
     prior.add(Transitions(**{name: getattr(stored, name).to(prior.device) for name in FIELD_NAMES}))
     return prior
+
+
+def load_weights(algorithm: Any, source: Path, env: BatchedEnv) -> None:
+    """`off_policy.init_from`: the weights of `source` (a run directory or a checkpoint file) into `algorithm`;
+    ValueError naming what does not fit."""
+    path = source / "checkpoints" / "latest.pt" if source.is_dir() else source
+    if not path.is_file():
+        raise FileNotFoundError(f"off_policy.init_from: {path} does not exist")
+    run = path.parent.parent if path.parent.name == "checkpoints" else path.parent
+    record = read_task_record(run)
+    if record is not None:
+        for kind, theirs, ours in (
+            ("observation", record.specs.obs.names, env.obs_spec.names),
+            ("action", record.specs.action.names, env.action_spec.names),
+        ):
+            if tuple(theirs) != tuple(ours):
+                raise ValueError(f"off_policy.init_from: {run} has {kind} names {list(theirs)}, this run {list(ours)}")
+    state = checkpoint.load(path, env.device, required=("algorithm",))["algorithm"]
+    try:
+        if set(state) == {"actor"}:  # an actor_learner run's checkpoint: the actor side only
+            algorithm.actor.load_state_dict(state["actor"])
+        else:
+            algorithm.load_state_dict(state)
+    except (KeyError, RuntimeError) as err:
+        raise ValueError(f"off_policy.init_from: {path} does not fit this run's algorithm ({err})") from None
 
 
 @dataclass(frozen=True)
@@ -238,6 +269,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         if cfg.prior_buffer is not None:
             self.prior = load_prior_buffer(Path(cfg.prior_buffer), cfg.buffer_capacity, env)
             self.sampler = SymmetricSampler(self.buffer, self.prior, cfg.prior_fraction)
+        if cfg.init_from is not None:
+            load_weights(algorithm, Path(cfg.init_from), env)
         self.bc_losses: list[float] = []
         if cfg.bc_pretrain_steps > 0 and self.prior is not None:
             demos = self.prior.stored()
@@ -301,6 +334,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             transitions = select_transitions(transitions, valid)
             intervened = None if intervened is None else intervened[valid]
         if self.remote is not None:
+            self.remote.check_alive()  # a dead learner stops training (and with it the robot), never silently
             self.remote.refresh()
             if len(transitions):
                 self.remote.send(transitions)
@@ -355,9 +389,11 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         return {"algorithm": {"actor": self.algorithm.actor.state_dict()}}
 
     def _finish(self) -> None:
-        if self.remote is not None:
-            self.learner_stats = self.remote.close()
+        if self.remote is not None:  # on a robot, a stop is a stop: the learner drops what is still queued
+            self.learner_stats = self.remote.close(drain=not hasattr(self.env, "link"))
             self.remote = None
+        if hasattr(self.env, "link"):  # a robot (RobotEnv): its link sends the safe command and leaves
+            self.env.close()
         super()._finish()
 
     def state_dict(self) -> dict[str, Any]:

@@ -85,7 +85,22 @@ def test_close_reports_a_dead_learner_instead_of_hanging() -> None:
     for _ in range(4):  # fill the queue: nobody is left to empty it
         action = split.act(obs)
         split.send(transitions_of_step(obs, obs, action, env.step(split.actor.scaler(action)), is_demo=False))
+    with pytest.raises(RuntimeError, match="learner process exited with code -9; training stops"):
+        split.check_alive()  # what the off-policy runner asks every step: a dead learner stops the robot
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="learner process exited with code -9"):
         split.close(timeout=5.0)
     assert time.monotonic() - start < 30.0  # an answer, not a hang (the old close blocked forever)
+
+
+def test_close_without_draining_drops_the_queued_transitions() -> None:
+    split, env = _start(LearnerConfig(learning_starts=0, batch_size=4, update_delay_s=0.2, queue_size=100))
+    obs = env.reset(seed=0)
+    for _ in range(20):  # 80 transitions; the learner takes 0.2 s per update
+        action = split.act(obs)
+        result = env.step(split.actor.scaler(action))
+        split.send(transitions_of_step(obs, obs, action, result, is_demo=False))
+        obs = result[0]
+    start = time.monotonic()
+    stats = split.close(drain=False)
+    assert stats.received < 80 and time.monotonic() - start < 3.0  # not 20 more updates of 0.2 s

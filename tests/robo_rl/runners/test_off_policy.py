@@ -3,6 +3,7 @@ store the final observation, and the trained actors export to ONNX."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,12 @@ import torch
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
-from robo_rl.envs import INFO_FINAL_OBS
+from robo_rl.envs import INFO_FINAL_OBS, task_specs
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
 from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.sim import make
+from robo_rl.task_record import TaskRecord, write_task_record
 
 SMALL = (64, 64)
 
@@ -130,3 +132,23 @@ def test_checkpoints_follow_save_interval_off_the_log_cadence(tmp_path: Path) ->
     runner.learn()
     assert saved_at == [70, 140, 160]  # every save_interval, then the final checkpoint
     assert runner.run.latest_checkpoint.is_file()
+
+
+def test_init_from_starts_with_another_run_s_weights_and_checks_the_names(tmp_path: Path) -> None:
+    cfg = OffPolicyRunnerConfig(max_iterations=120, learning_starts=50, batch_size=16, eval_interval=0)
+    trained = _runner("sac", cfg)
+    trained.learn()
+    trained.save(tmp_path / "run" / "checkpoints" / "latest.pt")
+    fresh = _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "run"), eval_interval=0), seed=1)
+    pairs = ((fresh.algorithm.actor, trained.algorithm.actor), (fresh.algorithm.critic, trained.algorithm.critic))
+    for ours, theirs in pairs:
+        for key, value in theirs.state_dict().items():
+            assert torch.equal(ours.state_dict()[key], value), key
+    assert len(fresh.buffer) == 0 and fresh.iteration == 0  # weights only, a new run
+    env = make("pendulum", num_envs=1)
+    renamed = replace(env.obs_spec, names=("x", "y", "z"))
+    write_task_record(tmp_path / "run", TaskRecord("pendulum", {}, replace(task_specs(env), obs=renamed)))
+    with pytest.raises(ValueError, match="observation names"):
+        _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "run"), eval_interval=0))
+    with pytest.raises(FileNotFoundError, match="init_from"):
+        _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "nowhere"), eval_interval=0))

@@ -1,0 +1,171 @@
+"""`SimLink`: a `RobotLink` (robo_rl.robot.link) on an in-process simulator of the profile's task, on a simulated
+clock: sim_bridge without ROS and without waiting for the wall clock.
+
+`RobotEnv(profile, link, reward, clock=link.clock)` then runs exactly as on the robot (safety filter, workspace,
+resets, rewards, buttons), only as fast as the machine computes: for rehearsing a learning-on-the-robot setup, and
+for measuring it in robot time (bench/robot_hil.py). As sim_bridge does, the simulator steps once per `dt` of
+simulated time with the latest command (the inverse of the profile's command fields), and resets by itself when its
+task ends an episode (e.g. a car off the track or stuck is put back). The fields are the profile's observation
+sources, from the simulator's observation of the same name (divided by its unit factor).
+
+An `operator` (e.g. `robo_rl.robot.operator.SimulatedOperator`) plays the person at teleop_node: its takeover
+action, e-stop and buttons; when the env prompts for a reset (`say`), the operator puts the robot back (the
+simulator's own reset) and presses reset.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from robo_rl.real.command import command_actions, select_command
+from robo_rl.real.profile import RobotProfile, history_source
+from robo_rl.real.safety_box import SafetyBox
+
+LONG_EPISODE = "episode_length=1e9"
+"""The simulator never truncates by itself: the RobotEnv's episodes decide."""
+
+
+class Operator(Protocol):
+    def action(self, fields: Mapping[str, float], now: float) -> np.ndarray | None:
+        """The takeover action (policy units) at `now`, or None while the policy drives."""
+        ...
+
+    def events(self, now: float) -> list[str]:
+        """Episode buttons pressed since the last call."""
+        ...
+
+    def prompted(self, text: str, now: float) -> None:
+        """The env asked the operator for something (a reset)."""
+        ...
+
+    def estopped(self, now: float) -> bool: ...
+
+
+def observation_sources(profile: RobotProfile, obs_names: Sequence[str]) -> list[tuple[str, int, float]]:
+    """(source, index in the simulator's observation, unit factor) of every profile observation a topic carries
+    (not the command history, not derived fields): what sim_bridge publishes and SimLink reports."""
+    derived = {spec.name for spec in profile.inputs if spec.derive}
+    index = {name: i for i, name in enumerate(obs_names)}
+    out = []
+    for obs in profile.observations:
+        if history_source(obs.source) is not None or obs.source.split(".")[0].split("[")[0] in derived:
+            continue
+        if obs.name not in index:
+            raise ValueError(f"task observations lack the profile's {obs.name!r}")
+        out.append((obs.source, index[obs.name], obs.factor))
+    return out
+
+
+class SimLink:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        profile: RobotProfile,
+        params: Sequence[str] = (),
+        seed: int = 0,
+        operator: Operator | None = None,
+        command_type: str = "auto",
+    ) -> None:
+        from robo_rl.sim import make
+
+        self.profile, self.operator = profile, operator
+        self.env: Any = make(profile.task, num_envs=1, params=[*params, LONG_EPISODE], seed=seed)
+        if abs(self.env.dt - profile.dt) > 1e-9:
+            raise ValueError(f"{profile.task} steps {self.env.dt} s, profile {profile.name} {profile.dt} s")
+        self.spec = select_command(profile, command_type=command_type)
+        self.sources = observation_sources(profile, self.env.obs_spec.names)
+        self.action_index = {name: i for i, name in enumerate(profile.action_names)}
+        self.action = np.asarray(profile.safe_action, dtype=np.float32)
+        self.obs = self.env.reset(seed)[0].numpy()
+        self.now = 0.0
+        self.next_tick = profile.dt
+        self.steps = self.sim_resets = 0
+        self.laps = 0
+        """Laps the simulator counted (a lap: one track length of progress in one of its episodes)."""
+        self.lap_times: list[float] = []
+        self.lap_ends: list[float] = []
+        """Simulated time at the end of each lap."""
+        self.clean_laps: list[bool] = []
+        """Per lap: driven without a takeover by the operator and without leaving the profile's workspace."""
+        self.box = SafetyBox.from_profile(profile)
+        self._dirty = False
+
+    def clock(self) -> float:
+        return self.now
+
+    def fields(self) -> dict[str, float]:
+        return {source: float(self.obs[index]) / factor for source, index, factor in self.sources}
+
+    def stale_inputs(self) -> list[str]:
+        return []
+
+    def send(self, fields: dict[str, float]) -> None:
+        for name, value in command_actions(self.spec, fields).items():
+            self.action[self.action_index[name]] = value
+
+    def estopped(self) -> bool:
+        return self.operator is not None and self.operator.estopped(self.now)
+
+    def intervention(self) -> np.ndarray | None:
+        action = None if self.operator is None else self.operator.action(self.fields(), self.now)
+        self._dirty |= action is not None
+        return action
+
+    def events(self) -> list[str]:
+        return [] if self.operator is None else self.operator.events(self.now)
+
+    def say(self, text: str) -> None:
+        """The env's prompt: an operator answering a reset prompt puts the robot back first."""
+        if self.operator is not None:
+            if "press reset" in text:
+                self.put_back()
+            self.operator.prompted(text, self.now)
+
+    def put_back(self) -> None:
+        """What the operator does before pressing reset: the simulator's own reset (a new start pose)."""
+        self.obs = self.env.reset()[0].numpy()
+        self.sim_resets += 1
+        self._dirty = False
+
+    def wait_until(self, deadline: float) -> None:
+        while self.next_tick <= deadline + 1e-12:
+            self._step()
+            self.next_tick += self.profile.dt
+        self.now = max(self.now, deadline)
+
+    def close(self) -> None:
+        pass
+
+    def stats(self) -> dict[str, float]:
+        """Laps and clean laps driven so far, the simulated time of the first clean lap's end (NaN before it), and
+        the simulator's own resets."""
+        first_clean = next((end for end, clean in zip(self.lap_ends, self.clean_laps, strict=True) if clean), math.nan)
+        return {
+            "laps": self.laps,
+            "clean_laps": sum(self.clean_laps),
+            "first_clean_lap_s": first_clean,
+            "sim_resets": self.sim_resets,
+        }
+
+    def _step(self) -> None:
+        result = self.env.step(torch.as_tensor(self.action, dtype=torch.float32).unsqueeze(0))
+        self.obs = result[0][0].numpy()
+        self.steps += 1
+        info = result[4]
+        self._dirty |= bool(self.box.violations(self.fields()))
+        lap_time = info.get("lap_time")
+        if lap_time is not None and bool(torch.isfinite(lap_time[0])):
+            self.laps += 1
+            self.lap_times.append(float(lap_time[0]))
+            self.lap_ends.append(self.next_tick)
+            self.clean_laps.append(not self._dirty)
+            self._dirty = False
+        if bool(result[2][0]) or bool(result[3][0]):
+            self.sim_resets += 1
+            self._dirty = False  # the simulator put the car back: its next lap starts there
