@@ -21,6 +21,7 @@ COMMANDS = (
     ("collect", "collect"),
     ("record-demos", "record_demos"),
     ("demos-from-bag", "bag_demos"),
+    ("learn", "learn"),
     ("train-classifier", "classifier"),
     ("compare", "compare"),
     ("tasks", "task_list"),

@@ -34,10 +34,9 @@ from robo_rl.real.command import command_actions
 from robo_rl.real.profile import CommandSpec, RobotProfile
 from robo_rl.real.ros.inputs import derived_fields, input_decoder
 from robo_rl.real.safety_box import SafetyBox
-from robo_rl.robot.env import profile_specs
+from robo_rl.robot.env import ProfileSpecs
 from robo_rl.robot.link import EPISODE_EVENTS, TRANSITION_TOPIC
 from robo_rl.robot.rewards import reward_for
-from robo_rl.spaces import SpaceSpec
 
 GAP_PERIODS = 3.0
 """Commands further apart than this many control periods end the episode (the recording paused or was cut)."""
@@ -279,16 +278,6 @@ def _stack(rows: list[tuple[Any, ...]], obs_dim: int, action_dim: int, episodes:
     )
 
 
-@dataclass(frozen=True)
-class _Specs:
-    """What `save_demos` reads of an env."""
-
-    obs_spec: SpaceSpec
-    action_spec: SpaceSpec
-    dt: float
-    privileged_obs_spec: None = None
-
-
 def save_bag_demos(path: Path, found: BagTransitions, profile: RobotProfile, source: str) -> None:
     """Write `found` as a demo file (robo_rl.hil.demos) for `profile`'s task; ValueError when it is empty."""
     import torch
@@ -315,6 +304,4 @@ def save_bag_demos(path: Path, found: BagTransitions, profile: RobotProfile, sou
             is_demo=torch.ones(len(found), dtype=torch.bool),
         )
     )
-    obs_spec, action_spec = profile_specs(profile)
-    specs = cast(Any, _Specs(obs_spec, action_spec, profile.dt))
-    save_demos(path, buffer, profile.task, specs, found.episodes, source)
+    save_demos(path, buffer, profile.task, cast(Any, ProfileSpecs.of(profile)), found.episodes, source)

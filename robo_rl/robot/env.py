@@ -40,6 +40,7 @@ from robo_rl.real.safety_box import SafetyBox
 from robo_rl.robot.link import RobotLink
 from robo_rl.spaces import SpaceSpec
 
+CPU = torch.device("cpu")
 DEFAULT_MAX_STEPS = 1500
 """Steps per episode without a limit in the config or the profile."""
 Reward = Callable[[Mapping[str, float], float], float]
@@ -206,6 +207,16 @@ class RobotEnv:
         as_bool = lambda flag: torch.tensor([flag])  # noqa: E731
         return next_obs, torch.tensor([reward], dtype=torch.float32), as_bool(terminated), as_bool(truncated), info
 
+    def topic_actor(self, algorithm: object) -> object:
+        """The runner's remote learner when the learner runs elsewhere on the ROS graph
+        (`off_policy.learner_transport=ros`, robo_rl.robot.topic_learner): weights arrive on the link's node."""
+        node = getattr(self.link, "node", None)
+        if node is None:
+            raise ValueError("off_policy.learner_transport=ros needs the robot through ROS (--robot-link ros)")
+        from robo_rl.robot.topic_learner import TopicActor
+
+        return TopicActor(algorithm, node, self.clock)
+
     def close(self) -> None:
         """End of training: the link sends the safe command and leaves (RosLink)."""
         self.link.close()
@@ -268,6 +279,22 @@ def profile_specs(profile: RobotProfile) -> tuple[SpaceSpec, SpaceSpec]:
         tuple(a.unit for a in actions),
     )
     return obs, action
+
+
+@dataclass(frozen=True)
+class ProfileSpecs:
+    """What demo files and the algorithm builders read of an env, for a profile without an env."""
+
+    obs_spec: SpaceSpec
+    action_spec: SpaceSpec
+    dt: float
+    privileged_obs_spec: None = None
+    device: torch.device = CPU
+
+    @classmethod
+    def of(cls, profile: RobotProfile) -> ProfileSpecs:
+        obs, action = profile_specs(profile)
+        return cls(obs, action, profile.dt)
 
 
 def _to_stderr(text: str) -> None:

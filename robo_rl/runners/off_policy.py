@@ -141,6 +141,10 @@ class OffPolicyRunnerConfig:
     off-policy run with the same observation and action names (checked against the run's task.yaml), e.g. a policy
     rehearsed in simulation (`robo-rl train --robot PROFILE --robot-link sim`) fine-tuned on the robot. The whole
     algorithm (actor, critics, temperature) when the checkpoint has it, else the actor; not its replay buffer."""
+    learner_transport: Literal["process", "ros"] = "process"
+    """With actor_learner: `process`, a learner process on this computer (shared memory); `ros`, a learner anywhere
+    on the ROS graph (`robo-rl learn --robot PROFILE`, robo_rl.robot.topic_learner): transitions and weights travel
+    over topics, so it may run on another machine. `ros` needs the robot through ROS (--robot)."""
     warmup: Literal["random", "policy"] = "random"
     """How the first `learning_starts` transitions are collected: uniformly random actions, or the (pretrained)
     policy itself (WSRL's warm-up rollouts)."""
@@ -277,7 +281,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             self.bc_losses = behaviour_clone(algorithm.actor, demos, cfg.bc_pretrain_steps, cfg.batch_size, seed=seed)
         if not cfg.keep_prior:
             self.prior, self.sampler = None, self.buffer
-        self.remote: ActorLearner | None = None
+        self.remote: Any = None
+        """The learner elsewhere (ActorLearner, or a TopicActor over ROS), with actor_learner."""
         self.learner_stats: LearnerStats | None = None
         if cfg.actor_learner:
             self._start_learner()
@@ -290,6 +295,12 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         self._reset_env()
 
     def _start_learner(self) -> None:
+        if self.cfg.learner_transport == "ros":
+            make = getattr(self.env, "topic_actor", None)
+            if make is None:
+                raise ValueError("off_policy.learner_transport=ros needs the robot through ROS (robo-rl train --robot)")
+            self.remote = make(self.algorithm)
+            return
         if self.env.device.type != "cpu":
             raise ValueError("off_policy.actor_learner runs on the CPU only")
         cfg = self.cfg

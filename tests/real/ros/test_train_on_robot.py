@@ -32,7 +32,7 @@ def _record_demo(path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sac_with_a_demo_and_an_operator_learns_to_lap_through_ros(
+def test_sac_with_a_demo_and_an_operator_trains_on_the_car_through_ros(
     ros_scenario: Callable[..., dict[str, Any]], tmp_path: Path
 ) -> None:
     demos = tmp_path / "demo.npz"
