@@ -146,6 +146,10 @@ def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFact
         )
     if make_teleop is None:
         raise ConfigError(f"hil.teleop={cfg.hil.teleop}: no teleoperation device factory given")
+    attach = getattr(env, "attach_teleop", None)
+    if attach is not None:  # a robot takes the device in beside teleop_node's topics (robo_rl.robot.RobotEnv)
+        attach(make_teleop(cfg, env))
+        return env
     return InterventionEnv(env, make_teleop(cfg, env))
 
 

@@ -224,6 +224,11 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
     cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
     if args.max_iterations is not None:
         cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
+    if cfg.hil.teleop in ("ros", "simulated"):
+        raise ConfigError(
+            f"--robot with hil.teleop={cfg.hil.teleop}: the robot already reads teleop_node's topics; "
+            "--teleop keyboard or gamepad adds a device at this computer"
+        )
     classifier = None if args.success_classifier is None else str(args.success_classifier)
     factory = robot_env_factory(
         args.robot, args.robot_namespace, classifier=classifier, link=args.robot_link, operator=args.operator

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID
+from robo_rl.hil.device import TeleopDevice
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_fields
@@ -73,11 +74,18 @@ class RobotEnv:
         clock: Callable[[], float] = time.monotonic,
         say: Callable[[str], None] | None = None,
         success: Callable[[np.ndarray], bool] | None = None,
+        teleop: TeleopDevice | None = None,
     ) -> None:
         self.profile, self.link, self.reward_fn, self.cfg = profile, link, reward, cfg
         self.clock = clock
         self.say = say or _to_stderr
         """Where the operator's prompts go (stderr by default)."""
+        self.teleop = teleop
+        """A teleoperation device at the trainer's own computer (`--teleop keyboard` or `gamepad`) besides
+        teleop_node's topics: its takeover drives when teleop_node's does not; `estop` latches the e-stop until its
+        `reset`; `success`/`reset` are the episode buttons."""
+        self._key_estop = False
+        self._device_action: np.ndarray | None = None
         self.success_fn = success
         """Success detector on the observation (e.g. a learned classifier's `success`): True ends the episode as a
         success (terminal), as the operator's success button does."""
@@ -129,20 +137,23 @@ class RobotEnv:
         """Send the reset commands (through the safety filter) until the episode manager is ready; buttons apply."""
         prompted = ""
         while self.episode.phase == "resetting":
-            for event in self.link.events():
+            for event in self._events():
+                if event == "reset" and self._estop_now():  # never start an episode under the e-stop
+                    self.say(f"robot {self.profile.name}: release the e-stop first, then press reset")
+                    continue
                 self.episode.button(event)
             if self.episode.phase != "resetting":
                 break
             if self.episode.waiting_for_operator and self.episode.prompt != prompted:
                 prompted = self.episode.prompt
                 self.say(f"robot {self.profile.name}: {prompted}")
-            if self.link.estopped() or self.episode.waiting_for_operator:
+            if self._estop_now() or self.episode.waiting_for_operator:
                 self._send(self.safety.safe_command("reset").command)  # the safe command itself: never rate limited
             else:
                 self._send(self.safety(self.episode.reset_action(self.safe)).command)  # a scripted move, filtered
             self._wait()
             fields = self.link.fields()
-            self.episode.after_reset_step(fields, self.box.violations(fields), self.link.estopped())
+            self.episode.after_reset_step(fields, self.box.violations(fields), self._estop_now())
         if prompted:
             self.say(f"robot {self.profile.name}: reset by the operator, the next episode starts")
 
@@ -161,12 +172,16 @@ class RobotEnv:
     def step(
         self, action: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-        for event in self.link.events():  # buttons pressed during the last period end the episode at this step
+        for event in self._events():  # buttons pressed during the last period end the episode at this step
             self.episode.button(event)
         proposed = action.detach().cpu().numpy().reshape(-1).astype(np.float64)
         operator = self.link.intervention()
+        if operator is None:
+            operator = self._device_action
         executed, _ = self.box.clip_action(proposed if operator is None else operator)
         result = self.safety(executed, self.obs)
+        if self._estop_now():  # pressed during the last period: this step ends the episode, with the robot held
+            result = self.safety.safe_command("estop")
         self._send(result.command)
         self.assembler.record_action(result.command)
         self._wait()
@@ -177,7 +192,7 @@ class RobotEnv:
         fields = self.link.fields()
         self.steps += 1
         self.total_steps += 1
-        estop = self.link.estopped()
+        estop = self._estop_now()
         violations = self.box.violations(fields) if valid else []
         truncated_here = self.steps >= self.max_steps
         detected = valid and self.success_fn is not None and self.success_fn(obs)
@@ -206,6 +221,10 @@ class RobotEnv:
             next_obs = self.reset()
         as_bool = lambda flag: torch.tensor([flag])  # noqa: E731
         return next_obs, torch.tensor([reward], dtype=torch.float32), as_bool(terminated), as_bool(truncated), info
+
+    def attach_teleop(self, teleop: TeleopDevice) -> None:
+        """`--teleop keyboard|gamepad` on a robot: the device joins teleop_node's topics (see `teleop`)."""
+        self.teleop = teleop
 
     def topic_actor(self, algorithm: object) -> object:
         """The runner's remote learner when the learner runs elsewhere on the ROS graph
@@ -247,6 +266,25 @@ class RobotEnv:
         except MissingFieldError:
             return None
 
+    def _events(self) -> list[str]:
+        """Episode buttons since the last call: teleop_node's, then the local device's (which also carries its
+        takeover action and e-stop)."""
+        events = self.link.events()
+        if self.teleop is None:
+            return events
+        command = self.teleop.poll(torch.as_tensor(self.obs).unsqueeze(0))
+        active = bool(command.active[0])
+        self._device_action = command.action[0].detach().cpu().numpy().astype(np.float64) if active else None
+        pressed = {name for name, on in command.buttons.items() if on}
+        if "estop" in pressed:
+            self._key_estop = True
+        if "reset" in pressed:
+            self._key_estop = False
+        return events + [name for name in ("success", "failure", "reset", "discard") if name in pressed]
+
+    def _estop_now(self) -> bool:
+        return self.link.estopped() or self._key_estop
+
     def _send(self, command: np.ndarray) -> None:
         self.link.send(command_fields(self.spec, self.profile.action_names, command))
 
@@ -258,7 +296,7 @@ class RobotEnv:
             self.missed_ticks += int((now - self.tick) / self.dt)
             self.tick = now
         self.link.wait_until(self.tick)
-        estopped = self.link.estopped()
+        estopped = self._estop_now()
         self.estop_presses += int(estopped and not self._estopped)
         self._estopped = estopped
 

@@ -96,3 +96,42 @@ def test_record_demos_on_the_simulated_robot_keeps_the_operator_s_driving(tmp_pa
         assert data["rewards"].sum() > 2.0  # 4 s of driving along the track at about 2 m/s
     meta = read_meta(out)
     assert meta["obs_names"] == list(PROFILE.obs_names) and meta["source"] == "robot=rc_car link=sim"
+
+
+def test_a_keyboard_at_the_trainer_takes_over_and_its_e_stop_holds_until_its_reset() -> None:
+    import os
+    import threading
+    import time
+
+    from robo_rl.hil.keyboard import KeyboardTeleop
+
+    master, slave = os.openpty()
+    keyboard = KeyboardTeleop(1, torch.tensor([-1.0, -1.0]), torch.tensor([1.0, 1.0]), stream=os.fdopen(slave, "r"))
+    env, link = _env(SimulatedOperator(OperatorConfig(reset_delay_s=0.2, corrects=False)))
+    env.attach_teleop(keyboard)
+    sent: list[dict[str, float]] = []
+    send = link.send
+    link.send = lambda fields: (sent.append(dict(fields)), send(fields))  # type: ignore[method-assign]
+    try:
+        env.reset()
+        os.write(master, b" dd")  # take over, drive 0.2
+        deadline = time.monotonic() + 5.0
+        while not keyboard.active and time.monotonic() < deadline:  # the keyboard's reader thread
+            time.sleep(0.01)
+        time.sleep(0.1)
+        info = env.step(torch.zeros(1, 2))[4]
+        # the keyboard's action, through the drive's rate limit (5/s at 50 Hz: 0.1 per step towards 0.2)
+        assert bool(info["intervened"][0]) and float(info["executed_action"][0, 1]) == pytest.approx(0.1, abs=1e-6)
+        os.write(master, b" x")  # let go, e-stop
+        time.sleep(0.3)
+        sent.clear()
+        threading.Timer(1.0, os.write, (master, b"r")).start()  # a second later: the keyboard's reset
+        result = env.step(torch.zeros(1, 2))  # the e-stop ends the episode; the reset waits for the release
+        assert bool(result[3][0]) and not bool(result[4]["valid"][0]) and env.estop_presses == 1
+        assert env.episodes == 1 and env.episode.human_resets == 2 and env.episode.phase == "running"
+        drives = [f for f in sent if f]
+        assert len(drives) > 10 and all(abs(v) < 1e-9 for f in drives[:10] for v in f.values())  # held safe
+        assert env.episode.events[-1].name == "reset"
+    finally:
+        keyboard.close()
+        os.close(master)
