@@ -13,8 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
+
+from robo_rl.real.profile import load_profile
+from robo_rl.real.runtime import PolicyRuntime
 
 ROBO_RL = str(Path(sys.executable).parent / "robo-rl")
 DEMO_S = 16.0
@@ -61,3 +65,10 @@ def test_sac_with_a_demo_and_an_operator_trains_on_the_car_through_ros(
     record = yaml.safe_load((run / "task.yaml").read_text())
     assert record["specs"]["obs"]["names"][0] == "lookahead_1_x" and record["specs"]["dt"] == 0.02
     assert (run / "checkpoints" / "latest.pt").is_file()
+    # what it learned deploys with policy_node unchanged: the export (no simulator needed) passes the runtime's
+    # profile check that policy_node makes, and acts on the robot's observations within the action bounds
+    subprocess.run([ROBO_RL, "export", str(run)], check=True, capture_output=True, timeout=300)
+    runtime = PolicyRuntime(run / "policy.onnx", load_profile("rc_car"))
+    obs = np.load(demos)["obs"][:50]
+    actions = np.stack([runtime(o) for o in obs])
+    assert actions.shape == (50, 2) and np.abs(actions).max() <= 1.0 and np.isfinite(actions).all()
