@@ -139,7 +139,7 @@ class RobotEnv:
         while self.episode.phase == "resetting":
             for event in self._events():
                 if event == "reset" and self._estop_now():  # never start an episode under the e-stop
-                    self.say(f"robot {self.profile.name}: release the e-stop first, then press reset")
+                    self.say(f"robot {self.profile.name}: the e-stop is still held; release it before the reset")
                     continue
                 self.episode.button(event)
             if self.episode.phase != "resetting":
