@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from robo_rl.envs import INFO_SUCCESS, INFO_TRACKING_ERROR, BatchedEnv
+from robo_rl.runners.gate_test import SequentialGate
 
 EVAL_SEED_OFFSET = 1_000_003
 """Evaluation envs are reset with `seed + EVAL_SEED_OFFSET`: fixed held-out initial states per training seed."""
@@ -43,6 +44,9 @@ class EvalResult:
     """Length of each episode in control steps."""
     successes: tuple[bool, ...] | None = None
     """Whether each episode succeeded, for tasks that define success (`info["success"]`); else None."""
+    decision: str | None = None
+    """With a sequential gate (`evaluate(..., gate=...)`): "pass" or "fail"; the evaluation stopped as soon as it
+    was decided, so `returns`, `lengths` and `successes` hold only the episodes that had finished."""
     tracking_rms: float | None = None
     """Root mean square of `info["tracking_error"]` over every step of every episode, for tasks that report it
     (e.g. m from the quadrotor's reference); else None."""
@@ -65,12 +69,15 @@ class EvalResult:
 
 
 def evaluate_held_out(
-    eval_env: BatchedEnv | None, actor: Callable[[torch.Tensor], torch.Tensor], training_seed: int
+    eval_env: BatchedEnv | None,
+    actor: Callable[[torch.Tensor], torch.Tensor],
+    training_seed: int,
+    gate: SequentialGate | None = None,
 ) -> EvalResult:
     """A runner's evaluation: the held-out initial states of `training_seed + EVAL_SEED_OFFSET`."""
     if eval_env is None:
         raise RuntimeError("no evaluation env was given to the runner")
-    return evaluate(eval_env, actor, seed=training_seed + EVAL_SEED_OFFSET)
+    return evaluate(eval_env, actor, seed=training_seed + EVAL_SEED_OFFSET, gate=gate)
 
 
 def targets_reached(evaluation: EvalResult, target_return: float | None, target_success_rate: float | None) -> bool:
@@ -84,6 +91,8 @@ def targets_reached(evaluation: EvalResult, target_return: float | None, target_
         return False
     if target_success_rate is None:
         return True
+    if evaluation.decision is not None and target_return is None:
+        return evaluation.decision == "pass"
     rate = evaluation.success_rate
     return rate is not None and rate >= target_success_rate
 
@@ -92,20 +101,29 @@ def eval_metrics(evaluation: EvalResult | None) -> dict[str, float | None]:
     """The evaluation columns of a runner's metrics row (None where no evaluation ran this iteration)."""
     if evaluation is None:
         return {"eval_return": None, "eval_success_rate": None, "eval_tracking_rms": None}
+    gate = {} if evaluation.decision is None else {"eval_gate": float(evaluation.decision == "pass")}
     return {
         "eval_return": evaluation.mean_return,
         "eval_success_rate": evaluation.success_rate,
         "eval_tracking_rms": evaluation.tracking_rms,
-    }
+    } | gate
 
 
 @torch.no_grad()
-def evaluate(env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], seed: int) -> EvalResult:
+def evaluate(
+    env: BatchedEnv,
+    actor: Callable[[torch.Tensor], torch.Tensor],
+    seed: int,
+    gate: SequentialGate | None = None,
+) -> EvalResult:
     """Run each of the env's `num_envs` copies for exactly one episode with `actor` `(N, obs) → (N, act)`.
 
     The env is reset with `seed`, so the same seed evaluates the same initial states. Where the env reports
     `info["success"]`, each episode's value at its last step is collected; an episode still running after
     `max_episode_steps` (an env that never truncates) counts as not successful.
+    With a `gate` (robo_rl.runners.gate_test) on a task that defines success, the evaluation stops at the step
+    whose finished episodes make its outcome certain (`decision`, the same as without the gate); the result then
+    holds the finished episodes only.
     """
     obs = env.reset(seed=seed)
     returns = torch.zeros(env.num_envs, device=env.device)
@@ -128,6 +146,20 @@ def evaluate(env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], see
         running &= ~ended
         if not bool(running.any()):
             break
+        if gate is not None and defines_success and bool(ended.any()):
+            finished = ~running
+            wins = int((succeeded & finished).sum())
+            decision = gate.certain(wins, int(finished.sum()) - wins, env.num_envs)
+            if decision is not None:
+                keep = finished.nonzero().squeeze(-1)
+                flags = tuple(succeeded[keep].tolist())
+                kept = (tuple(returns[keep].tolist()), tuple(lengths[keep].tolist()))
+                return EvalResult(*kept, successes=flags, decision=decision)
     successes = tuple(succeeded.tolist()) if defines_success else None
+    if gate is not None and successes is not None:
+        wins = sum(successes)
+        decision = gate.certain(wins, len(successes) - wins, len(successes))
+        rms = math.sqrt(squared_error.item() / max(int(lengths.sum().item()), 1)) if tracks else None
+        return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes, decision, tracking_rms=rms)
     rms = math.sqrt(squared_error.item() / max(int(lengths.sum().item()), 1)) if tracks else None
-    return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes, rms)
+    return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes, tracking_rms=rms)

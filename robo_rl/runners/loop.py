@@ -21,6 +21,7 @@ from robo_rl.envs import BatchedEnv
 from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import EvalResult, eval_metrics, evaluate_held_out, evaluation_due, targets_reached
+from robo_rl.runners.gate_test import SequentialGate
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.storage import checkpoint
@@ -224,8 +225,13 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         )
 
     def evaluate(self) -> EvalResult:
-        """Deterministic evaluation on the eval env with a fixed seed (same initial states every time)."""
-        return evaluate_held_out(self.eval_env, self._deterministic_actor().eval(), self.seed)
+        """Deterministic evaluation on the eval env with a fixed seed (same initial states every time); with
+        `eval_sequential` and a success target alone, stopped as soon as the gate is decided."""
+        gate = None
+        target = self.cfg.target_success_rate
+        if getattr(self.cfg, "eval_sequential", False) and target is not None and self.cfg.target_return is None:
+            gate = SequentialGate(target=target)
+        return evaluate_held_out(self.eval_env, self._deterministic_actor().eval(), self.seed, gate)
 
     def _stops(self, reached: bool) -> bool:
         return self.iteration >= self.cfg.max_iterations or reached or self._estop() or self.stop_requested()

@@ -41,6 +41,11 @@ class RunnerConfig:
     """Skip a due periodic evaluation while the success rate of the training episodes that ended since the last
     log is below this (tasks that report success). The stochastic training policy usually does worse than the
     deterministic evaluated one, so set it below the target. None: evaluate whenever due."""
+    eval_sequential: bool = False
+    """Stop an evaluation for the success gate (`target_success_rate`, without a `target_return`) at the step
+    whose finished episodes make its outcome certain (robo_rl.runners.gate_test; the same outcome as the whole
+    evaluation): a failing policy costs its first crashes instead of whole episodes. Its metrics then cover the
+    episodes that had finished (`eval_gate`: 1 pass, 0 fail)."""
     eval_episodes: int = 100
     """Episodes per evaluation, run in parallel as one batched env."""
     save_interval: int = 50
