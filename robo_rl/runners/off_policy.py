@@ -167,6 +167,8 @@ class OffPolicyRunnerConfig:
             raise ValueError("bc_pretrain_steps and critic_warmup_steps must not be negative")
         if (self.bc_pretrain_steps > 0 or not self.keep_prior) and self.prior_buffer is None:
             raise ValueError("bc_pretrain_steps and keep_prior=false need a prior_buffer of demonstrations")
+        if self.learner_transport == "ros" and not self.actor_learner:
+            raise ValueError("learner_transport=ros is where the learner runs: it needs actor_learner=true")
         if not self.keep_prior and self.bc_pretrain_steps == 0:
             raise ValueError("keep_prior=false drops the demonstrations: set bc_pretrain_steps > 0 to learn from them")
 

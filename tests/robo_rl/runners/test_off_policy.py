@@ -152,3 +152,10 @@ def test_init_from_starts_with_another_run_s_weights_and_checks_the_names(tmp_pa
         _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "run"), eval_interval=0))
     with pytest.raises(FileNotFoundError, match="init_from"):
         _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "nowhere"), eval_interval=0))
+
+
+def test_a_learner_on_the_ros_graph_needs_the_actor_learner_split() -> None:
+    with pytest.raises(ValueError, match="actor_learner=true"):
+        OffPolicyRunnerConfig(learner_transport="ros")
+    with pytest.raises(ValueError, match="needs the robot through ROS"):  # a simulator has no ROS link
+        _runner("sac", OffPolicyRunnerConfig(learner_transport="ros", actor_learner=True, eval_interval=0))
