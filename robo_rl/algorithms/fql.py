@@ -159,15 +159,15 @@ class FQL:
             critic_obs_dim, self.actor.action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
         ).to(device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate)
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate, fused=True)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate, fused=True)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """Normalized action `(N, A)`: the one-step policy from fresh noise (or the fixed noise)."""
         return self.actor.deterministic(obs) if deterministic else self.actor.sample(obs)
 
-    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]:
+    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]:
         """One critic step (and, if asked, one step of the flow and one-step policies), then the target update."""
         metrics = {"critic_loss": self._update_critic(batch)}
         if update_actor:
@@ -175,7 +175,7 @@ class FQL:
         polyak_update(self.target_critic, self.critic, self.cfg.tau)
         return metrics
 
-    def _update_critic(self, batch: Transitions) -> float:
+    def _update_critic(self, batch: Transitions) -> torch.Tensor:
         with torch.no_grad():
             next_q = reduce_ensemble(
                 self.target_critic(batch.next_critic_obs, self.actor.sample(batch.next_obs)), self.cfg.target_q
@@ -186,9 +186,9 @@ class FQL:
         loss.backward()
         self.reducer.gradients(self.critic.parameters())
         self.critic_optimizer.step()
-        return loss.item()
+        return loss.detach()
 
-    def _update_actor(self, batch: Transitions) -> dict[str, float]:
+    def _update_actor(self, batch: Transitions) -> dict[str, torch.Tensor]:
         flow_loss = self._flow_loss(batch)
         distill = self.actor.distillation_loss(batch.obs)
         action = self.actor.sample(batch.obs)
@@ -200,7 +200,7 @@ class FQL:
         loss.backward()
         self.reducer.gradients(self.actor.parameters())
         self.actor_optimizer.step()
-        return {"flow_loss": flow_loss.item(), "distill_loss": distill.item(), "q_loss": q_loss.item()}
+        return {"flow_loss": flow_loss.detach(), "distill_loss": distill.detach(), "q_loss": q_loss.detach()}
 
     def _flow_loss(self, batch: Transitions) -> torch.Tensor:
         obs, actions = batch.obs, batch.actions

@@ -45,8 +45,11 @@ def ensemble_mse(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
-    """`target ← (1 - tau) target + tau source`, parameter by parameter (buffers are copied)."""
-    for t, s in zip(target.parameters(), source.parameters(), strict=True):
-        t.lerp_(s, tau)
+    """`target ← (1 - tau) target + tau source` for every parameter in one multi-tensor call (buffers are
+    copied)."""
+    targets, sources = list(target.parameters()), list(source.parameters())
+    if len(targets) != len(sources):
+        raise ValueError(f"polyak_update: {len(targets)} target parameters, {len(sources)} source parameters")
+    torch._foreach_lerp_(targets, sources, tau)
     for t, s in zip(target.buffers(), source.buffers(), strict=True):
         t.copy_(s)

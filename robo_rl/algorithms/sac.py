@@ -103,7 +103,7 @@ class SAC:
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
         self.actor_optimizer = torch.optim.Adam(trainable(), lr=cfg.actor_learning_rate, fused=True)
         self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate, fused=True)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate)
+        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate, fused=True)
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -114,7 +114,7 @@ class SAC:
         """Normalized action `(N, A)` for exploration (sampled) or evaluation (deterministic)."""
         return self.actor.deterministic(obs) if deterministic else self.actor.sample(obs)[0]
 
-    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]:
+    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]:
         """One critic step (and, if asked, one actor and temperature step), then a target-network update."""
         metrics = {"critic_loss": self._update_critic(batch)}
         if update_actor:
@@ -122,7 +122,7 @@ class SAC:
         polyak_update(self.target_critic, self.critic, self.cfg.tau)
         return metrics
 
-    def _update_critic(self, batch: Transitions) -> float:
+    def _update_critic(self, batch: Transitions) -> torch.Tensor:
         with torch.no_grad():
             next_action, next_log_prob = self.actor.sample(batch.next_obs)
             next_q = subset_min(self.target_critic(batch.next_critic_obs, next_action), self.cfg.critic_subset)
@@ -132,9 +132,9 @@ class SAC:
         loss.backward()
         self.reducer.gradients(self.critic.parameters())
         self.critic_optimizer.step()
-        return loss.item()
+        return loss.detach()
 
-    def _update_actor(self, batch: Transitions) -> dict[str, float]:
+    def _update_actor(self, batch: Transitions) -> dict[str, torch.Tensor]:
         action, log_prob = self.actor.sample(batch.obs)
         with frozen(self.critic):
             q = self.critic(batch.critic_obs, action)
@@ -151,7 +151,7 @@ class SAC:
         alpha_loss.backward()
         self.reducer.gradients([self.log_alpha])
         self.alpha_optimizer.step()
-        return {"actor_loss": actor_loss.item(), "alpha": self.alpha.item(), "entropy": -log_prob.mean().item()}
+        return {"actor_loss": actor_loss.detach(), "alpha": self.alpha, "entropy": -log_prob.detach().mean()}
 
     def _bc_loss(self, batch: Transitions, q_policy: torch.Tensor) -> torch.Tensor:
         flagged = batch.is_demo.bool() | batch.intervened.bool()

@@ -90,7 +90,7 @@ class TD3:
             return action
         return (action + self.cfg.exploration_noise * torch.randn_like(action)).clamp(-1.0, 1.0)
 
-    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]:
+    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]:
         """A critic step; every `policy_delay` critic steps also an actor step and the target updates."""
         metrics = {"critic_loss": self._update_critic(batch)}
         self.critic_steps += 1
@@ -103,10 +103,10 @@ class TD3:
             self.actor_optimizer.step()
             polyak_update(self.target_actor, self.actor, self.cfg.tau)
             polyak_update(self.target_critic, self.critic, self.cfg.tau)
-            metrics["actor_loss"] = actor_loss.item()
+            metrics["actor_loss"] = actor_loss.detach()
         return metrics
 
-    def _update_critic(self, batch: Transitions) -> float:
+    def _update_critic(self, batch: Transitions) -> torch.Tensor:
         cfg = self.cfg
         with torch.no_grad():
             next_action = smoothed_action(self.target_actor(batch.next_obs), cfg.target_noise, cfg.target_noise_clip)
@@ -117,7 +117,7 @@ class TD3:
         loss.backward()
         self.reducer.gradients(self.critic.parameters())
         self.critic_optimizer.step()
-        return loss.item()
+        return loss.detach()
 
     def state_dict(self) -> dict:
         return {

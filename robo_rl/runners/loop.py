@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -116,6 +116,8 @@ class Cadence(Protocol):
 
 
 ConfigT = TypeVar("ConfigT", bound=LoopConfig)
+Losses = Mapping[str, float | torch.Tensor]
+"""An iteration's losses; tensors (no host sync per update) are read only when a metrics row is made."""
 
 
 class TrainingLoop(ABC, Generic[ConfigT]):
@@ -163,7 +165,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         self.critic_obs = reset_critic_observation(self.env, self.obs)
 
     @abstractmethod
-    def _train_iteration(self) -> dict[str, float]:
+    def _train_iteration(self) -> Losses:
         """Collect and update once; the update's losses."""
 
     @abstractmethod
@@ -261,7 +263,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         return rank0_decides(reached, self.reducer, possible)
 
     def _metrics(
-        self, stats: EpisodeStats, evaluation: EvalResult | None, losses: dict[str, float], iteration_s: float
+        self, stats: EpisodeStats, evaluation: EvalResult | None, losses: Losses, iteration_s: float
     ) -> dict[str, Any]:
         return {
             "iteration": self.iteration,
@@ -275,7 +277,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
             "train_reward_per_step": stats.reward_per_step,
             **self._extra_metrics(),
             **eval_metrics(evaluation),
-            **losses,
+            **{name: float(value) for name, value in losses.items()},  # a tensor is read here, on a row only
         }
 
     def _log(self, metrics: dict[str, Any], evaluated: bool) -> None:

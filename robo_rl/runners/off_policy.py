@@ -33,7 +33,7 @@ from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.runners.evaluate import evaluation_due
-from robo_rl.runners.loop import LoopConfig, TrainingLoop, critic_observation, on_interval
+from robo_rl.runners.loop import LoopConfig, Losses, TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
 from robo_rl.storage.replay import (
@@ -83,7 +83,7 @@ class OffPolicyAlgorithm(Protocol):
     actor: nn.Module
 
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor: ...
-    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, float]: ...
+    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]: ...
     def state_dict(self) -> dict: ...
     def load_state_dict(self, state: dict) -> None: ...
 
@@ -95,7 +95,12 @@ class OffPolicyRunnerConfig:
     learning_starts: int = 1_000
     """Transitions collected with uniformly random actions before the first update."""
     updates_per_step: int = 1
-    """Gradient steps per iteration (the update-to-data ratio is this / num_envs)."""
+    """Gradient steps per iteration (the update-to-data ratio is this / num_envs); see also update_to_data."""
+    update_to_data: float | None = None
+    """Gradient steps per stored transition, whatever num_envs is (replaces updates_per_step when set): each
+    iteration takes the whole part of `update_to_data * num_envs` plus the remainder carried from earlier
+    iterations, e.g. 0.25 with 64 envs is 16 updates per iteration, 0.01 with 64 envs one every 1.5625 iterations
+    on average. None: updates_per_step per iteration."""
     batch_size: int = 256
     """Transitions per gradient step."""
     buffer_capacity: int = 1_000_000
@@ -157,6 +162,10 @@ class OffPolicyRunnerConfig:
     def __post_init__(self) -> None:
         if self.updates_per_step < 0 or self.learning_starts < 0 or self.max_iterations < 0:
             raise ValueError("updates_per_step, learning_starts and max_iterations must not be negative")
+        if self.update_to_data is not None and not 0.0 <= self.update_to_data <= 1000.0:
+            raise ValueError(
+                f"update_to_data must be in [0, 1000] gradient steps per transition, got {self.update_to_data}"
+            )
         if not self.save_every_s >= 0:
             raise ValueError(f"save_every_s must not be negative, got {self.save_every_s}")
         if self.batch_size < 1 or self.buffer_capacity < 1 or self.eval_episodes < 1:
@@ -167,6 +176,10 @@ class OffPolicyRunnerConfig:
             raise ValueError("bc_pretrain_steps and critic_warmup_steps must not be negative")
         if (self.bc_pretrain_steps > 0 or not self.keep_prior) and self.prior_buffer is None:
             raise ValueError("bc_pretrain_steps and keep_prior=false need a prior_buffer of demonstrations")
+        if self.update_to_data is not None and self.actor_learner:
+            raise ValueError(
+                "update_to_data is for updates in the env loop; the learner process takes updates_per_step"
+            )
         if self.learner_transport == "ros" and not self.actor_learner:
             raise ValueError("learner_transport=ros is where the learner runs: it needs actor_learner=true")
         if not self.keep_prior and self.bc_pretrain_steps == 0:
@@ -295,6 +308,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             self._start_learner()
         self.generator = torch.Generator(device=env.device).manual_seed(seed)
         self.gradient_steps = 0
+        self.update_credit = 0.0
+        """Gradient steps owed under update_to_data, below one (carried to the next iteration)."""
         self.invalid_steps = 0
         """Env steps the env marked invalid (`INFO_VALID`: stale or missing inputs on hardware), not stored."""
         self.replay_log: ReplayLog | None = None
@@ -375,19 +390,28 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         """One training batch: uniform from the online buffer, or RLPD's symmetric mix with the prior buffer."""
         return self.sampler.sample(self.cfg.batch_size, self.generator)
 
-    def train_step(self) -> dict[str, float]:
+    def train_step(self) -> Losses:
         if self.remote is not None:  # the learner process trains
             return {"learner_dropped": float(self.remote.dropped), "policy_version": float(self.remote.loaded_version)}
         if self.env_steps < self.cfg.learning_starts or len(self.buffer) < self.cfg.batch_size:
             return {}
-        metrics: dict[str, float] = {}
-        for _ in range(self.cfg.updates_per_step):
+        metrics: Losses = {}
+        for _ in range(self._updates_due()):
             update_actor = self.gradient_steps >= self.cfg.critic_warmup_steps
             metrics = self.algorithm.update(self.sample_batch(), update_actor=update_actor)
             self.gradient_steps += 1
         return metrics
 
-    def _train_iteration(self) -> dict[str, float]:
+    def _updates_due(self) -> int:
+        """This iteration's gradient steps: updates_per_step, or update_to_data's share with its remainder carried."""
+        if self.cfg.update_to_data is None:
+            return self.cfg.updates_per_step
+        self.update_credit += self.cfg.update_to_data * self.env.num_envs
+        due = int(self.update_credit + 1e-9)  # 3 x 8/3 is 8 updates, not 7.999...
+        self.update_credit = max(self.update_credit - due, 0.0)
+        return due
+
+    def _train_iteration(self) -> Losses:
         self.step()
         return self.train_step()
 
@@ -424,6 +448,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             "buffer": buffer,
             "prior_buffer": None if self.prior is None else self.prior.state_dict(),
             "gradient_steps": self.gradient_steps,
+            "update_credit": self.update_credit,
             "generator": self.generator.get_state(),
             **self.loop_state(),
         }
@@ -442,6 +467,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         if self.prior is not None and state.get("prior_buffer") is not None:
             self.prior.load_state_dict(state["prior_buffer"])
         self.gradient_steps = int(state.get("gradient_steps", 0))
+        self.update_credit = float(state.get("update_credit", 0.0))
         self.generator.set_state(state["generator"])
         self.load_loop_state(state)
 

@@ -8,6 +8,7 @@ and the rest from the online buffer, as RLPD and HIL-SERL do.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,22 @@ class Transitions:
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Transitions))
 _FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
+_FLOAT_NAMES = tuple(name for name in FIELD_NAMES if name not in _FLAG_NAMES)
+
+
+def _column_views(
+    row_shapes: dict[str, tuple[int, ...]], widths: dict[str, int]
+) -> dict[str, tuple[int, int, tuple[int, ...]]]:
+    """Each field's `(first column, end column, row shape)` in its packed table (floats or flags)."""
+    columns: dict[str, tuple[int, int, tuple[int, ...]]] = {}
+    for group in (_FLOAT_NAMES, _FLAG_NAMES):
+        start = 0
+        for name in group:
+            columns[name] = (start, start + widths[name], row_shapes[name])
+            start += widths[name]
+    return columns
+
+
 _SIZE_KEYS = ("capacity", "obs_dim", "critic_obs_dim", "action_dim")
 
 
@@ -116,14 +133,13 @@ class ReplayBuffer:
             "next_critic_obs": (critic_obs_dim,),
             **{name: () for name in _FLAG_NAMES},
         }
-        self._data = Transitions(
-            **{
-                name: torch.zeros(
-                    capacity, *shape, dtype=torch.bool if name in _FLAG_NAMES else torch.float32, device=device
-                )
-                for name, shape in self._row_shapes.items()
-            }
-        )
+        # Two packed tables, float fields side by side and the four flags side by side, so that sampling a batch
+        # is two row gathers; `_data` holds each field's columns as a view.
+        widths = {name: math.prod(shape) for name, shape in self._row_shapes.items()}
+        self._floats = torch.zeros(capacity, sum(widths[n] for n in _FLOAT_NAMES), device=device)
+        self._flags = torch.zeros(capacity, len(_FLAG_NAMES), dtype=torch.bool, device=device)
+        self._columns = _column_views(self._row_shapes, widths)
+        self._data = self._unpack(self._floats, self._flags)
         # The tensors' own device: "cuda" becomes "cuda:0", which is what incoming tensors report.
         self.device = self._data.rewards.device
         self._position = 0
@@ -164,7 +180,15 @@ class ReplayBuffer:
         if self._size == 0:
             raise ValueError("cannot sample from an empty ReplayBuffer")
         idx = torch.randint(self._size, (batch_size,), device=self.device, generator=generator)
-        return Transitions(**{name: getattr(self._data, name)[idx] for name in FIELD_NAMES})
+        return self._unpack(self._floats.index_select(0, idx), self._flags.index_select(0, idx))
+
+    def _unpack(self, floats: torch.Tensor, flags: torch.Tensor) -> Transitions:
+        """Transitions whose fields are views into rows of the packed `floats` and `flags` tables."""
+        fields = {}
+        for name, (start, stop, shape) in self._columns.items():
+            table = flags if name in _FLAG_NAMES else floats
+            fields[name] = table[:, start:stop].view(-1, *shape)
+        return Transitions(**fields)
 
     def stored(self) -> Transitions:
         """Views of the `len(self)` stored transitions, in slot order (not insertion order once wrapped)."""

@@ -35,7 +35,7 @@ def test_critic_sees_privileged_observations(algo: str, pendulum_with_angle: typ
         stored = runner.storage.critic_obs.flatten(0, 1)
         obs = runner.storage.obs.flatten(0, 1)
     else:
-        critic_in = runner.algorithm.critic.members[0][0].in_features - 1  # minus the action
+        critic_in = runner.algorithm.critic.in_features - 1  # minus the action
         batch = runner.buffer.stored()
         stored, obs = batch.critic_obs, batch.obs
     assert critic_in == 3 + 2

@@ -159,3 +159,23 @@ def test_a_learner_on_the_ros_graph_needs_the_actor_learner_split() -> None:
         OffPolicyRunnerConfig(learner_transport="ros")
     with pytest.raises(ValueError, match="needs the robot through ROS"):  # a simulator has no ROS link
         _runner("sac", OffPolicyRunnerConfig(learner_transport="ros", actor_learner=True, eval_interval=0))
+
+
+@pytest.mark.parametrize(
+    ("num_envs", "ratio", "iterations", "expected"), [(4, 0.5, 10, 20), (4, 0.1, 10, 4), (8, 1 / 3, 3, 8)]
+)
+def test_update_to_data_sets_gradient_steps_per_stored_transition(
+    num_envs: int, ratio: float, iterations: int, expected: int
+) -> None:
+    cfg = OffPolicyRunnerConfig(learning_starts=0, batch_size=8, eval_interval=0, update_to_data=ratio)
+    env = make("pendulum", num_envs=num_envs, seed=0)
+    runner = OffPolicyRunner(env, _algorithm("td3", 0), cfg, 0)
+    runner.step()  # enough stored for the first batch
+    for _ in range(iterations):
+        runner._train_iteration()
+    assert runner.gradient_steps == expected
+    assert 0.0 <= runner.update_credit < 1.0
+    with pytest.raises(ValueError, match="update_to_data"):
+        OffPolicyRunnerConfig(update_to_data=-1.0)
+    with pytest.raises(ValueError, match="learner process"):
+        OffPolicyRunnerConfig(update_to_data=0.5, actor_learner=True)
