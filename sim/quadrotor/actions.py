@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 
 import torch
 
+from robo_rl.sim.quadrotor import equations
 from robo_rl.sim.quadrotor.dynamics import rotor_geometry_matrix, rows_matmul
 from robo_rl.sim.quadrotor.params import QuadrotorParams
 
@@ -67,18 +68,17 @@ class MotorActionMap:
     def __init__(self, params: QuadrotorParams) -> None:
         low, high = params.min_rotor_speed**2, params.max_rotor_speed**2
         # speed^2 = low + (action + 1) / 2 * (high - low): linear in thrust = c_t speed^2.
-        self._offset = (high + low) / 2
-        self._slope = (high - low) / 2
-        hover = (params.hover_rotor_speed**2 - self._offset) / self._slope
+        self.offset = (high + low) / 2
+        self.slope = (high - low) / 2
+        hover = (params.hover_rotor_speed**2 - self.offset) / self.slope
         self.hover_action = (hover, hover, hover, hover)
 
     def __call__(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:
-        # clamp: rounding at action -1 with min_rotor_speed 0 must not give a negative square.
-        return (action * self._slope + self._offset).clamp_(min=0.0).sqrt_()
+        return equations.motor_command(action, self.slope, self.offset)
 
     def action_of(self, rotor_speed: torch.Tensor) -> torch.Tensor:
         """The inverse map: the (unclipped) actions that command `rotor_speed` (rad/s)."""
-        return (rotor_speed.square() - self._offset) / self._slope
+        return (rotor_speed.square() - self.offset) / self.slope
 
 
 class CtbrActionMap:

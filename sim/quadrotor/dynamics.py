@@ -18,11 +18,14 @@ external body torque. Drag and rotor inertia are neglected. Nothing here syncs w
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 import torch
 
+from robo_rl.sim.quadrotor import equations
+from robo_rl.sim.quadrotor.equations import Body, Geometry
 from robo_rl.sim.quadrotor.params import QuadrotorParams
 
 STATE_DIM = 17
@@ -43,78 +46,6 @@ PARAM_SCALE_NAMES = (
 """Row order of the per-env parameter scales accepted by `DynamicsParams.scaled`."""
 Integrator = Literal["rk4", "semi_implicit_euler"]
 INTEGRATORS: tuple[str, ...] = ("rk4", "semi_implicit_euler")
-
-_W, _X, _Y, _Z = range(4)
-# Body z axis (third column of R) = B @ (q[a] * q[b]) + (0, 0, 1): 2(xz + wy), 2(yz - wx), 1 - 2(xx + yy).
-_BODY_Z_FACTORS = ((_X, _Z), (_W, _Y), (_Y, _Z), (_W, _X), (_X, _X), (_Y, _Y))
-_BODY_Z_MATRIX = ((2.0, 2.0, 0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 2.0, -2.0, 0.0, 0.0), (0.0, 0.0, 0.0, 0.0, -2.0, -2.0))
-# Rotation matrix (row-major, 9 entries) = B @ (q[a] * q[b]) + I, from 9 of the products of q (ww is not needed).
-_ROTATION_FACTORS = ((_W, _X), (_W, _Y), (_W, _Z), (_X, _X), (_X, _Y), (_X, _Z), (_Y, _Y), (_Y, _Z), (_Z, _Z))
-_ROTATION_TERMS = (  # entry: ((product index, coefficient), ...); the identity is added separately.
-    ((6, -2.0), (8, -2.0)),
-    ((4, 2.0), (2, -2.0)),
-    ((5, 2.0), (1, 2.0)),
-    ((4, 2.0), (2, 2.0)),
-    ((3, -2.0), (8, -2.0)),
-    ((7, 2.0), (0, -2.0)),
-    ((5, 2.0), (1, -2.0)),
-    ((7, 2.0), (0, 2.0)),
-    ((3, -2.0), (6, -2.0)),
-)
-# dq/dt = q (x) (0, w) / 2: output row r is the sum over k of q[_QRATE_Q[k][r]] * (C @ w)[4 k + r].
-_QRATE_Q = ((_X, _W, _W, _W), (_Y, _Y, _X, _X), (_Z, _Z, _Z, _Y))
-_QRATE_W = (((0, -0.5), (0, 0.5), (1, 0.5), (2, 0.5)), ((1, -0.5), (2, 0.5), (2, -0.5), (1, 0.5)))
-_QRATE_W += (((2, -0.5), (1, -0.5), (0, 0.5), (0, -0.5)),)
-# Cross product a x b = a[_ROLL_1] * b[_ROLL_2] - a[_ROLL_2] * b[_ROLL_1].
-_ROLL_1, _ROLL_2 = (1, 2, 0), (2, 0, 1)
-
-
-class Kinematics(NamedTuple):
-    """Constant index and coefficient tensors of the quaternion kinematics on one device and dtype."""
-
-    body_z_left: torch.Tensor
-    body_z_right: torch.Tensor
-    body_z_matrix: torch.Tensor
-    body_z_offset: torch.Tensor
-    rotation_left: torch.Tensor
-    rotation_right: torch.Tensor
-    rotation_matrix: torch.Tensor
-    rotation_offset: torch.Tensor
-    rate_rows: torch.Tensor
-    rate_matrix: torch.Tensor
-    roll_1: torch.Tensor
-    roll_2: torch.Tensor
-
-    @classmethod
-    def build(cls, device: torch.device | str, dtype: torch.dtype) -> Kinematics:
-        def index(values: tuple[int, ...]) -> torch.Tensor:
-            return torch.tensor(values, dtype=torch.long, device=device)
-
-        def real(values: object) -> torch.Tensor:
-            return torch.tensor(values, dtype=dtype, device=device)
-
-        rotation = torch.zeros(9, len(_ROTATION_FACTORS), dtype=torch.float64)
-        for entry, terms in enumerate(_ROTATION_TERMS):
-            for product, coefficient in terms:
-                rotation[entry, product] += coefficient
-        rate = torch.zeros(12, 3, dtype=torch.float64)
-        for k, column in enumerate(_QRATE_W):
-            for r, (axis, coefficient) in enumerate(column):
-                rate[4 * k + r, axis] = coefficient
-        return cls(
-            body_z_left=index(tuple(a for a, _ in _BODY_Z_FACTORS)),
-            body_z_right=index(tuple(b for _, b in _BODY_Z_FACTORS)),
-            body_z_matrix=real(_BODY_Z_MATRIX),
-            body_z_offset=real([[0.0], [0.0], [1.0]]),
-            rotation_left=index(tuple(a for a, _ in _ROTATION_FACTORS)),
-            rotation_right=index(tuple(b for _, b in _ROTATION_FACTORS)),
-            rotation_matrix=rotation.to(device=device, dtype=dtype),
-            rotation_offset=real([[1.0], [0.0], [0.0], [0.0], [1.0], [0.0], [0.0], [0.0], [1.0]]),
-            rate_rows=index(tuple(i for rows in _QRATE_Q for i in rows)),
-            rate_matrix=rate.to(device=device, dtype=dtype),
-            roll_1=index(_ROLL_1),
-            roll_2=index(_ROLL_2),
-        )
 
 
 def rotor_geometry_matrix(params: QuadrotorParams, device: torch.device | str, dtype: torch.dtype) -> torch.Tensor:
@@ -146,16 +77,12 @@ class DynamicsParams:
     """`(N,)` rotor speed time constant in s."""
     gravity: float
     """Gravitational acceleration in m/s^2 (along world -z)."""
-    rotor_geometry: torch.Tensor
-    """`(4, 4)` see `rotor_geometry_matrix`."""
-    kinematics: Kinematics
-    """Constant tensors of the quaternion kinematics."""
+    geometry: Geometry
+    """The frame's rotor layout (constants), see `equations.Geometry`."""
     inv_mass: torch.Tensor = field(init=False)
     """`(N,)` 1 / mass."""
     inv_inertia: torch.Tensor = field(init=False)
     """`(3, N)` 1 / inertia."""
-    wrench_coefficients: torch.Tensor = field(init=False)
-    """`(4, N)` (c_t, c_t, c_t, c_q): scales `rotor_geometry @ w^2` to (thrust, torque)."""
     motor_rate: torch.Tensor = field(init=False)
     """`(N,)` 1 / motor time constant in 1/s."""
     gravity_vector: torch.Tensor = field(init=False)
@@ -163,12 +90,11 @@ class DynamicsParams:
 
     def __post_init__(self) -> None:
         # Derived tensors, computed once per parameter set with tensor ops only (no host-to-device copies).
-        ct, cq = self.thrust_coefficient, self.torque_coefficient
-        gravity_vector = self.kinematics.body_z_offset * -self.gravity
+        zero = torch.zeros_like(self.mass[:1])
+        gravity_vector = torch.stack((zero, zero, zero - self.gravity))
         derived = {
             "inv_mass": self.mass.reciprocal(),
             "inv_inertia": self.inertia.reciprocal(),
-            "wrench_coefficients": torch.stack((ct, ct, ct, cq)),
             "motor_rate": self.motor_time_constant.reciprocal(),
             "gravity_vector": gravity_vector,
         }
@@ -199,8 +125,7 @@ class DynamicsParams:
             torque_coefficient=full(params.torque_coefficient),
             motor_time_constant=full(params.motor_time_constant),
             gravity=params.gravity,
-            rotor_geometry=rotor_geometry_matrix(params, device, dtype),
-            kinematics=Kinematics.build(device, dtype),
+            geometry=frame_geometry(params),
         )
 
     def scaled(self, scales: torch.Tensor) -> DynamicsParams:
@@ -270,95 +195,74 @@ def rows_matmul(matrix: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | N
     return torch.mm(matrix, rows) if bias is None else torch.addmm(bias, matrix, rows)
 
 
-def rotation_rows(quaternion: torch.Tensor, kinematics: Kinematics) -> torch.Tensor:
+def rotation_rows(quaternion: torch.Tensor) -> torch.Tensor:
     """`(9, N)` rotation matrix entries R00, R01, ..., R22 of unit quaternions `(4, N)`; fast path of the envs."""
-    products = quaternion.index_select(0, kinematics.rotation_left) * quaternion.index_select(
-        0, kinematics.rotation_right
-    )
-    return rows_matmul(kinematics.rotation_matrix, products, kinematics.rotation_offset)
+    return torch.stack(equations.rotation(*quaternion.unbind(0)))
 
 
-def body_z_axis(quaternion: torch.Tensor, kinematics: Kinematics) -> torch.Tensor:
-    """`(3, N)` body z axis in world coordinates (the thrust direction) of quaternions `(4, N)`."""
-    products = quaternion.index_select(0, kinematics.body_z_left) * quaternion.index_select(0, kinematics.body_z_right)
-    return rows_matmul(kinematics.body_z_matrix, products, kinematics.body_z_offset)
+def frame_geometry(params: QuadrotorParams) -> Geometry:
+    """The frame's rotor layout as the equations take it: y_i, -x_i, -s_i per rotor."""
+    ys = tuple(float(y) for _, y in params.rotor_positions)
+    minus_x = tuple(-float(x) for x, _ in params.rotor_positions)
+    minus_spin = tuple(-float(s) for s in params.spin_signs)
+    return Geometry(ys, minus_x, minus_spin)  # type: ignore[arg-type]
 
 
-def quaternion_rate(quaternion: torch.Tensor, angular_velocity: torch.Tensor, kinematics: Kinematics) -> torch.Tensor:
-    """`(4, N)` time derivative `q (x) (0, w) / 2` of quaternions `(4, N)` under body rates `(3, N)` in rad/s."""
-    terms = quaternion.index_select(0, kinematics.rate_rows) * rows_matmul(kinematics.rate_matrix, angular_velocity)
-    return terms.view(3, 4, -1).sum(0)
-
-
-def cross(a: torch.Tensor, b: torch.Tensor, kinematics: Kinematics) -> torch.Tensor:
-    """`(3, N)` cross products of `(3, N)` vectors."""
-    first = a.index_select(0, kinematics.roll_1) * b.index_select(0, kinematics.roll_2)
-    return first.addcmul_(a.index_select(0, kinematics.roll_2), b.index_select(0, kinematics.roll_1), value=-1.0)
+def body_rows(
+    params: DynamicsParams, external_acceleration: torch.Tensor | None, external_torque: torch.Tensor | None
+) -> Body:
+    """`params` as equation rows. `external_acceleration` `(3, N)` or `(3, 1)` (None: gravity alone),
+    `external_torque` `(3, N)` body-frame torque in N m (None: none)."""
+    if external_acceleration is None:
+        acceleration: tuple = (0.0, 0.0, -params.gravity)
+    else:
+        acceleration = tuple(external_acceleration.unbind(0))
+    torque: tuple = (0.0, 0.0, 0.0) if external_torque is None else tuple(external_torque.unbind(0))
+    ix, iy, iz = params.inertia.unbind(0)
+    return Body(
+        params.inv_mass, ix, iy, iz, params.thrust_coefficient, params.torque_coefficient, params.motor_rate,
+        *acceleration, *torque,
+    )  # fmt: skip
 
 
 def state_derivative(
     state: torch.Tensor,
     rotor_command: torch.Tensor,
     params: DynamicsParams,
-    external_acceleration: torch.Tensor,
+    external_acceleration: torch.Tensor | None = None,
     external_torque: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Time derivative `(17, N)` of `state` `(17, N)`.
+    """Time derivative `(17, N)` of `state` `(17, N)` (`equations.derivative` on rows).
 
     Args:
         rotor_command: `(4, N)` commanded rotor speeds in rad/s, held over the step.
         external_acceleration: `(3, N)` or `(3, 1)` world acceleration from everything but the rotors (gravity plus
-            external force / mass), in m/s^2.
+            external force / mass), in m/s^2; None: gravity alone.
         external_torque: `(3, N)` external torque in the body frame in N m, or None.
     """
-    kinematics = params.kinematics
-    quaternion, omega, rotor_speed = state[QUATERNION], state[ANGULAR_VELOCITY], state[ROTOR_SPEED]
-    wrench = rows_matmul(params.rotor_geometry, rotor_speed.square()).mul_(params.wrench_coefficients)
-    torque = wrench[1:] if external_torque is None else wrench[1:] + external_torque
-    thrust_acceleration = wrench[0] * params.inv_mass
-    acceleration = torch.addcmul(external_acceleration, body_z_axis(quaternion, kinematics), thrust_acceleration)
-    gyroscopic = cross(omega, params.inertia * omega, kinematics)
-    angular_acceleration = (torque - gyroscopic).mul_(params.inv_inertia)
-    rotor_acceleration = (rotor_command - rotor_speed).mul_(params.motor_rate)
-    quaternion_dot = quaternion_rate(quaternion, omega, kinematics)
-    return torch.cat((state[VELOCITY], quaternion_dot, acceleration, angular_acceleration, rotor_acceleration))
+    body = body_rows(params, external_acceleration, external_torque)
+    return torch.stack(
+        equations.derivative(tuple(state.unbind(0)), tuple(rotor_command.unbind(0)), body, params.geometry)
+    )
 
 
-def rk4_step(
-    state: torch.Tensor,
-    rotor_command: torch.Tensor,
-    params: DynamicsParams,
-    h: float,
-    external_acceleration: torch.Tensor,
-    external_torque: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """One classic Runge-Kutta 4 step of `h` seconds (quaternion not renormalized)."""
-
-    def f(x: torch.Tensor) -> torch.Tensor:
-        return state_derivative(x, rotor_command, params, external_acceleration, external_torque)
-
-    k1 = f(state)
-    k2 = f(torch.add(state, k1, alpha=h / 2))
-    k3 = f(torch.add(state, k2, alpha=h / 2))
-    k4 = f(torch.add(state, k3, alpha=h))
-    slope = k1.add_(k2, alpha=2.0).add_(k3, alpha=2.0).add_(k4)
-    return torch.add(state, slope, alpha=h / 6)
+def rk4_step(state: torch.Tensor, derivative: Callable[[torch.Tensor], torch.Tensor], h: float) -> torch.Tensor:
+    """`equations.rk4` on stacked rows: the same tableau, one tensor op per stage instead of one per component."""
+    k1 = derivative(state)
+    k2 = derivative(torch.add(state, k1, alpha=h / 2))
+    k3 = derivative(torch.add(state, k2, alpha=h / 2))
+    k4 = derivative(torch.add(state, k3, alpha=h))
+    return torch.add(state, k1.add_(k2, alpha=2.0).add_(k3, alpha=2.0).add_(k4), alpha=h / 6)
 
 
 def semi_implicit_euler_step(
-    state: torch.Tensor,
-    rotor_command: torch.Tensor,
-    params: DynamicsParams,
-    h: float,
-    external_acceleration: torch.Tensor,
-    external_torque: torch.Tensor | None = None,
+    state: torch.Tensor, derivative: Callable[[torch.Tensor], torch.Tensor], h: float
 ) -> torch.Tensor:
-    """One semi-implicit (symplectic) Euler step: velocities first, then position and attitude with the new ones."""
-    derivative = state_derivative(state, rotor_command, params, external_acceleration, external_torque)
-    new = torch.add(state, derivative, alpha=h)
+    """`equations.semi_implicit_euler` on stacked rows: velocities first, then position and attitude with them."""
+    new = torch.add(state, derivative(state), alpha=h)
     new[POSITION] = torch.add(state[POSITION], new[VELOCITY], alpha=h)
-    rate = quaternion_rate(state[QUATERNION], new[ANGULAR_VELOCITY], params.kinematics)
-    new[QUATERNION] = torch.add(state[QUATERNION], rate, alpha=h)
+    rate = equations.quaternion_rate(*state[QUATERNION].unbind(0), *new[ANGULAR_VELOCITY].unbind(0))
+    new[QUATERNION] = torch.add(state[QUATERNION], torch.stack(rate), alpha=h)
     return new
 
 
@@ -394,13 +298,20 @@ def integrate(
         external_force: `(3, N)` disturbance force in the world frame in N, or None.
         external_torque: `(3, N)` disturbance torque in the body frame in N m, or None.
 
-    The quaternion is renormalized after every substep.
+    The quaternion is renormalized after every substep. The equations are `robo_rl.sim.quadrotor.equations`, on
+    the state's rows; the fused CPU kernel (`robo_rl.sim.quadrotor.fused`) integrates the same ones per env.
     """
     stepper = _STEPPERS[integrator]
-    external_acceleration = params.gravity_vector
+    acceleration = None
     if external_force is not None:
-        external_acceleration = torch.addcmul(params.gravity_vector, external_force, params.inv_mass)
+        acceleration = torch.addcmul(params.gravity_vector, external_force, params.inv_mass)
+    body = body_rows(params, acceleration, external_torque)
+    command = tuple(rotor_command.unbind(0))
+
+    def derivative(x: torch.Tensor) -> torch.Tensor:
+        return torch.stack(equations.derivative(tuple(x.unbind(0)), command, body, params.geometry))
+
     h = dt / substeps
     for _ in range(substeps):
-        state = normalize_quaternion_(stepper(state, rotor_command, params, h, external_acceleration, external_torque))
+        state = normalize_quaternion_(stepper(state, derivative, h))
     return state

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import torch
@@ -52,6 +52,8 @@ from robo_rl.sim.quadrotor.randomization import (
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
 
+Backend = Literal["torch", "numba"]
+BACKENDS: tuple[str, ...] = ("torch", "numba")
 _INIT_DRAWS = 13
 """Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
 
@@ -140,7 +142,28 @@ class HoverConfig:
     under 1 s when cached on disk by an earlier process). Worth it for long runs, not for a 10 s training run. Envs of
     different sizes or settings in one process compile separately (torch keeps at most 8 graphs per function)."""
 
+    backend: Backend = "torch"
+    """"torch": tensor ops (CPU or CUDA; fused further by `compile`). "numba": the whole step in one compiled
+    per-env CPU loop (`robo_rl.sim.quadrotor.fused`, the same equations), for "motor" actions, a fixed hover
+    point and no randomization; its reset draws come from a counter-based generator inside the kernel, so its
+    episodes differ from the torch backend's (same distribution). The first process compiles it (10-20 s), later
+    ones load it from disk (~/.cache/robo_rl/numba)."""
+
     def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"HoverConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.backend == "numba":
+            unsupported = [
+                what
+                for what, bad in (
+                    ("action_mode='motor'", self.action_mode != "motor"),
+                    ("no domain randomization", self.randomization.enabled),
+                    ("compile=false (numba is the other way to fuse the step)", self.compile),
+                )
+                if bad
+            ]
+            if unsupported:
+                raise ValueError(f"HoverConfig.backend='numba' needs {', '.join(unsupported)}")
         if self.action_mode not in ACTION_MODES:
             raise ValueError(f"HoverConfig.action_mode must be one of {ACTION_MODES}, got {self.action_mode!r}")
         if self.integrator not in INTEGRATORS:
@@ -235,6 +258,10 @@ class QuadrotorHover:
         self.control_steps = 0
         """Batched `step` calls since construction (not reset by `reset`): the curriculum's clock."""
         self._transition_fn = torch.compile(self._transition, dynamic=False) if config.compile else self._transition
+        self._fused: Any = None
+        self._fused_seed = 0
+        if config.backend == "numba":
+            self._fused = self._fused_kernel()
         self.render_box: tuple[tuple[float, float, float], float] = (config.target_position, config.max_position_error)
         """(centre m, half-width m) of the 3-D box `render` shows; QuadrotorTrack sets it around its trajectory."""
         self._renderers: dict[int, tuple[QuadrotorRenderer, int]] = {}
@@ -288,6 +315,8 @@ class QuadrotorHover:
         self._reset_where(torch.ones(n, dtype=torch.bool, device=self.device), draws, self.curriculum_fraction)
         self._apply_episode()
         self.privileged_obs = self._privileged()
+        if self._fused is not None:  # the seed of the kernel's counter-based draws, from this reset's generator
+            self._fused_seed = int(torch.randint(2**62, (1,), generator=self._generator))
         return self._observe(*self._errors(), self._scaled_noise(draws)).T.contiguous()
 
     @property
@@ -298,6 +327,8 @@ class QuadrotorHover:
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply actions `(num_envs, 4)` in [-1, 1] for `dt`; auto-resets envs whose episode is over."""
         self.control_steps += 1
+        if self._fused is not None:
+            return self._fused_step(action)
         action = action.to(device=self.device, dtype=self.dtype)
         fraction: float | torch.Tensor = self.curriculum_fraction
         if self.config.compile and fraction < 1.0:
@@ -324,6 +355,41 @@ class QuadrotorHover:
             INFO_FINAL_OBS: final_obs.T.contiguous(),
             INFO_PRIVILEGED_OBS: self.privileged_obs,
             INFO_FINAL_PRIVILEGED_OBS: final_privileged,
+            INFO_SUCCESS: success,
+            INFO_TRACKING_ERROR: distance,
+        }
+        return obs.T.contiguous(), reward, terminated, truncated, info
+
+    def _fused_kernel(self) -> Any:
+        """The numba step (`robo_rl.sim.quadrotor.fused`) and its constants, checked against this env."""
+        if self.device.type != "cpu" or not isinstance(self._reference, FixedPoint):
+            raise ValueError("HoverConfig.backend='numba' runs the hover task (a fixed point) on the CPU only")
+        from robo_rl.sim.quadrotor import fused
+
+        fused.set_threads(torch.get_num_threads())
+        self._fused_constants = fused.constants(self.config, self.params, self._action_map, self._nominal.geometry)
+        return fused
+
+    def _fused_step(self, action: torch.Tensor) -> StepResult:
+        """`step` by the numba kernel: the same outcome as `_transition` (to float rounding) but for the reset draws."""
+        n, dim = self.num_envs, self.obs_spec.dim
+        action = action.to(device="cpu", dtype=self.dtype).reshape(n, 4).contiguous()
+        constants = self._fused.with_fraction(self._fused_constants, self.config, self.curriculum_fraction)
+        final_obs, obs = torch.empty(dim, n), torch.empty(dim, n)
+        reward, distance = torch.empty(n), torch.empty(n)
+        done, terminated, truncated, success = (torch.empty(n, dtype=torch.bool) for _ in range(4))
+        rotor, rotor_now = torch.empty(4, n), torch.empty(4, n)
+        outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor)
+        self._fused.step(
+            constants, self._state.numpy(), self._history.numpy(), self._steps.numpy(), self._error_sum.numpy(),
+            action.numpy(), self._fused_seed, self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(),
+            rotor_now.numpy(),
+        )  # fmt: skip
+        self.privileged_obs = torch.cat((self._episode, rotor_now)).T.contiguous()
+        info = {
+            INFO_FINAL_OBS: final_obs.T.contiguous(),
+            INFO_PRIVILEGED_OBS: self.privileged_obs,
+            INFO_FINAL_PRIVILEGED_OBS: torch.cat((self._episode, rotor)).T.contiguous(),
             INFO_SUCCESS: success,
             INFO_TRACKING_ERROR: distance,
         }
@@ -361,6 +427,7 @@ class QuadrotorHover:
             "action_buffer": self._action_buffer.clone(),
             "generator": self._generator.get_state(),
             "control_steps": self.control_steps,
+            "fused_seed": self._fused_seed,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -369,6 +436,7 @@ class QuadrotorHover:
             setattr(self, f"_{name}", state_dict[name].to(device=self.device, dtype=self.dtype).clone())
         self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
         self.control_steps = int(state_dict.get("control_steps", 0))
+        self._fused_seed = int(state_dict.get("fused_seed", 0))
         self._generator.set_state(state_dict["generator"].cpu())
         self._apply_episode()
         # Not set_state: renormalizing the saved quaternion would change its last bits.
@@ -467,7 +535,7 @@ class QuadrotorHover:
         state = self._state
         position_error = state[POSITION] - reference_position
         velocity_error = state[VELOCITY] - reference_velocity
-        rotation = rotation_rows(state[QUATERNION], self._nominal.kinematics)
+        rotation = rotation_rows(state[QUATERNION])
         return (position_error, velocity_error, state[ANGULAR_VELOCITY], reference_velocity), rotation
 
     def _draw(self) -> _Draws:

@@ -168,7 +168,7 @@ def test_positive_roll_lifts_the_left_side_and_positive_pitch_lowers_the_nose() 
         params, command = _params(), _command(state)
         for _ in range(10):
             state = integrate(state, command, params, dt=0.01)
-        rotation = rotation_rows(state[QUATERNION], params.kinematics)[:, 0]
+        rotation = rotation_rows(state[QUATERNION])[:, 0]
         # Row 7 = R21: world z of the body y (left) axis; row 6 = R20: world z of the body x (nose) axis.
         assert (rotation[axis_row] > 0.01) if axis_row == 7 else (rotation[axis_row] < -0.01)
 
@@ -176,8 +176,7 @@ def test_positive_roll_lifts_the_left_side_and_positive_pitch_lowers_the_nose() 
 def test_fast_rotation_matrix_matches_quat_to_rotmat() -> None:
     quaternion = torch.nn.functional.normalize(torch.randn(50, 4, generator=torch.Generator().manual_seed(1)), dim=-1)
     expected = quat_to_rotmat(quaternion).reshape(50, 9)
-    kinematics = _params().kinematics
-    fast = rotation_rows(quaternion.T.to(F64).contiguous(), kinematics).T
+    fast = rotation_rows(quaternion.T.to(F64).contiguous()).T
     torch.testing.assert_close(fast, expected.to(F64), rtol=0, atol=1e-6)
     rotation = quat_to_rotmat(quaternion)
     torch.testing.assert_close(rotation @ rotation.transpose(-1, -2), torch.eye(3).expand(50, 3, 3), atol=1e-6, rtol=0)

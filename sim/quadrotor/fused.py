@@ -1,0 +1,306 @@
+"""The hover step fused into one per-env loop on the CPU, compiled by numba (`HoverConfig.backend="numba"`).
+
+One kernel does what `QuadrotorHover._transition` does with torch ops: motor map, integration, errors, crash
+test, reward, time limit and success, observation, and the reset of the envs whose episode ended, each env in
+one pass over its own numbers (`prange` over envs, numba's threads). The equations are the torch path's
+(`robo_rl.sim.quadrotor.equations`, compiled here as numba functions); tests/sim/quadrotor/test_fused.py checks
+the two paths step against step.
+
+Random numbers for the resets come from a counter-based generator inside the kernel: uniform number k of env i
+at step t is a hash of (seed, t, i, k) (splitmix64 rounds), so envs need no shared generator state and a run is
+reproducible from its seed and step count. They differ from the torch path's draws (same distribution).
+
+Supported: "motor" actions, a fixed hover point, no domain randomization (the default hover task). numba keeps its
+compiled kernel on disk (`cache_directory()`): the first process compiles (about 10-20 s), later ones load it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from robo_rl.sim.quadrotor import equations
+
+# Fast-math without "nnan"/"ninf": a NaN state must still fail `within_bounds` (a crash), never be assumed away.
+FASTMATH = {"contract", "afn", "arcp", "nsz", "reassoc"}
+
+
+def cache_directory() -> Path:
+    """Where numba keeps the compiled kernel: `$ROBO_RL_CACHE` (default ~/.cache/robo_rl) / numba / a digest of
+    the equations' and this file's source, so an edit to either never loads a stale kernel."""
+    root = Path(os.environ.get("ROBO_RL_CACHE", Path.home() / ".cache" / "robo_rl"))
+    digest = hashlib.sha256()
+    for source in (equations.__file__, __file__):
+        digest.update(Path(source).read_bytes())
+    return root / "numba" / digest.hexdigest()[:16]
+
+
+def _numba() -> Any:
+    try:
+        import numba
+    except ImportError as err:  # pragma: no cover - numba is a dependency of robo-rl[sim]
+        raise ImportError("HoverConfig.backend='numba' needs numba: pip install numba") from err
+    numba.config.CACHE_DIR = str(cache_directory())
+    return numba
+
+
+_EQUATIONS = ("quaternion_rate", "rotation", "derivative", "axpy", "rk4", "semi_implicit_euler", "normalized")
+_EQUATIONS += ("motor_command", "within_bounds", "reward")
+
+
+def _jit_equations(numba: Any) -> dict[str, Callable[..., Any]]:
+    """numba versions of the equations: copies of the Python functions whose globals resolve to each other's
+    compiled versions (equations.py itself imports no numba)."""
+    namespace: dict[str, Any] = {"Body": equations.Body, "Geometry": equations.Geometry}
+    jitted = {}
+    for name in _EQUATIONS:
+        function = getattr(equations, name)
+        clone = types.FunctionType(function.__code__, namespace, name, function.__defaults__, function.__closure__)
+        jitted[name] = numba.njit(fastmath=FASTMATH, inline="always")(clone)
+    namespace.update(jitted)
+    return jitted
+
+
+# Layout of the constants vector the kernel takes (float64).
+(INV_MASS, INERTIA_X, INERTIA_Y, INERTIA_Z, THRUST_COEFFICIENT, TORQUE_COEFFICIENT, MOTOR_RATE, GRAVITY, SLOPE,
+ OFFSET, HOVER_0, HOVER_1, HOVER_2, HOVER_3, DT, SUBSTEPS, INTEGRATOR, MAX_STEPS, WINDOW, SUCCESS_SUM, MAX_DISTANCE,
+ COS_MAX_TILT, MAX_RATE_SQUARED, FLOOR, ALIVE, W_POSITION, W_DISTANCE, W_ATTITUDE, W_VELOCITY, W_RATES, W_ACTION,
+ W_CRASH, TARGET_X, TARGET_Y, TARGET_Z, INIT_POSITION, INIT_VELOCITY, INIT_RATES, INIT_ATTITUDE, HOVER_ROTOR,
+ INV_MAX_ROTOR, GEOMETRY) = range(42)  # fmt: skip
+NUM_CONSTANTS = GEOMETRY + 12
+
+
+numba = _numba()
+_EQ = _jit_equations(numba)
+rk4, semi_implicit_euler, normalized = _EQ["rk4"], _EQ["semi_implicit_euler"], _EQ["normalized"]
+rotation, motor_command, within_bounds, reward = (
+    _EQ["rotation"],
+    _EQ["motor_command"],
+    _EQ["within_bounds"],
+    _EQ["reward"],
+)
+Body, Geometry, RewardWeights = equations.Body, equations.Geometry, equations.RewardWeights
+uint64 = np.uint64
+
+
+@numba.njit(fastmath=FASTMATH)
+def mix(z: Any) -> Any:
+    """splitmix64's finalizer: a bijection of uint64 that scrambles every input bit into every output bit."""
+    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
+    return z ^ (z >> uint64(31))
+
+
+@numba.njit(cache=True)
+def uniform(seed: Any, counter: Any, env: Any, k: Any) -> float:
+    """U[0, 1) number k of env `env` at step `counter` under `seed` (24 random bits: what float32 holds)."""
+    golden = uint64(0x9E3779B97F4A7C15)
+    z = mix(uint64(seed) + golden * uint64(counter + 1))
+    z = mix(z + golden * uint64(env + 1))
+    z = mix(z + golden * uint64(k + 1))
+    return float(z >> uint64(40)) * (1.0 / 16777216.0)
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def initial_state(c: Any, seed: Any, counter: Any, env: int) -> Any:
+    """A new episode's state around the target, from 12 uniforms, as `QuadrotorHover._initial_state` (the
+    curriculum fraction is already in the ranges of `c`)."""
+    u = [uniform(seed, counter, env, k) for k in range(12)]
+    rp, rv, rw = c[INIT_POSITION], c[INIT_VELOCITY], c[INIT_RATES]
+    half = u[9] * (c[INIT_ATTITUDE] / 2.0)
+    axis_z = u[10] * 2.0 - 1.0
+    azimuth = u[11] * (2.0 * np.pi)
+    radius = np.sqrt(max(1.0 - axis_z * axis_z, 0.0))
+    sin_half = np.sin(half)
+    rotor = c[HOVER_ROTOR]
+    return (
+        c[TARGET_X] + (u[0] * 2.0 - 1.0) * rp, c[TARGET_Y] + (u[1] * 2.0 - 1.0) * rp,
+        c[TARGET_Z] + (u[2] * 2.0 - 1.0) * rp,
+        np.cos(half), radius * np.cos(azimuth) * sin_half, radius * np.sin(azimuth) * sin_half, axis_z * sin_half,
+        (u[3] * 2.0 - 1.0) * rv, (u[4] * 2.0 - 1.0) * rv, (u[5] * 2.0 - 1.0) * rv,
+        (u[6] * 2.0 - 1.0) * rw, (u[7] * 2.0 - 1.0) * rw, (u[8] * 2.0 - 1.0) * rw,
+        rotor, rotor, rotor, rotor,
+    )  # fmt: skip
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def clip(x: float) -> float:
+    return min(max(x, -1.0), 1.0)
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def observe(c: Any, s: Any, out: Any, i: int) -> None:
+    """Rows 0-17 of env i's observation (component-major `out`): position error, rotation (clamped to
+    [-1, 1]), velocity, body rates; the action history rows are the caller's."""
+    out[0, i], out[1, i], out[2, i] = s[0] - c[TARGET_X], s[1] - c[TARGET_Y], s[2] - c[TARGET_Z]
+    r = rotation(s[3], s[4], s[5], s[6])
+    out[3, i], out[4, i], out[5, i] = clip(r[0]), clip(r[1]), clip(r[2])
+    out[6, i], out[7, i], out[8, i] = clip(r[3]), clip(r[4]), clip(r[5])
+    out[9, i], out[10, i], out[11, i] = clip(r[6]), clip(r[7]), clip(r[8])
+    out[12, i], out[13, i], out[14, i] = s[7], s[8], s[9]
+    out[15, i], out[16, i], out[17, i] = s[10], s[11], s[12]
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def load(state: Any, i: int) -> Any:
+    return (
+        float(state[0, i]), float(state[1, i]), float(state[2, i]), float(state[3, i]), float(state[4, i]),
+        float(state[5, i]), float(state[6, i]), float(state[7, i]), float(state[8, i]), float(state[9, i]),
+        float(state[10, i]), float(state[11, i]), float(state[12, i]), float(state[13, i]),
+        float(state[14, i]), float(state[15, i]), float(state[16, i]),
+    )  # fmt: skip
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def store(state: Any, s: Any, i: int) -> None:
+    state[0, i], state[1, i], state[2, i], state[3, i], state[4, i] = s[0], s[1], s[2], s[3], s[4]
+    state[5, i], state[6, i], state[7, i], state[8, i], state[9, i] = s[5], s[6], s[7], s[8], s[9]
+    state[10, i], state[11, i], state[12, i], state[13, i] = s[10], s[11], s[12], s[13]
+    state[14, i], state[15, i], state[16, i] = s[14], s[15], s[16]
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def body_of(c: Any) -> Any:
+    return Body(
+        c[INV_MASS], c[INERTIA_X], c[INERTIA_Y], c[INERTIA_Z], c[THRUST_COEFFICIENT], c[TORQUE_COEFFICIENT],
+        c[MOTOR_RATE], 0.0, 0.0, -c[GRAVITY], 0.0, 0.0, 0.0,
+    )  # fmt: skip
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def geometry_of(c: Any) -> Any:
+    return Geometry(
+        (c[GEOMETRY], c[GEOMETRY + 1], c[GEOMETRY + 2], c[GEOMETRY + 3]),
+        (c[GEOMETRY + 4], c[GEOMETRY + 5], c[GEOMETRY + 6], c[GEOMETRY + 7]),
+        (c[GEOMETRY + 8], c[GEOMETRY + 9], c[GEOMETRY + 10], c[GEOMETRY + 11]),
+    )
+
+
+@numba.njit(fastmath=FASTMATH)
+def physics(c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, out: Any, i: int) -> None:
+    """Env i's step up to its outcome, branch-free (so that LLVM can vectorize the loop over envs): clipped
+    action into the history, integration, reward, crash, time limit, success, final observation rows 0-17."""
+    final_obs, reward_out, done, terminated, truncated, success, distance, rotor = out
+    a = (clip(action[i, 0]), clip(action[i, 1]), clip(action[i, 2]), clip(action[i, 3]))
+    if history.shape[0] > 0:
+        history[0, i], history[1, i], history[2, i], history[3, i] = a[0], a[1], a[2], a[3]
+    slope, offset = c[SLOPE], c[OFFSET]
+    command = (
+        motor_command(a[0], slope, offset), motor_command(a[1], slope, offset),
+        motor_command(a[2], slope, offset), motor_command(a[3], slope, offset),
+    )  # fmt: skip
+    body, geometry = body_of(c), geometry_of(c)
+    substeps = int(c[SUBSTEPS])
+    h = c[DT] / substeps
+    s = load(state, i)
+    if substeps == 1 and c[INTEGRATOR] == 0.0:  # the default: one branch for the whole loop, hoisted by LLVM
+        s = normalized(rk4(s, command, body, geometry, h))
+    else:
+        for _ in range(substeps):
+            if c[INTEGRATOR] == 0.0:
+                s = normalized(rk4(s, command, body, geometry, h))
+            else:
+                s = normalized(semi_implicit_euler(s, command, body, geometry, h))
+    store(state, s, i)
+    count = steps[i] + 1
+    steps[i] = count
+    e = (s[0] - c[TARGET_X], s[1] - c[TARGET_Y], s[2] - c[TARGET_Z])
+    r22 = 1.0 - 2.0 * (s[4] * s[4] + s[5] * s[5])
+    dist = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
+    within = within_bounds(dist, r22, s[10], s[11], s[12], c[MAX_DISTANCE], c[COS_MAX_TILT], c[MAX_RATE_SQUARED])
+    crashed = not (within and s[2] >= c[FLOOR])
+    offsets = (a[0] - c[HOVER_0], a[1] - c[HOVER_1], a[2] - c[HOVER_2], a[3] - c[HOVER_3])
+    rates = (s[10], s[11], s[12])
+    weights = RewardWeights(
+        c[ALIVE], c[W_POSITION], c[W_DISTANCE], c[W_ATTITUDE], c[W_VELOCITY], c[W_RATES], c[W_ACTION], c[W_CRASH]
+    )
+    reward_out[i] = reward(e, (s[7], s[8], s[9]), rates, offsets, dist, r22, 1.0 if crashed else 0.0, weights)
+    in_window = count > int(c[MAX_STEPS]) - int(c[WINDOW])
+    total = error_sum[i] + (dist if in_window else 0.0)
+    error_sum[i] = total
+    trunc = count >= int(c[MAX_STEPS]) and not crashed
+    terminated[i], truncated[i], distance[i], done[i] = crashed, trunc, dist, crashed or trunc
+    success[i] = trunc and total < c[SUCCESS_SUM]
+    observe(c, s, final_obs, i)
+    scale = c[INV_MAX_ROTOR]
+    rotor[0, i], rotor[1, i], rotor[2, i], rotor[3, i] = s[13] * scale, s[14] * scale, s[15] * scale, s[16] * scale
+
+
+@numba.njit(parallel=True, cache=True, fastmath=FASTMATH)
+def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, action: Any, seed: Any, counter: Any,
+         out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
+    """One control step of every env, in parallel over envs.
+
+    In place: `state` `(17, N)`, `history` `(4 k, N)`, `steps` and `error_sum` `(N,)`, as `QuadrotorHover` holds
+    them. `action` `(N, 4)`; `c` the constants (`NUM_CONSTANTS` float64). Outputs: `out` = (final observation
+    `(obs_dim, N)`, reward, done, terminated, truncated, success, distance `(N,)`, rotor speeds / max `(4, N)`
+    before the resets), `obs` `(obs_dim, N)` and `rotor_now` `(4, N)` after them. Component-major like the state.
+    """
+    n, rows = state.shape[1], history.shape[0]
+    final_obs, done, rotor = out[0], out[2], out[7]
+    for j in range(rows - 1, 3, -1):  # shift the action history by one action
+        for i in numba.prange(n):
+            history[j, i] = history[j - 4, i]
+    for i in numba.prange(n):
+        physics(c, state, action, history, steps, error_sum, out, i)
+    for j in range(rows):
+        for i in numba.prange(n):
+            final_obs[18 + j, i] = history[j, i]
+    obs[:, :] = final_obs
+    rotor_now[:, :] = rotor
+    for i in numba.prange(n):  # envs whose episode ended start a new one (rare: branchy is fine here)
+        if done[i]:
+            s = initial_state(c, seed, counter, i)
+            store(state, s, i)
+            steps[i] = 0
+            error_sum[i] = 0.0
+            for j in range(rows):
+                history[j, i] = c[HOVER_0 + j % 4]
+                obs[18 + j, i] = c[HOVER_0 + j % 4]
+            observe(c, s, obs, i)
+            for j in range(4):
+                rotor_now[j, i] = s[13 + j] * c[INV_MAX_ROTOR]
+
+
+def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geometry) -> np.ndarray:
+    """The kernel's constants (float64 `(NUM_CONSTANTS,)`) of a `HoverConfig`, frame and "motor" action map."""
+    c = np.zeros(NUM_CONSTANTS)
+    c[INV_MASS], c[INERTIA_X : INERTIA_Z + 1] = 1.0 / params.mass, params.inertia
+    c[THRUST_COEFFICIENT], c[TORQUE_COEFFICIENT] = params.thrust_coefficient, params.torque_coefficient
+    c[MOTOR_RATE], c[GRAVITY] = 1.0 / params.motor_time_constant, params.gravity
+    c[SLOPE], c[OFFSET], c[HOVER_0 : HOVER_3 + 1] = action_map.slope, action_map.offset, action_map.hover_action
+    c[DT], c[SUBSTEPS], c[INTEGRATOR] = config.dt, config.substeps, 0.0 if config.integrator == "rk4" else 1.0
+    c[MAX_STEPS], c[WINDOW] = config.max_episode_steps, config.success_steps
+    c[SUCCESS_SUM] = config.success_position_error * config.success_steps
+    c[MAX_DISTANCE], c[COS_MAX_TILT] = config.max_position_error, math.cos(config.max_tilt)
+    c[MAX_RATE_SQUARED] = config.max_angular_speed**2
+    c[FLOOR] = -math.inf if config.floor_height is None else config.floor_height
+    c[ALIVE : W_CRASH + 1] = (
+        config.alive_reward, config.position_weight, config.distance_weight, config.attitude_weight,
+        config.velocity_weight, config.angular_velocity_weight, config.action_weight, config.crash_penalty,
+    )  # fmt: skip
+    c[TARGET_X : TARGET_Z + 1] = config.target_position
+    c[HOVER_ROTOR], c[INV_MAX_ROTOR] = params.hover_rotor_speed, 1.0 / params.max_rotor_speed
+    c[GEOMETRY : GEOMETRY + 12] = (*geometry.y, *geometry.minus_x, *geometry.minus_spin)
+    return with_fraction(c, config, 1.0)
+
+
+def with_fraction(c: np.ndarray, config: Any, fraction: float) -> np.ndarray:
+    """`c` with the initial-state ranges of `config` scaled by the curriculum `fraction` (in place)."""
+    c[INIT_POSITION] = config.init_position_range * fraction
+    c[INIT_VELOCITY] = config.init_velocity_range * fraction
+    c[INIT_RATES] = config.init_angular_velocity_range * fraction
+    c[INIT_ATTITUDE] = config.init_attitude_range * fraction
+    return c
+
+
+def set_threads(threads: int) -> None:
+    """Use `threads` of numba's threads (at most the number it started with)."""
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))

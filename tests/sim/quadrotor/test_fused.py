@@ -1,0 +1,117 @@
+"""The numba hover step against the torch one: the same transitions (to float rounding) from the same states and
+actions, resets from the same equations given the kernel's own uniform draws, and a sound counter-based generator."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS
+from robo_rl.sim.quadrotor import HoverConfig, QuadrotorHover
+
+fused = pytest.importorskip("robo_rl.sim.quadrotor.fused", reason="numba is not installed")
+
+N = 256
+
+
+def _pair(config: HoverConfig, seed: int = 0) -> tuple[QuadrotorHover, QuadrotorHover]:
+    torch_env = QuadrotorHover(N, config=config, seed=seed)
+    numba_env = QuadrotorHover(N, config=dataclasses.replace(config, backend="numba"), seed=seed)
+    return torch_env, numba_env
+
+
+def _sync(source: QuadrotorHover, target: QuadrotorHover) -> None:
+    """Give `target` the physical state and episode bookkeeping of `source`."""
+    for name in ("_state", "_history", "_steps", "_error_sum"):
+        setattr(target, name, getattr(source, name).clone())
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"integrator": "semi_implicit_euler", "substeps": 2, "action_history": 2},
+        {"floor_height": -0.2, "action_history": 0, "episode_length": 0.3, "max_position_error": 0.6},
+    ],
+    ids=["default", "euler-substeps-history", "floor-short-episodes"],
+)
+def test_numba_steps_match_torch_steps(changes: dict) -> None:
+    config = dataclasses.replace(HoverConfig(), **changes)
+    torch_env, numba_env = _pair(config)
+    generator = torch.Generator().manual_seed(1)
+    crashes = truncations = 0
+    for _ in range(40):
+        _sync(torch_env, numba_env)
+        action = torch.rand(N, 4, generator=generator) * 2.4 - 1.2  # beyond the bounds: clipping is checked too
+        ours = numba_env.step(action)
+        theirs = torch_env.step(action)
+        for name, a, b in zip(("reward", "terminated", "truncated"), ours[1:4], theirs[1:4], strict=True):
+            torch.testing.assert_close(a, b, atol=2e-4, rtol=1e-4, msg=name)
+        for key in (INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_SUCCESS):
+            torch.testing.assert_close(ours[4][key], theirs[4][key], atol=2e-4, rtol=1e-4, msg=key)
+        kept = ~(theirs[2] | theirs[3])  # envs that reset differ by design (their own draws)
+        torch.testing.assert_close(ours[0][kept], theirs[0][kept], atol=2e-4, rtol=1e-4)
+        torch.testing.assert_close(numba_env._state[:, kept], torch_env._state[:, kept], atol=2e-3, rtol=1e-5)
+        crashes += int(theirs[2].sum())
+        truncations += int(theirs[3].sum())
+    assert crashes > 0  # the comparison covered crashes...
+    if config.episode_length < 1:
+        assert truncations > 0 and bool(torch_env._steps.max() < config.max_episode_steps)  # ...and time limits
+
+
+def test_resets_follow_the_torch_equations_from_the_kernel_s_draws() -> None:
+    config = HoverConfig(backend="numba")
+    env = QuadrotorHover(N, config=config, seed=3)
+    env._steps.fill_(config.max_episode_steps - 1)  # every env's episode ends at the next step
+    obs, _, terminated, truncated, info = env.step(torch.full((N, 4), env.hover_action[0]))
+    assert bool((terminated | truncated).all())
+    uniforms = torch.tensor(
+        [[fused.uniform(env._fused_seed, env.control_steps, i, k) for i in range(N)] for k in range(12)]
+    )
+    draws = torch.cat((uniforms, torch.zeros(1, N))).float()  # row 12: the phase (a fixed point ignores it)
+    expected = env._initial_state(draws, env.curriculum_fraction)
+    torch.testing.assert_close(env._state, expected, atol=1e-5, rtol=1e-5)
+    assert bool((env._steps == 0).all()) and bool((env._error_sum == 0).all())
+    first = env._observe(*env._errors(), None).T
+    torch.testing.assert_close(obs, first, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(env.privileged_obs, info[INFO_PRIVILEGED_OBS])
+
+
+def test_counter_based_draws_are_uniform_independent_and_reproducible() -> None:
+    seed, counter = 12345, 7
+    values = np.array([fused.uniform(seed, counter, env, k) for env in range(2000) for k in range(12)])
+    assert 0.0 <= values.min() and values.max() < 1.0
+    assert abs(values.mean() - 0.5) < 0.01 and abs(values.var() - 1 / 12) < 0.003
+    grid = values.reshape(2000, 12)
+    correlation = np.corrcoef(grid.T)[np.triu_indices(12, 1)]
+    assert np.abs(correlation).max() < 0.1  # the 12 draws of an env are not related
+    other_step = np.array([fused.uniform(seed, counter + 1, env, 0) for env in range(2000)])
+    assert abs(np.corrcoef(grid[:, 0], other_step)[0, 1]) < 0.1
+    assert fused.uniform(seed, counter, 5, 3) == fused.uniform(seed, counter, 5, 3)
+    assert fused.uniform(seed, counter, 5, 3) != fused.uniform(seed + 1, counter, 5, 3)
+
+
+def test_numba_backend_resumes_exactly_and_rejects_what_it_does_not_support() -> None:
+    config = HoverConfig(backend="numba", episode_length=0.2)
+    env = QuadrotorHover(N, config=config, seed=0)
+    actions = [torch.rand(N, 4, generator=torch.Generator().manual_seed(i)) * 2 - 1 for i in range(30)]
+    for action in actions[:10]:
+        env.step(action)
+    saved = env.state_dict()
+    first = [env.step(action)[0] for action in actions[10:]]
+    resumed = QuadrotorHover(N, config=config, seed=99)
+    resumed.load_state_dict(saved)
+    second = [resumed.step(action)[0] for action in actions[10:]]
+    for a, b in zip(first, second, strict=True):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="action_mode='motor'"):
+        HoverConfig(backend="numba", action_mode="ctbr")
+    with pytest.raises(ValueError, match="randomization"):
+        HoverConfig(backend="numba", randomization=dataclasses.replace(HoverConfig().randomization, mass=0.1))
+    with pytest.raises(ValueError, match="backend must be one of"):
+        HoverConfig(backend="jax")  # type: ignore[arg-type]
+    assert math.isfinite(float(first[-1].abs().max()))
