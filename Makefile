@@ -24,6 +24,8 @@ $(STAMP): $(PY) pyproject.toml setup.py
 	@$(MAKE) --no-print-directory system-deps
 	$(PIP) install $(TORCH)
 	$(PIP) install -e ".[train,sim,export,dev]"
+	@echo "compiling the numba hover step into its disk cache (once per source version, about 15 s)"
+	$(PY) -c "from robo_rl.sim.quadrotor.fused import warm_cache; warm_cache()"
 	touch $(STAMP)
 
 install: $(STAMP)

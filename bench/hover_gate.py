@@ -90,7 +90,7 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
     ppo = cfg.ppo
     env = GymnasiumVectorToSB3(GymnasiumVectorEnv(make(cfg.task.name, cfg.task.num_envs, seed=seed)))
     env.seed(seed)
-    eval_env = make(cfg.task.name, GATE_EPISODES)
+    eval_env = make(cfg.task.name, GATE_EPISODES, params=cfg.task.evaluation_params)  # robo_rl's own evaluator
     batch = cfg.task.num_envs * ppo.num_steps
     model = PPO(
         "MlpPolicy",

@@ -193,11 +193,13 @@ def quadrotor_hover_ppo() -> ExperimentConfig:
 
     Tuned for wall-clock to the gate on a 2-core CPU (sweep in docs/BENCHMARKS.md): a small initial action noise
     (log-std -1) keeps the stochastic and deterministic policies close, 4 epochs, and the 1000-episode evaluation
-    runs at any iteration where at least half of the training episodes already pass the gate.
+    runs at any iteration where at least half of the training episodes already pass the gate, on the numba
+    step (`backend=numba`: the same equations and initial states as training's torch step, 2-3x cheaper
+    evaluations; docs/BENCHMARKS.md).
     """
     return ExperimentConfig(
         name="quadrotor_hover_ppo",
-        task=TaskConfig(name="quadrotor/hover", num_envs=1024),
+        task=TaskConfig(name="quadrotor/hover", num_envs=1024, eval_params=("backend=numba",)),
         policy=PolicyConfig(init_log_std=-1.0),
         ppo=PPOConfig(num_steps=16, gamma=0.99, lam=0.95, num_epochs=4, num_minibatches=4, value_clip=False),
         runner=RunnerConfig(

@@ -77,22 +77,26 @@ class RolloutStorage:
         """Shuffled minibatches over all `num_steps * num_envs` transitions, `num_epochs` passes."""
         total = self.num_steps * self.num_envs
         size = total // num_minibatches
-        flat = {
-            name: getattr(self, name).flatten(0, 1)
-            for name in ("obs", "critic_obs", "actions", "log_probs", "values", "mean", "std", "advantages", "returns")
-        }
+        names = ("obs", "critic_obs", "actions", "log_probs", "values", "mean", "std", "advantages", "returns")
+        columns = [getattr(self, name).reshape(total, -1) for name in names]
+        # One packed table, copied once per update: a minibatch is then one row gather instead of nine.
+        table = torch.cat(columns, dim=1)
+        widths = [column.shape[1] for column in columns]
+        scalar = {"log_probs", "values", "advantages", "returns"}
         for _ in range(num_epochs):
             perm = torch.randperm(total, device=self.obs.device, generator=generator)
             for i in range(num_minibatches):
-                idx = perm[i * size : (i + 1) * size]
+                rows = table.index_select(0, perm[i * size : (i + 1) * size])
+                parts = dict(zip(names, rows.split(widths, dim=1), strict=True))
+                fields = {name: part.squeeze(1) if name in scalar else part for name, part in parts.items()}
                 yield Minibatch(
-                    obs=flat["obs"][idx],
-                    critic_obs=flat["critic_obs"][idx],
-                    actions=flat["actions"][idx],
-                    old_log_probs=flat["log_probs"][idx],
-                    old_values=flat["values"][idx],
-                    old_mean=flat["mean"][idx],
-                    old_std=flat["std"][idx],
-                    advantages=flat["advantages"][idx],
-                    returns=flat["returns"][idx],
+                    obs=fields["obs"],
+                    critic_obs=fields["critic_obs"],
+                    actions=fields["actions"],
+                    old_log_probs=fields["log_probs"],
+                    old_values=fields["values"],
+                    old_mean=fields["mean"],
+                    old_std=fields["std"],
+                    advantages=fields["advantages"],
+                    returns=fields["returns"],
                 )

@@ -304,3 +304,12 @@ def with_fraction(c: np.ndarray, config: Any, fraction: float) -> np.ndarray:
 def set_threads(threads: int) -> None:
     """Use `threads` of numba's threads (at most the number it started with)."""
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def warm_cache() -> None:
+    """Compile the kernel into `cache_directory()` now (make install does), so that no run pays for it later."""
+    import torch
+
+    from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
+
+    QuadrotorHover(2, config=HoverConfig(backend="numba"), seed=0).step(torch.zeros(2, 4))
