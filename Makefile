@@ -24,8 +24,8 @@ $(STAMP): $(PY) pyproject.toml setup.py
 	@$(MAKE) --no-print-directory system-deps
 	$(PIP) install $(TORCH)
 	$(PIP) install -e ".[train,sim,export,dev]"
-	@echo "compiling the numba hover step into its disk cache (once per source version, about 15 s)"
-	$(PY) -c "from robo_rl.sim.quadrotor.fused import warm_cache; warm_cache()"
+	@echo "compiling the simulators' numba steps into their disk cache (once per source version, about 30 s)"
+	$(PY) -c "from robo_rl.sim.numba_support import warm_caches; warm_caches()"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -49,7 +49,7 @@ $(ROS_STAMP): pyproject.toml setup.py
 	$(PY_ROS) -m pip install --upgrade pip setuptools wheel
 	$(PY_ROS) -m pip install $(TORCH)
 	$(PY_ROS) -m pip install $(addprefix $(ROS_PREFIX),$(ROS_WHEELS)) "cyclonedds>=0.10"
-	$(PY_ROS) -m pip install -e ".[ros,train]"
+	$(PY_ROS) -m pip install -e ".[ros,train,fast]"
 	touch $(ROS_STAMP)
 
 # px4_msgs and ackermann_msgs, which PyPI has no wheels of (the messages of the PX4 and rc_car profiles): built from

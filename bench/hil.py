@@ -53,7 +53,9 @@ HIL_OVERRIDES = ["sac.bc_weight=1.0"]
 
 def base_config(task: str, seed: int, target: float, eval_episodes: int) -> ExperimentConfig:
     cfg = quadrotor_hover_sac()
-    cfg = replace(cfg, name=f"hil_{task.replace('/', '_')}", seed=seed, task=replace(cfg.task, name=task))
+    evaluation = cfg.task.eval_params if task == cfg.task.name else ()  # the numba step is the hover task's
+    task_cfg = replace(cfg.task, name=task, eval_params=evaluation)
+    cfg = replace(cfg, name=f"hil_{task.replace('/', '_')}", seed=seed, task=task_cfg)
     return apply_overrides(
         cfg,
         [

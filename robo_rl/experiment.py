@@ -194,12 +194,12 @@ def quadrotor_hover_ppo() -> ExperimentConfig:
     Tuned for wall-clock to the gate on a 2-core CPU (sweep in docs/BENCHMARKS.md): a small initial action noise
     (log-std -1) keeps the stochastic and deterministic policies close, 4 epochs, and the 1000-episode evaluation
     runs at any iteration where at least half of the training episodes already pass the gate, on the numba
-    step (`backend=numba`: the same equations and initial states as training's torch step, 2-3x cheaper
-    evaluations; docs/BENCHMARKS.md).
+    step where it applies (`backend=auto`: the same equations and initial states as training's torch step, 2-3x
+    cheaper evaluations; docs/BENCHMARKS.md).
     """
     return ExperimentConfig(
         name="quadrotor_hover_ppo",
-        task=TaskConfig(name="quadrotor/hover", num_envs=1024, eval_params=("backend=numba",)),
+        task=TaskConfig(name="quadrotor/hover", num_envs=1024, eval_params=("backend=auto",)),
         policy=PolicyConfig(init_log_std=-1.0),
         ppo=PPOConfig(num_steps=16, gamma=0.99, lam=0.95, num_epochs=4, num_minibatches=4, value_clip=False),
         runner=RunnerConfig(
@@ -214,12 +214,13 @@ def quadrotor_hover_ppo() -> ExperimentConfig:
 
 def _quadrotor_hover_off_policy(algo: Algorithm) -> ExperimentConfig:
     """SAC / TD3 on the hover task: 64 envs, 2 updates of 512 transitions per batched step, 64-64 actor,
-    128-128 critics on the privileged observation, the same 1000-episode gate as the PPO preset. A first
-    setting, not tuned (the PPO preset is the fast one; docs/BENCHMARKS.md has the comparison)."""
+    128-128 critics on the privileged observation, the same 1000-episode gate as the PPO preset (on the numba
+    step, as there). A first setting, not tuned (the PPO preset is the fast one; docs/BENCHMARKS.md has the
+    comparison)."""
     return ExperimentConfig(
         name=f"quadrotor_hover_{algo}",
         algo=algo,
-        task=TaskConfig(name="quadrotor/hover", num_envs=64),
+        task=TaskConfig(name="quadrotor/hover", num_envs=64, eval_params=("backend=auto",)),
         **_off_policy_networks(algo, actor_hidden=(64, 64), critic_hidden=(128, 128)),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=100_000,
@@ -308,9 +309,10 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
 RC_CAR_RACE_TRAINING = ("off_track_margin=-0.15", "off_track_penalty=10")
 """Training settings of `rc_car_race_ppo` (task params of rc_car/race): the CoG must stay 0.15 m inside the
 borders (about the car's half width), a safety margin for the evaluation, which allows the whole track."""
-RC_CAR_RACE_EVALUATION = ("off_track_margin=0", "success_laps=5")
+RC_CAR_RACE_EVALUATION = ("off_track_margin=0", "success_laps=5", "backend=auto")
 """Evaluation of `rc_car_race_ppo`: success is 5 laps within the 30 s episode without leaving the track, from a
-random start; pure pursuit (`robo_rl.sim.rc_car.pure_pursuit`) completes 4 there (6.7 s flying laps)."""
+random start, on the numba step where it applies (the same outcomes, about 5x cheaper); pure pursuit
+(`robo_rl.sim.rc_car.pure_pursuit`) completes 4 there (6.7 s flying laps)."""
 
 
 def rc_car_race_ppo() -> ExperimentConfig:

@@ -6,66 +6,26 @@ one pass over its own numbers (`prange` over envs, numba's threads). The equatio
 (`robo_rl.sim.quadrotor.equations`, compiled here as numba functions); tests/sim/quadrotor/test_fused.py checks
 the two paths step against step.
 
-Random numbers for the resets come from a counter-based generator inside the kernel: uniform number k of env i
-at step t is a hash of (seed, t, i, k) (splitmix64 rounds), so envs need no shared generator state and a run is
-reproducible from its seed and step count. They differ from the torch path's draws (same distribution).
+Random numbers for the resets come from the counter-based generator inside the kernel
+(`robo_rl.sim.numba_support.uniform`); they differ from the torch path's draws (same distribution).
 
-Supported: "motor" actions, a fixed hover point, no domain randomization (the default hover task). numba keeps its
-compiled kernel on disk (`cache_directory()`): the first process compiles (about 10-20 s), later ones load it.
+Supported: "motor" actions, a fixed hover point, no domain randomization (the default hover task). The compiled
+kernel is cached on disk (`robo_rl.sim.numba_support.cache_directory`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-import types
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from robo_rl.sim.numba_support import FASTMATH, jit_copies, numba, set_threads, uniform
 from robo_rl.sim.quadrotor import equations
 
-# Fast-math without "nnan"/"ninf": a NaN state must still fail `within_bounds` (a crash), never be assumed away.
-FASTMATH = {"contract", "afn", "arcp", "nsz", "reassoc"}
-
-
-def cache_directory() -> Path:
-    """Where numba keeps the compiled kernel: `$ROBO_RL_CACHE` (default ~/.cache/robo_rl) / numba / a digest of
-    the equations' and this file's source, so an edit to either never loads a stale kernel."""
-    root = Path(os.environ.get("ROBO_RL_CACHE", Path.home() / ".cache" / "robo_rl"))
-    digest = hashlib.sha256()
-    for source in (equations.__file__, __file__):
-        digest.update(Path(source).read_bytes())
-    return root / "numba" / digest.hexdigest()[:16]
-
-
-def _numba() -> Any:
-    try:
-        import numba
-    except ImportError as err:  # pragma: no cover - numba is a dependency of robo-rl[sim]
-        raise ImportError("HoverConfig.backend='numba' needs numba: pip install numba") from err
-    numba.config.CACHE_DIR = str(cache_directory())
-    return numba
-
-
+__all__ = ["constants", "set_threads", "step", "uniform", "warm_cache", "with_fraction"]
 _EQUATIONS = ("quaternion_rate", "rotation", "derivative", "axpy", "rk4", "semi_implicit_euler", "normalized")
 _EQUATIONS += ("motor_command", "within_bounds", "reward")
-
-
-def _jit_equations(numba: Any) -> dict[str, Callable[..., Any]]:
-    """numba versions of the equations: copies of the Python functions whose globals resolve to each other's
-    compiled versions (equations.py itself imports no numba)."""
-    namespace: dict[str, Any] = {"Body": equations.Body, "Geometry": equations.Geometry}
-    jitted = {}
-    for name in _EQUATIONS:
-        function = getattr(equations, name)
-        clone = types.FunctionType(function.__code__, namespace, name, function.__defaults__, function.__closure__)
-        jitted[name] = numba.njit(fastmath=FASTMATH, inline="always")(clone)
-    namespace.update(jitted)
-    return jitted
 
 
 # Layout of the constants vector the kernel takes (float64).
@@ -77,35 +37,11 @@ def _jit_equations(numba: Any) -> dict[str, Callable[..., Any]]:
 NUM_CONSTANTS = GEOMETRY + 12
 
 
-numba = _numba()
-_EQ = _jit_equations(numba)
+_EQ = jit_copies(equations, _EQUATIONS, {"Body": equations.Body, "Geometry": equations.Geometry})
 rk4, semi_implicit_euler, normalized = _EQ["rk4"], _EQ["semi_implicit_euler"], _EQ["normalized"]
-rotation, motor_command, within_bounds, reward = (
-    _EQ["rotation"],
-    _EQ["motor_command"],
-    _EQ["within_bounds"],
-    _EQ["reward"],
-)
+rotation, motor_command = _EQ["rotation"], _EQ["motor_command"]
+within_bounds, reward = _EQ["within_bounds"], _EQ["reward"]
 Body, Geometry, RewardWeights = equations.Body, equations.Geometry, equations.RewardWeights
-uint64 = np.uint64
-
-
-@numba.njit(fastmath=FASTMATH)
-def mix(z: Any) -> Any:
-    """splitmix64's finalizer: a bijection of uint64 that scrambles every input bit into every output bit."""
-    z = (z ^ (z >> uint64(30))) * uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> uint64(27))) * uint64(0x94D049BB133111EB)
-    return z ^ (z >> uint64(31))
-
-
-@numba.njit(cache=True)
-def uniform(seed: Any, counter: Any, env: Any, k: Any) -> float:
-    """U[0, 1) number k of env `env` at step `counter` under `seed` (24 random bits: what float32 holds)."""
-    golden = uint64(0x9E3779B97F4A7C15)
-    z = mix(uint64(seed) + golden * uint64(counter + 1))
-    z = mix(z + golden * uint64(env + 1))
-    z = mix(z + golden * uint64(k + 1))
-    return float(z >> uint64(40)) * (1.0 / 16777216.0)
 
 
 @numba.njit(fastmath=FASTMATH, inline="always")
@@ -301,13 +237,8 @@ def with_fraction(c: np.ndarray, config: Any, fraction: float) -> np.ndarray:
     return c
 
 
-def set_threads(threads: int) -> None:
-    """Use `threads` of numba's threads (at most the number it started with)."""
-    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
-
-
 def warm_cache() -> None:
-    """Compile the kernel into `cache_directory()` now (make install does), so that no run pays for it later."""
+    """Compile the kernel into its disk cache now (make install does), so that no run pays for it later."""
     import torch
 
     from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover

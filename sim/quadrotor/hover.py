@@ -7,6 +7,7 @@ modes in `robo_rl.sim.quadrotor.actions`, the domain randomization in `robo_rl.s
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -52,8 +53,8 @@ from robo_rl.sim.quadrotor.randomization import (
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
 
-Backend = Literal["torch", "numba"]
-BACKENDS: tuple[str, ...] = ("torch", "numba")
+Backend = Literal["torch", "numba", "auto"]
+BACKENDS: tuple[str, ...] = ("torch", "numba", "auto")
 _INIT_DRAWS = 13
 """Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
 
@@ -147,23 +148,15 @@ class HoverConfig:
     per-env CPU loop (`robo_rl.sim.quadrotor.fused`, the same equations), for "motor" actions, a fixed hover
     point and no randomization; its reset draws come from a counter-based generator inside the kernel, so its
     episodes differ from the torch backend's (same distribution). The first process compiles it (10-20 s), later
-    ones load it from disk (~/.cache/robo_rl/numba)."""
+    ones load it from disk (~/.cache/robo_rl/numba). "auto": numba where it applies (and is installed), else
+    torch: what the hover presets evaluate on."""
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"HoverConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
-        if self.backend == "numba":
-            unsupported = [
-                what
-                for what, bad in (
-                    ("action_mode='motor'", self.action_mode != "motor"),
-                    ("no domain randomization", self.randomization.enabled),
-                    ("compile=false (numba is the other way to fuse the step)", self.compile),
-                )
-                if bad
-            ]
-            if unsupported:
-                raise ValueError(f"HoverConfig.backend='numba' needs {', '.join(unsupported)}")
+        unsupported = self.numba_unsupported()
+        if self.backend == "numba" and unsupported:
+            raise ValueError(f"HoverConfig.backend='numba' needs {', '.join(unsupported)}")
         if self.action_mode not in ACTION_MODES:
             raise ValueError(f"HoverConfig.action_mode must be one of {ACTION_MODES}, got {self.action_mode!r}")
         if self.integrator not in INTEGRATORS:
@@ -184,6 +177,15 @@ class HoverConfig:
                 raise ValueError(f"HoverConfig.{name} must be an int >= {1 if name == 'substeps' else 0}, got {value}")
         if self.max_episode_steps < 1 or self.init_attitude_range > math.pi or self.max_tilt > math.pi:
             raise ValueError("HoverConfig: need episode_length >= dt, init_attitude_range <= pi and max_tilt <= pi")
+
+    def numba_unsupported(self) -> list[str]:
+        """What this configuration would need for the numba step (empty: it applies, on the CPU)."""
+        needs = (
+            ("action_mode='motor'", self.action_mode != "motor"),
+            ("no domain randomization", self.randomization.enabled),
+            ("compile=false (numba is the other way to fuse the step)", self.compile),
+        )
+        return [what for what, bad in needs if bad]
 
     @property
     def max_episode_steps(self) -> int:
@@ -260,7 +262,7 @@ class QuadrotorHover:
         self._transition_fn = torch.compile(self._transition, dynamic=False) if config.compile else self._transition
         self._fused: Any = None
         self._fused_seed = 0
-        if config.backend == "numba":
+        if config.backend == "numba" or (config.backend == "auto" and self._numba_applies(reference)):
             self._fused = self._fused_kernel()
         self.render_box: tuple[tuple[float, float, float], float] = (config.target_position, config.max_position_error)
         """(centre m, half-width m) of the 3-D box `render` shows; QuadrotorTrack sets it around its trajectory."""
@@ -359,6 +361,12 @@ class QuadrotorHover:
             INFO_TRACKING_ERROR: distance,
         }
         return obs.T.contiguous(), reward, terminated, truncated, info
+
+    def _numba_applies(self, reference: Reference) -> bool:
+        """For backend "auto": the numba step fits this env and numba is installed."""
+        if self.device.type != "cpu" or not isinstance(reference, FixedPoint) or self.config.numba_unsupported():
+            return False
+        return importlib.util.find_spec("numba") is not None
 
     def _fused_kernel(self) -> Any:
         """The numba step (`robo_rl.sim.quadrotor.fused`) and its constants, checked against this env."""

@@ -21,38 +21,29 @@ Integration: semi-implicit Euler with substeps (steer first, then the velocities
 pose from the new velocities); 4 substeps of 5 ms at a 20 ms control period resolve the fastest (yaw) mode
 above `KINEMATIC_SPEED`. Load transfer, combined slip (beyond the mu m g bound on the longitudinal force) and
 wheel spin are not modelled.
+
+The equations themselves are written once in `robo_rl.sim.rc_car.equations`, which this module applies to the
+state's rows and the numba race kernel (`robo_rl.sim.rc_car.fused`) to one car at a time.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import torch
 
+from robo_rl.sim.rc_car import equations
 from robo_rl.sim.rc_car.params import CarParams, TireParams
 
 STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "yaw_rate", "steer")
 STATE_UNITS = ("m", "m", "rad", "m/s", "m/s", "rad/s", "rad")
 STATE_DIM = len(STATE_NAMES)
 X, Y, YAW, VX, VY, YAW_RATE, STEER = range(STATE_DIM)
-KINEMATIC_SPEED = 0.5
+KINEMATIC_SPEED = equations.KINEMATIC_SPEED
 """Below this forward speed in m/s the car moves as the kinematic bicycle (no tire slip)."""
-DYNAMIC_SPEED = 1.5
+DYNAMIC_SPEED = equations.DYNAMIC_SPEED
 """Above this forward speed in m/s the car moves as the dynamic bicycle; in between the two are blended."""
-
-
-class CarState(NamedTuple):
-    """The rows of a `(7, N)` state as `(N,)` tensors (see the module docstring for units)."""
-
-    x: torch.Tensor
-    y: torch.Tensor
-    yaw: torch.Tensor
-    vx: torch.Tensor
-    vy: torch.Tensor
-    yaw_rate: torch.Tensor
-    steer: torch.Tensor
 
 
 @dataclass(frozen=True)
@@ -85,6 +76,10 @@ class CarModel:
     """`(N,)` deceleration at full brake (before the grip limit) in m/s^2."""
     drag: torch.Tensor = field(init=False)
     """`(N,)` drag coefficient per mass in 1/m."""
+    car: equations.Car = field(init=False)
+    """The per-env quantities above as the equations take them."""
+    chassis: equations.Chassis = field(init=False)
+    """The car's constants as the equations take them."""
 
     def __post_init__(self) -> None:
         p = self.params
@@ -102,6 +97,12 @@ class CarModel:
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+        car = equations.Car(
+            derived["inv_mass"], derived["inv_yaw_inertia"], derived["front_peak"], derived["rear_peak"],
+            derived["grip"], derived["motor"], derived["brake"], derived["drag"],
+        )  # fmt: skip
+        object.__setattr__(self, "car", car)
+        object.__setattr__(self, "chassis", chassis_of(p))
 
     @classmethod
     def nominal(cls, params: CarParams, num_envs: int, device: torch.device | str, dtype: torch.dtype) -> CarModel:
@@ -117,91 +118,15 @@ class CarModel:
         return CarModel(p, mass_scale * p.mass, mass_scale * p.yaw_inertia, friction_scale * p.friction)
 
 
-def unpack(state: torch.Tensor) -> CarState:
-    """Rows of a component-major state `(7, N)` as views."""
-    return CarState(*state.unbind(0))
-
-
-def pack(parts: CarState) -> torch.Tensor:
-    """Component-major state `(7, N)` from its rows."""
-    return torch.stack(tuple(parts))
-
-
 def magic_formula(slip: torch.Tensor, tire: TireParams, peak: torch.Tensor) -> torch.Tensor:
-    """Lateral force in N `(N,)` of an axle at slip angle `slip` (rad) with peak force `peak` (N)."""
-    bx = tire.b * slip
-    if tire.e != 0.0:
-        bx = bx - tire.e * (bx - torch.atan(bx))
-    return peak * torch.sin(tire.c * torch.atan(bx))
-
-
-def slip_angles(s: CarState, lf: float, lr: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(front, rear) slip angles in rad `(N,)`; forward speed floored at `KINEMATIC_SPEED` (no division by 0)."""
-    forward = s.vx.clamp(min=KINEMATIC_SPEED)
-    front = s.steer - torch.atan2(s.vy + lf * s.yaw_rate, forward)
-    rear = torch.atan2(lr * s.yaw_rate - s.vy, forward)
-    return front, rear
-
-
-def lateral_forces(s: CarState, model: CarModel) -> tuple[torch.Tensor, torch.Tensor]:
-    """(front, rear) lateral tire forces in N `(N,)`, peaks mu times the static axle loads."""
-    p = model.params
-    front_slip, rear_slip = slip_angles(s, p.lf, p.lr)
-    return magic_formula(front_slip, p.front_tire, model.front_peak), magic_formula(
-        rear_slip, p.rear_tire, model.rear_peak
-    )
+    """Lateral force in N `(N,)` of an axle at slip angles `slip` (rad) with peak force `peak` (N)."""
+    return equations.magic_formula(slip, tire.b, tire.c, tire.e, peak)
 
 
 def drive_acceleration(vx: torch.Tensor, throttle: torch.Tensor, model: CarModel) -> torch.Tensor:
     """Motor acceleration in m/s^2 `(N,)` for throttle in [0, 1]: the motor force falls linearly with speed to
     zero at the no-load speed, and the tires transmit at most mu g."""
-    available = (1.0 - vx * (1.0 / model.params.max_speed)).clamp(min=0.0) * model.motor
-    return torch.minimum(throttle * available, model.grip)
-
-
-def stopping_deceleration(brake: torch.Tensor, model: CarModel) -> torch.Tensor:
-    """Coulomb-type deceleration magnitude in m/s^2 `(N,)` against the motion: brake (at most mu g) plus rolling
-    resistance."""
-    p = model.params
-    return torch.minimum(brake * model.brake, model.grip) + p.rolling_resistance * p.gravity
-
-
-def steer_toward(steer: torch.Tensor, command: torch.Tensor, params: CarParams, h: float) -> torch.Tensor:
-    """Wheel angle after `h` s of moving toward `command` (rad, `(N,)`) at most at the servo rate, within limits."""
-    step = params.max_steer_rate * h
-    target = command.clamp(-params.max_steer, params.max_steer)
-    return steer + (target - steer).clamp(-step, step)
-
-
-def substep(s: CarState, steer_command: torch.Tensor, drive: torch.Tensor, model: CarModel, h: float) -> CarState:
-    """One semi-implicit Euler step of `h` s; `drive` in [-1, 1] is throttle (> 0) or brake (< 0)."""
-    p = model.params
-    steer = steer_toward(s.steer, steer_command, p, h)
-    s = s._replace(steer=steer)
-    weight = dynamic_weight(s.vx)
-    front, rear = lateral_forces(s, model)
-    front_x, front_y = front * torch.sin(steer), front * torch.cos(steer)
-    push = drive_acceleration(s.vx, drive.clamp(min=0.0), model) - model.drag * s.vx * s.vx.abs()
-    # The kinematic model keeps only the drive along the body axis; the dynamic one adds the front tire force
-    # and the rotating-frame term.
-    lateral_terms = s.vy * s.yaw_rate - front_x * model.inv_mass
-    vx = s.vx + h * (push + weight * lateral_terms)
-    stop = h * stopping_deceleration((-drive).clamp(min=0.0), model)
-    vx = torch.sign(vx) * (vx.abs() - stop).clamp(min=0.0)
-    vy = s.vy + h * ((rear + front_y) * model.inv_mass - s.vx * s.yaw_rate)
-    yaw_rate = s.yaw_rate + h * (p.lf * front_y - p.lr * rear) * model.inv_yaw_inertia
-    kinematic_rate = vx * torch.tan(steer) * (1.0 / p.wheelbase)
-    vy = torch.lerp(p.lr * kinematic_rate, vy, weight)
-    yaw_rate = torch.lerp(kinematic_rate, yaw_rate, weight)
-    cos_yaw, sin_yaw = torch.cos(s.yaw), torch.sin(s.yaw)
-    x = s.x + h * (vx * cos_yaw - vy * sin_yaw)
-    y = s.y + h * (vx * sin_yaw + vy * cos_yaw)
-    return CarState(x, y, s.yaw + h * yaw_rate, vx, vy, yaw_rate, steer)
-
-
-def dynamic_weight(vx: torch.Tensor) -> torch.Tensor:
-    """Weight `(N,)` of the dynamic model: 0 below `KINEMATIC_SPEED`, 1 above `DYNAMIC_SPEED`, linear between."""
-    return ((vx - KINEMATIC_SPEED) * (1.0 / (DYNAMIC_SPEED - KINEMATIC_SPEED))).clamp(0.0, 1.0)
+    return equations.drive_acceleration(vx, throttle, model.car, model.chassis)
 
 
 def wrap_angle(angle: torch.Tensor) -> torch.Tensor:
@@ -213,9 +138,16 @@ def integrate(
     state: torch.Tensor, steer_command: torch.Tensor, drive: torch.Tensor, model: CarModel, dt: float, substeps: int
 ) -> torch.Tensor:
     """State `(7, N)` after `dt` s of constant commands: wheel angle `steer_command` (rad) and `drive` in
-    [-1, 1] (throttle > 0, brake < 0), both `(N,)`, in `substeps` semi-implicit Euler steps."""
-    s = unpack(state)
-    h = dt / substeps
-    for _ in range(substeps):
-        s = substep(s, steer_command, drive, model, h)
-    return pack(s._replace(yaw=wrap_angle(s.yaw)))
+    [-1, 1] (throttle > 0, brake < 0), both `(N,)`, in `substeps` semi-implicit Euler steps
+    (`equations.integrate` on the state's rows; the numba kernel integrates the same equations per env)."""
+    rows = equations.integrate(tuple(state.unbind(0)), steer_command, drive, model.car, model.chassis, dt, substeps)
+    return torch.stack(rows)
+
+
+def chassis_of(params: CarParams) -> equations.Chassis:
+    """The constants of `params` as the equations take them."""
+    front, rear = params.front_tire, params.rear_tire
+    return equations.Chassis(
+        params.lf, params.lr, params.wheelbase, params.max_speed, params.rolling_resistance * params.gravity,
+        params.max_steer, params.max_steer_rate, front.b, front.c, front.e, rear.b, rear.c, rear.e,
+    )  # fmt: skip

@@ -6,9 +6,10 @@ The car model is `robo_rl.sim.rc_car.dynamics`, its parameters `robo_rl.sim.rc_c
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -93,8 +94,18 @@ class RaceConfig:
     this many laps (a lap: one track length of progress, counted from the episode's start point)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization (friction, mass, latency), all off by default."""
+    backend: Literal["torch", "numba", "auto"] = "torch"
+    """"torch": tensor ops (CPU or CUDA). "numba": the whole step in one compiled per-env CPU loop
+    (`robo_rl.sim.rc_car.fused`, the same equations), without domain randomization (the car's own latency is
+    kept); its reset draws come from a counter-based generator inside the kernel, so its episodes differ from the
+    torch backend's (same distribution). Compiled once into a disk cache (see `robo_rl.sim.numba_support`).
+    "auto": numba where it applies (and is installed), else torch: what the race preset evaluates on."""
 
     def __post_init__(self) -> None:
+        if self.backend not in ("torch", "numba", "auto"):
+            raise ValueError(f"RaceConfig.backend must be 'torch', 'numba' or 'auto', got {self.backend!r}")
+        if self.backend == "numba" and self.randomized:
+            raise ValueError("RaceConfig.backend='numba' needs no domain randomization (friction, mass, latency)")
         positive = ("track_spacing", "dt", "episode_length", "lookahead_spacing")
         bad = [name for name in positive if not getattr(self, name) > 0]
         non_negative = ("progress_weight", "action_weight", "steering_rate_weight", "off_track_penalty")
@@ -111,6 +122,11 @@ class RaceConfig:
             raise ValueError(f"RaceConfig.init_offset is a fraction of the half width, <= 1; got {self.init_offset}")
         if self.max_episode_steps < 1:
             raise ValueError(f"RaceConfig.episode_length must be at least dt, got {self.episode_length}")
+
+    @property
+    def randomized(self) -> bool:
+        """Whether each episode draws its own friction, mass or latency (the numba step has none)."""
+        return self.randomization.randomizes_dynamics or self.randomization.randomizes_latency
 
     @property
     def max_episode_steps(self) -> int:
@@ -183,6 +199,11 @@ class RCCarRace:
         if seed is None:
             self._generator.seed()
         self._renderer: Any = None
+        self._fused: Any = None
+        self._fused_seed = self._fused_steps = 0
+        numba_applies = self.device.type == "cpu" and not config.randomized and importlib.util.find_spec("numba")
+        if config.backend == "numba" or (config.backend == "auto" and numba_applies):
+            self._fused = self._fused_kernel()
         self.reset(seed)
 
     # ----------------------------------------------------------------------------------------------- public API
@@ -243,10 +264,14 @@ class RCCarRace:
         self._buffer = torch.zeros(self._sampler.max_latency + 1, 2, n, device=self.device, dtype=self.dtype)
         self._reset_where(torch.ones(n, dtype=torch.bool, device=self.device), *self._draw())
         self.privileged_obs = self._episode.T.contiguous()
+        if self._fused is not None:  # the seed of the kernel's counter-based draws, from this reset's generator
+            self._fused_seed = int(torch.randint(2**62, (1,), generator=self._generator))
         return self._observe().T.contiguous()
 
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply actions `(num_envs, 2)` in [-1, 1] for `dt`; auto-resets envs whose episode is over."""
+        if self._fused is not None:
+            return self._fused_step(action)
         action = action.to(device=self.device, dtype=self.dtype).reshape(self.num_envs, 2).T.clamp(-1.0, 1.0)
         draws = self._draw()  # before anything else: the random stream does not depend on the outcome
         previous_steering = self._last_action[0]
@@ -277,6 +302,50 @@ class RCCarRace:
         }
         return obs.T.contiguous(), reward, terminated, truncated, info
 
+    def _fused_kernel(self) -> Any:
+        """The numba step (`robo_rl.sim.rc_car.fused`) and its constants."""
+        if self.device.type != "cpu":
+            raise ValueError("RaceConfig.backend='numba' runs on the CPU only")
+        from robo_rl.sim.rc_car import fused
+
+        fused.set_threads(torch.get_num_threads())
+        latency = self._sampler.max_latency
+        self._fused_constants = fused.constants(self.config, self._params, self._nominal, self._track, latency)
+        self._fused_table = self._track.segment_table.numpy()
+        return fused
+
+    def _fused_step(self, action: torch.Tensor) -> StepResult:
+        """`step` by the numba kernel: the same outcome as the torch ops (to float rounding) but for reset draws."""
+        n, dim = self.num_envs, self.obs_spec.dim
+        action = action.to(device="cpu", dtype=self.dtype).reshape(n, 2).contiguous()
+        self._fused_steps += 1
+        projection = torch.stack(tuple(self._projection[:4]))
+        segment = self._projection.segment.clone()
+        obs, final_obs = torch.empty(dim, n), torch.empty(dim, n)
+        reward, lap_time, progress = torch.empty(n), torch.empty(n), torch.empty(n)
+        flags, laps = torch.empty(5, n, dtype=torch.bool), torch.empty(n, dtype=torch.long)
+        counts = (self._steps, self._laps, self._slow_steps, segment)
+        self._fused.step(
+            self._fused_constants, self._fused_table, self._state.numpy(), self._buffer.numpy(),
+            self._history.numpy(), self._last_action.numpy(), tuple(t.numpy() for t in counts),
+            (self._distance.numpy(), self._lap_start.numpy()), projection.numpy(), action.numpy(), self._fused_seed,
+            self._fused_steps, tuple(t.numpy() for t in (obs, final_obs, reward, flags, lap_time, laps, progress)),
+        )  # fmt: skip
+        self._projection = TrackProjection(*projection, segment)
+        terminated, truncated, off_track, stalled, success = flags
+        info = {
+            INFO_FINAL_OBS: final_obs.T.contiguous(),
+            INFO_PRIVILEGED_OBS: self.privileged_obs,
+            INFO_FINAL_PRIVILEGED_OBS: self.privileged_obs.clone(),
+            INFO_SUCCESS: success,
+            INFO_LAP_TIME: lap_time,
+            INFO_LAPS: laps,
+            INFO_OFF_TRACK: off_track,
+            INFO_STALLED: stalled,
+            INFO_PROGRESS: progress,
+        }
+        return obs.T.contiguous(), reward, terminated, truncated, info
+
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(480, 640, 3)` uint8: the whole track from above and car `index` on it."""
         if not 0 <= index < self.num_envs:
@@ -296,6 +365,7 @@ class RCCarRace:
             "state": self.state,
             "steps": self._steps.clone(),
             "segment": self._projection.segment.clone(),
+            "projection": torch.stack(tuple(self._projection[:4])),
             "episode": self._episode.clone(),
             "distance": self._distance.clone(),
             "laps": self._laps.clone(),
@@ -305,6 +375,8 @@ class RCCarRace:
             "last_action": self._last_action.clone(),
             "action_buffer": self._buffer.clone(),
             "generator": self._generator.get_state(),
+            "fused_seed": self._fused_seed,
+            "fused_steps": self._fused_steps,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -318,10 +390,16 @@ class RCCarRace:
         self._laps = state_dict["laps"].to(device=self.device, dtype=torch.long).clone()
         self._slow_steps = state_dict["slow_steps"].to(device=self.device, dtype=torch.long).clone()
         self._generator.set_state(state_dict["generator"].cpu())
+        self._fused_seed = int(state_dict.get("fused_seed", 0))
+        self._fused_steps = int(state_dict.get("fused_steps", 0))
         self._apply_episode()
         self._state = state_dict["state"].to(device=self.device, dtype=self.dtype).T.contiguous()
         segment = state_dict["segment"].to(device=self.device, dtype=torch.long)
-        self._projection = self._track.project(self._state[:2].T, hint=segment)
+        rows = state_dict.get("projection")
+        if rows is None:  # written before the projection was saved: find the cars on the track again
+            self._projection = self._track.project(self._state[:2].T, hint=segment)
+        else:  # as it was (a numba step's projection is not bit-equal to a torch re-projection)
+            self._projection = TrackProjection(*rows.to(device=self.device, dtype=self.dtype).clone(), segment.clone())
         self.privileged_obs = self._episode.T.contiguous()
 
     # ------------------------------------------------------------------------------------------------ internals

@@ -125,6 +125,12 @@ class Track:
             )
         )
 
+    @property
+    def segment_table(self) -> torch.Tensor:
+        """`(9, M)` per-segment rows: start x, y, segment x, y, 1 / chord^2, start tangent, tangent change, start
+        width, width change (what the lookups here and the numba race kernel read)."""
+        return self._table
+
     # ---------------------------------------------------------------------------------------------- along s
 
     def wrap(self, s: torch.Tensor) -> torch.Tensor:

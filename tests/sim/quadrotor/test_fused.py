@@ -115,3 +115,14 @@ def test_numba_backend_resumes_exactly_and_rejects_what_it_does_not_support() ->
     with pytest.raises(ValueError, match="backend must be one of"):
         HoverConfig(backend="jax")  # type: ignore[arg-type]
     assert math.isfinite(float(first[-1].abs().max()))
+
+
+def test_auto_backend_takes_numba_where_it_applies_and_torch_elsewhere() -> None:
+    assert QuadrotorHover(4, config=HoverConfig(backend="auto"), seed=0)._fused is not None
+    randomized = dataclasses.replace(HoverConfig().randomization, mass=0.2)
+    for config in (HoverConfig(backend="auto", randomization=randomized), HoverConfig(backend="auto", compile=True)):
+        assert QuadrotorHover(4, config=config, seed=0)._fused is None  # no error: the torch step
+    from robo_rl.sim.quadrotor import QuadrotorTrack, TrackConfig
+
+    track = QuadrotorTrack(4, config=TrackConfig(backend="auto"), seed=0)
+    assert track.task._fused is None  # a moving reference: torch
