@@ -396,9 +396,12 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         if self.env_steps < self.cfg.learning_starts or len(self.buffer) < self.cfg.batch_size:
             return {}
         metrics: Losses = {}
-        for _ in range(self._updates_due()):
+        count = self._updates_due()
+        if count == 0:
+            return metrics
+        for batch in self.sampler.sample_many(self.cfg.batch_size, count, self.generator):  # drawn at once
             update_actor = self.gradient_steps >= self.cfg.critic_warmup_steps
-            metrics = self.algorithm.update(self.sample_batch(), update_actor=update_actor)
+            metrics = self.algorithm.update(batch, update_actor=update_actor)
             self.gradient_steps += 1
         return metrics
 

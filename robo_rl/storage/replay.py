@@ -182,6 +182,18 @@ class ReplayBuffer:
         idx = torch.randint(self._size, (batch_size,), device=self.device, generator=generator)
         return self._unpack(self._floats.index_select(0, idx), self._flags.index_select(0, idx))
 
+    def sample_many(self, batch_size: int, count: int, generator: torch.Generator | None = None) -> list[Transitions]:
+        """`count` batches of `batch_size`, drawn with one random call and two gathers for all of them (several
+        gradient steps per call without per-batch sampling work); `count=1` draws what `sample` draws."""
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty ReplayBuffer")
+        idx = torch.randint(self._size, (count * batch_size,), device=self.device, generator=generator)
+        floats, flags = self._floats.index_select(0, idx), self._flags.index_select(0, idx)
+        return [
+            self._unpack(floats[i * batch_size : (i + 1) * batch_size], flags[i * batch_size : (i + 1) * batch_size])
+            for i in range(count)
+        ]
+
     def _unpack(self, floats: torch.Tensor, flags: torch.Tensor) -> Transitions:
         """Transitions whose fields are views into rows of the packed `floats` and `flags` tables."""
         fields = {}
@@ -318,6 +330,17 @@ class SymmetricSampler:
             if getattr(online, name) != getattr(prior, name):
                 raise ValueError(f"{name}: online has {getattr(online, name)}, prior has {getattr(prior, name)}")
         self.online, self.prior, self.prior_fraction = online, prior, prior_fraction
+
+    def sample_many(self, batch_size: int, count: int, generator: torch.Generator | None = None) -> list[Transitions]:
+        """`count` batches as `sample` makes them, the draws of each buffer made at once for all batches."""
+        num_prior = round(batch_size * self.prior_fraction) if len(self.prior) > 0 else 0
+        if num_prior == 0:
+            return self.online.sample_many(batch_size, count, generator)
+        if num_prior == batch_size:
+            return self.prior.sample_many(batch_size, count, generator)
+        prior = self.prior.sample_many(num_prior, count, generator)
+        online = self.online.sample_many(batch_size - num_prior, count, generator)
+        return [concat_transitions(a, b) for a, b in zip(prior, online, strict=True)]
 
     def sample(self, batch_size: int, generator: torch.Generator | None = None) -> Transitions:
         """`batch_size` transitions: the prior share first, then the online share."""

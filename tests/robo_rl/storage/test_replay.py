@@ -354,3 +354,22 @@ def test_buffer_on_cuda_adds_samples_and_round_trips(tmp_path: Path) -> None:
         bad = id_range(0, 1, device="cuda")
         bad.rewards = bad.rewards.cpu()
         buf.add(bad)
+
+
+def test_sample_many_draws_several_coherent_batches_at_once() -> None:
+    buf = buffer(64)
+    buf.add(id_range(0, 64))
+    (one,) = buf.sample_many(32, 1, torch.Generator().manual_seed(7))
+    assert_same(one, buf.sample(32, torch.Generator().manual_seed(7)))  # one batch: exactly what sample draws
+    batches = buf.sample_many(16, 3, torch.Generator().manual_seed(7))
+    assert [len(b) for b in batches] == [16, 16, 16]
+    for batch in batches:
+        assert_coherent(batch)
+    assert len({tuple(ids_of(b)) for b in batches}) == 3  # three different batches
+    online, prior = buffer(64), buffer(64)
+    online.add(id_range(0, 64))
+    prior.add(id_range(1000, 1010))
+    for batch in SymmetricSampler(online, prior, 0.25).sample_many(8, 4, torch.Generator().manual_seed(0)):
+        assert_coherent(batch)
+        ids = ids_of(batch)  # every batch: its prior share first, then online transitions
+        assert all(i >= 1000 for i in ids[:2]) and all(i < 64 for i in ids[2:])
