@@ -24,11 +24,18 @@ $(STAMP): $(PY) pyproject.toml setup.py
 	@$(MAKE) --no-print-directory system-deps
 	$(PIP) install $(TORCH)
 	$(PIP) install -e ".[train,sim,export,dev]"
-	@echo "compiling the simulators' numba steps into their disk cache (once per source version, about 30 s)"
-	$(PY) -c "from robo_rl.sim.numba_support import warm_caches; warm_caches()"
 	touch $(STAMP)
 
-install: $(STAMP)
+# The simulators' numba kernels, compiled into their disk cache whenever their sources change (about 25 s), so that
+# no run or test pays for it (a test with a deadline would otherwise).
+NUMBA_SOURCES := sim/numba_support.py $(wildcard sim/*/equations.py sim/*/fused.py)
+NUMBA_STAMP := $(VENV)/.numba-cache
+$(NUMBA_STAMP): $(STAMP) $(NUMBA_SOURCES)
+	@echo "compiling the simulators' numba steps into their disk cache"
+	$(PY) -c "from robo_rl.sim.numba_support import warm_caches; warm_caches()"
+	touch $(NUMBA_STAMP)
+
+install: $(STAMP) $(NUMBA_STAMP)
 
 # .venv-ros: real rclpy from PyPI's ros-* wheels (Kilted; ROS_DISTRO=jazzy for the ros-jazzy-* wheels), the
 # messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags) and
@@ -87,7 +94,7 @@ system-deps:
 		fi; \
 	fi
 
-demo: $(STAMP)
+demo: $(STAMP) $(NUMBA_STAMP)
 	$(VENV)/bin/robo-rl demo
 
 # pytest exits 5 when it collects nothing: that is a failure here, never a silent pass.
@@ -96,7 +103,7 @@ demo: $(STAMP)
 # Lint (ruff), format check and type check (mypy, on the files [tool.mypy] lists) come first, then the tests.
 TEST_WORKERS ?= 2
 LINTED := robo_rl sim real firmware_export tests bench
-test: $(STAMP)
+test: $(STAMP) $(NUMBA_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
@@ -104,7 +111,7 @@ test: $(STAMP)
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist worksteal --durations=20; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; exit $$rc
 
-bench: $(STAMP) $(ROS_STAMP)
+bench: $(STAMP) $(NUMBA_STAMP) $(ROS_STAMP)
 	$(PY) bench/pendulum_steps.py
 	$(PY) bench/pendulum_vs_sb3.py
 	$(PY) bench/algos_vs_sb3.py
@@ -122,7 +129,7 @@ bench: $(STAMP) $(ROS_STAMP)
 # take minutes; `make claims CLAIMS_ARGS=--long` runs the full benchmarks. Run it before closing an issue that
 # touches training, simulators or export.
 CLAIMS_ARGS ?=
-claims: $(STAMP)
+claims: $(STAMP) $(NUMBA_STAMP)
 	cd bench && ../$(PY) claims.py $(CLAIMS_ARGS)
 
 lint: $(STAMP)

@@ -214,7 +214,7 @@ CLAIMS = (
     ),
     Claim(
         "test-suite",
-        "The test suite takes about 4 min on 2 cores",
+        "The test suite takes about 5.5 min on 2 cores",
         None,
         "claims.py --suite {out}",
         read_suite,

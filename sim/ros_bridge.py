@@ -96,12 +96,14 @@ class SimBridge(Node):
 
     def _make_env(self) -> Any:
         from robo_rl.sim import make
+        from robo_rl.sim.registry import with_fast_step
 
         task = str(self.get_parameter("task").value) or self.profile.task
         self.task = task
         extra = [p for p in self.get_parameter("task_params").value if p]
         params = [*extra, f"episode_length={float(self.get_parameter('episode_length').value)}"]
         try:
+            params = with_fast_step(task, params)  # one env in real time: the numba step where it applies
             return make(task, num_envs=1, params=params, seed=int(self.get_parameter("seed").value))
         except (KeyError, ValueError) as err:
             raise StartupError(f"sim_bridge: cannot make task {task!r}: {err}") from None

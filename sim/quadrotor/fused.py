@@ -121,7 +121,8 @@ def geometry_of(c: Any) -> Any:
 
 @numba.njit(fastmath=FASTMATH)
 def physics(c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, out: Any, i: int) -> None:
-    """Env i's step up to its outcome, branch-free (so that LLVM can vectorize the loop over envs): clipped
+    """Env i's step up to its outcome (the resets are a separate pass; LLVM still does not vectorize this loop
+    over envs, see docs/BENCHMARKS.md "Quadrotor step"): clipped
     action into the history, integration, reward, crash, time limit, success, final observation rows 0-17."""
     final_obs, reward_out, done, terminated, truncated, success, distance, rotor = out
     a = (clip(action[i, 0]), clip(action[i, 1]), clip(action[i, 2]), clip(action[i, 3]))
@@ -136,7 +137,7 @@ def physics(c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum
     substeps = int(c[SUBSTEPS])
     h = c[DT] / substeps
     s = load(state, i)
-    if substeps == 1 and c[INTEGRATOR] == 0.0:  # the default: one branch for the whole loop, hoisted by LLVM
+    if substeps == 1 and c[INTEGRATOR] == 0.0:  # the default
         s = normalized(rk4(s, command, body, geometry, h))
     else:
         for _ in range(substeps):

@@ -372,9 +372,11 @@ class QuadrotorHover:
         """The numba step (`robo_rl.sim.quadrotor.fused`) and its constants, checked against this env."""
         if self.device.type != "cpu" or not isinstance(self._reference, FixedPoint):
             raise ValueError("HoverConfig.backend='numba' runs the hover task (a fixed point) on the CPU only")
+        from robo_rl.sim.numba_support import FUSED_PARALLEL_ENVS
         from robo_rl.sim.quadrotor import fused
 
-        fused.set_threads(torch.get_num_threads())
+        # Below a few hundred envs one thread beats waking numba's pool (sim_bridge steps one env in real time).
+        self._fused_threads = torch.get_num_threads() if self.num_envs >= FUSED_PARALLEL_ENVS else 1
         self._fused_constants = fused.constants(self.config, self.params, self._action_map, self._nominal.geometry)
         return fused
 
@@ -388,6 +390,7 @@ class QuadrotorHover:
         done, terminated, truncated, success = (torch.empty(n, dtype=torch.bool) for _ in range(4))
         rotor, rotor_now = torch.empty(4, n), torch.empty(4, n)
         outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor)
+        self._fused.set_threads(self._fused_threads)
         self._fused.step(
             constants, self._state.numpy(), self._history.numpy(), self._steps.numpy(), self._error_sum.numpy(),
             action.numpy(), self._fused_seed, self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(),

@@ -306,9 +306,11 @@ class RCCarRace:
         """The numba step (`robo_rl.sim.rc_car.fused`) and its constants."""
         if self.device.type != "cpu":
             raise ValueError("RaceConfig.backend='numba' runs on the CPU only")
+        from robo_rl.sim.numba_support import FUSED_PARALLEL_ENVS
         from robo_rl.sim.rc_car import fused
 
-        fused.set_threads(torch.get_num_threads())
+        # Below a few hundred envs one thread beats waking numba's pool (sim_bridge steps one env in real time).
+        self._fused_threads = torch.get_num_threads() if self.num_envs >= FUSED_PARALLEL_ENVS else 1
         latency = self._sampler.max_latency
         self._fused_constants = fused.constants(self.config, self._params, self._nominal, self._track, latency)
         self._fused_table = self._track.segment_table.numpy()
@@ -325,6 +327,7 @@ class RCCarRace:
         reward, lap_time, progress = torch.empty(n), torch.empty(n), torch.empty(n)
         flags, laps = torch.empty(5, n, dtype=torch.bool), torch.empty(n, dtype=torch.long)
         counts = (self._steps, self._laps, self._slow_steps, segment)
+        self._fused.set_threads(self._fused_threads)
         self._fused.step(
             self._fused_constants, self._fused_table, self._state.numpy(), self._buffer.numpy(),
             self._history.numpy(), self._last_action.numpy(), tuple(t.numpy() for t in counts),

@@ -51,3 +51,14 @@ def test_unknown_task_and_bad_params_name_the_task() -> None:
     register("test/missing_backend", "robo_rl.sim.no_such_module:Env")
     with pytest.raises(ModuleNotFoundError, match="no_such_module"):
         make("test/missing_backend", 1)
+
+
+def test_with_fast_step_picks_the_numba_step_where_a_task_has_one_unless_told_otherwise() -> None:
+    from robo_rl.sim.registry import with_fast_step
+
+    assert with_fast_step("quadrotor/hover", ["episode_length=2"]) == ["backend=auto", "episode_length=2"]
+    assert with_fast_step("rc_car/race", []) == ["backend=auto"]
+    assert with_fast_step("quadrotor/hover", ["backend=torch"]) == ["backend=torch"]  # the user's choice stands
+    assert with_fast_step("pendulum", ["max_episode_steps=50"]) == ["max_episode_steps=50"]  # no numba step
+    env = make("quadrotor/hover", 1, seed=0, params=with_fast_step("quadrotor/hover", []))
+    assert env._fused is not None  # type: ignore[attr-defined]
