@@ -25,12 +25,13 @@ _SIM = Path(__file__).parent
 SOURCES = ("numba_support.py", "quadrotor/equations.py", "quadrotor/fused.py", "rc_car/equations.py", "rc_car/fused.py")
 """The files whose compiled code the cache holds, relative to the sim package."""
 FASTMATH = {"contract", "afn", "arcp", "nsz", "reassoc"}
+"""Fast-math without "nnan"/"ninf": a NaN state must still fail a bounds test (a crash), never be assumed away."""
 FUSED_PARALLEL_ENVS = 256
 """Below this many envs a kernel runs on the calling thread: waking numba's pool costs more than it saves."""
-"""Fast-math without "nnan"/"ninf": a NaN state must still fail a bounds test (a crash), never be assumed away."""
 
 
 def cache_directory() -> Path:
+    """`$ROBO_RL_CACHE` (default ~/.cache/robo_rl) / numba / the first 16 hex digits of a digest of `SOURCES`."""
     root = Path(os.environ.get("ROBO_RL_CACHE", Path.home() / ".cache" / "robo_rl"))
     digest = hashlib.sha256()
     for name in SOURCES:
