@@ -17,6 +17,7 @@ COMMANDS = (
     ("train", "train"),
     ("eval", "evaluate"),
     ("export", "export"),
+    ("import", "import_policy"),
     ("play", "play"),
     ("collect", "collect"),
     ("record-demos", "record_demos"),

@@ -13,6 +13,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -22,6 +23,9 @@ import robo_rl
 from robo_rl.artifact import PolicyArtifact
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.flow_metadata import flow_metadata
+
+if TYPE_CHECKING:
+    import onnx
 
 OBS_INPUT = "obs"
 ACTION_OUTPUT = "action"
@@ -69,10 +73,15 @@ def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
     firmware export turns into C (`robo_rl.export.flow_metadata`). The model is checked with `onnx.checker`
     before it replaces `path`.
     """
+    return export_artifact(actor, metadata.artifact(), path)
+
+
+def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> Path:
+    """`export_onnx` for any artifact metadata (e.g. an imported policy's, `robo_rl.importers`)."""
     import onnx
 
     actor = actor.eval().to("cpu")
-    example = torch.zeros(1, metadata.obs_spec.dim)
+    example = torch.zeros(1, artifact.obs.dim)
     with _quiet_exporter():
         program = torch.onnx.export(
             actor,
@@ -89,7 +98,15 @@ def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
     model = program.model_proto
     model.producer_name = "robo_rl"
     model.producer_version = robo_rl.__version__
-    onnx.helper.set_model_props(model, {**metadata.to_props(), **flow_metadata(actor)})
+    onnx.helper.set_model_props(model, {**artifact.to_props(), **flow_metadata(actor)})
+    return save_checked(model, path)
+
+
+def save_checked(model: onnx.ModelProto, path: Path) -> Path:
+    """Check `model` with `onnx.checker` (full) and write it to `path` through a temporary file (a crash leaves
+    the previous file whole)."""
+    import onnx
+
     onnx.checker.check_model(model, full_check=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

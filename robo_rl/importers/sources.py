@@ -1,0 +1,262 @@
+"""What an Isaac-Lab-style run says about its policy, read from the two places it is written down:
+- mjlab's ONNX metadata (`joint_names`, `default_joint_pos`, `action_scale`, `observation_names`, comma-separated:
+  mjlab's `rl/exporter_utils.py`), which lacks the control period and the meaning of the observation terms;
+- Isaac Lab's dumped run config (`logs/rsl_rl/EXPERIMENT/RUN/params/env.yaml`): control period
+  (`sim.dt × decimation`), the policy's observation terms (function, scale), the joint-position action term
+  (joints by regex, scale, offset, clip) and the default pose (`scene.robot.init_state.joint_pos`, by regex).
+  It names joints by regular expression only, so the robot's joint order must be supplied (`--joint-names`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from robo_rl.importers.supplied import MissingInfoError, Supplied
+from robo_rl.importers.terms import FUNCTION_KINDS, MJLAB_TERM_KINDS, JointAction
+
+_GROUP_KEYS = {"concatenate_terms", "enable_corruption", "history_length", "flatten_history_dim", "concatenate_dim"}
+
+
+@dataclass(frozen=True)
+class Description:
+    """A foreign policy's meaning: its observation terms `(name, kind, scale)` in order (None: not known), the
+    robot's joints, the joint action, the control period, and the assumptions made reading it."""
+
+    source: str
+    terms: tuple[tuple[str, str, float], ...] | None
+    joints: tuple[str, ...] = ()
+    action: JointAction | None = None
+    dt: float | None = None
+    assumptions: tuple[str, ...] = field(default_factory=tuple)
+    bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    """Action bounds the source gives (Isaac Lab's action clip), else None."""
+
+    @property
+    def label(self) -> str:
+        """The source as people name it."""
+        return {"mjlab": "mjlab", "isaaclab": "Isaac Lab", "onnx": "plain ONNX"}.get(self.source, self.source)
+
+
+def is_mjlab(props: Mapping[str, str]) -> bool:
+    return {"joint_names", "default_joint_pos", "observation_names"} <= set(props)
+
+
+def from_mjlab(props: Mapping[str, str], action_size: int) -> Description:
+    """mjlab's ONNX metadata → Description (dt stays unknown: mjlab does not write it)."""
+    joints = tuple(_csv(props["joint_names"]))
+    defaults = [float(v) for v in _csv(props["default_joint_pos"])]
+    if len(defaults) != len(joints):
+        raise MissingInfoError(f"mjlab metadata: {len(joints)} joint_names but {len(defaults)} default_joint_pos")
+    if action_size != len(joints):
+        raise MissingInfoError(
+            f"the policy outputs {action_size} actions but mjlab's metadata names {len(joints)} "
+            "joints: only policies that command every joint can be imported from mjlab metadata"
+        )
+    scale = _per_joint([float(v) for v in _csv(props.get("action_scale", "1"))], len(joints), "action_scale")
+    pose = dict(zip(joints, defaults, strict=True))
+    action = JointAction(joints, scale, np.asarray(defaults), pose)
+    terms = tuple((name, MJLAB_TERM_KINDS.get(name, "unknown"), 1.0) for name in _csv(props["observation_names"]))
+    assumptions = (
+        "mjlab: the action is a joint-position target around the default pose (use_default_offset), as in mjlab's "
+        "velocity and tracking tasks",
+        "mjlab: observation terms by name: joint_pos = joint_pos_rel, joint_vel = joint_vel_rel, actions = "
+        "last_action, command = a 3-entry velocity command (mjlab's own tasks)",
+        "mjlab writes default_joint_pos with 3 decimals; those are the offsets folded in",
+    )
+    return Description("mjlab", terms, joints, action, None, assumptions)
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _per_joint(values: Sequence[float], size: int, what: str) -> np.ndarray:
+    if len(values) == 1:
+        return np.full(size, values[0], dtype=np.float64)
+    if len(values) != size:
+        raise MissingInfoError(f"{what}: {len(values)} values for {size} joints")
+    return np.asarray(values, dtype=np.float64)
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Isaac Lab's env.yaml holds `!!python/tuple` and other Python tags: read sequences as lists, anything else
+    by its plain value."""
+
+
+def _construct_any(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_any)
+_TolerantLoader.add_multi_constructor("!", _construct_any)
+
+
+def read_env_config(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)  # a SafeLoader subclass
+    except (OSError, yaml.YAMLError) as err:
+        raise MissingInfoError(f"--env-config {path}: cannot read it ({str(err).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise MissingInfoError(f"--env-config {path}: not an Isaac Lab env config (a mapping)")
+    return data
+
+
+def from_isaaclab(config: Mapping[str, Any], supplied: Supplied, where: str = "env.yaml") -> Description:
+    """Isaac Lab's dumped env config → Description; needs the robot's joint order (`supplied.joint_names`)."""
+    joints = supplied.joint_names
+    if not joints:
+        raise MissingInfoError(
+            f"{where} names joints by regular expression only: supply --joint-names with the "
+            "robot's joints in the simulator's order (the articulation's joint_names)"
+        )
+    dt = _control_period(config, where)
+    pose = _default_pose(config, joints, where)
+    action, bounds = _joint_action(config, joints, pose, where)
+    terms = _policy_terms(config, joints, where)
+    assumptions = ("Isaac Lab: joint_vel_rel assumes a zero default joint velocity",)
+    return Description("isaaclab", terms, tuple(joints), action, dt, assumptions, bounds)
+
+
+def _get(config: Mapping[str, Any], dotted: str, where: str) -> Any:
+    node: Any = config
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            raise MissingInfoError(f"{where}: no {dotted!r} in it (is it the run's params/env.yaml?)")
+        node = node[key]
+    return node
+
+
+def _control_period(config: Mapping[str, Any], where: str) -> float:
+    dt, decimation = _get(config, "sim.dt", where), _get(config, "decimation", where)
+    try:
+        return float(dt) * int(decimation)
+    except (TypeError, ValueError):
+        raise MissingInfoError(f"{where}: sim.dt {dt!r} and decimation {decimation!r} are not numbers") from None
+
+
+def _by_regex(patterns: Any, joints: Sequence[str], where: str, default: float | None = None) -> dict[str, float]:
+    """Isaac Lab's `float | {regex: float}` resolved for each joint (a joint matching no pattern gets `default`)."""
+    if isinstance(patterns, (int, float)):
+        return dict.fromkeys(joints, float(patterns))
+    if not isinstance(patterns, Mapping):
+        raise MissingInfoError(f"{where}: expected a number or a mapping of joint regexes, got {patterns!r}")
+    out: dict[str, float] = {}
+    for joint in joints:
+        found = [float(v) for p, v in patterns.items() if re.fullmatch(str(p), joint)]
+        if found:
+            out[joint] = found[0]
+        elif default is not None:
+            out[joint] = default
+    return out
+
+
+def _default_pose(config: Mapping[str, Any], joints: Sequence[str], where: str) -> dict[str, float]:
+    patterns = _get(config, "scene.robot.init_state.joint_pos", where)
+    pose = _by_regex(patterns, joints, f"{where} scene.robot.init_state.joint_pos", default=0.0)
+    return pose
+
+
+def _joint_action(
+    config: Mapping[str, Any], joints: Sequence[str], pose: Mapping[str, float], where: str
+) -> tuple[JointAction, tuple[tuple[float, ...], tuple[float, ...]] | None]:
+    actions = _get(config, "actions", where)
+    terms = {name: t for name, t in actions.items() if isinstance(t, Mapping)} if isinstance(actions, Mapping) else {}
+    if len(terms) != 1:
+        raise MissingInfoError(
+            f"{where}: {len(terms)} action terms ({', '.join(terms)}); one joint-position term can be imported"
+        )
+    name, term = next(iter(terms.items()))
+    kind = str(term.get("class_type", "")).rsplit(":", 1)[-1]
+    if kind != "JointPositionAction":
+        raise MissingInfoError(
+            f"{where}: action term {name!r} is a {kind or 'term without class_type'}; only "
+            "JointPositionAction (absolute joint targets) can be imported"
+        )
+    chosen = _select(term.get("joint_names", [".*"]), joints, bool(term.get("preserve_order", False)), where)
+    scale = _by_regex(term.get("scale", 1.0), chosen, f"{where} actions.{name}.scale")
+    if term.get("use_default_offset", True):
+        offset = {j: pose[j] for j in chosen}
+    else:
+        offset = _by_regex(term.get("offset", 0.0), chosen, f"{where} actions.{name}.offset", default=0.0)
+    action = JointAction(
+        tuple(chosen), np.array([scale[j] for j in chosen]), np.array([offset[j] for j in chosen]), dict(pose)
+    )
+    return action, _clip_bounds(term.get("clip"), chosen, f"{where} actions.{name}.clip")
+
+
+def _select(patterns: Any, joints: Sequence[str], preserve_order: bool, where: str) -> list[str]:
+    patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+    if preserve_order:
+        chosen = [j for p in patterns for j in joints if re.fullmatch(p, j)]
+    else:
+        chosen = [j for j in joints if any(re.fullmatch(p, j) for p in patterns)]
+    if not chosen:
+        raise MissingInfoError(f"{where}: the action's joint_names {patterns} match none of --joint-names")
+    return chosen
+
+
+def _clip_bounds(clip: Any, joints: Sequence[str], where: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    if not clip:
+        return None
+    if not isinstance(clip, Mapping):
+        raise MissingInfoError(f"{where}: expected a mapping of joint regexes to [low, high], got {clip!r}")
+    low, high = [], []
+    for joint in joints:
+        found = [v for p, v in clip.items() if re.fullmatch(str(p), joint)]
+        if not found:
+            return None
+        low.append(float(found[0][0]))
+        high.append(float(found[0][1]))
+    return tuple(low), tuple(high)
+
+
+def _policy_terms(config: Mapping[str, Any], joints: Sequence[str], where: str) -> tuple[tuple[str, str, float], ...]:
+    group = _get(config, "observations.policy", where)
+    if not isinstance(group, Mapping):
+        raise MissingInfoError(f"{where}: observations.policy is not a mapping of terms")
+    if group.get("history_length"):
+        raise MissingInfoError(f"{where}: observations.policy keeps a history; stacked histories cannot be imported")
+    out = []
+    for name, term in group.items():
+        if name in _GROUP_KEYS or not isinstance(term, Mapping) or "func" not in term:
+            continue
+        out.append((name, *_term_kind_scale(name, term, joints, f"{where} observations.policy.{name}")))
+    if not out:
+        raise MissingInfoError(f"{where}: observations.policy has no terms")
+    return tuple(out)
+
+
+def _term_kind_scale(name: str, term: Mapping[str, Any], joints: Sequence[str], where: str) -> tuple[str, float]:
+    if term.get("clip") is not None:
+        raise MissingInfoError(
+            f"{where}: a clipped observation term cannot be folded into the import (clip {term['clip']})"
+        )
+    if term.get("history_length"):
+        raise MissingInfoError(f"{where}: a term with a history cannot be imported")
+    scale = term.get("scale")
+    if scale is not None and not isinstance(scale, (int, float)):
+        raise MissingInfoError(f"{where}: a per-entry scale cannot be folded yet (scale {scale})")
+    kind = FUNCTION_KINDS.get(str(term["func"]).rsplit(":", 1)[-1], "unknown")
+    asset = term.get("params", {}).get("asset_cfg", {}) if isinstance(term.get("params"), Mapping) else {}
+    chosen = asset.get("joint_names") if isinstance(asset, Mapping) else None
+    if kind.startswith("joint") and chosen not in (None, [".*"], ".*", list(joints)):
+        raise MissingInfoError(
+            f"{where}: observes a subset of the joints ({chosen}); only all joints, in "
+            "--joint-names order, can be imported"
+        )
+    value = 1.0 if scale is None else float(scale)
+    if not math.isfinite(value):
+        raise MissingInfoError(f"{where}: scale {scale} is not finite")
+    return kind, value
