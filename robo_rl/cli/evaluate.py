@@ -25,9 +25,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Run the deterministic policy of RUN_DIR for --episodes episodes (in parallel) and print the "
         "mean, std, min and max return, and the success rate for tasks that define success (e.g. pendulum: "
         "balanced at the end of the episode). --onnx evaluates RUN_DIR/policy.onnx in onnxruntime instead "
-        "of the torch checkpoint, i.e. exactly the artifact that gets deployed.",
+        "of the torch checkpoint, i.e. exactly the artifact that gets deployed. A policy .onnx file (e.g. one "
+        "`robo-rl import` made from SB3) is evaluated on its task (--task to choose another registered task); its "
+        "observation and action names must be the task's.",
     )
-    p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train")
+    p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train, or a policy .onnx file")
+    p.add_argument("--task", help="for a policy .onnx file: the registered task (default: the policy's own)")
     p.add_argument("--episodes", type=int, default=100, help="episodes to run (default: 100)")
     p.add_argument("--seed", type=int, default=12345, help="seed of the initial states (default: 12345)")
     p.add_argument(
@@ -79,7 +82,50 @@ def plot_run_flights(run_dir: Path, episodes: int, seed: int) -> Path | None:
     return out
 
 
+def evaluate_policy_file(
+    path: Path,
+    episodes: int,
+    seed: int,
+    task: str | None = None,
+    device: str = "cpu",
+    task_params: Sequence[str] = (),
+) -> EvalResult:
+    """Evaluate a policy artifact (any robo_rl policy.onnx, imported ones included) on a registered task: the
+    policy's own unless `task` is given. The policy's observation and action names must be the task's."""
+    from robo_rl.artifact import PolicyArtifact
+    from robo_rl.export.onnx import read_metadata
+    from robo_rl.sim import make, names
+
+    if episodes < 1:
+        raise ValueError(f"--episodes must be at least 1, got {episodes}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such policy file")
+    artifact = PolicyArtifact.from_props(read_metadata(path))
+    task = task or artifact.task
+    if task not in names():
+        raise ValueError(f"{path}: its task {task!r} is not a registered task: supply --task (robo-rl tasks)")
+    env = make(task, num_envs=episodes, device=device, params=task_params)
+    for role, policy_spec, env_spec in (
+        ("observation", artifact.obs, env.obs_spec),
+        ("action", artifact.action, env.action_spec),
+    ):
+        if policy_spec.names != env_spec.names:
+            raise ValueError(
+                f"{path}: its {role} names differ from task {task!r}'s: policy {list(policy_spec.names)[:6]}..., "
+                f"task {list(env_spec.names)[:6]}... (import it with the task's names, in order)"
+            )
+    return evaluate(env, onnx_actor(path, env.obs_spec.dim, env.action_spec.dim), seed=seed)
+
+
 def main(args: argparse.Namespace) -> int:
+    if args.run_dir.suffix == ".onnx":
+        if args.onnx or args.checkpoint is not None:
+            raise ValueError("--onnx and --checkpoint are for run directories; a policy .onnx file is evaluated as is")
+        result = evaluate_policy_file(args.run_dir, args.episodes, args.seed, args.task, args.device, args.task_params)
+        terminal().print(f"{args.run_dir} (onnxruntime): {describe_evaluation(result)}")
+        return 0
+    if args.task is not None:
+        raise ValueError("--task is for a policy .onnx file; a run directory evaluates its own task")
     result = evaluate_run(
         args.run_dir, args.episodes, args.seed, args.checkpoint, args.onnx, args.device, args.task_params
     )

@@ -40,11 +40,22 @@ def onnx_actor(
     session = _session(path)
     _check_io(path, session, obs_dim, action_dim)
 
+    one_row = _fixed_batch_of_one(session)
+
     def act(obs: torch.Tensor) -> torch.Tensor:
-        out = session.run([ACTION_OUTPUT], {OBS_INPUT: obs.cpu().numpy().astype(np.float32)})[0]
+        rows = obs.cpu().numpy().astype(np.float32)
+        if one_row:  # a file exported with a batch of 1 (rsl_rl's and Isaac Lab's exporters): row by row
+            out = np.concatenate([session.run([ACTION_OUTPUT], {OBS_INPUT: row[None]})[0] for row in rows])
+        else:
+            out = session.run([ACTION_OUTPUT], {OBS_INPUT: rows})[0]
         return torch.from_numpy(out).to(obs.device)
 
     return act
+
+
+def _fixed_batch_of_one(session: Any) -> bool:
+    shape = next((i.shape for i in session.get_inputs() if i.name == OBS_INPUT), None)
+    return bool(shape) and shape[0] == 1
 
 
 def _session(path: Path) -> Any:  # onnxruntime.InferenceSession
