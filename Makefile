@@ -8,7 +8,7 @@ PIP := $(PY) -m pip
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench claims install system-deps ros-venv lint clean
+.PHONY: demo test bench claims install system-deps ros-venv mjlab-venv lint clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -82,6 +82,29 @@ ros-msgs: $(ROS_MSGS_STAMP)
 
 ros-venv: $(ROS_STAMP) $(ROS_MSGS_STAMP)
 
+# .venv-mjlab: mjlab (Isaac Lab's manager-based API on MuJoCo Warp) for `robo_rl.sim.from_mjlab` and tests/sim/mjlab.
+# A venv of its own because mjlab pins mujoco~=3.11 where .venv has mujoco 4. The CPU torch goes in first and a
+# constraints file keeps it (an unpinned torch would pull the CUDA build); robo_rl then comes in with only the extras
+# that leave mujoco alone (train, export; [sim] would ask for the main venv's simulators), plus pytest.
+VENV_MJLAB := .venv-mjlab
+PY_MJLAB := $(VENV_MJLAB)/bin/python
+MJLAB := mjlab==1.6.0
+MJLAB_STAMP := $(VENV_MJLAB)/.installed
+
+$(MJLAB_STAMP): pyproject.toml setup.py
+	rm -rf $(VENV_MJLAB)
+	$(PYTHON) -m venv $(VENV_MJLAB)
+	$(PY_MJLAB) -m pip install --upgrade pip setuptools wheel
+	$(PY_MJLAB) -m pip install $(TORCH)
+	$(PY_MJLAB) -m pip freeze | grep -i "^torch==" > $(VENV_MJLAB)/constraints.txt
+	$(PY_MJLAB) -m pip install -c $(VENV_MJLAB)/constraints.txt $(MJLAB)
+	$(PY_MJLAB) -m pip freeze | grep -i "^\(torch\|mujoco\|mujoco-warp\|warp-lang\)==" > $(VENV_MJLAB)/constraints.txt
+	$(PY_MJLAB) -m pip install -c $(VENV_MJLAB)/constraints.txt -e ".[train,export]" "pytest>=8.0"
+	$(PY_MJLAB) -c "import mjlab, mujoco, torch; print('mjlab venv: mujoco', mujoco.__version__, 'torch', torch.__version__)"
+	touch $(MJLAB_STAMP)
+
+mjlab-venv: $(MJLAB_STAMP)
+
 # Installs SYSTEM_PACKAGES with apt-get where they are missing (needs root); otherwise says what to install.
 system-deps:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -105,6 +128,7 @@ TEST_WORKERS ?= 2
 LINTED := robo_rl sim real firmware_export tests bench
 test: $(STAMP) $(NUMBA_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
+	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy
@@ -136,4 +160,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
 
 clean:
-	rm -rf $(VENV) $(VENV_ROS) runs build *.egg-info
+	rm -rf $(VENV) $(VENV_ROS) $(VENV_MJLAB) runs build *.egg-info

@@ -4,6 +4,8 @@ from functools import partial
 
 from robo_rl.sim.experts import make_expert
 from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
+from robo_rl.sim.manager_based import IsaacLabConfig, from_isaaclab
+from robo_rl.sim.mjlab_env import from_mjlab
 from robo_rl.sim.registry import default_config, make, names, register
 
 # By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built.
@@ -19,4 +21,13 @@ for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
     register(f"gym/{_gym_id}", partial(FromGymnasium, config=GymnasiumTaskConfig(env_id=_gym_id)))
 
-__all__ = ["default_config", "make", "make_expert", "names", "register"]
+__all__ = [
+    "IsaacLabConfig",
+    "default_config",
+    "from_isaaclab",
+    "from_mjlab",
+    "make",
+    "make_expert",
+    "names",
+    "register",
+]

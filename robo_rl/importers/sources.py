@@ -63,7 +63,16 @@ def from_mjlab(props: Mapping[str, str], action_size: int) -> Description:
     scale = _per_joint([float(v) for v in _csv(props.get("action_scale", "1"))], len(joints), "action_scale")
     pose = dict(zip(joints, defaults, strict=True))
     action = JointAction(joints, scale, np.asarray(defaults), pose)
-    terms = tuple((name, MJLAB_TERM_KINDS.get(name, "unknown"), 1.0) for name in _csv(props["observation_names"]))
+    names = _csv(props["observation_names"])
+    scales = _term_values(props, "observation_terms_scale", len(names), 1.0)
+    if any(_term_values(props, "observation_terms_history_length", len(names), 0.0)):
+        raise MissingInfoError(
+            "mjlab metadata: an observation term keeps a history; stacked histories cannot be imported"
+        )
+    clipped = [c for c in _csv(props.get("observation_terms_clip", "")) if c.replace(" ", "") != "-inf;inf"]
+    if clipped:
+        raise MissingInfoError(f"mjlab metadata: clipped observation terms ({clipped[:3]}) cannot be folded")
+    terms = tuple((n, MJLAB_TERM_KINDS.get(n, "unknown"), scale) for n, scale in zip(names, scales, strict=True))
     assumptions = (
         "mjlab: the action is a joint-position target around the default pose (use_default_offset), as in mjlab's "
         "velocity and tracking tasks",
@@ -72,6 +81,19 @@ def from_mjlab(props: Mapping[str, str], action_size: int) -> Description:
         "mjlab writes default_joint_pos with 3 decimals; those are the offsets folded in",
     )
     return Description("mjlab", terms, joints, action, None, assumptions)
+
+
+def _term_values(props: Mapping[str, str], key: str, count: int, default: float) -> list[float]:
+    """A per-term number list of mjlab's metadata (`observation_terms_scale`, ...); absent: `default` for all."""
+    if key not in props:
+        return [default] * count
+    try:
+        values = [float(v) for v in _csv(props[key])]
+    except ValueError:
+        raise MissingInfoError(f"mjlab metadata {key!r}: not a list of numbers ({props[key][:60]})") from None
+    if len(values) != count:
+        raise MissingInfoError(f"mjlab metadata {key!r}: {len(values)} values for {count} observation terms")
+    return values
 
 
 def _csv(text: str) -> list[str]:
