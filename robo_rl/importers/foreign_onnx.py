@@ -30,6 +30,7 @@ from robo_rl.importers.supplied import (
     action_spec,
     box_center_half,
     gather,
+    listed,
     obs_spec,
 )
 from robo_rl.importers.terms import Entry, entries, term_sizes
@@ -91,9 +92,8 @@ def observation_entries(
                 f"the policy's {obs_size} observations are not described: supply --obs-names "
                 "(and --obs-units), or the run's --env-config (Isaac Lab), or an mjlab ONNX"
             )
-        units = supplied.obs_units or ("",)
-        names = _sized(names, obs_size, "--obs-names")
-        units = _sized(units, obs_size, "--obs-units")
+        names = listed(names, obs_size, "--obs-names", "the observation")
+        units = listed(supplied.obs_units, obs_size, "--obs-units", "the observation", ("",))
         return tuple(Entry(n, u, f"state.{n}") for n, u in zip(names, units, strict=True))
     terms = term_sizes(description.terms, description.joints, action_size, obs_sizes)
     total = sum(t.size for t in terms)
@@ -104,13 +104,6 @@ def observation_entries(
             f"{obs_size}: supply the right widths with --obs-sizes TERM=N"
         )
     return entries(terms, description.joints, description.action)
-
-
-def _sized(values: Sequence[str], size: int, flag: str) -> tuple[str, ...]:
-    values = tuple(values) * size if len(values) == 1 and size != 1 else tuple(values)
-    if len(values) != size:
-        raise MissingInfoError(f"{flag}: {size} values needed, got {len(values)}")
-    return values
 
 
 def import_onnx(

@@ -119,7 +119,13 @@ def detect_algorithm(path: Path) -> str:
         raise MissingInfoError(
             f"{path}: unknown policy class module {module!r}: supply --algo ({', '.join(ALGORITHMS)})"
         )
-    return _BY_POLICY_MODULE[module]
+    family = _BY_POLICY_MODULE[module]
+    # A2C shares PPO's policy class and DDPG TD3's: their saved hyperparameters tell them apart
+    if family == "ppo" and "clip_range" not in data:
+        return "a2c"
+    if family == "td3" and data.get("policy_delay") == 1 and data.get("target_noise_clip") == 0.0:
+        return "ddpg"
+    return family
 
 
 def load_sb3(path: Path, algorithm: str | None = None, vec_normalize: Path | None = None) -> Sb3Policy:

@@ -168,3 +168,15 @@ def test_an_sb3_policy_trained_on_a_robo_rl_task_evaluates_like_sb3_in_closed_lo
     assert imported.returns == pytest.approx(reference.returns, abs=1e-2)  # episode by episode
     assert len(set(np.round(reference.returns, 1))) > 1  # distinct initial states, not one episode repeated
     assert main(["eval", str(tmp_path / "ppo.onnx"), "--episodes", "2", "--task", "quadrotor/hover"]) == 2
+
+
+@pytest.mark.parametrize("algo", ["a2c", "ddpg"])
+def test_a2c_and_ddpg_zips_are_told_from_ppo_and_td3_and_import_with_parity(algo: str, tmp_path: Path) -> None:
+    """A2C saves PPO's policy class and DDPG TD3's; their hyperparameters tell them apart."""
+    getattr(sb3, algo.upper())("MlpPolicy", PointReach(), device="cpu", seed=2).save(tmp_path / "model.zip")
+    assert main(["import", str(tmp_path / "model.zip"), *FLAGS, "-o", str(tmp_path / "p.onnx")]) == 0
+    policy = load_sb3(tmp_path / "model.zip")
+    assert policy.algorithm == algo
+    obs = sample_obs(policy, 128)
+    got = ort.InferenceSession(str(tmp_path / "p.onnx")).run(["action"], {"obs": obs})[0]
+    assert np.max(np.abs(got - sb3_predict(policy, obs))) <= 1e-5
