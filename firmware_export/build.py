@@ -70,6 +70,7 @@ class HostPolicy:
     prefix: str
     obs_dim: int
     action_dim: int
+    """Floats the function writes (a chunk's every step)."""
     library_path: Path
     function: Callable[[int, int], int] = field(repr=False)
     """The ctypes function: (obs address, action address) → return code."""
@@ -110,6 +111,14 @@ def header_define(sources: CSources, name: str) -> int:
     if match is None:
         raise ValueError(f"{sources.header_name} defines no {sources.prefix.upper()}_{name}")
     return int(match.group(1))
+
+
+def output_width(sources: CSources) -> int:
+    """Floats the policy function writes: `ACTION_CHUNK` steps (1 in a header without it, e.g. a hand-written
+    one) of `ACTION_DIM` actions."""
+    chunk = f"#define {sources.prefix.upper()}_ACTION_CHUNK "
+    steps = header_define(sources, "ACTION_CHUNK") if chunk in sources.header else 1
+    return header_define(sources, "ACTION_DIM") * steps
 
 
 def build_host(sources: CSources, directory: Path) -> HostPolicy:
@@ -174,7 +183,7 @@ def _host_policy(library: ctypes.CDLL, path: Path, sources: CSources) -> HostPol
     return HostPolicy(
         prefix=sources.prefix,
         obs_dim=header_define(sources, "OBS_DIM"),
-        action_dim=header_define(sources, "ACTION_DIM"),
+        action_dim=output_width(sources),
         library_path=path,
         function=function,
     )

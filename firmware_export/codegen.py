@@ -2,8 +2,10 @@
 
 The entry point is `int {prefix}_policy(const float *obs, float *action)`:
 - `obs` `({PREFIX}_OBS_DIM,)` float, in the order of the metadata (several graph inputs joined by a Concat are
-  passed concatenated, in the Concat's order); `action` `({PREFIX}_ACTION_DIM,)` float, already clipped and
-  scaled as in the ONNX graph. `obs` and `action` must not overlap.
+  passed concatenated, in the Concat's order); `action` `({PREFIX}_ACTION_CHUNK * {PREFIX}_ACTION_DIM,)` float,
+  already clipped and scaled as in the ONNX graph: `{PREFIX}_ACTION_CHUNK` steps (1 unless the policy outputs an
+  action chunk, `robo_rl.chunks`) of `{PREFIX}_ACTION_DIM` actions, step i's meant for i control periods after
+  the observation. `obs` and `action` must not overlap.
 - returns `{PREFIX}_OK` (0), or `{PREFIX}_ERR_NONFINITE` (1) when an observation is NaN or ±inf; `action` is
   then left untouched (nothing is written), so the caller keeps its previous command or its own fallback.
 
@@ -200,7 +202,8 @@ def _header(ir: PolicyIR, prefix: str, header_name: str, kind: str, stages: tupl
         f"#define {upper}_ERR_NONFINITE 1 /* an observation is NaN or +-inf; action was not written */",
         "",
         f"#define {upper}_OBS_DIM {ir.obs_dim}",
-        f"#define {upper}_ACTION_DIM {ir.action_dim}",
+        f"#define {upper}_ACTION_DIM {len(info.action_names)} /* actions of one step */",
+        f"#define {upper}_ACTION_CHUNK {info.action_chunk} /* steps per call: action holds CHUNK x DIM values */",
         f"#define {upper}_DT {float_literal(info.dt or 0.0)} /* control period (s); 0 = not in the metadata */",
         f"#define {upper}_TASK {_c_string(info.task or '')}",
         f"#define {upper}_ROBO_RL_VERSION {_c_string(info.version or '')}",
@@ -210,7 +213,8 @@ def _header(ir: PolicyIR, prefix: str, header_name: str, kind: str, stages: tupl
         *_index_defines(f"{upper}_OBS", info.obs_names, "obs"),
         *_index_defines(f"{upper}_ACTION", info.action_names, "action"),
         *_bound_defines(upper, info),
-        f"/* Runs the policy on obs[{upper}_OBS_DIM] and writes action[{upper}_ACTION_DIM].",
+        f"/* Runs the policy on obs[{upper}_OBS_DIM] and writes action[{upper}_ACTION_CHUNK * {upper}_ACTION_DIM]",
+        f"   (step i's action j at action[i * {upper}_ACTION_DIM + j]).",
         f"   Returns {upper}_OK, or {upper}_ERR_NONFINITE without writing action when an observation is NaN",
         "   or infinite. obs and action must not overlap. Not reentrant: uses static scratch buffers. */",
         f"int {prefix}_policy(const float *obs, float *action);",
@@ -267,10 +271,20 @@ def _description(ir: PolicyIR, kind: str, stages: tuple[_Stage, ...]) -> list[st
         "",
         "Observation obs[i]: name [unit] (low, high)",
         *_vector_table(info.obs_names, info.obs_units, info.obs_low, info.obs_high),
+        *_chunk_line(info),
         "Action action[i]: name [unit] (low, high)",
         *_vector_table(info.action_names, info.action_units, info.action_low, info.action_high),
     ]
     return ["/*", *(f" * {_comment(line)}".rstrip() for line in lines), " */"]
+
+
+def _chunk_line(info: PolicyInfo) -> list[str]:
+    if info.action_chunk == 1:
+        return []
+    return [
+        f"Action chunk: {info.action_chunk} steps per call, one step's actions each (below), step i meant for "
+        f"i * dt after the observation; execute them with a receding horizon or temporal ensembling.",
+    ]
 
 
 def _network_summary(stages: tuple[_Stage, ...]) -> str:

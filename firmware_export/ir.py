@@ -127,6 +127,9 @@ class PolicyInfo:
     """Graph output name."""
     producer: str = ""
     """ONNX producer name and version."""
+    action_chunk: int = 1
+    """H, the actions the policy outputs at once (`robo_rl.action_chunk`); the action_* fields describe one step,
+    and the output holds H of them, step after step."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,7 @@ class PolicyIR:
     layers: tuple[Layer, ...]
     obs_dim: int
     action_dim: int
+    """Width of the output: `info.action_chunk` steps of `len(info.action_names)` actions each."""
     info: PolicyInfo
 
     @property
@@ -520,7 +524,7 @@ def _policy_info(
     producer: str,
 ) -> PolicyInfo:
     """PolicyInfo from the policy artifact's metadata (`robo_rl.artifact`), with defaults for what is missing."""
-    artifact = PolicyArtifact.from_foreign(props, obs_dim, action_dim)
+    artifact = PolicyArtifact.from_foreign(props, obs_dim, action_dim)  # action_dim: the output's width
     obs, action = artifact.obs, artifact.action
     return PolicyInfo(
         obs_names=obs.names,
@@ -539,4 +543,5 @@ def _policy_info(
         inputs=inputs,
         output=output,
         producer=producer,
+        action_chunk=artifact.action_chunk,
     )

@@ -2,6 +2,13 @@
 
 `PolicyController` wires `ObservationAssembler` → `PolicyRuntime` → `SafetyFilter`, gated by a `Watchdog`, and
 maps the result onto the command message fields; a ROS node only converts messages to and from field dicts.
+
+A chunked policy (H actions per evaluation, `robo_rl.chunks`) goes through a `TimedChunkQueue` between the
+runtime and the filter: each new observation's chunk is stamped with the observation's arrival time (step i due
+at `t_obs + i * dt`), and each step sends the action due now, by temporal ensembling or a receding horizon
+(`ChunkExecution`). When no chunk covers now (every queued action is in the past) the safe command goes out
+with the fault "action chunk spent". Every action still passes the safety filter; stale inputs give the safe
+command as for any policy, so a chunk bridges gaps in the inputs shorter than the staleness timeout, no longer.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robo_rl.chunks.execution import ChunkExecution, TimedChunkQueue
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_fields, package_available, select_command
 from robo_rl.real.profile import CommandSpec, RobotProfile
@@ -51,6 +59,7 @@ class PolicyController:
         clock: Callable[[], float] = time.monotonic,
         available: Callable[[str], bool] = package_available,
         command_type: str = "",
+        chunk_execution: ChunkExecution | None = None,
     ) -> None:
         runtime.check(profile)
         self.runtime = runtime
@@ -65,6 +74,9 @@ class PolicyController:
         self.observed_at = float("nan")
         self.intervention: np.ndarray | None = None
         self.intervened_at = -math.inf
+        self.chunks = _chunk_queue(runtime, profile, chunk_execution or ChunkExecution())
+        self.chunk_stamp = -math.inf
+        """Arrival time of the observation the newest chunk was made from."""
 
     def observe(self, fields: Mapping[str, float], source: str | None = None) -> None:
         """Merge newly arrived message fields into the latest observation and feed the watchdog of `source`, the
@@ -105,18 +117,51 @@ class PolicyController:
     def _filtered(self) -> tuple[SafetyResult, float | None]:
         stale = self.stale_inputs()
         if stale:
-            return self.safety.safe_command(self._stale_fault(stale)), None
+            return self._safe(self._stale_fault(stale)), None
         try:
             obs = self.assembler(self.fields)
         except MissingFieldError as err:
-            return self.safety.safe_command(str(err)), None
-        result = self.safety(self.runtime(np.nan_to_num(obs)), obs)
+            return self._safe(str(err)), None
+        action = self._action(obs)
+        if action is None:
+            return self._safe(self._spent_fault()), None
+        result = self.safety(action, obs)
+        if result.fault and self.chunks is not None:
+            self.chunks.clear()  # a non-finite chunk must not feed the next steps' commands
         return result, (self.clock() - self.observed_at) if not result.fault else None
+
+    def _action(self, obs: np.ndarray) -> np.ndarray | None:
+        """The policy's action for now: its own, or the one due now from the chunks (None: all are past)."""
+        if self.chunks is None:
+            return self.runtime(np.nan_to_num(obs))
+        now = self.clock()
+        if self.observed_at > self.chunk_stamp and self.chunks.wants_chunk(now):
+            self.chunks.push(self.runtime.chunk(np.nan_to_num(obs)), self.observed_at)
+            self.chunk_stamp = self.observed_at
+        return self.chunks.due(now)
+
+    def _safe(self, fault: str) -> SafetyResult:
+        """The safe command; queued chunks are dropped (after a fault, control restarts from a fresh one)."""
+        if self.chunks is not None:
+            self.chunks.clear()
+        return self.safety.safe_command(fault)
+
+    def _spent_fault(self) -> str:
+        horizon = self.runtime.action_chunk * self.profile.dt
+        age = self.clock() - self.chunk_stamp
+        return f"action chunk spent: the newest chunk covers {horizon:g} s, its observation is {age:.3f} s old"
 
     def _stale_fault(self, stale: list[str]) -> str:
         if len(stale) == len(self.watchdogs):
             return "stale observation"
         return f"stale observation: no {', '.join(stale)} for {self.timeout} s"
+
+
+def _chunk_queue(runtime: PolicyRuntime, profile: RobotProfile, execution: ChunkExecution) -> TimedChunkQueue | None:
+    """The queue of a chunked policy's timestamped actions; None for a policy that outputs one action."""
+    if runtime.action_chunk == 1:
+        return None
+    return TimedChunkQueue(runtime.action_chunk, runtime.action_dim, profile.dt, execution)
 
 
 def _watched_inputs(profile: RobotProfile) -> list[str]:

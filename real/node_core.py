@@ -8,11 +8,13 @@ it: input, watchdog and timer callbacks step the controller under one lock.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from robo_rl.chunks.execution import EXECUTION_MODES, ChunkExecution
 from robo_rl.real.command import command_fields
 from robo_rl.real.controller import ControlOutput, PolicyController
 from robo_rl.real.latency import LatencyStats
@@ -40,12 +42,36 @@ class NodeSettings:
     """Seconds from an input's header stamp to its command; 0: the profile's dt."""
     max_missed_deadlines: int = 10
     """Consecutive late commands that latch the e-stop; 0: never."""
+    chunk_execution: str = "ensemble"
+    """A chunked policy's actions: "ensemble" (temporal ensembling, the default: a new chunk from every
+    observation, so the command follows the latest one, averaged with the earlier chunks' predictions, which
+    smooths the switch between chunks; a mean of in-bounds actions stays in bounds) or "receding" (receding
+    horizon: `chunk_execute` actions of a chunk open loop, then the newest observation's chunk)."""
+    ensemble_decay: float = 0.01
+    """Temporal ensembling's m: weights `exp(-m * i)`, i = 0 for the oldest prediction (ACT's 0.01)."""
+    chunk_execute: int = 0
+    """Receding horizon: actions executed from one chunk before a newer one replaces it; 0: all H."""
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
             raise ValueError(f"parameter 'trigger': must be one of {TRIGGERS}, got {self.trigger!r}")
         if len(self.target) != 3:
             raise ValueError(f"parameter 'target': expected [x, y, z], got {list(self.target)}")
+        if self.chunk_execution not in EXECUTION_MODES:
+            raise ValueError(
+                f"parameter 'chunk_execution': must be one of {EXECUTION_MODES}, got {self.chunk_execution!r}"
+            )
+        if self.chunk_execute < 0:
+            raise ValueError(f"parameter 'chunk_execute': must be >= 0 (0: the whole chunk), got {self.chunk_execute}")
+        if not math.isfinite(self.ensemble_decay):
+            raise ValueError(f"parameter 'ensemble_decay': must be finite, got {self.ensemble_decay}")
+
+    def chunks(self, horizon: int) -> ChunkExecution:
+        """The execution of a policy's chunks of `horizon` actions; ValueError naming the parameter."""
+        execution = ChunkExecution(self.chunk_execution, self.ensemble_decay, self.chunk_execute)
+        if self.chunk_execute > horizon:
+            raise ValueError(f"parameter 'chunk_execute': {self.chunk_execute} > the policy's chunk of {horizon}")
+        return execution
 
 
 class NodeCounters:
@@ -248,6 +274,10 @@ class PolicyNodeCore:
         values = self.counters.values(self.active, extra_missed)
         values["command_type"] = self.controller.command_spec.type
         values["estopped"] = self.controller.safety.estopped
+        chunks = self.controller.chunks
+        if chunks is not None:
+            values["action_chunk"] = chunks.horizon
+            values["chunk_execution"] = chunks.execution.mode
         return values
 
 

@@ -53,6 +53,8 @@ class PolicyInfo:
     """Upper action bounds the outputs are clipped to."""
     version: str
     """robo_rl version that exported the file."""
+    action_chunk: int = 1
+    """H, the actions the policy outputs at once (`robo_rl.chunks`); the action fields describe one of them."""
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> PolicyInfo:
@@ -73,6 +75,7 @@ class PolicyInfo:
             action_low=artifact.action.low,
             action_high=artifact.action.high,
             version=str(artifact.version),
+            action_chunk=artifact.action_chunk,
         )
 
 
@@ -129,7 +132,8 @@ def _close(a: float, b: float) -> bool:
 
 
 class PolicyRuntime:
-    """An exported policy in onnxruntime (CPU): `runtime(obs)` `(obs_dim,)` → action `(action_dim,)`.
+    """An exported policy in onnxruntime (CPU): `runtime(obs)` `(obs_dim,)` → action `(action_dim,)`; a chunked
+    policy's H actions `(action_chunk, action_dim)` from `runtime.chunk(obs)`.
 
     With a `profile`, the constructor refuses to start (ProfileMismatchError) unless the metadata fits it.
     `threads` is onnxruntime's intra-op thread count (see `session_threads`; 0: automatic, which is 1). The
@@ -152,7 +156,13 @@ class PolicyRuntime:
 
     @property
     def action_dim(self) -> int:
+        """Actions of one step."""
         return len(self.info.action_names)
+
+    @property
+    def action_chunk(self) -> int:
+        """H, the steps the policy outputs at once (1: not chunked)."""
+        return self.info.action_chunk
 
     def check(self, profile: RobotProfile) -> None:
         """Raise ProfileMismatchError listing every mismatch between this policy and `profile`."""
@@ -167,12 +177,18 @@ class PolicyRuntime:
             raise PolicyFileError(f"{self.path}: the policy does not run ({_first_line(err)})") from None
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """Action `(action_dim,)` float64 in the policy's units for one observation `(obs_dim,)`."""
+        """Action `(action_dim,)` float64 in the policy's units for one observation `(obs_dim,)` (a chunked
+        policy's first: the one for the observation's own period)."""
+        return self.chunk(obs)[0]
+
+    def chunk(self, obs: np.ndarray) -> np.ndarray:
+        """Actions `(action_chunk, action_dim)` float64 for one observation `(obs_dim,)`; row i is meant for
+        `i * dt` seconds after the observation."""
         obs = np.asarray(obs, dtype=np.float32)
         if obs.shape != (self.obs_dim,):
             raise ValueError(f"observation shape {obs.shape}, policy expects ({self.obs_dim},)")
         action = self.session.run([ACTION_OUTPUT], {OBS_INPUT: obs[None, :]})[0]
-        return action[0].astype(np.float64)
+        return action[0].astype(np.float64).reshape(self.action_chunk, self.action_dim)
 
 
 def _policy_info(path: Path, session: Any) -> PolicyInfo:
@@ -182,7 +198,7 @@ def _policy_info(path: Path, session: Any) -> PolicyInfo:
     except PolicyFileError as err:
         raise PolicyFileError(f"{path}: {err}") from None
     _check_width(path, "input", session.get_inputs(), OBS_INPUT, len(info.obs_names))
-    _check_width(path, "output", session.get_outputs(), ACTION_OUTPUT, len(info.action_names))
+    _check_width(path, "output", session.get_outputs(), ACTION_OUTPUT, len(info.action_names) * info.action_chunk)
     return info
 
 

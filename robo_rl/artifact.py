@@ -7,6 +7,12 @@ it and get unnamed, unbounded vectors). Standard library only, so the torch-free
 
 A file written with a newer schema than this module reads is refused with `NewerSchemaError`, which says to
 upgrade robo_rl; files without `robo_rl.schema` were written before the key existed and are schema 1.
+
+Schema 2 adds action chunks: a policy whose output `(batch, H * action_dim)` holds H consecutive actions, step i's
+in entries `[i * action_dim, (i + 1) * action_dim)`. `robo_rl.action_chunk` records H; the `action_*` keys still
+describe ONE step (so a robot profile matches a chunked policy as it matches an unchunked one). Only chunked files
+are written as schema 2: a robo_rl that reads schema 1 refuses them instead of misreading the wide output as one
+action, and every unchunked file stays schema 1.
 """
 
 from __future__ import annotations
@@ -19,9 +25,12 @@ from typing import Any
 from robo_rl.spaces import SpaceSpec
 
 PREFIX = "robo_rl."
-SCHEMA_VERSION = 1
-"""Schema this module writes and the newest it reads."""
+SCHEMA_VERSION = 2
+"""The newest schema this module reads (and writes, for chunked policies)."""
+CHUNK_SCHEMA = 2
+"""The first schema with action chunks (`robo_rl.action_chunk`)."""
 SCHEMA_KEY = PREFIX + "schema"
+ACTION_CHUNK_KEY = PREFIX + "action_chunk"
 
 
 class ArtifactError(ValueError):
@@ -39,7 +48,7 @@ class PolicyArtifact:
     obs: SpaceSpec
     """Observation vector the policy expects."""
     action: SpaceSpec
-    """Action vector the policy outputs; outputs are clipped to its bounds."""
+    """Action vector of one step; outputs are clipped to its bounds (every step of a chunk to the same ones)."""
     dt: float | None
     """Control period in seconds the policy was trained at (None: a foreign file that does not say)."""
     task: str | None
@@ -53,11 +62,29 @@ class PolicyArtifact:
     task_config: str | None = None
     """The task's resolved config at training time, as canonical JSON (`robo_rl.task_record`); optional (files
     exported before it was recorded lack it)."""
-    schema: int = SCHEMA_VERSION
+    action_chunk: int = 1
+    """H, the actions the policy outputs at once (1: one action per evaluation); step i's action is entries
+    `[i * action.dim, (i + 1) * action.dim)` of the output, meant for `dt * i` seconds after the observation."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.action_chunk, bool) or not isinstance(self.action_chunk, int) or self.action_chunk < 1:
+            raise ArtifactError(f"action_chunk: must be an integer >= 1, got {self.action_chunk!r}")
+
+    @property
+    def schema(self) -> int:
+        """The oldest schema that holds this artifact, which `to_props` writes: 1, or 2 for a chunked policy."""
+        return CHUNK_SCHEMA if self.action_chunk > 1 else 1
+
+    @property
+    def output_dim(self) -> int:
+        """Width of the policy's output: `action_chunk * action.dim`."""
+        return self.action_chunk * self.action.dim
 
     def to_props(self) -> dict[str, str]:
         """ONNX metadata_props: flat string key/values, lists as JSON (non-finite bounds as `Infinity`)."""
         props = {SCHEMA_KEY: str(self.schema)}
+        if self.action_chunk > 1:
+            props[ACTION_CHUNK_KEY] = str(self.action_chunk)
         optional = {"version": self.version, "task": self.task, "config_hash": self.config_hash}
         optional["git_hash"] = self.git_hash
         optional["task_config"] = self.task_config
@@ -77,19 +104,24 @@ class PolicyArtifact:
         return cls(obs, action, dt=_number(props, "dt"), task=_required(props, "task"), **provenance)
 
     @classmethod
-    def from_foreign(cls, props: Mapping[str, str], obs_dim: int, action_dim: int) -> PolicyArtifact:
+    def from_foreign(cls, props: Mapping[str, str], obs_dim: int, output_dim: int) -> PolicyArtifact:
         """Any policy file's metadata, whoever wrote it: what is missing gets a default (`SpaceSpec.unnamed`,
-        no dt/task/provenance); what is there must be well formed and fit the graph's widths."""
+        no dt/task/provenance, no chunk); what is there must be well formed and fit the graph's widths
+        (`output_dim`: the output's width, H actions of a chunked policy)."""
         provenance = _provenance(props, unknown_version=None)
-        obs, action = _lenient_spec(props, "obs", obs_dim), _lenient_spec(props, "action", action_dim)
+        chunk = provenance["action_chunk"]
+        if output_dim % chunk:
+            raise ArtifactError(f"metadata {ACTION_CHUNK_KEY}: {chunk} does not divide the output width {output_dim}")
+        obs, action = _lenient_spec(props, "obs", obs_dim), _lenient_spec(props, "action", output_dim // chunk)
         dt = _number(props, "dt") if PREFIX + "dt" in props else None
         return cls(obs, action, dt=dt, task=props.get(PREFIX + "task"), **provenance)
 
 
 def _provenance(props: Mapping[str, str], unknown_version: str | None) -> dict[str, Any]:
-    """The schema (checked first: a newer one is refused before anything else is read) and who wrote the file."""
+    """The schema (checked first: a newer one is refused before anything else is read), the chunk and who wrote
+    the file."""
     return {
-        "schema": _schema(props),
+        "action_chunk": _action_chunk(props, _schema(props)),
         "config_hash": props.get(PREFIX + "config_hash"),
         "git_hash": props.get(PREFIX + "git_hash"),
         "version": props.get(PREFIX + "version", unknown_version),
@@ -109,6 +141,24 @@ def _schema(props: Mapping[str, str]) -> int:
             "upgrade robo_rl to deploy it"
         )
     return schema
+
+
+def _action_chunk(props: Mapping[str, str], schema: int) -> int:
+    """H of `robo_rl.action_chunk` (1 without it); a chunk in a file that claims an older schema is malformed."""
+    text = props.get(ACTION_CHUNK_KEY)
+    if text is None:
+        return 1
+    try:
+        chunk = int(text)
+    except ValueError:
+        raise ArtifactError(f"metadata {ACTION_CHUNK_KEY!r} is not an integer: {text[:40]!r}") from None
+    if chunk < 1:
+        raise ArtifactError(f"metadata {ACTION_CHUNK_KEY!r} must be >= 1, got {chunk}")
+    if chunk > 1 and schema < CHUNK_SCHEMA:
+        raise ArtifactError(
+            f"metadata {ACTION_CHUNK_KEY!r} needs {SCHEMA_KEY} >= {CHUNK_SCHEMA}, the file says {schema}"
+        )
+    return chunk
 
 
 def _required(props: Mapping[str, str], key: str) -> str:

@@ -23,6 +23,7 @@ CORE = tuple(
         "envs",
         "spaces",
         "artifact",
+        "chunks",
         "config",
         "provenance",
         "distributed",

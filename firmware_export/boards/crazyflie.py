@@ -193,6 +193,11 @@ def _crazyflie_rate(dt: float | None) -> int:
 
 
 def _crazyflie_rotor_index(info: PolicyInfo) -> list[int]:
+    if info.action_chunk > 1:
+        raise ValueError(
+            f"crazyflie target: the policy outputs chunks of {info.action_chunk} actions; the controller app sends "
+            "one action per call (export a policy without chunks, or use --target c)"
+        )
     if sorted(info.action_names) != list(CRAZYFLIE_ACTIONS):
         raise ValueError(
             f"crazyflie target: actions {list(info.action_names)} are not the motor commands "

@@ -20,7 +20,11 @@ process may use; 0: automatic, 1 thread; also `--threads N` on the command line)
 profiles only, default false: after 1 s of setpoints, ask PX4 to switch to offboard / to arm; nothing else ever
 arms a vehicle or changes its mode), command_type (one of the profile's command types, e.g.
 geometry_msgs/msg/Twist for the car's fallback; default: the first whose package is installed). An arm's
-JointTrajectory gets the profile's joint_names.
+JointTrajectory gets the profile's joint_names. For a chunked policy (H actions per evaluation, stamped t_obs +
+i * dt): chunk_execution ("ensemble", the default, temporal ensembling: a chunk from every observation, the command
+the weighted mean of the chunks' predictions for now; or "receding": chunk_execute actions of a chunk, 0: all H,
+then the newest observation's), ensemble_decay (m of the weights exp(-m i), i = 0 the oldest; ACT's 0.01). When
+every queued action is in the past, the safe command goes out ("action chunk spent").
 
 PX4 (a px4_msgs command type, real/px4.py): the setpoint's `timestamp` in microseconds, OffboardControlMode on
 fmu/in/offboard_control_mode at 10 Hz with the setpoint's flag while good setpoints flow; on any fault neither is
@@ -112,6 +116,9 @@ class PolicyNode(LifecycleNode):
         self.declare_parameter("command_type", "auto")
         self.declare_parameter("px4_offboard", False)
         self.declare_parameter("px4_arm", False)
+        self.declare_parameter("chunk_execution", "ensemble")
+        self.declare_parameter("ensemble_decay", 0.01)
+        self.declare_parameter("chunk_execute", 0)
 
     # ------------------------------------------------------------------------------------------------ lifecycle
 
@@ -136,13 +143,21 @@ class PolicyNode(LifecycleNode):
             target=tuple(self.get_parameter("target").value),
             deadline=float(self.get_parameter("deadline").value),
             max_missed_deadlines=int(self.get_parameter("max_missed_deadlines").value),
+            chunk_execution=str(self.get_parameter("chunk_execution").value),
+            ensemble_decay=float(self.get_parameter("ensemble_decay").value),
+            chunk_execute=int(self.get_parameter("chunk_execute").value),
         )
         profile = load_profile(profile_name)
         runtime = PolicyRuntime(
             str(self.get_parameter("policy").value), profile, int(self.get_parameter("threads").value)
         )
         inputs = topic_inputs(profile)
-        controller = PolicyController(runtime, profile, command_type=str(self.get_parameter("command_type").value))
+        controller = PolicyController(
+            runtime,
+            profile,
+            command_type=str(self.get_parameter("command_type").value),
+            chunk_execution=settings.chunks(runtime.action_chunk),
+        )
         command_type = message_class(controller.command_spec.type)
         self._message_extras(command_type.get_fields_and_field_types(), controller.command_spec, profile.dt)
         self._px4_link(controller.command_spec, profile)
@@ -160,9 +175,10 @@ class PolicyNode(LifecycleNode):
         self.command_publisher = self.create_lifecycle_publisher(command_type, controller.command_spec.topic, 10)
         self._subscribe(inputs)
         info = runtime.info
+        chunk = f" × {runtime.action_chunk} steps ({settings.chunk_execution})" if runtime.action_chunk > 1 else ""
         self.get_logger().info(
             f"configured: policy {runtime.path.name} (task {info.task}, dt {info.dt} s, {runtime.obs_dim} obs, "
-            f"{runtime.action_dim} actions, onnxruntime {runtime.threads} thread(s)) on profile {profile.name}; "
+            f"{runtime.action_dim} actions{chunk}, onnxruntime {runtime.threads} thread(s)) on profile {profile.name}; "
             f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {settings.trigger}"
         )
 

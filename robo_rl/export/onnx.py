@@ -37,7 +37,7 @@ class PolicyMetadata:
     obs_spec: SpaceSpec
     """Observation vector the policy expects, in order."""
     action_spec: SpaceSpec
-    """Action vector the policy outputs; outputs are clipped to its bounds."""
+    """Action vector of one step; outputs are clipped to its bounds (a chunk's every step to the same ones)."""
     dt: float
     """Control period in seconds the policy was trained at."""
     task: str
@@ -48,6 +48,9 @@ class PolicyMetadata:
     """Commit of the robo_rl source that trained the policy."""
     task_config: str | None = None
     """The task's resolved config as canonical JSON (`TaskRecord.config_json`); None leaves it out."""
+    action_chunk: int = 1
+    """H, the actions the policy outputs at once (`robo_rl.chunks`): its output is `(batch, H * action_dim)`.
+    `robo_rl.chunks.env.action_chunking(env)` gives a chunk env's one-step spec, dt and H."""
 
     def to_props(self) -> dict[str, str]:
         """ONNX metadata_props: the policy artifact (`robo_rl.artifact`) of these specs and provenance."""
@@ -63,11 +66,12 @@ class PolicyMetadata:
             git_hash=self.git_hash,
             version=robo_rl.__version__,
             task_config=self.task_config,
+            action_chunk=self.action_chunk,
         )
 
 
 def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
-    """Write `actor` `(batch, obs_dim) → (batch, action_dim)` as a single self-contained ONNX file.
+    """Write `actor` `(batch, obs_dim) → (batch, action_chunk * action_dim)` as a single self-contained ONNX file.
 
     The batch dimension is dynamic. A flow sampler also gets `robo_rl.flow.*` metadata: its parts as chains that
     firmware export turns into C (`robo_rl.export.flow_metadata`). The model is checked with `onnx.checker`
@@ -82,6 +86,7 @@ def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> P
 
     actor = actor.eval().to("cpu")
     example = torch.zeros(1, artifact.obs.dim)
+    _check_output_width(actor, example, artifact)
     with _quiet_exporter():
         program = torch.onnx.export(
             actor,
@@ -100,6 +105,18 @@ def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> P
     model.producer_version = robo_rl.__version__
     onnx.helper.set_model_props(model, {**artifact.to_props(), **flow_metadata(actor)})
     return save_checked(model, path)
+
+
+def _check_output_width(actor: nn.Module, example: torch.Tensor, artifact: PolicyArtifact) -> None:
+    """ValueError unless the actor outputs what the metadata describes (H actions of a chunk)."""
+    with torch.no_grad():
+        width = actor(example).shape[-1]
+    if width != artifact.output_dim:
+        chunk = f"{artifact.action_chunk} × " if artifact.action_chunk > 1 else ""
+        raise ValueError(
+            f"the actor outputs {width} values, its metadata describes {chunk}{artifact.action.dim} actions"
+            + ("" if chunk else " (a chunked policy needs action_chunk and one step's action spec)")
+        )
 
 
 def save_checked(model: onnx.ModelProto, path: Path) -> Path:

@@ -105,3 +105,50 @@ def linear_policy(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Pat
         return export_linear_policy(profile, tmp_path_factory.mktemp("linear") / "policy.onnx", weights, bias or {})
 
     return make_policy
+
+
+def export_chunk_probe(path: Path, horizon: int) -> Path:
+    """A chunked rc_car policy of `horizon` steps whose step i is steering = 0.1 i + lateral_offset, drive = 0.05 i:
+    the steering command shows which step of which observation's chunk was sent."""
+    preset, params = PROFILE_TASKS["rc_car"]
+    cfg = preset()
+    env = make(cfg.task.name, num_envs=1, params=params)
+    obs, actions = env.obs_spec.names, env.action_spec.names
+    linear = torch.nn.Linear(len(obs), horizon * len(actions))
+    with torch.no_grad():
+        linear.weight.zero_()
+        for i in range(horizon):
+            linear.weight[i * len(actions) + actions.index("steering"), obs.index("lateral_offset")] = 1.0
+            linear.bias[i * len(actions) + actions.index("steering")] = 0.1 * i
+            linear.bias[i * len(actions) + actions.index("drive")] = 0.05 * i
+    metadata = PolicyMetadata(
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", action_chunk=horizon
+    )
+    return export_onnx(linear, metadata, path)
+
+
+def export_step_chunks(profile: str, path: Path, horizon: int, first: float, step: float) -> Path:
+    """A chunked policy for the task `profile` deploys whose step i is `first + step * i` for every action, whatever
+    the observation: each command shows which step of a chunk was sent."""
+    preset, params = PROFILE_TASKS[profile]
+    cfg = preset()
+    env = make(cfg.task.name, num_envs=1, params=params)
+    linear = torch.nn.Linear(env.obs_spec.dim, horizon * env.action_spec.dim)
+    with torch.no_grad():
+        linear.weight.zero_()
+        linear.bias.copy_((first + step * torch.arange(horizon)).repeat_interleave(env.action_spec.dim))
+    metadata = PolicyMetadata(
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", action_chunk=horizon
+    )
+    return export_onnx(linear, metadata, path)
+
+
+@pytest.fixture(scope="session")
+def step_chunks_policy(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """`step_chunks_policy(profile, horizon, first, step)`: `export_step_chunks` into a fresh folder."""
+
+    def make_policy(profile: str, horizon: int, first: float, step: float) -> Path:
+        path = tmp_path_factory.mktemp("chunks") / "policy.onnx"
+        return export_step_chunks(profile, path, horizon, first, step)
+
+    return make_policy

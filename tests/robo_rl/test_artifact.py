@@ -6,10 +6,13 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
+from robo_rl import artifact as artifact_module
 from robo_rl.artifact import (
+    ACTION_CHUNK_KEY,
     SCHEMA_KEY,
     SCHEMA_VERSION,
     ArtifactError,
@@ -32,7 +35,7 @@ ARTIFACT = PolicyArtifact(
 def test_props_round_trip_exactly_with_infinite_bounds() -> None:
     props = ARTIFACT.to_props()
     assert all(isinstance(value, str) for value in props.values())
-    assert props[SCHEMA_KEY] == str(SCHEMA_VERSION)
+    assert props[SCHEMA_KEY] == "1" and ACTION_CHUNK_KEY not in props  # unchunked files stay schema 1
     assert PolicyArtifact.from_props(props) == ARTIFACT
     assert PolicyArtifact.from_foreign(props, 2, 1) == ARTIFACT
 
@@ -78,3 +81,38 @@ def test_importing_it_loads_neither_torch_nor_numpy() -> None:
     code = "import sys, robo_rl.artifact; print(sorted({'torch', 'numpy'} & set(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+CHUNKED = replace(ARTIFACT, action_chunk=5)
+
+
+def test_a_chunked_policy_is_schema_2_with_one_steps_action_spec_and_its_horizon() -> None:
+    props = CHUNKED.to_props()
+    assert props[SCHEMA_KEY] == "2" == str(SCHEMA_VERSION) and props[ACTION_CHUNK_KEY] == "5"
+    assert props["robo_rl.action_names"] == '["thrust"]'  # one step: a robot profile matches it unchanged
+    assert PolicyArtifact.from_props(props) == CHUNKED and CHUNKED.output_dim == 5
+    assert PolicyArtifact.from_foreign(props, 2, 5) == CHUNKED  # the graph's output: 5 steps of 1 action
+    with pytest.raises(ArtifactError, match=r"action_chunk: 5 does not divide the output width 7"):
+        PolicyArtifact.from_foreign(props, 2, 7)
+
+
+def test_a_robo_rl_that_reads_only_schema_1_refuses_a_chunked_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(artifact_module, "SCHEMA_VERSION", 1)  # the reader before chunks
+    with pytest.raises(NewerSchemaError, match=r"policy schema 2; this robo_rl reads up to 1"):
+        PolicyArtifact.from_props(CHUNKED.to_props())
+    assert PolicyArtifact.from_props(ARTIFACT.to_props()) == ARTIFACT  # unchunked files still read
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({ACTION_CHUNK_KEY: "three"}, r"'robo_rl\.action_chunk' is not an integer"),
+        ({ACTION_CHUNK_KEY: "0"}, r"'robo_rl\.action_chunk' must be >= 1"),
+        ({ACTION_CHUNK_KEY: "4", SCHEMA_KEY: "1"}, r"needs robo_rl\.schema >= 2, the file says 1"),
+    ],
+)
+def test_a_bad_chunk_is_refused_naming_the_key(props: dict[str, str], message: str) -> None:
+    with pytest.raises(ArtifactError, match=message):
+        PolicyArtifact.from_props({**CHUNKED.to_props(), **props})
+    with pytest.raises(ArtifactError, match=r"action_chunk: must be an integer >= 1"):
+        replace(ARTIFACT, action_chunk=0)

@@ -8,7 +8,7 @@
 static const unsigned long CONTROL_PERIOD_US = @@PERIOD_US@@UL;
 
 static float observation[@@PREFIX@@_OBS_DIM];
-static float action[@@PREFIX@@_ACTION_DIM];
+static float action[@@PREFIX@@_ACTION_CHUNK * @@PREFIX@@_ACTION_DIM]; /* CHUNK steps of DIM actions */
 static unsigned long next_step_us;
 
 static void read_observation(float *obs)
@@ -38,9 +38,9 @@ void loop()
         Serial.println("observation rejected (non-finite value): keep the last safe command");
         return;
     }
-    for (int i = 0; i < @@PREFIX@@_ACTION_DIM; ++i) {
+    for (int i = 0; i < @@PREFIX@@_ACTION_CHUNK * @@PREFIX@@_ACTION_DIM; ++i) {
         Serial.print(action[i], 6);
-        Serial.print(i + 1 < @@PREFIX@@_ACTION_DIM ? " " : "\n");
+        Serial.print(i + 1 < @@PREFIX@@_ACTION_CHUNK * @@PREFIX@@_ACTION_DIM ? " " : "\n");
     }
     Serial.print("inference us: ");
     Serial.println(elapsed_us);
