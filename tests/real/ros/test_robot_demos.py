@@ -43,7 +43,8 @@ def test_the_bag_gives_back_the_same_transitions(recorded: dict[str, Any]) -> No
     direct, bag = _load(recorded["direct"]), _load(recorded["from_bag"])
     assert bag["meta"]["obs_names"] == direct["meta"]["obs_names"] and bag["intervened"].all()
     n = len(bag["rewards"])
-    assert n >= 0.95 * len(direct["rewards"]), recorded["convert_output"]  # the recorder may join a moment late
+    # the recorder may join a moment late (on a machine loaded past its cores, up to ~1 s of the 8 s)
+    assert n >= 0.85 * len(direct["rewards"]), recorded["convert_output"]
     for name in ("obs", "actions", "rewards", "next_obs", "terminated", "truncated"):
         assert np.allclose(bag[name], direct[name][-n:], atol=1e-6), name
 
