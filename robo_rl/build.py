@@ -6,6 +6,7 @@ The env factory is injected (the CLI passes `robo_rl.sim.make`), so the core nev
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
@@ -18,8 +19,12 @@ from robo_rl.distributed import LOCAL, Reducer, broadcast_module
 from robo_rl.envs import BatchedEnv, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
+from robo_rl.hil.demos import load_demos
+from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.hil.realtime import RealTimeEnv
 from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.modules.flow import FlowPolicy
+from robo_rl.modules.reinflow import ReinFlowPolicy
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
@@ -52,11 +57,14 @@ def check_device(device: str) -> None:
 def build_policy(
     cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, device: str | torch.device | None = None
 ) -> ActorCritic:
-    """The actor-critic for `task` (an env, or the specs a run recorded), on `device` (default: the env's, or cpu)."""
+    """The on-policy policy for `task` (an env, or the specs a run recorded), on `device` (default: the env's, or
+    cpu): the Gaussian actor-critic, or for `reinflow` the (uncloned) flow with its noise and critic networks."""
     specs, device = _specs_and_device(task, device)
     spec = specs.action
     if not spec.is_bounded:
         raise ValueError(f"task {cfg.task.name!r}: action bounds must be finite to scale the policy onto them")
+    if cfg.algo == "reinflow":
+        return _reinflow_policy(cfg, specs).to(device)  # type: ignore[return-value]  (ActorCritic's interface)
     return ActorCritic(
         specs.obs.dim,
         spec.low_tensor(),
@@ -64,6 +72,37 @@ def build_policy(
         cfg.policy,
         critic_obs_dim=specs.critic_obs_dim,
     ).to(device)
+
+
+def _reinflow_policy(cfg: ExperimentConfig, specs: TaskSpecs) -> ReinFlowPolicy:
+    settings = cfg.reinflow
+    flow = FlowPolicy(
+        specs.obs.dim,
+        specs.action.low_tensor(),
+        specs.action.high_tensor(),
+        settings.flow_hidden,
+        settings.flow_activation,
+        steps=settings.steps,
+        normalize_obs=settings.normalize_obs,
+        noise_seed=cfg.seed,
+    )
+    return ReinFlowPolicy(flow, specs.critic_obs_dim, settings.policy())
+
+
+def _clone_reinflow(cfg: ExperimentConfig, policy: ReinFlowPolicy, env: BatchedEnv) -> None:
+    """Behaviour-clone the flow of a fresh ReinFlow policy on `reinflow.demos` (before PPO starts)."""
+    settings = cfg.reinflow
+    if settings.bc_steps == 0:
+        return
+    if settings.demos is None:
+        raise ValueError(
+            "reinflow clones its flow on demonstrations first: --set reinflow.demos=FILE (from robo-rl "
+            "record-demos), or reinflow.bc_steps=0 for an untrained flow"
+        )
+    demos = load_demos(Path(settings.demos), env)
+    policy.freeze_actor(False)  # the warm-up freezes it for PPO, not for cloning
+    behaviour_clone(policy.flow, demos, settings.bc_steps, settings.bc_batch_size, settings.bc_learning_rate, cfg.seed)
+    policy.apply_warmup()
 
 
 def _specs_and_device(
@@ -117,6 +156,8 @@ def build_runner(
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.on_policy:
         policy = build_policy(cfg, env)
+        if isinstance(policy, ReinFlowPolicy):
+            _clone_reinflow(cfg, policy, env)
         broadcast_module(policy, reducer)
         ppo = PPO(policy, cfg.ppo)
         ppo.reducer = reducer

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.algorithms.fql import FQL, FQLConfig
 from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 
@@ -83,5 +84,13 @@ register(
         DSRLConfig,
         "SAC choosing the noise of a frozen flow policy cloned from demonstrations",
         dsrl,
+    )
+)
+register(
+    AlgorithmEntry(
+        "reinflow",
+        "on_policy",
+        ReinFlowTrainConfig,
+        "ReinFlow: PPO fine-tuning a flow policy cloned from demonstrations, with learned noise in its K steps",
     )
 )

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -51,6 +52,9 @@ class ReinFlowConfig:
     activation: Activation = "elu"
     start: Literal["fixed", "random"] = "fixed"
     """Start point x_0: the flow's fixed noise (what the exported policy uses) or a fresh N(0, I) draw."""
+    warmup_iterations: int = 0
+    """Training iterations (updates) with the actor frozen, while the critic learns the cloned policy's values: a
+    random critic's advantages would otherwise push the clone around first."""
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -59,6 +63,8 @@ class ReinFlowConfig:
             raise ValueError("ReinFlowConfig: need 0 < min_noise_std <= init_noise_std <= max_noise_std")
         if self.start not in ("fixed", "random"):
             raise ValueError(f"ReinFlowConfig: start must be 'fixed' or 'random', got {self.start!r}")
+        if self.warmup_iterations < 0:
+            raise ValueError(f"ReinFlowConfig: warmup_iterations must be >= 0, got {self.warmup_iterations}")
 
 
 class NoiseNet(nn.Module):
@@ -119,6 +125,9 @@ class ReinFlowPolicy(nn.Module):
         init_orthogonal(self.critic, output_gain=1.0)
         self.scaler = ChainScaler(self.flow)
         self.register_buffer("times", torch.arange(cfg.steps, dtype=torch.float32) / cfg.steps)
+        self.register_buffer("updates", torch.zeros((), dtype=torch.long))
+        """Updates so far (checkpointed with the weights): the actor thaws after `warmup_iterations` of them."""
+        self.apply_warmup()
 
     def _start(self, batch: int, device: torch.device) -> torch.Tensor:
         if self.cfg.start == "random":
@@ -187,10 +196,24 @@ class ReinFlowPolicy(nn.Module):
             parameter.requires_grad_(not frozen)
 
     def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor, reducer: Reducer = LOCAL) -> None:
-        """Fold a batch into the critic's normalizer; the actor keeps the statistics it was cloned with (changing
-        them would move every action of the cloned policy)."""
+        """After each update (the runner calls it once per iteration): count it, thaw the actor at the end of the
+        warm-up, and fold the batch into the critic's normalizer; the actor keeps the statistics it was cloned
+        with (changing them would move every action of the cloned policy)."""
+        self.updates += 1
+        self.apply_warmup()
         if isinstance(self.critic_normalizer, EmpiricalNormalizer):
             update_normalizer(self.critic_normalizer, critic_obs, reducer)
+
+    def apply_warmup(self) -> None:
+        """Freeze the actor while fewer than `warmup_iterations` updates are done, thaw it after."""
+        self.freeze_actor(int(self.updates) < self.cfg.warmup_iterations)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:
+        """As nn.Module's, then the warm-up state of the restored update count (a resumed run stays frozen or
+        thawed as it was)."""
+        result = super().load_state_dict(state_dict, strict, assign)
+        self.apply_warmup()
+        return result
 
     def deterministic_actor(self) -> nn.Module:
         """The noise-free chain from the fixed noise: the flow's exportable K-step sampler."""

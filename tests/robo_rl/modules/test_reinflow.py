@@ -160,3 +160,18 @@ def test_ppo_updates_the_chain_policy_with_a_ratio_of_one_before_its_first_step(
     frozen = [p.detach().clone() for p in policy.actor_parameters()]
     ppo.update(storage)
     assert all(torch.equal(b, p) for b, p in zip(frozen, policy.actor_parameters(), strict=True))
+
+
+def test_the_actor_stays_frozen_for_its_warm_up_and_a_restored_policy_knows_where_it_was() -> None:
+    policy = _policy(2, ReinFlowConfig(steps=2, warmup_iterations=2))
+    assert not any(p.requires_grad for p in policy.actor_parameters())
+    assert all(p.requires_grad for p in policy.critic_parameters())
+    obs = torch.randn(8, OBS_DIM)
+    policy.update_normalizers(obs, obs)
+    assert not any(p.requires_grad for p in policy.actor_parameters())
+    policy.update_normalizers(obs, obs)
+    assert all(p.requires_grad for p in policy.actor_parameters())
+    restored = ReinFlowPolicy(policy.flow, OBS_DIM, ReinFlowConfig(steps=2, warmup_iterations=2))
+    assert not any(p.requires_grad for p in restored.actor_parameters())
+    restored.load_state_dict(policy.state_dict())
+    assert int(restored.updates) == 2 and all(p.requires_grad for p in restored.actor_parameters())
