@@ -14,6 +14,7 @@ from torch import nn
 
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.registry import algorithm
+from robo_rl.chunks.env import ChunkEnv
 from robo_rl.config import ConfigError
 from robo_rl.distributed import LOCAL, Reducer, broadcast_module
 from robo_rl.envs import BatchedEnv, task_specs
@@ -40,6 +41,13 @@ class EnvFactory(Protocol):
 
 class TeleopFactory(Protocol):
     def __call__(self, cfg: ExperimentConfig, env: BatchedEnv) -> TeleopDevice: ...
+
+
+def chunked(cfg: ExperimentConfig, env: BatchedEnv) -> BatchedEnv:
+    """`env` acting on chunks of `task.action_chunk` actions (`robo_rl.chunks.ChunkEnv`), or `env` itself (H = 1)."""
+    if cfg.task.action_chunk == 1:
+        return env
+    return ChunkEnv(env, cfg.task.action_chunk, cfg.task.executed)
 
 
 def check_device(device: str) -> None:
@@ -138,7 +146,9 @@ def build_runner(
     world = reducer.world
     _check_distributable(cfg, world.size)
     seed = world.seed(cfg.seed)
-    env = make_env(task.name, num_envs=task.num_envs, device=task.device, seed=seed, params=task.params)
+    env = chunked(cfg, make_env(task.name, num_envs=task.num_envs, device=task.device, seed=seed, params=task.params))
+    if task.action_chunk > 1 and (cfg.hil.real_time or cfg.hil.teleop != "none"):
+        raise ValueError("task.action_chunk > 1 does not combine with hil.real_time or hil.teleop yet")
     if cfg.hil.real_time:
         env = RealTimeEnv(env, cfg.hil.rate_hz or None)
     if cfg.hil.teleop != "none":
@@ -146,12 +156,15 @@ def build_runner(
     loop = getattr(cfg, cfg.loop_section)
     eval_env = None
     if evaluate and world.is_main:
-        eval_env = make_env(
-            task.name,
-            num_envs=loop.eval_episodes,
-            device=task.device,
-            seed=cfg.seed + EVAL_SEED_OFFSET,
-            params=task.evaluation_params,
+        eval_env = chunked(
+            cfg,
+            make_env(
+                task.name,
+                num_envs=loop.eval_episodes,
+                device=task.device,
+                seed=cfg.seed + EVAL_SEED_OFFSET,
+                params=task.evaluation_params,
+            ),
         )
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.on_policy:

@@ -15,6 +15,7 @@ from robo_rl.algorithms.registry import algorithm
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3Config
+from robo_rl.chunks.spec import check_horizon
 from robo_rl.hil.config import HilConfig
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.off_policy import OffPolicyRunnerConfig
@@ -38,10 +39,21 @@ class TaskConfig:
     eval_params: tuple[str, ...] = ()
     """More "key=value" settings for evaluation only (the runner's evaluations and `robo-rl eval`), applied after
     `params`: held-out ranges wider than the training ranges, or a curriculum switched off."""
+    action_chunk: int = 1
+    """H: the policy outputs H actions at once (`robo_rl.chunks`: the task runs in a `ChunkEnv`, the exported
+    policy is a chunked artifact); 1: one action per step."""
+    chunk_execute: int = 0
+    """Actions of each chunk executed before the policy is asked again (receding horizon), 1..H; 0: all H."""
 
     def __post_init__(self) -> None:
         if self.num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {self.num_envs}")
+        check_horizon(self.action_chunk, self.chunk_execute or None)
+
+    @property
+    def executed(self) -> int:
+        """Actions executed per chunk (H when `chunk_execute` is 0)."""
+        return self.chunk_execute or self.action_chunk
 
     @property
     def evaluation_params(self) -> tuple[str, ...]:

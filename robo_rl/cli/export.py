@@ -10,6 +10,7 @@ import numpy as np
 import torch
 from rich.console import Console
 
+from robo_rl.chunks.spec import step_spec
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.config import config_hash
@@ -165,14 +166,16 @@ def sample_observations(spec: SpaceSpec, count: int, seed: int = 0) -> torch.Ten
 def export_run(run_dir: Path, checkpoint: Path | None, console: Console, output: Path | None = None) -> Path:
     trained = load_trained(run_dir, checkpoint)
     task = trained.task  # the specs recorded at training time: the simulator is not rebuilt
+    horizon = trained.cfg.task.action_chunk  # a chunked run recorded the chunk env's specs: export one step's
     metadata = PolicyMetadata(
         obs_spec=task.specs.obs,
-        action_spec=task.specs.action,
-        dt=task.specs.dt,
+        action_spec=step_spec(task.specs.action, horizon) if horizon > 1 else task.specs.action,
+        dt=task.specs.dt / trained.cfg.task.executed,
         task=trained.cfg.task.name,
         config_hash=config_hash(trained.cfg, task.config),
         git_hash=str(trained.run.meta().get("git_hash", "unknown")),
         task_config=task.config_json(),
+        action_chunk=horizon,
     )
     actor = trained.actor
     path = export_onnx(actor, metadata, output or run_dir / "policy.onnx")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from torch import nn
 
-from robo_rl.build import build_deployable_actor
+from robo_rl.build import build_deployable_actor, chunked
 from robo_rl.cli.bad_file import BadFileError
 from robo_rl.cli.checkpoint_file import checkpoint_errors, read_checkpoint
 from robo_rl.cli.tasks import env_factory
@@ -85,9 +85,9 @@ def make_env(
     evaluation: bool = False,
 ) -> BatchedEnv:
     """The run's task with its `task.params`, then (with `evaluation`) its `task.eval_params`, then
-    `extra_params` (e.g. held-out evaluation ranges)."""
+    `extra_params` (e.g. held-out evaluation ranges); in chunks of `task.action_chunk` actions where H > 1."""
     params = (*(cfg.task.evaluation_params if evaluation else cfg.task.params), *extra_params)
-    return env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params)
+    return chunked(cfg, env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params))
 
 
 def add_task_param_argument(parser: argparse.ArgumentParser, purpose: str) -> None:

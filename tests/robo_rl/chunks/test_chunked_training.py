@@ -66,3 +66,28 @@ def test_ppo_trains_on_the_chunk_env_and_the_run_exports_a_chunked_artifact(tmp_
     with pytest.raises(ValueError, match=r"outputs 4 values, its metadata describes 1 actions"):
         export_onnx(actor, replace(metadata, action_chunk=1), tmp_path / "wrong.onnx")
     assert not (tmp_path / "wrong.onnx").exists()
+
+
+def test_robo_rl_train_with_task_action_chunk_makes_a_chunked_run_that_exports_and_evaluates(tmp_path: Path) -> None:
+    """`--set task.action_chunk=4 --set task.chunk_execute=2`: the run trains on the chunk env, `robo-rl export`
+    writes a chunked artifact (one step's names and dt, H, schema 2) and `robo-rl eval --onnx` runs it."""
+    from robo_rl.cli.main import main
+
+    flags = ["--set", "task.action_chunk=4", "--set", "task.chunk_execute=2", "--set", "task.num_envs=16"]
+    assert main(["train", "pendulum_ppo", *flags, "--max-iterations", "2", "--runs-root", str(tmp_path)]) == 0
+    run = next((tmp_path / "pendulum_ppo").iterdir())
+    assert main(["export", str(run)]) == 0
+    props = read_metadata(run / "policy.onnx")
+    step = make("pendulum", num_envs=1)
+    assert props["robo_rl.schema"] == "2" and props["robo_rl.action_chunk"] == "4"
+    assert json.loads(props["robo_rl.action_names"]) == list(step.action_spec.names)
+    assert float(props["robo_rl.dt"]) == pytest.approx(step.dt)
+    assert main(["eval", str(run), "--onnx", "--episodes", "4"]) == 0
+    assert PolicyRuntime(run / "policy.onnx").chunk(np.zeros(step.obs_spec.dim, dtype=np.float32)).shape == (4, 1)
+
+
+def test_a_chunk_longer_than_its_horizon_is_refused() -> None:
+    from robo_rl.experiment import TaskConfig
+
+    with pytest.raises(ValueError, match="executed actions per chunk"):
+        TaskConfig(action_chunk=2, chunk_execute=3)
