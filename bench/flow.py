@@ -121,6 +121,7 @@ def run_on_policy(cfg: Any, learner: str, args: argparse.Namespace) -> dict[str,
             steps=args.reinflow_steps,
             min_noise_std=args.reinflow_min_std,
             max_noise_std=args.reinflow_max_std,
+            init_noise_std=args.reinflow_init_std,
             warmup_iterations=args.reinflow_warmup,
         )
         policy = ReinFlowPolicy(cloning.algorithm.actor.flow, critic_obs_dim(cloning.env), settings)
@@ -184,6 +185,7 @@ def main() -> None:
     parser.add_argument("--reinflow-kl", type=float, default=0.01, help="KL target of the adaptive learning rate")
     parser.add_argument("--reinflow-min-std", type=float, default=0.05)
     parser.add_argument("--reinflow-max-std", type=float, default=0.3)
+    parser.add_argument("--reinflow-init-std", type=float, default=0.1)
     parser.add_argument("--output", help="JSON file (default: bench/results/flow.json)")
     args = parser.parse_args()
     warn_if_busy()
