@@ -90,11 +90,11 @@ def _reinflow_policy(cfg: ExperimentConfig, specs: TaskSpecs) -> ReinFlowPolicy:
         specs.action.high_tensor(),
         settings.flow_hidden,
         settings.flow_activation,
-        steps=settings.steps,
+        steps=settings.chain.steps,
         normalize_obs=settings.normalize_obs,
         noise_seed=cfg.seed,
     )
-    return ReinFlowPolicy(flow, specs.critic_obs_dim, settings.policy())
+    return ReinFlowPolicy(flow, specs.critic_obs_dim, settings.chain)
 
 
 def _clone_reinflow(cfg: ExperimentConfig, policy: ReinFlowPolicy, env: BatchedEnv) -> None:

@@ -52,7 +52,7 @@ class ReinFlowConfig:
     activation: Activation = "elu"
     start: Literal["fixed", "random"] = "fixed"
     """Start point x_0: the flow's fixed noise (what the exported policy uses) or a fresh N(0, I) draw."""
-    warmup_iterations: int = 0
+    warmup_iterations: int = 3
     """Training iterations (updates) with the actor frozen, while the critic learns the cloned policy's values: a
     random critic's advantages would otherwise push the clone around first."""
 

@@ -126,7 +126,7 @@ def test_the_noise_free_chain_is_the_exported_flow_sampler(tmp_path: Path) -> No
 
 
 def test_ppo_updates_the_chain_policy_with_a_ratio_of_one_before_its_first_step() -> None:
-    policy = _policy(2, ReinFlowConfig(steps=2))
+    policy = _policy(2, ReinFlowConfig(steps=2, warmup_iterations=0))
     ppo = PPO(policy, PPOConfig(num_steps=8, num_epochs=2, num_minibatches=2, learning_rate=1e-3))  # type: ignore[arg-type]
     storage = RolloutStorage(8, 16, OBS_DIM, OBS_DIM, policy.action_dim, "cpu")
     with torch.no_grad():
