@@ -6,6 +6,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 TORCH := torch==2.13.0
+# L2F, the Crazyflie simulator of "Learning to Fly in Seconds": the outside judge of the hover policies
+# (robo_rl.sim.quadrotor.l2f_gate). An sdist that g++ builds in 2-4 min; pip caches the wheel for later venvs.
+# Only .venv gets it (not .venv-ros or .venv-mjlab). Pinned: the gate reads its parameter JSON and vector interface.
+L2F_VERSION := 2.0.18
+L2F := l2f==$(L2F_VERSION)
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench claims install system-deps ros-venv mjlab-venv lint clean
@@ -17,14 +22,23 @@ $(PY):
 # MuJoCo renders offscreen through EGL with Mesa's software driver (`robo-rl play`, rendering tests);
 # firmware_export cross-compiles for the Cortex-M4F (arm-none-eabi-gcc with newlib) and runs the test
 # firmware in QEMU (`robo-rl export --target cortex-m4 --verify`, tests/firmware_export).
+# l2f (below) compiles its C++ simulator from source: g++ and the Python headers.
 SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 \
-	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm
+	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm \
+	g++ python3-dev
 
 $(STAMP): $(PY) pyproject.toml setup.py
 	@$(MAKE) --no-print-directory system-deps
 	$(PIP) install $(TORCH)
 	$(PIP) install -e ".[train,sim,export,dev]"
 	touch $(STAMP)
+
+# A stamp of its own, so that an existing .venv gets l2f at its next make, and a machine that cannot build it keeps
+# the rest of .venv (the gate's tests, `robo-rl eval --sim l2f` and the demo's L2F step then say why they skip).
+L2F_STAMP := $(VENV)/.installed-l2f-$(L2F_VERSION)
+$(L2F_STAMP): $(STAMP)
+	$(PIP) install $(L2F) && touch $(L2F_STAMP) || \
+		echo "warning: $(L2F) did not build (needs g++ and the Python headers); the L2F gate skips" >&2
 
 # The simulators' numba kernels, compiled into their disk cache whenever their sources change (about 25 s), so that
 # no run or test pays for it (a test with a deadline would otherwise).
@@ -35,7 +49,7 @@ $(NUMBA_STAMP): $(STAMP) $(NUMBA_SOURCES)
 	$(PY) -c "from robo_rl.sim.numba_support import warm_caches; warm_caches()"
 	touch $(NUMBA_STAMP)
 
-install: $(STAMP) $(NUMBA_STAMP)
+install: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 
 # .venv-ros: real rclpy from PyPI's ros-* wheels (Kilted; ROS_DISTRO=jazzy for the ros-jazzy-* wheels), the
 # messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags) and
@@ -117,7 +131,7 @@ system-deps:
 		fi; \
 	fi
 
-demo: $(STAMP) $(NUMBA_STAMP)
+demo: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 	$(VENV)/bin/robo-rl demo
 
 # pytest exits 5 when it collects nothing: that is a failure here, never a silent pass.
@@ -126,7 +140,7 @@ demo: $(STAMP) $(NUMBA_STAMP)
 # Lint (ruff), format check and type check (mypy, on the files [tool.mypy] lists) come first, then the tests.
 TEST_WORKERS ?= 2
 LINTED := robo_rl sim real firmware_export tests bench
-test: $(STAMP) $(NUMBA_STAMP)
+test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2
 	$(VENV)/bin/ruff check $(LINTED)

@@ -65,14 +65,18 @@ def _ratio(measured: float, quoted: float) -> str:
     return f"{measured / quoted:.2f}x the quoted"
 
 
+HOVER_GATE_SECONDS = 39.8
+"""README's time of the hover preset to its gate (seed 1, the identified Crazyflie 2.1)."""
+
+
 def read_hover_gate(data: dict[str, Any]) -> Verdict:
     summary = data["summary"]["ppo"]
     median = summary["median_seconds_from_process_start"]
     reached = f"{summary['reached']}/{summary['runs']} seeds reached the gate"
     if median is None:
         return f"{reached}; no median", False
-    return f"median {median:.1f} s from process start, {reached} ({_ratio(median, 14.4)})", (
-        summary["reached"] == summary["runs"] and median <= 14.4 * TIME_SLACK
+    return f"median {median:.1f} s from process start, {reached} ({_ratio(median, HOVER_GATE_SECONDS)})", (
+        summary["reached"] == summary["runs"] and median <= HOVER_GATE_SECONDS * TIME_SLACK
     )
 
 
@@ -85,11 +89,16 @@ def read_contention(data: dict[str, Any]) -> Verdict:
     return text, default >= 0.75 and spin < default
 
 
+ROBUST_SPREAD_SUCCESS = 0.9
+"""README's robust-preset figure (seed 0: 92.9 % on the whole spread of identified Crazyflies), to within 3 points."""
+
+
 def read_robust(data: dict[str, Any]) -> Verdict:
     rates = [run["rows"]["all held-out ranges together"] for run in data["runs"].values()]
-    passed = sum(rate >= 0.95 for rate in rates)
-    text = f"{passed} of {len(rates)} runs >= 95 % on all held-out ranges together (" + ", ".join(
-        f"{r:.1%}" for r in rates
+    passed = sum(rate >= ROBUST_SPREAD_SUCCESS for rate in rates)
+    text = (
+        f"{passed} of {len(rates)} runs >= {ROBUST_SPREAD_SUCCESS:.0%} on all held-out ranges together ("
+        + ", ".join(f"{r:.1%}" for r in rates)
     )
     return text + ")", bool(rates) and passed == len(rates)
 
@@ -157,8 +166,8 @@ def robust_runs() -> list[Path]:
 CLAIMS = (
     Claim(
         "hover-gate",
-        "it took a median of 14.4 s over 3 seeds",
-        "hover_gate.py --algos ppo --seeds 1 --budget 60 --output {out}",
+        "seed 1 reached the gate in 39.8 s of training",
+        "hover_gate.py --algos ppo --seeds 1 --budget 120 --output {out}",
         "hover_gate.py --algos ppo --seeds 3 --budget 120 --output {out}",
         read_hover_gate,
     ),
@@ -171,7 +180,7 @@ CLAIMS = (
     ),
     Claim(
         "robust-hover",
-        "seeds 0, 1 and 2 all pass the 95 % gate",
+        "Seed 0 reached 92.9 % on the whole spread",
         "robust_hover.py --short --runs {robust_runs} --output {out}",
         "robust_hover.py --seeds 0 1 2 --parallel 2 --output {out} --curves {out}.png",
         read_robust,

@@ -134,8 +134,18 @@ def evaluate_rows(run: Path, rows: list[str], episodes: int, checkpoint: Path | 
 
 
 TW_BINS = (0.0, 0.7, 0.8, 0.9, 1.1, 1.25, 2.0)
-"""Edges of the thrust-to-weight bins: the episode's thrust coefficient scale over its mass scale (training
-reaches 0.85/1.2 = 0.71 to 1.15/0.8 = 1.44; the held-out ranges 0.8/1.3 = 0.62 to 1.2/0.7 = 1.71)."""
+"""Edges of the thrust-to-weight bins: the episode plant's thrust-to-weight over the nominal frame's (with only the
+half-range fields, its thrust scale over its mass scale: training reaches 0.85/1.2 = 0.71 to 1.15/0.8 = 1.44; the
+held-out ranges 0.8/1.3 = 0.62 to 1.2/0.7 = 1.71)."""
+
+
+def relative_thrust_to_weight(env: Any) -> Any:
+    """`(num_envs,)` each env's true thrust-to-weight (4 x rotor thrust at u = 1 over its weight, from the plant
+    this episode flies: thrust scale, battery sag and a drawn thrust-to-weight included) over the nominal frame's."""
+    plant = getattr(env, "env", env)  # a ChunkEnv wraps the hover env
+    dynamics, params = plant._dynamics, plant.params
+    ratio = 4 * dynamics.thrust_curve.sum(0) / (dynamics.mass * params.gravity)
+    return ratio / params.thrust_to_weight
 
 
 def by_thrust_to_weight(run: Path, checkpoint: Path | None, episodes: int) -> dict[str, dict[str, float]]:
@@ -145,13 +155,11 @@ def by_thrust_to_weight(run: Path, checkpoint: Path | None, episodes: int) -> di
 
     from robo_rl.cli.run_loading import load_trained, make_env
     from robo_rl.runners.evaluate import evaluate
-    from robo_rl.sim.quadrotor.randomization import EPISODE_NAMES
 
     trained = load_trained(run, checkpoint)
     env = make_env(trained.cfg, num_envs=episodes, device="cpu", evaluation=True)
     env.reset(seed=EVAL_SEED)
-    params = env.episode_params
-    ratio = params[:, EPISODE_NAMES.index("thrust_coefficient_scale")] / params[:, EPISODE_NAMES.index("mass_scale")]
+    ratio = relative_thrust_to_weight(env).cpu()
     result = evaluate(env, trained.actor, seed=EVAL_SEED)  # resets to the same episodes
     success = torch.tensor(result.successes)
     crashed = torch.tensor(result.lengths) < env.max_episode_steps

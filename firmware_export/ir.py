@@ -23,6 +23,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from robo_rl.actuator import MotorActuator
 from robo_rl.artifact import PolicyArtifact
 
 ActivationKind = Literal["relu", "tanh", "sigmoid", "elu", "leaky_relu"]
@@ -130,6 +131,9 @@ class PolicyInfo:
     action_chunk: int = 1
     """H, the actions the policy outputs at once (`robo_rl.action_chunk`); the action_* fields describe one step,
     and the output holds H of them, step after step."""
+    actuator: MotorActuator | None = None
+    """What the actions mean physically (`robo_rl.actuator`): a motor-level quadrotor's map onto the normalized
+    motor command; None when the file does not say."""
 
 
 @dataclass(frozen=True)
@@ -544,4 +548,5 @@ def _policy_info(
         output=output,
         producer=producer,
         action_chunk=artifact.action_chunk,
+        actuator=artifact.actuator,
     )

@@ -50,6 +50,10 @@ class PolicyController:
     than its staleness timeout), incomplete, non-finite, or the e-stop is latched; it never raises for bad data.
     An operator's action given to `intervene` replaces the policy's while it is fresh (same timeout), through the
     same safety filter.
+
+    Integral observations (`integral(FIELD)` sources) run over the policy's uninterrupted control: they start from
+    0 at `restart` and whenever the policy's own commands resume after a safe command or an operator's action, and
+    only periods whose command was the policy's add to them (an e-stop or a fault never winds them up).
     """
 
     def __init__(
@@ -66,7 +70,9 @@ class PolicyController:
         self.profile = profile
         self.clock = clock
         self.command_spec: CommandSpec = select_command(profile, available, command_type)
-        self.assembler = ObservationAssembler(profile.observations, profile.action_names, profile.safe_action)
+        self.assembler = ObservationAssembler(
+            profile.observations, profile.action_names, profile.safe_action, profile.dt, runtime.info.obs_high
+        )
         self.safety = SafetyFilter(profile.actions, profile.dt)
         self.timeout = profile.staleness_timeout
         self.watchdogs = {name: Watchdog(self.timeout, clock) for name in _watched_inputs(profile)}
@@ -77,6 +83,14 @@ class PolicyController:
         self.chunks = _chunk_queue(runtime, profile, chunk_execution or ChunkExecution())
         self.chunk_stamp = -math.inf
         """Arrival time of the observation the newest chunk was made from."""
+        self.policy_in_control = False
+        """The last command was the policy's own (not the safe command, not the operator's)."""
+
+    def restart(self) -> None:
+        """Start control afresh (the node activates): the e-stop latch cleared, the integrals from 0."""
+        self.safety.reset()
+        self.policy_in_control = False
+        self.assembler.reset_integrals()
 
     def observe(self, fields: Mapping[str, float], source: str | None = None) -> None:
         """Merge newly arrived message fields into the latest observation and feed the watchdog of `source`, the
@@ -105,6 +119,9 @@ class PolicyController:
         """The command for this period."""
         intervened = self.intervention is not None and self.clock() - self.intervened_at <= self.timeout
         result, latency = self._intervened() if intervened else self._filtered()
+        self.policy_in_control = not intervened and not result.fault
+        if self.policy_in_control:
+            self.assembler.commit_integrals()
         self.assembler.record_action(result.command)
         names = self.profile.action_names
         fields = command_fields(self.command_spec, names, result.command)
@@ -118,6 +135,8 @@ class PolicyController:
         stale = self.stale_inputs()
         if stale:
             return self._safe(self._stale_fault(stale)), None
+        if not self.policy_in_control:
+            self.assembler.reset_integrals()  # the policy's control starts (again) with this period
         try:
             obs = self.assembler(self.fields)
         except MissingFieldError as err:

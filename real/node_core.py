@@ -148,9 +148,9 @@ class PolicyNodeCore:
     # ------------------------------------------------------------------------------------------------ lifecycle
 
     def activate(self) -> None:
-        """Start control: clears the e-stop latch and the counters."""
+        """Start control: clears the e-stop latch, the integral observations and the counters."""
         with self.lock:
-            self.controller.safety.reset()
+            self.controller.restart()
             self.counters.reset()
         self.active = True
 

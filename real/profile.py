@@ -38,6 +38,9 @@ UNIT_CONVERSIONS: dict[tuple[str, str], float] = {
 
 _FIELD_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?(\.[A-Za-z_][A-Za-z0-9_]*(\[[0-9]+\])?)*$")
 _HISTORY_SOURCE = re.compile(r"^previous_action\[([0-9]+)\]\.(.+)$")
+_INTEGRAL_SOURCE = re.compile(r"^integral\((.+)\)$")
+INTEGRAL_UNIT_SUFFIX = "*s"
+"""The unit of an `integral(FIELD)` observation is FIELD's unit times seconds (`m*s` for a position error in m)."""
 
 
 class ProfileError(ValueError):
@@ -57,33 +60,68 @@ def history_source(source: str) -> tuple[int, str] | None:
     return (int(match.group(1)), match.group(2)) if match else None
 
 
+def integral_source(source: str) -> str | None:
+    """The field of an `integral(FIELD)` source, else None: the observation is FIELD's running integral over the
+    policy's control periods, clipped to the policy's bound (`robo_rl.real.assembler.ObservationAssembler`)."""
+    match = _INTEGRAL_SOURCE.match(source)
+    return match.group(1) if match else None
+
+
+def source_field(source: str) -> str | None:
+    """The message field an observation source reads: the source itself, or an integral's field; None for a
+    `previous_action[K].NAME` source (the assembler's own record)."""
+    if history_source(source) is not None:
+        return None
+    return integral_source(source) or source
+
+
 @dataclass(frozen=True)
 class ObservationField:
     name: str
     """Observation name in the policy's metadata (`robo_rl.obs_names`)."""
     source: str
-    """Key in the flat field dict the ROS side builds from its messages (e.g. `odom.twist.twist.linear.x`), or
-    `previous_action[K].ACTION` for the action commanded K + 1 periods ago (policy units)."""
+    """Key in the flat field dict the ROS side builds from its messages (e.g. `odom.twist.twist.linear.x`),
+    `previous_action[K].ACTION` for the action commanded K + 1 periods ago (policy units), or `integral(FIELD)`
+    for the running integral of FIELD over the policy's control periods (e.g. `integral(state.position_error.x)`:
+    at each period the policy commands, I = clip(I + dt * FIELD, -L, L), L the policy's bound of the observation;
+    0 when the policy's control starts; its unit is FIELD's times s)."""
     unit: str
     """Unit the policy expects (`robo_rl.obs_units`)."""
     source_unit: str = ""
-    """Unit of the source value; empty means `unit`. Converted with `UNIT_CONVERSIONS`."""
+    """Unit of the source value (of an integral's field); empty means `unit` (the integral's unit without its
+    `*s`). Converted with `UNIT_CONVERSIONS`."""
 
     def __post_init__(self) -> None:
         _require(bool(self.name), "name", "must not be empty")
-        history = history_source(self.source)
-        _require(history is not None or bool(_FIELD_PATH.match(self.source)), "source", f"bad field {self.source!r}")
+        field = self.field
+        _require(field is None or bool(_FIELD_PATH.match(field)), "source", f"bad field {self.source!r}")
+        if integral_source(self.source) is not None:
+            suffix = INTEGRAL_UNIT_SUFFIX
+            message = f"an integral's unit is its field's times s (e.g. m{suffix}), got {self.unit!r}"
+            _require(self.unit.endswith(suffix) and len(self.unit) > len(suffix), "unit", message)
         try:
-            unit_factor(self.source_unit or self.unit, self.unit)
+            unit_factor(self.source_unit or self.field_unit, self.field_unit)
         except KeyError:
             known = ", ".join(f"{a}->{b}" for a, b in UNIT_CONVERSIONS)
-            message = f"source_unit: no conversion {self.source_unit!r} -> {self.unit!r} (known: {known})"
+            message = f"source_unit: no conversion {self.source_unit!r} -> {self.field_unit!r} (known: {known})"
             raise ProfileError(message) from None
 
     @property
+    def field(self) -> str | None:
+        """The message field read (`source_field`): None for a previous action."""
+        return source_field(self.source)
+
+    @property
+    def field_unit(self) -> str:
+        """The policy's unit of the field read: `unit`, or an integral's without its `*s`."""
+        if integral_source(self.source) is not None:
+            return self.unit.removesuffix(INTEGRAL_UNIT_SUFFIX)
+        return self.unit
+
+    @property
     def factor(self) -> float:
-        """Multiplier from the source value to the policy's unit."""
-        return unit_factor(self.source_unit or self.unit, self.unit)
+        """Multiplier from the source value (an integral's field value) to the policy's unit."""
+        return unit_factor(self.source_unit or self.field_unit, self.field_unit)
 
 
 @dataclass(frozen=True)
@@ -335,8 +373,8 @@ class EpisodeSettings:
 
 def source_input(source: str) -> str:
     """The input a source reads: its first segment (`odom` for `odom.twist.twist.linear.x`, `track` for
-    `track.lookahead[3]`)."""
-    return re.split(r"[.\[]", source, maxsplit=1)[0]
+    `track.lookahead[3]`, `state` for `integral(state.position_error.x)`)."""
+    return re.split(r"[.\[]", integral_source(source) or source, maxsplit=1)[0]
 
 
 @dataclass(frozen=True)
@@ -407,7 +445,8 @@ class RobotProfile:
         types = {spec.name: spec.type for spec in self.inputs}
         sources: dict[str, list[str]] = {}
         for obs in self.observations:
-            sources.setdefault(types.get(source_input(obs.source), ""), []).append(obs.source)
+            if obs.field is not None:
+                sources.setdefault(types.get(source_input(obs.field), ""), []).append(obs.field)
         problem = driver_problem(self.driver, self.kind, [c.type for c in self.commands], sources)
         _require(not problem, "driver", problem)
 
@@ -422,17 +461,17 @@ class RobotProfile:
     def _check_inputs(self) -> None:
         names = {i.name for i in self.inputs}
         for i, obs in enumerate(self.observations):
-            if history_source(obs.source) is None:
+            if obs.field is not None:
                 where = f"observations[{i}].source"
-                _require(source_input(obs.source) in names, where, f"no input named {source_input(obs.source)!r}")
+                _require(source_input(obs.field) in names, where, f"no input named {source_input(obs.field)!r}")
         for i, spec in enumerate(self.inputs):
             if spec.derive:
                 _require(spec.source in names, f"inputs[{i}].source", f"no input named {spec.source!r}")
         joints = {spec.name: spec.joints for spec in self.inputs if spec.joints}
         for i, obs in enumerate(self.observations):
-            index = _joint_index(obs.source)
-            if source_input(obs.source) in joints and index is not None:
-                count = len(joints[source_input(obs.source)])
+            index = None if obs.field is None else _joint_index(obs.field)
+            if obs.field is not None and source_input(obs.field) in joints and index is not None:
+                count = len(joints[source_input(obs.field)])
                 _require(index < count, f"observations[{i}].source", f"joint index {index} but {count} joints listed")
 
     def _check_workspace(self) -> None:
@@ -448,7 +487,7 @@ class RobotProfile:
     def _source_problem(self, source: str) -> str:
         """Why `source` is not a field the profile's inputs provide ("" when it is)."""
         specs = {spec.name: spec for spec in self.inputs}
-        observed = {source_input(o.source) for o in self.observations if history_source(o.source) is None}
+        observed = {source_input(o.field) for o in self.observations if o.field is not None}
         name = source_input(source)
         if name not in (set(specs) or observed):
             return f"no input named {name!r}"

@@ -11,12 +11,16 @@ from typing import Any
 
 import numpy as np
 
+from robo_rl.actuator import ACTUATOR_KEY, MotorActuator
 from robo_rl.artifact import ArtifactError, PolicyArtifact
-from robo_rl.real.profile import RobotProfile
+from robo_rl.real.profile import CommandSpec, RobotProfile
 
 OBS_INPUT = "obs"
 ACTION_OUTPUT = "action"
 BOUND_TOLERANCE = 1e-6
+COMMAND_MAP_TOLERANCE = 1e-6
+"""Largest relative difference accepted between a profile's command map and the policy's actuator model (of the
+command's full scale, absolute)."""
 
 
 class PolicyFileError(ValueError):
@@ -55,6 +59,12 @@ class PolicyInfo:
     """robo_rl version that exported the file."""
     action_chunk: int = 1
     """H, the actions the policy outputs at once (`robo_rl.chunks`); the action fields describe one of them."""
+    obs_low: tuple[float, ...] = ()
+    """Lower observation bounds of the training env, in input order (empty: not given)."""
+    obs_high: tuple[float, ...] = ()
+    """Upper observation bounds, in input order (an `integral(...)` source is clipped to +-its bound)."""
+    actuator: MotorActuator | None = None
+    """What the actions mean physically (`robo_rl.actuator`): the profile's command map must apply it."""
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> PolicyInfo:
@@ -76,11 +86,15 @@ class PolicyInfo:
             action_high=artifact.action.high,
             version=str(artifact.version),
             action_chunk=artifact.action_chunk,
+            obs_low=artifact.obs.low,
+            obs_high=artifact.obs.high,
+            actuator=artifact.actuator,
         )
 
 
 def mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:
-    """Every difference between a policy's metadata and a profile: task, dt, names/order, units, action bounds."""
+    """Every difference between a policy's metadata and a profile: task, dt, names/order, units, action bounds,
+    and, for a policy that states its actuator model, the profile's command map of its actions."""
     found = []
     if info.task != profile.task:
         found.append(f"task: policy {info.task!r}, profile {profile.task!r}")
@@ -92,7 +106,40 @@ def mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:
     found += _unit_mismatches("observation", info.obs_names, info.obs_units, obs_units)
     found += _unit_mismatches("action", info.action_names, info.action_units, {a.name: a.unit for a in profile.actions})
     found += _bound_mismatches(info, profile)
+    if info.actuator is not None:
+        found += [m for spec in profile.commands for m in actuator_mismatches(info.actuator, spec, info.action_names)]
     return found
+
+
+def actuator_mismatches(actuator: MotorActuator, spec: CommandSpec, action_names: tuple[str, ...]) -> list[str]:
+    """How the command `spec` maps the policy's actions other than its actuator model does.
+
+    A policy that states its actuator model (`robo_rl.actuator`) means by each action one motor command u, linear
+    in the action (`MotorActuator.command`); the robot's motor driver receives the PWM value u * pwm_full_scale.
+    So every field carrying one of its actions must be that value: field = offset + scale * action with
+    scale = pwm_full_scale * slope and offset = pwm_full_scale * (command_low - action_low * slope), and no
+    transform or body axis.
+    """
+    full = actuator.pwm_full_scale
+    scale = full * actuator.slope
+    offset = full * (actuator.command_low - actuator.action_low * actuator.slope)
+    found = []
+    for f in spec.fields:
+        if f.action not in action_names:
+            continue
+        where = f"{spec.type} {f.field} ({f.action})"
+        if f.transform or f.axis:
+            found.append(f"{where}: a motor command field is linear ({ACTUATOR_KEY}), without transform or axis")
+        elif not (_map_close(f.scale, scale, full) and _map_close(f.offset, offset, full)):
+            found.append(
+                f"{where}: profile sends {f.offset:g} + {f.scale:g} * action, the policy's actuator model "
+                f"({ACTUATOR_KEY}, PWM full scale {full}) {offset:g} + {scale:g} * action"
+            )
+    return found
+
+
+def _map_close(a: float, b: float, full_scale: float) -> bool:
+    return abs(a - b) <= COMMAND_MAP_TOLERANCE * full_scale
 
 
 def _name_mismatches(what: str, policy: tuple[str, ...], profile: tuple[str, ...]) -> list[str]:

@@ -13,22 +13,34 @@ in entries `[i * action_dim, (i + 1) * action_dim)`. `robo_rl.action_chunk` reco
 describe ONE step (so a robot profile matches a chunked policy as it matches an unchunked one). Only chunked files
 are written as schema 2: a robo_rl that reads schema 1 refuses them instead of misreading the wide output as one
 action, and every unchunked file stays schema 1.
+
+Schema 3 adds the actuator model (`robo_rl.actuator`, `robo_rl.actuator.MotorActuator` as JSON): what a motor-level
+quadrotor policy's action means physically (the normalized motor command it maps onto, linearly). Files that state
+one are written as schema 3, whatever else they hold: a robo_rl without the key would ignore it and read the
+actions with its own older meaning (a thrust fraction, sent as its square root by the Crazyflie export), so it
+must refuse them instead. Files without an actuator keep the oldest schema that holds them (1, or 2 when chunked).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from robo_rl.actuator import ACTUATOR_KEY, ActuatorError, MotorActuator
 from robo_rl.spaces import SpaceSpec
 
 PREFIX = "robo_rl."
-SCHEMA_VERSION = 2
-"""The newest schema this module reads (and writes, for chunked policies)."""
+SCHEMA_VERSION = 3
+"""The newest schema this module reads (and writes, for policies that state their actuator)."""
 CHUNK_SCHEMA = 2
 """The first schema with action chunks (`robo_rl.action_chunk`)."""
+ACTUATOR_SCHEMA = 3
+"""The first schema with the actuator model (`robo_rl.actuator`)."""
+ACTUATOR_BOUND_TOLERANCE = 1e-6
+"""Largest difference accepted between the actuator's action bounds and each action's (absolute and relative)."""
 SCHEMA_KEY = PREFIX + "schema"
 ACTION_CHUNK_KEY = PREFIX + "action_chunk"
 
@@ -65,14 +77,22 @@ class PolicyArtifact:
     action_chunk: int = 1
     """H, the actions the policy outputs at once (1: one action per evaluation); step i's action is entries
     `[i * action.dim, (i + 1) * action.dim)` of the output, meant for `dt * i` seconds after the observation."""
+    actuator: MotorActuator | None = None
+    """What every action means physically: the map onto the normalized motor command of a motor-level quadrotor
+    policy (`robo_rl.actuator`); None: the file does not say (any other policy, or one exported before the key)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.action_chunk, bool) or not isinstance(self.action_chunk, int) or self.action_chunk < 1:
             raise ArtifactError(f"action_chunk: must be an integer >= 1, got {self.action_chunk!r}")
+        if self.actuator is not None:
+            _check_actuator_bounds(self.actuator, self.action)
 
     @property
     def schema(self) -> int:
-        """The oldest schema that holds this artifact, which `to_props` writes: 1, or 2 for a chunked policy."""
+        """The oldest schema that holds this artifact, which `to_props` writes: 1, 2 for a chunked policy, 3 for
+        one that states its actuator."""
+        if self.actuator is not None:
+            return ACTUATOR_SCHEMA
         return CHUNK_SCHEMA if self.action_chunk > 1 else 1
 
     @property
@@ -85,6 +105,8 @@ class PolicyArtifact:
         props = {SCHEMA_KEY: str(self.schema)}
         if self.action_chunk > 1:
             props[ACTION_CHUNK_KEY] = str(self.action_chunk)
+        if self.actuator is not None:
+            props[ACTUATOR_KEY] = self.actuator.to_json()
         optional = {"version": self.version, "task": self.task, "config_hash": self.config_hash}
         optional["git_hash"] = self.git_hash
         optional["task_config"] = self.task_config
@@ -118,10 +140,12 @@ class PolicyArtifact:
 
 
 def _provenance(props: Mapping[str, str], unknown_version: str | None) -> dict[str, Any]:
-    """The schema (checked first: a newer one is refused before anything else is read), the chunk and who wrote
-    the file."""
+    """The schema (checked first: a newer one is refused before anything else is read), the chunk, the actuator
+    and who wrote the file."""
+    schema = _schema(props)
     return {
-        "action_chunk": _action_chunk(props, _schema(props)),
+        "action_chunk": _action_chunk(props, schema),
+        "actuator": _actuator(props, schema),
         "config_hash": props.get(PREFIX + "config_hash"),
         "git_hash": props.get(PREFIX + "git_hash"),
         "version": props.get(PREFIX + "version", unknown_version),
@@ -159,6 +183,43 @@ def _action_chunk(props: Mapping[str, str], schema: int) -> int:
             f"metadata {ACTION_CHUNK_KEY!r} needs {SCHEMA_KEY} >= {CHUNK_SCHEMA}, the file says {schema}"
         )
     return chunk
+
+
+def _actuator(props: Mapping[str, str], schema: int) -> MotorActuator | None:
+    """The actuator model of `robo_rl.actuator` (None without it); malformed JSON or fields, or the key in a file
+    that claims an older schema, are ArtifactError naming the key."""
+    text = props.get(ACTUATOR_KEY)
+    if text is None:
+        return None
+    if schema < ACTUATOR_SCHEMA:
+        raise ArtifactError(
+            f"metadata {ACTUATOR_KEY!r} needs {SCHEMA_KEY} >= {ACTUATOR_SCHEMA}, the file says {schema}"
+        )
+    try:
+        return MotorActuator.from_json(text)
+    except ActuatorError as err:
+        message = str(err).removeprefix(f"{ACTUATOR_KEY}: ").removeprefix(ACTUATOR_KEY).lstrip(": ")
+        raise ArtifactError(f"metadata {ACTUATOR_KEY!r}: {message}") from None
+
+
+def _check_actuator_bounds(actuator: MotorActuator, action: SpaceSpec) -> None:
+    """ArtifactError unless every action's bounds are the actuator's: its map covers each action's whole range."""
+
+    def close(a: float, b: float) -> bool:
+        tol = ACTUATOR_BOUND_TOLERANCE
+        return math.isclose(a, b, rel_tol=tol, abs_tol=tol)
+
+    bounds = (actuator.action_low, actuator.action_high)
+    differ = [
+        f"{name} [{low:g}, {high:g}]"
+        for name, low, high in zip(action.names, action.low, action.high, strict=True)
+        if not (close(low, bounds[0]) and close(high, bounds[1]))
+    ]
+    if differ:
+        raise ArtifactError(
+            f"metadata {ACTUATOR_KEY!r}: its action range [{bounds[0]:g}, {bounds[1]:g}] is not that of the "
+            f"action(s) {', '.join(differ)}"
+        )
 
 
 def _required(props: Mapping[str, str], key: str) -> str:

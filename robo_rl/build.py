@@ -79,7 +79,15 @@ def build_policy(
         spec.high_tensor(),
         cfg.policy,
         critic_obs_dim=specs.critic_obs_dim,
+        nominal_action=_nominal_action(task),
     ).to(device)
+
+
+def _nominal_action(task: BatchedEnv | TaskSpecs) -> torch.Tensor | None:
+    """The env's optional `nominal_action` (the action that holds it at rest), for `PolicyConfig.init_mean`; a
+    recorded run's specs have none (its weights are loaded anyway)."""
+    nominal = None if isinstance(task, TaskSpecs) else getattr(task, "nominal_action", None)
+    return None if nominal is None else torch.as_tensor(nominal, dtype=torch.float32)
 
 
 def _reinflow_policy(cfg: ExperimentConfig, specs: TaskSpecs) -> ReinFlowPolicy:

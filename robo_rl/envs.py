@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from robo_rl.actuator import actuator_of
 from robo_rl.spaces import SpaceSpec
 from robo_rl.task_record import TaskSpecs
 
@@ -92,8 +93,9 @@ def critic_obs_dim(env: BatchedEnv) -> int:
 
 
 def task_specs(env: BatchedEnv) -> TaskSpecs:
-    """The env's observation and action specs, control period and critic input width (recorded in a run)."""
-    return TaskSpecs(env.obs_spec, env.action_spec, float(env.dt), critic_obs_dim(env))
+    """The env's observation and action specs, control period, critic input width and actuator model, if it has one
+    (`robo_rl.actuator.actuator_of`: its `actuator` attribute, with its hover action), as a run records them."""
+    return TaskSpecs(env.obs_spec, env.action_spec, float(env.dt), critic_obs_dim(env), actuator_of(env))
 
 
 def check_step_result(env: BatchedEnv, result: StepResult) -> None:

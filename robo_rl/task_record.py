@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from robo_rl.actuator import ActuatorError, MotorActuator
 from robo_rl.spaces import SpaceSpec
 
 TASK_FILE = "task.yaml"
@@ -32,18 +33,31 @@ class TaskSpecs:
     """Control period, s."""
     critic_obs_dim: int
     """The critic's input width: the observation plus the privileged part, if the task has one."""
+    actuator: MotorActuator | None = None
+    """What the actions meant physically to the simulator that trained on them (a motor-level quadrotor's map onto
+    the motor command); None: the task has none, or the run was recorded before it was. Export writes it into the
+    policy (`robo_rl.actuator`), so it is recorded when training starts, not rebuilt from a later simulator."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "obs": self.obs.to_dict(),
             "action": self.action.to_dict(),
             "dt": self.dt,
             "critic_obs_dim": self.critic_obs_dim,
         }
+        if self.actuator is not None:
+            out["actuator"] = self.actuator.to_json()
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TaskSpecs:
-        return cls(_spec(data["obs"]), _spec(data["action"]), float(data["dt"]), int(data["critic_obs_dim"]))
+        actuator = data.get("actuator")
+        try:
+            model = None if actuator is None else MotorActuator.from_json(str(actuator))
+        except ActuatorError as err:
+            raise ValueError(f"specs.actuator: {err}") from None
+        specs = _spec(data["obs"]), _spec(data["action"]), float(data["dt"]), int(data["critic_obs_dim"])
+        return cls(*specs, actuator=model)
 
 
 @dataclass(frozen=True)

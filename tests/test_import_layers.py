@@ -23,6 +23,8 @@ CORE = tuple(
         "envs",
         "spaces",
         "artifact",
+        "actuator",
+        "sysid",
         "chunks",
         "config",
         "provenance",

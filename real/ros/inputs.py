@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robo_rl.real.derive import PX4_ODOMETRY_FIELDS, derive, labelled_fields
-from robo_rl.real.profile import InputSpec, RobotProfile, history_source, source_input
+from robo_rl.real.profile import InputSpec, RobotProfile, source_input
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, check_paths, message_class
 
 # Fields of the source message each derivation reads (besides those the observations name).
@@ -95,9 +95,9 @@ def _labelled(spec: InputSpec) -> Callable[[Any], dict[str, float]]:
 def _paths(profile: RobotProfile, spec: InputSpec) -> set[str]:
     prefix = f"{spec.name}."
     paths = {
-        obs.source.removeprefix(prefix)
+        obs.field.removeprefix(prefix)
         for obs in profile.observations
-        if history_source(obs.source) is None and source_input(obs.source) == spec.name
+        if obs.field is not None and source_input(obs.field) == spec.name
     }
     for other in profile.inputs:
         if other.derive and other.source == spec.name:

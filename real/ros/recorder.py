@@ -180,7 +180,7 @@ def open_bag(output_dir: Path, name: str, storage: StoragePlugin) -> Writer:
         path = base if suffix == 0 else base.with_name(f"{base.name}_{suffix}")
         if path.exists():
             continue
-        writer = Writer(path, version=BAG_VERSION, storage_plugin=storage)
+        writer = Writer(path, version=BAG_VERSION, storage_plugin=storage)  # type: ignore[arg-type]
         try:
             writer.open()
         except WriterError:

@@ -3,7 +3,9 @@
 Train a Crazyflie hover policy from scratch with PPO on the batched quadrotor simulator until it passes the
 hover gate (>= 95 % of 1000 evaluation flights of 5 s from random states end without a crash and within
 0.10 m of the target over the last second), evaluate it on fresh flights, export policy.onnx, evaluate the
-exported file in onnxruntime, plot 3-D evaluation flights and the learning curve, and print where everything is.
+exported file in onnxruntime, plot 3-D evaluation flights and the learning curve, fly the exported file in L2F
+(the Crazyflie simulator of "Learning to Fly in Seconds", when the l2f package is installed) and print where
+everything is.
 `--preset pendulum_ppo` runs the earlier pendulum demo instead.
 """
 
@@ -23,6 +25,7 @@ from robo_rl.cli.train import create_run, print_summary, train
 
 EVAL_EPISODES = 1000
 FLIGHTS_PLOTTED = 20
+L2F_EPISODES = 500
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -40,13 +43,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
+def describe_l2f_transfer(onnx_path: Path, task: str) -> str:
+    """One line: the exported hover policy flown in L2F's own Crazyflie (`robo-rl eval --sim l2f`), or why not."""
+    from robo_rl.cli.l2f_transfer import HOVER_TASK, evaluate_in_l2f
+    from robo_rl.sim.quadrotor.l2f_gate import l2f_missing_reason
+
+    if task != HOVER_TASK:
+        return f"L2F transfer: n/a (it flies {HOVER_TASK} policies, this demo trained {task})"
+    missing = l2f_missing_reason()
+    if missing is not None:
+        return f"L2F transfer: skipped: {missing}"
+    try:
+        result, notes = evaluate_in_l2f(onnx_path, "native", L2F_EPISODES, seed=12345)
+    except ValueError as error:
+        return f"L2F transfer: not flown: {error}"
+    return "; ".join((f"L2F transfer: {result.describe()}", *notes))
+
+
 def main(args: argparse.Namespace) -> int:
     console = terminal()
     cfg = resolve_config(args.preset, [f"seed={args.seed}", f"task.device={args.device}"])
     runner = build_runner(cfg, env_factory())
     runner.run = run = create_run(args.runs_root, cfg, "robo-rl demo", runner.env)
     console.rule(
-        f"1/4 train {cfg.algo.upper()} on {cfg.task.name} ({describe_targets(getattr(cfg, cfg.loop_section))})"
+        f"1/5 train {cfg.algo.upper()} on {cfg.task.name} ({describe_targets(getattr(cfg, cfg.loop_section))})"
     )
     console.print(f"{cfg.task.num_envs} envs on {cfg.task.device}; run directory: {run.path}")
     start = time.perf_counter()
@@ -59,16 +79,18 @@ def main(args: argparse.Namespace) -> int:
     since_start = seconds_since_process_start()
     if since_start is not None:
         console.print(f"wall-clock from process start: {since_start:.1f} s")
-    console.rule("2/4 evaluate")
+    console.rule("2/5 evaluate")
     torch_eval = evaluate_run(run.path, EVAL_EPISODES, seed=12345)
     console.print(f"torch policy, fresh episodes: {describe_evaluation(torch_eval)}")
-    console.rule("3/4 export policy.onnx and verify it in onnxruntime")
+    console.rule("3/5 export policy.onnx and verify it in onnxruntime")
     onnx_path = export_run(run.path, None, console)
     onnx_eval = evaluate_run(run.path, EVAL_EPISODES, seed=12345, use_onnx=True)
     console.print(f"onnxruntime policy, same episodes: {describe_evaluation(onnx_eval)}")
-    console.rule("4/4 plots")
+    console.rule("4/5 plots")
     flights = plot_run_flights(run.path, FLIGHTS_PLOTTED, seed=12345)
     console.print(f"flights: {flights or 'n/a (the task has no position error to plot)'}")
+    console.rule("5/5 transfer: policy.onnx in L2F, a Crazyflie simulator robo_rl did not write")
+    console.print(describe_l2f_transfer(onnx_path, cfg.task.name))
     console.rule("done")
     for label, path in (
         ("run directory", run.path),

@@ -176,6 +176,7 @@ def export_run(run_dir: Path, checkpoint: Path | None, console: Console, output:
         git_hash=str(trained.run.meta().get("git_hash", "unknown")),
         task_config=task.config_json(),
         action_chunk=horizon,
+        actuator=task.specs.actuator,  # recorded at training time: what the actions meant to that simulator
     )
     actor = trained.actor
     path = export_onnx(actor, metadata, output or run_dir / "policy.onnx")

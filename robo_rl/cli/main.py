@@ -22,6 +22,7 @@ COMMANDS = (
     ("collect", "collect"),
     ("record-demos", "record_demos"),
     ("demos-from-bag", "bag_demos"),
+    ("sysid", "sysid"),
     ("learn", "learn"),
     ("train-classifier", "classifier"),
     ("compare", "compare"),

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 import robo_rl
+from robo_rl.actuator import MotorActuator
 from robo_rl.artifact import PolicyArtifact
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.flow_metadata import flow_metadata
@@ -51,6 +52,9 @@ class PolicyMetadata:
     action_chunk: int = 1
     """H, the actions the policy outputs at once (`robo_rl.chunks`): its output is `(batch, H * action_dim)`.
     `robo_rl.chunks.env.action_chunking(env)` gives a chunk env's one-step spec, dt and H."""
+    actuator: MotorActuator | None = None
+    """What the actions mean physically (a motor-level quadrotor's map onto the motor command, the env's
+    `actuator` as `robo_rl.envs.task_specs` records it); None leaves `robo_rl.actuator` out."""
 
     def to_props(self) -> dict[str, str]:
         """ONNX metadata_props: the policy artifact (`robo_rl.artifact`) of these specs and provenance."""
@@ -67,6 +71,7 @@ class PolicyMetadata:
             version=robo_rl.__version__,
             task_config=self.task_config,
             action_chunk=self.action_chunk,
+            actuator=self.actuator,
         )
 
 

@@ -31,6 +31,9 @@ class PolicyConfig:
     """`learned`: one free log-std per action; `state_dependent`: the actor outputs mean and log-std."""
     init_log_std: float = 0.0
     """Initial log standard deviation of the Gaussian in normalized action units."""
+    init_mean: Literal["zero", "nominal"] = "zero"
+    """Where the Gaussian's mean starts: "zero" (the middle of the action bounds) or "nominal", the env's
+    `nominal_action` (e.g. the quadrotor's hover command) where the env has one, else the middle."""
     min_log_std: float = -5.0
     """Lower clamp on the log-std (keeps the log-probability finite)."""
     max_log_std: float = 2.0
@@ -64,6 +67,7 @@ class ActorCritic(nn.Module):
         cfg: network and distribution settings.
         critic_obs_dim: critic input size when the critic sees privileged observations (asymmetric);
             defaults to `obs_dim`.
+        nominal_action: `(action_dim,)` env action where the mean starts with `cfg.init_mean="nominal"`.
     """
 
     def __init__(
@@ -73,6 +77,7 @@ class ActorCritic(nn.Module):
         action_high: torch.Tensor,
         cfg: PolicyConfig = PolicyConfig(),
         critic_obs_dim: int | None = None,
+        nominal_action: torch.Tensor | None = None,
     ) -> None:
         super().__init__()
         self.cfg = cfg
@@ -92,6 +97,11 @@ class ActorCritic(nn.Module):
             assert isinstance(last, nn.Linear)
             nn.init.constant_(last.bias[self.action_dim :], cfg.init_log_std)
         self.scaler = ActionScaler(action_low.float(), action_high.float())
+        if cfg.init_mean == "nominal" and nominal_action is not None:
+            last = self.actor[-1]
+            assert isinstance(last, nn.Linear)
+            with torch.no_grad():
+                last.bias[: self.action_dim] = self.scaler.normalize(nominal_action.float().reshape(-1))
 
     def mean_and_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and std `(N, action_dim)` of the normalized-action Gaussian for raw obs `(N, obs_dim)`."""

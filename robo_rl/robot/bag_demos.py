@@ -98,7 +98,7 @@ def read_transitions(bag: Path, profile: RobotProfile, namespace: str = "/") -> 
         wanted = [c for c in reader.connections if c.topic == topic]
         if not wanted:
             return None
-        rows = [reader.deserialize(raw, c.msgtype).data for c, _, raw in reader.messages(wanted)]
+        rows = [getattr(reader.deserialize(raw, c.msgtype), "data") for c, _, raw in reader.messages(wanted)]  # noqa: B009
     bad = [len(row) for row in rows if len(row) != width]
     if bad:
         raise ValueError(f"{topic}: messages of {bad[0]} values, profile {profile.name} needs {width}")

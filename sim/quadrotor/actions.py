@@ -1,17 +1,18 @@
-"""Action modes: normalized policy actions in [-1, 1]^4 to commanded rotor speeds in rad/s.
+"""Action modes: normalized policy actions in [-1, 1]^4 to motor commands (normalized, the PWM duty ratio).
 
 Action maps work on component-major tensors like `robo_rl.sim.quadrotor.dynamics`: actions `(4, N)`, body rates
-`(3, N)`, rotor speed commands `(4, N)`.
+`(3, N)`, motor commands `(4, N)`.
 
-- "motor": one action per rotor, mapped linearly onto rotor *thrust* between the thrust at `min_rotor_speed`
-  (action -1) and at `max_rotor_speed` (action +1); the speed command is the square root of that (thrust is
-  proportional to speed squared). Action 0 is half the maximum thrust, not hover; the hover action is
-  `MotorActionMap.hover_action`: 2 (w_hover^2 - w_min^2) / (w_max^2 - w_min^2) - 1, i.e. 2 / thrust_to_weight - 1
-  when `min_rotor_speed` is 0; -0.110 for the Crazyflie (thrust-to-weight 2.25).
+- "motor": one action per rotor, mapped linearly onto its motor command between `min_command` (action -1) and
+  `max_command` (action +1): the one map `robo_rl.actuator.MotorActuator.command` that the policy artifact states,
+  and that the firmware export, the ROS profile and the L2F gate apply too (`MotorActionMap.actuator`). The thrust
+  that follows is the plant's curve. The hover action is `MotorActionMap.hover_action`, the action of the nominal
+  frame's hover command (0.612 for the identified Crazyflie 2.1, hover at u = 0.806).
 - "ctbr": collective thrust and body rates. Action 0 maps linearly onto the total thrust between 4x the rotor
-  thrust at `min_rotor_speed` and at `max_rotor_speed`; actions 1..3 onto body-rate setpoints of
+  thrust at `min_command` and at `max_command`; actions 1..3 onto body-rate setpoints of
   +-`CtbrConfig.max_body_rate`. An inner proportional rate loop (nominal inertia) turns the rate error into a
-  torque, the nominal mixer into rotor thrusts, each clipped to the feasible range.
+  torque, the nominal mixer into rotor thrusts, each clipped to the feasible range, and the nominal thrust curve
+  into motor commands.
 
 Both modes use the nominal frame parameters (what firmware knows), whatever the randomized plant is.
 """
@@ -23,6 +24,7 @@ from typing import Literal, Protocol
 
 import torch
 
+from robo_rl.actuator import MotorActuator
 from robo_rl.sim.quadrotor import equations
 from robo_rl.sim.quadrotor.dynamics import rotor_geometry_matrix, rows_matmul
 from robo_rl.sim.quadrotor.params import QuadrotorParams
@@ -48,7 +50,7 @@ class CtbrConfig:
 
 
 class ActionMap(Protocol):
-    """Maps clipped actions `(4, N)` in [-1, 1] to rotor speed commands `(4, N)` in rad/s."""
+    """Maps clipped actions `(4, N)` in [-1, 1] to motor commands `(4, N)` (normalized)."""
 
     names: tuple[str, str, str, str]
     """Names of the 4 action entries."""
@@ -56,29 +58,42 @@ class ActionMap(Protocol):
     """The action that holds the nominal frame in hover at rest."""
 
     def __call__(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:
-        """Rotor speed commands `(4, N)` for `action` `(4, N)` given the body rates `(3, N)` in rad/s."""
+        """Motor commands `(4, N)` for `action` `(4, N)` given the body rates `(3, N)` in rad/s."""
         ...
 
 
 class MotorActionMap:
-    """ "motor" mode: action i in [-1, 1] linearly to rotor i's thrust between min and max rotor speed."""
+    """ "motor" mode: action i in [-1, 1] linearly to rotor i's motor command between min and max command."""
 
     names = ("rotor_0", "rotor_1", "rotor_2", "rotor_3")
 
     def __init__(self, params: QuadrotorParams) -> None:
-        low, high = params.min_rotor_speed**2, params.max_rotor_speed**2
-        # speed^2 = low + (action + 1) / 2 * (high - low): linear in thrust = c_t speed^2.
-        self.offset = (high + low) / 2
-        self.slope = (high - low) / 2
-        hover = (params.hover_rotor_speed**2 - self.offset) / self.slope
+        self.params = params
+        self.offset = (params.max_command + params.min_command) / 2
+        self.slope = (params.max_command - params.min_command) / 2
+        hover = (params.hover_command - self.offset) / self.slope
         self.hover_action = (hover, hover, hover, hover)
+
+    @property
+    def actuator(self) -> MotorActuator:
+        """The map as the policy artifact states it, with the nominal frame's rotor model."""
+        p = self.params
+        return MotorActuator(
+            thrust_curve=p.thrust_curve,
+            torque_to_thrust=p.torque_to_thrust,
+            motor_rise_time_constant=p.motor_rise_time_constant,
+            motor_fall_time_constant=p.motor_fall_time_constant,
+            command_low=p.min_command,
+            command_high=p.max_command,
+            frame=p.name,
+        )
 
     def __call__(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:
         return equations.motor_command(action, self.slope, self.offset)
 
-    def action_of(self, rotor_speed: torch.Tensor) -> torch.Tensor:
-        """The inverse map: the (unclipped) actions that command `rotor_speed` (rad/s)."""
-        return (rotor_speed.square() - self.offset) / self.slope
+    def action_of(self, command: torch.Tensor) -> torch.Tensor:
+        """The inverse map: the (unclipped) actions that give motor commands `command`."""
+        return (command - self.offset) / self.slope
 
 
 class CtbrActionMap:
@@ -92,7 +107,7 @@ class CtbrActionMap:
         self._min_thrust, self._max_thrust = params.min_rotor_thrust, params.max_rotor_thrust
         self._thrust_offset = 2.0 * (self._max_thrust + self._min_thrust)
         self._thrust_slope = 2.0 * (self._max_thrust - self._min_thrust)
-        self._inv_thrust_coefficient = 1.0 / params.thrust_coefficient
+        self._curve = params.thrust_curve
         self._max_rate = torch.tensor(config.max_body_rate, device=device, dtype=dtype).unsqueeze(-1)
         gain = [i * k for i, k in zip(params.inertia, config.rate_gain, strict=True)]
         self._torque_gain = torch.tensor(gain, device=device, dtype=dtype).unsqueeze(-1)
@@ -104,19 +119,31 @@ class CtbrActionMap:
         """The (unclipped) collective-thrust action for a total thrust in N."""
         return (thrust - self._thrust_offset) / self._thrust_slope
 
-    def __call__(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:
+    def rotor_thrusts(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:
+        """`(4, N)` rotor thrusts in N (clipped to the feasible range) that `action` asks for."""
         collective = action[:1] * self._thrust_slope + self._thrust_offset
         rate_error = torch.addcmul(-angular_velocity, action[1:], self._max_rate)
         torque = rate_error.mul_(self._torque_gain)
         rotor_thrust = rows_matmul(self._mixer, torch.cat((collective, torque)))
-        rotor_thrust = rotor_thrust.clamp_(self._min_thrust, self._max_thrust)
-        return rotor_thrust.mul_(self._inv_thrust_coefficient).sqrt_()
+        return rotor_thrust.clamp_(self._min_thrust, self._max_thrust)
+
+    def __call__(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:
+        return command_for_thrust(self.rotor_thrusts(action, angular_velocity), self._curve)
+
+
+def command_for_thrust(thrust: torch.Tensor, curve: tuple[float, float, float]) -> torch.Tensor:
+    """Motor commands at which rotors of thrust curve `curve` (nominal) push `thrust` N (rising branch)."""
+    c0, c1, c2 = curve
+    if c2 == 0.0:
+        return (thrust - c0) / c1
+    discriminant = (thrust - c0).mul_(4.0 * c2).add_(c1 * c1).clamp_(min=0.0)
+    return discriminant.sqrt_().sub_(c1).div_(2.0 * c2)
 
 
 def _mixer(params: QuadrotorParams) -> torch.Tensor:
     """`(4, 4)` inverse of the allocation matrix (rotor thrusts to collective thrust and body torques), float64."""
     allocation = rotor_geometry_matrix(params, "cpu", torch.float64)
-    allocation[3] *= params.torque_coefficient / params.thrust_coefficient
+    allocation[3] *= params.torque_to_thrust
     return torch.linalg.inv(allocation)
 
 

@@ -6,13 +6,15 @@ elementwise ops of a step several times faster on CPU than the batch-major `(N, 
 a state from batch-major parts and `state_parts` returns batch-major views; the envs expose batch-major tensors.
 
 State rows: position (0:3, world, m, z up), attitude quaternion (3:7, w x y z, body to world), linear velocity
-(7:10, world, m/s), angular velocity (10:13, body, rad/s), rotor speeds (13:17, rad/s). Frames, rotor order and
+(7:10, world, m/s), angular velocity (10:13, body, rad/s), motor states (13:17, the normalized motor command each
+motor has reached, 0..1). Frames, rotor order and
 spin directions are described in `robo_rl.sim.quadrotor.params`.
 
-Model: rotor i produces thrust `c_t w_i^2` along body +z and a yaw reaction torque `-s_i c_q w_i^2` (s_i = +1 for
-a ccw rotor); rotor speeds follow their commands with a first-order lag; gravity and an optional external world
-force act on the centre of mass; rotation follows Euler's equations `I dw/dt = tau - w x (I w)` with an optional
-external body torque. Drag and rotor inertia are neglected. Nothing here syncs with the host.
+Model (Learning to Fly's form): rotor i produces thrust `T_i = c0 + c1 u_i + c2 u_i^2` along body +z and a yaw
+reaction torque `-s_i k T_i` (s_i = +1 for a ccw rotor); motor states follow their commands with a first-order lag,
+one time constant rising and another falling; gravity, linear drag and an optional external world force act on the
+centre of mass; rotation follows Euler's equations `I dw/dt = tau - w x (I w)` with an optional external body
+torque. Rotor inertia is neglected. Nothing here syncs with the host.
 """
 
 from __future__ import annotations
@@ -33,15 +35,19 @@ POSITION = slice(0, 3)
 QUATERNION = slice(3, 7)
 VELOCITY = slice(7, 10)
 ANGULAR_VELOCITY = slice(10, 13)
-ROTOR_SPEED = slice(13, 17)
+MOTOR_STATE = slice(13, 17)
+"""Rows of the motor states (normalized commands reached)."""
+ROTOR_SPEED = MOTOR_STATE
+"""The earlier name of `MOTOR_STATE` (the rows held rotor speeds in rad/s before the motor-command model)."""
 PARAM_SCALE_NAMES = (
     "mass",
     "inertia_x",
     "inertia_y",
     "inertia_z",
-    "thrust_coefficient",
-    "torque_coefficient",
-    "motor_time_constant",
+    "thrust",
+    "torque_to_thrust",
+    "motor_rise_time_constant",
+    "motor_fall_time_constant",
 )
 """Row order of the per-env parameter scales accepted by `DynamicsParams.scaled`."""
 Integrator = Literal["rk4", "semi_implicit_euler"]
@@ -49,8 +55,8 @@ INTEGRATORS: tuple[str, ...] = ("rk4", "semi_implicit_euler")
 
 
 def rotor_geometry_matrix(params: QuadrotorParams, device: torch.device | str, dtype: torch.dtype) -> torch.Tensor:
-    """`(4, 4)` G: `G[:3] @ (c_t w^2)` = (collective thrust N, roll torque N m, pitch torque N m) and
-    `G[3] @ (c_q w^2)` = yaw torque N m, for squared rotor speeds `w^2` `(4, N)` in rotor order.
+    """`(4, 4)` G: `G[:3] @ T` = (collective thrust N, roll torque N m, pitch torque N m) and `G[3] @ (k T)` = yaw
+    torque N m, for rotor thrusts `T` `(4, N)` in rotor order (k = torque_to_thrust).
 
     Column i is `(1, y_i, -x_i, -s_i)`: thrust F along +z at (x_i, y_i) gives the torque r x F = (y_i F, -x_i F, 0).
     """
@@ -69,12 +75,16 @@ class DynamicsParams:
     """`(N,)` mass in kg."""
     inertia: torch.Tensor
     """`(3, N)` principal moments of inertia (Ixx, Iyy, Izz) in kg m^2."""
-    thrust_coefficient: torch.Tensor
-    """`(N,)` rotor thrust coefficient in N / (rad/s)^2."""
-    torque_coefficient: torch.Tensor
-    """`(N,)` rotor yaw-torque coefficient in N m / (rad/s)^2."""
-    motor_time_constant: torch.Tensor
-    """`(N,)` rotor speed time constant in s."""
+    thrust_curve: torch.Tensor
+    """`(3, N)` rotor thrust curve (c0, c1, c2): T = c0 + c1 u + c2 u^2 in N."""
+    torque_to_thrust: torch.Tensor
+    """`(N,)` yaw reaction torque per N of rotor thrust, in m."""
+    motor_rise_time_constant: torch.Tensor
+    """`(N,)` motor time constant while the command is at or above the motor state, in s."""
+    motor_fall_time_constant: torch.Tensor
+    """`(N,)` motor time constant while the command is below the motor state, in s."""
+    linear_drag: torch.Tensor
+    """`(3, 1)` or `(3, N)` linear drag along the world axes in N/(m/s)."""
     gravity: float
     """Gravitational acceleration in m/s^2 (along world -z)."""
     geometry: Geometry
@@ -83,8 +93,12 @@ class DynamicsParams:
     """`(N,)` 1 / mass."""
     inv_inertia: torch.Tensor = field(init=False)
     """`(3, N)` 1 / inertia."""
-    motor_rate: torch.Tensor = field(init=False)
-    """`(N,)` 1 / motor time constant in 1/s."""
+    rise_rate: torch.Tensor = field(init=False)
+    """`(N,)` 1 / motor rise time constant in 1/s."""
+    fall_rate: torch.Tensor = field(init=False)
+    """`(N,)` 1 / motor fall time constant in 1/s."""
+    drag_rate: torch.Tensor = field(init=False)
+    """`(3, N)` linear drag / mass in 1/s."""
     gravity_vector: torch.Tensor = field(init=False)
     """`(3, 1)` gravitational acceleration (0, 0, -g) in m/s^2."""
 
@@ -92,10 +106,13 @@ class DynamicsParams:
         # Derived tensors, computed once per parameter set with tensor ops only (no host-to-device copies).
         zero = torch.zeros_like(self.mass[:1])
         gravity_vector = torch.stack((zero, zero, zero - self.gravity))
+        inv_mass = self.mass.reciprocal()
         derived = {
-            "inv_mass": self.mass.reciprocal(),
+            "inv_mass": inv_mass,
             "inv_inertia": self.inertia.reciprocal(),
-            "motor_rate": self.motor_time_constant.reciprocal(),
+            "rise_rate": self.motor_rise_time_constant.reciprocal(),
+            "fall_rate": self.motor_fall_time_constant.reciprocal(),
+            "drag_rate": self.linear_drag * inv_mass,
             "gravity_vector": gravity_vector,
         }
         for name, value in derived.items():
@@ -121,22 +138,27 @@ class DynamicsParams:
         return cls(
             mass=full(params.mass),
             inertia=torch.stack([full(moment) for moment in params.inertia]),
-            thrust_coefficient=full(params.thrust_coefficient),
-            torque_coefficient=full(params.torque_coefficient),
-            motor_time_constant=full(params.motor_time_constant),
+            thrust_curve=torch.stack([full(c) for c in params.thrust_curve]),
+            torque_to_thrust=full(params.torque_to_thrust),
+            motor_rise_time_constant=full(params.motor_rise_time_constant),
+            motor_fall_time_constant=full(params.motor_fall_time_constant),
+            linear_drag=torch.tensor(params.linear_drag, device=device, dtype=dtype).unsqueeze(-1),
             gravity=params.gravity,
             geometry=frame_geometry(params),
         )
 
-    def scaled(self, scales: torch.Tensor) -> DynamicsParams:
-        """These parameters multiplied per env by `scales` `(7, N)`, rows as in `PARAM_SCALE_NAMES`."""
+    def scaled(self, scales: torch.Tensor, thrust_curve: torch.Tensor | None = None) -> DynamicsParams:
+        """These parameters multiplied per env by `scales` `(8, N)`, rows as in `PARAM_SCALE_NAMES` ("thrust"
+        scales the whole curve); `thrust_curve` `(3, N)` replaces the curve before it is scaled."""
+        curve = self.thrust_curve if thrust_curve is None else thrust_curve
         return dataclasses.replace(
             self,
             mass=self.mass * scales[0],
             inertia=self.inertia * scales[1:4],
-            thrust_coefficient=self.thrust_coefficient * scales[4],
-            torque_coefficient=self.torque_coefficient * scales[5],
-            motor_time_constant=self.motor_time_constant * scales[6],
+            thrust_curve=curve * scales[4],
+            torque_to_thrust=self.torque_to_thrust * scales[5],
+            motor_rise_time_constant=self.motor_rise_time_constant * scales[6],
+            motor_fall_time_constant=self.motor_fall_time_constant * scales[7],
         )
 
 
@@ -220,8 +242,8 @@ def body_rows(
     torque: tuple = (0.0, 0.0, 0.0) if external_torque is None else tuple(external_torque.unbind(0))
     ix, iy, iz = params.inertia.unbind(0)
     return Body(
-        params.inv_mass, ix, iy, iz, params.thrust_coefficient, params.torque_coefficient, params.motor_rate,
-        *acceleration, *torque,
+        params.inv_mass, ix, iy, iz, *params.thrust_curve.unbind(0), params.torque_to_thrust, params.rise_rate,
+        params.fall_rate, *params.drag_rate.unbind(0), *acceleration, *torque,
     )  # fmt: skip
 
 
@@ -235,7 +257,7 @@ def state_derivative(
     """Time derivative `(17, N)` of `state` `(17, N)` (`equations.derivative` on rows).
 
     Args:
-        rotor_command: `(4, N)` commanded rotor speeds in rad/s, held over the step.
+        rotor_command: `(4, N)` motor commands (normalized, 0..1), held over the step.
         external_acceleration: `(3, N)` or `(3, 1)` world acceleration from everything but the rotors (gravity plus
             external force / mass), in m/s^2; None: gravity alone.
         external_torque: `(3, N)` external torque in the body frame in N m, or None.
@@ -290,11 +312,11 @@ def integrate(
     """Advance `state` `(17, N)` by `dt` seconds in `substeps` equal steps; returns the new state.
 
     Args:
-        rotor_command: `(4, N)` commanded rotor speeds in rad/s, held constant over `dt`; keep them within the
-            frame's rotor speed limits (the action maps do).
+        rotor_command: `(4, N)` motor commands (normalized), held constant over `dt`; keep them within the
+            frame's command limits (the action maps do).
         params: per-env physical parameters.
         integrator: "rk4" (default) or "semi_implicit_euler". Both are stable for the motor lag only while
-            `dt / substeps` stays below the motor time constant.
+            `dt / substeps` stays below the motor time constants.
         external_force: `(3, N)` disturbance force in the world frame in N, or None.
         external_torque: `(3, N)` disturbance torque in the body frame in N m, or None.
 

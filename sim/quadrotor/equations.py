@@ -7,11 +7,13 @@ floats (one env, inside the fused per-env kernel of `robo_rl.sim.quadrotor.fused
 test_fused.py` checks the two against each other.
 
 A state is a 17-tuple: position (3, world, m, z up), attitude quaternion (4, w x y z, body to world), linear
-velocity (3, world, m/s), angular velocity (3, body, rad/s), rotor speeds (4, rad/s). Model and conventions: see
-`robo_rl.sim.quadrotor.dynamics` and `robo_rl.sim.quadrotor.params`.
+velocity (3, world, m/s), angular velocity (3, body, rad/s), motor states (4, the normalized motor command u each
+motor has reached, 0..1). Model and conventions: see `robo_rl.sim.quadrotor.dynamics` and
+`robo_rl.sim.quadrotor.params`.
 
 `Body` holds one env's (or every env's, as rows) physical parameters; `Geometry` the frame's constant rotor
-layout: torque_x = c_t sum(y_i w_i^2), torque_y = c_t sum(-x_i w_i^2), torque_z = c_q sum(-s_i w_i^2).
+layout: with rotor thrusts T_i = c0 + c1 u_i + c2 u_i^2, torque_x = sum(y_i T_i), torque_y = sum(-x_i T_i),
+torque_z = k sum(-s_i T_i) (k = torque_to_thrust).
 """
 
 from __future__ import annotations
@@ -31,12 +33,22 @@ class Body(NamedTuple):
     inertia_x: Scalar
     inertia_y: Scalar
     inertia_z: Scalar
-    thrust_coefficient: Scalar
-    torque_coefficient: Scalar
-    motor_rate: Scalar
-    """1 / motor time constant, 1/s."""
+    thrust_0: Scalar
+    """Thrust curve c0 (N), c1 and c2 (N per unit command, squared): T = c0 + c1 u + c2 u^2."""
+    thrust_1: Scalar
+    thrust_2: Scalar
+    torque_to_thrust: Scalar
+    """Yaw reaction torque per N of rotor thrust, m."""
+    rise_rate: Scalar
+    """1 / motor rise time constant, 1/s (command at or above the motor state)."""
+    fall_rate: Scalar
+    """1 / motor fall time constant, 1/s (command below the motor state)."""
+    drag_x: Scalar
+    """Linear drag / mass along the world axes, 1/s (acceleration = -drag * velocity)."""
+    drag_y: Scalar
+    drag_z: Scalar
     acceleration_x: Scalar
-    """World acceleration from everything but the rotors (gravity, external force / mass), m/s^2."""
+    """World acceleration from everything but the rotors and drag (gravity, external force / mass), m/s^2."""
     acceleration_y: Scalar
     acceleration_z: Scalar
     torque_x: Scalar
@@ -74,30 +86,43 @@ def rotation(w: Scalar, x: Scalar, y: Scalar, z: Scalar) -> State:
     )  # fmt: skip
 
 
+def motor_rate(command: Scalar, motor: Scalar, body: Body) -> Scalar:
+    """d(motor state)/dt: first order toward the command, faster rising than falling (`(c >= u)` is 1 or 0)."""
+    rate = body.fall_rate + (body.rise_rate - body.fall_rate) * (command >= motor)
+    return (command - motor) * rate
+
+
+def rotor_thrust(u: Scalar, body: Body) -> Scalar:
+    """Rotor thrust in N of motor state u."""
+    return body.thrust_0 + u * (body.thrust_1 + u * body.thrust_2)
+
+
 def derivative(s: State, command: State, body: Body, geometry: Geometry) -> State:
-    """Time derivative of state `s` under rotor speed commands `command` (4, rad/s), held over the step."""
+    """Time derivative of state `s` under motor commands `command` (4, normalized), held over the step."""
     w, x, y, z = s[3], s[4], s[5], s[6]
     p, q, r = s[10], s[11], s[12]
-    f0, f1, f2, f3 = s[13] * s[13], s[14] * s[14], s[15] * s[15], s[16] * s[16]
-    ct = body.thrust_coefficient
-    thrust = ct * (f0 + f1 + f2 + f3) * body.inv_mass
+    f0, f1 = rotor_thrust(s[13], body), rotor_thrust(s[14], body)
+    f2, f3 = rotor_thrust(s[15], body), rotor_thrust(s[16], body)
+    thrust = (f0 + f1 + f2 + f3) * body.inv_mass
     gy, gx, gs = geometry.y, geometry.minus_x, geometry.minus_spin
-    tau_x = ct * (gy[0] * f0 + gy[1] * f1 + gy[2] * f2 + gy[3] * f3) + body.torque_x
-    tau_y = ct * (gx[0] * f0 + gx[1] * f1 + gx[2] * f2 + gx[3] * f3) + body.torque_y
-    tau_z = body.torque_coefficient * (gs[0] * f0 + gs[1] * f1 + gs[2] * f2 + gs[3] * f3) + body.torque_z
+    tau_x = gy[0] * f0 + gy[1] * f1 + gy[2] * f2 + gy[3] * f3 + body.torque_x
+    tau_y = gx[0] * f0 + gx[1] * f1 + gx[2] * f2 + gx[3] * f3 + body.torque_y
+    tau_z = body.torque_to_thrust * (gs[0] * f0 + gs[1] * f1 + gs[2] * f2 + gs[3] * f3) + body.torque_z
     # body z axis in the world frame: the thrust direction
     zx, zy, zz = 2.0 * (x * z + w * y), 2.0 * (y * z - w * x), 1.0 - 2.0 * (x * x + y * y)
     ix, iy, iz = body.inertia_x, body.inertia_y, body.inertia_z
     hx, hy, hz = ix * p, iy * q, iz * r  # angular momentum; Euler: I dw/dt = tau - w x (I w)
     dw, dx, dy, dz = quaternion_rate(w, x, y, z, p, q, r)
-    rate = body.motor_rate
+    vx, vy, vz = s[7], s[8], s[9]
     return (
-        s[7], s[8], s[9],
+        vx, vy, vz,
         dw, dx, dy, dz,
-        body.acceleration_x + zx * thrust, body.acceleration_y + zy * thrust, body.acceleration_z + zz * thrust,
+        body.acceleration_x + zx * thrust - body.drag_x * vx,
+        body.acceleration_y + zy * thrust - body.drag_y * vy,
+        body.acceleration_z + zz * thrust - body.drag_z * vz,
         (tau_x - (q * hz - r * hy)) / ix, (tau_y - (r * hx - p * hz)) / iy, (tau_z - (p * hy - q * hx)) / iz,
-        (command[0] - s[13]) * rate, (command[1] - s[14]) * rate, (command[2] - s[15]) * rate,
-        (command[3] - s[16]) * rate,
+        motor_rate(command[0], s[13], body), motor_rate(command[1], s[14], body),
+        motor_rate(command[2], s[15], body), motor_rate(command[3], s[16], body),
     )  # fmt: skip
 
 
@@ -140,9 +165,9 @@ def normalized(s: State) -> State:
 
 
 def motor_command(action: Scalar, slope: float, offset: float) -> Scalar:
-    """ "motor" mode: rotor speed command for an action in [-1, 1] (linear in thrust, speed^2 clamped at 0)."""
-    squared = action * slope + offset
-    return (0.5 * (squared + abs(squared))) ** 0.5
+    """ "motor" mode: the normalized motor command (PWM ratio) of an action in [-1, 1]: `offset + slope * action`,
+    the linear map `robo_rl.actuator.MotorActuator.command` states in the policy artifact."""
+    return offset + slope * action
 
 
 def within_bounds(

@@ -9,7 +9,8 @@ the two paths step against step.
 Random numbers for the resets come from the counter-based generator inside the kernel
 (`robo_rl.sim.numba_support.uniform`); they differ from the torch path's draws (same distribution).
 
-Supported: "motor" actions, a fixed hover point, no domain randomization (the default hover task). The compiled
+Supported: "motor" actions, a fixed hover point, no domain randomization (the default hover task), with or
+without the position integral observation. The compiled
 kernel is cached on disk (`robo_rl.sim.numba_support.cache_directory`).
 """
 
@@ -24,16 +25,18 @@ from robo_rl.sim.numba_support import FASTMATH, jit_copies, numba, set_threads, 
 from robo_rl.sim.quadrotor import equations
 
 __all__ = ["constants", "set_threads", "step", "uniform", "warm_cache", "with_fraction"]
-_EQUATIONS = ("quaternion_rate", "rotation", "derivative", "axpy", "rk4", "semi_implicit_euler", "normalized")
+_EQUATIONS = ("quaternion_rate", "rotation", "motor_rate", "rotor_thrust", "derivative", "axpy", "rk4")
+_EQUATIONS += ("semi_implicit_euler", "normalized")
 _EQUATIONS += ("motor_command", "within_bounds", "reward")
 
 
 # Layout of the constants vector the kernel takes (float64).
-(INV_MASS, INERTIA_X, INERTIA_Y, INERTIA_Z, THRUST_COEFFICIENT, TORQUE_COEFFICIENT, MOTOR_RATE, GRAVITY, SLOPE,
- OFFSET, HOVER_0, HOVER_1, HOVER_2, HOVER_3, DT, SUBSTEPS, INTEGRATOR, MAX_STEPS, WINDOW, SUCCESS_SUM, MAX_DISTANCE,
- COS_MAX_TILT, MAX_RATE_SQUARED, FLOOR, ALIVE, W_POSITION, W_DISTANCE, W_ATTITUDE, W_VELOCITY, W_RATES, W_ACTION,
- W_CRASH, TARGET_X, TARGET_Y, TARGET_Z, INIT_POSITION, INIT_VELOCITY, INIT_RATES, INIT_ATTITUDE, HOVER_ROTOR,
- INV_MAX_ROTOR, GEOMETRY) = range(42)  # fmt: skip
+(INV_MASS, INERTIA_X, INERTIA_Y, INERTIA_Z, THRUST_0, THRUST_1, THRUST_2, TORQUE_TO_THRUST, RISE_RATE, FALL_RATE,
+ DRAG_X, DRAG_Y, DRAG_Z, GRAVITY, SLOPE, OFFSET, HOVER_0, HOVER_1, HOVER_2, HOVER_3, DT, SUBSTEPS, INTEGRATOR,
+ MAX_STEPS, WINDOW, SUCCESS_SUM, MAX_DISTANCE, COS_MAX_TILT, MAX_RATE_SQUARED, FLOOR, ALIVE, W_POSITION,
+ W_DISTANCE, W_ATTITUDE, W_VELOCITY, W_RATES, W_ACTION, W_CRASH, TARGET_X, TARGET_Y, TARGET_Z, INIT_POSITION,
+ INIT_VELOCITY, INIT_RATES, INIT_ATTITUDE, HOVER_ROTOR, INTEGRAL_LIMIT, W_INTEGRAL, HISTORY_ROW,
+ GEOMETRY) = range(50)  # fmt: skip
 NUM_CONSTANTS = GEOMETRY + 12
 
 
@@ -105,8 +108,9 @@ def store(state: Any, s: Any, i: int) -> None:
 @numba.njit(fastmath=FASTMATH, inline="always")
 def body_of(c: Any) -> Any:
     return Body(
-        c[INV_MASS], c[INERTIA_X], c[INERTIA_Y], c[INERTIA_Z], c[THRUST_COEFFICIENT], c[TORQUE_COEFFICIENT],
-        c[MOTOR_RATE], 0.0, 0.0, -c[GRAVITY], 0.0, 0.0, 0.0,
+        c[INV_MASS], c[INERTIA_X], c[INERTIA_Y], c[INERTIA_Z], c[THRUST_0], c[THRUST_1], c[THRUST_2],
+        c[TORQUE_TO_THRUST], c[RISE_RATE], c[FALL_RATE], c[DRAG_X], c[DRAG_Y], c[DRAG_Z], 0.0, 0.0, -c[GRAVITY],
+        0.0, 0.0, 0.0,
     )  # fmt: skip
 
 
@@ -119,8 +123,23 @@ def geometry_of(c: Any) -> Any:
     )
 
 
+@numba.njit(fastmath=FASTMATH, inline="always")
+def integrate(c: Any, integral: Any, s: Any, out: Any, i: int) -> None:
+    """Env i's position integral takes in the position error of state `s` (clipped to +-INTEGRAL_LIMIT per axis)
+    and goes into rows 18-20 of observation `out`; nothing without the integral."""
+    limit = c[INTEGRAL_LIMIT]
+    if limit > 0.0:
+        dt = c[DT]
+        integral[0, i] = min(max(integral[0, i] + dt * (s[0] - c[TARGET_X]), -limit), limit)
+        integral[1, i] = min(max(integral[1, i] + dt * (s[1] - c[TARGET_Y]), -limit), limit)
+        integral[2, i] = min(max(integral[2, i] + dt * (s[2] - c[TARGET_Z]), -limit), limit)
+        out[18, i], out[19, i], out[20, i] = integral[0, i], integral[1, i], integral[2, i]
+
+
 @numba.njit(fastmath=FASTMATH)
-def physics(c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, out: Any, i: int) -> None:
+def physics(
+    c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, integral: Any, out: Any, i: int
+) -> None:
     """Env i's step up to its outcome (the resets are a separate pass; LLVM still does not vectorize this loop
     over envs, see docs/BENCHMARKS.md "Quadrotor step"): clipped
     action into the history, integration, reward, crash, time limit, success, final observation rows 0-17."""
@@ -158,7 +177,10 @@ def physics(c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum
     weights = RewardWeights(
         c[ALIVE], c[W_POSITION], c[W_DISTANCE], c[W_ATTITUDE], c[W_VELOCITY], c[W_RATES], c[W_ACTION], c[W_CRASH]
     )
+    integrate(c, integral, s, final_obs, i)
     reward_out[i] = reward(e, (s[7], s[8], s[9]), rates, offsets, dist, r22, 1.0 if crashed else 0.0, weights)
+    if c[INTEGRAL_LIMIT] > 0.0:
+        reward_out[i] -= c[W_INTEGRAL] * (integral[0, i] ** 2 + integral[1, i] ** 2 + integral[2, i] ** 2)
     in_window = count > int(c[MAX_STEPS]) - int(c[WINDOW])
     total = error_sum[i] + (dist if in_window else 0.0)
     error_sum[i] = total
@@ -166,30 +188,30 @@ def physics(c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum
     terminated[i], truncated[i], distance[i], done[i] = crashed, trunc, dist, crashed or trunc
     success[i] = trunc and total < c[SUCCESS_SUM]
     observe(c, s, final_obs, i)
-    scale = c[INV_MAX_ROTOR]
-    rotor[0, i], rotor[1, i], rotor[2, i], rotor[3, i] = s[13] * scale, s[14] * scale, s[15] * scale, s[16] * scale
+    rotor[0, i], rotor[1, i], rotor[2, i], rotor[3, i] = s[13], s[14], s[15], s[16]
 
 
 @numba.njit(parallel=True, cache=True, fastmath=FASTMATH)
-def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, action: Any, seed: Any, counter: Any,
-         out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
+def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral: Any, action: Any, seed: Any,
+         counter: Any, out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
     """One control step of every env, in parallel over envs.
 
-    In place: `state` `(17, N)`, `history` `(4 k, N)`, `steps` and `error_sum` `(N,)`, as `QuadrotorHover` holds
-    them. `action` `(N, 4)`; `c` the constants (`NUM_CONSTANTS` float64). Outputs: `out` = (final observation
-    `(obs_dim, N)`, reward, done, terminated, truncated, success, distance `(N,)`, rotor speeds / max `(4, N)`
-    before the resets), `obs` `(obs_dim, N)` and `rotor_now` `(4, N)` after them. Component-major like the state.
+    In place: `state` `(17, N)`, `history` `(4 k, N)`, `steps` and `error_sum` `(N,)`, `integral` `(3, N)`
+    (or `(0, N)` without the position integral), as `QuadrotorHover` holds them. `action` `(N, 4)`; `c` the
+    constants (`NUM_CONSTANTS` float64). Outputs: `out` = (final observation `(obs_dim, N)`, reward, done,
+    terminated, truncated, success, distance `(N,)`, motor states `(4, N)` before the resets), `obs`
+    `(obs_dim, N)` and `rotor_now` `(4, N)` after them. Component-major like the state.
     """
-    n, rows = state.shape[1], history.shape[0]
+    n, rows, first = state.shape[1], history.shape[0], int(c[HISTORY_ROW])
     final_obs, done, rotor = out[0], out[2], out[7]
     for j in range(rows - 1, 3, -1):  # shift the action history by one action
         for i in numba.prange(n):
             history[j, i] = history[j - 4, i]
     for i in numba.prange(n):
-        physics(c, state, action, history, steps, error_sum, out, i)
+        physics(c, state, action, history, steps, error_sum, integral, out, i)
     for j in range(rows):
         for i in numba.prange(n):
-            final_obs[18 + j, i] = history[j, i]
+            final_obs[first + j, i] = history[j, i]
     obs[:, :] = final_obs
     rotor_now[:, :] = rotor
     for i in numba.prange(n):  # envs whose episode ended start a new one (rare: branchy is fine here)
@@ -200,18 +222,23 @@ def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, action: A
             error_sum[i] = 0.0
             for j in range(rows):
                 history[j, i] = c[HOVER_0 + j % 4]
-                obs[18 + j, i] = c[HOVER_0 + j % 4]
+                obs[first + j, i] = c[HOVER_0 + j % 4]
             observe(c, s, obs, i)
+            if integral.shape[0] > 0:
+                integral[0, i], integral[1, i], integral[2, i] = 0.0, 0.0, 0.0
+            integrate(c, integral, s, obs, i)
             for j in range(4):
-                rotor_now[j, i] = s[13 + j] * c[INV_MAX_ROTOR]
+                rotor_now[j, i] = s[13 + j]
 
 
 def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geometry) -> np.ndarray:
     """The kernel's constants (float64 `(NUM_CONSTANTS,)`) of a `HoverConfig`, frame and "motor" action map."""
     c = np.zeros(NUM_CONSTANTS)
     c[INV_MASS], c[INERTIA_X : INERTIA_Z + 1] = 1.0 / params.mass, params.inertia
-    c[THRUST_COEFFICIENT], c[TORQUE_COEFFICIENT] = params.thrust_coefficient, params.torque_coefficient
-    c[MOTOR_RATE], c[GRAVITY] = 1.0 / params.motor_time_constant, params.gravity
+    c[THRUST_0 : THRUST_2 + 1], c[TORQUE_TO_THRUST] = params.thrust_curve, params.torque_to_thrust
+    c[RISE_RATE], c[FALL_RATE] = 1.0 / params.motor_rise_time_constant, 1.0 / params.motor_fall_time_constant
+    c[DRAG_X : DRAG_Z + 1] = [d / params.mass for d in params.linear_drag]
+    c[GRAVITY] = params.gravity
     c[SLOPE], c[OFFSET], c[HOVER_0 : HOVER_3 + 1] = action_map.slope, action_map.offset, action_map.hover_action
     c[DT], c[SUBSTEPS], c[INTEGRATOR] = config.dt, config.substeps, 0.0 if config.integrator == "rk4" else 1.0
     c[MAX_STEPS], c[WINDOW] = config.max_episode_steps, config.success_steps
@@ -224,7 +251,9 @@ def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geo
         config.velocity_weight, config.angular_velocity_weight, config.action_weight, config.crash_penalty,
     )  # fmt: skip
     c[TARGET_X : TARGET_Z + 1] = config.target_position
-    c[HOVER_ROTOR], c[INV_MAX_ROTOR] = params.hover_rotor_speed, 1.0 / params.max_rotor_speed
+    c[HOVER_ROTOR] = params.hover_command
+    c[INTEGRAL_LIMIT], c[W_INTEGRAL] = config.position_integral_limit, config.integral_weight
+    c[HISTORY_ROW] = 21 if config.position_integral_limit > 0 else 18
     c[GEOMETRY : GEOMETRY + 12] = (*geometry.y, *geometry.minus_x, *geometry.minus_spin)
     return with_fraction(c, config, 1.0)
 

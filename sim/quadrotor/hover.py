@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 import torch
 
+from robo_rl.actuator import MotorActuator
 from robo_rl.envs import (
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
@@ -29,9 +30,9 @@ from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
 from robo_rl.sim.quadrotor.dynamics import (
     ANGULAR_VELOCITY,
     INTEGRATORS,
+    MOTOR_STATE,
     POSITION,
     QUATERNION,
-    ROTOR_SPEED,
     STATE_DIM,
     VELOCITY,
     DynamicsParams,
@@ -44,12 +45,15 @@ from robo_rl.sim.quadrotor.dynamics import (
 )
 from robo_rl.sim.quadrotor.params import load_frame
 from robo_rl.sim.quadrotor.randomization import (
+    BATTERY,
     DISTURBANCE_ACCELERATION,
     DISTURBANCE_ANGULAR_ACCELERATION,
     LATENCY,
     SCALES,
+    THRUST_SCALE,
     EpisodeSampler,
     RandomizationConfig,
+    thrust_curves,
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
 
@@ -68,7 +72,7 @@ class _Draws(NamedTuple):
     noise: torch.Tensor | None
     """`(9, N)` standard normal observation noise, or None without noise."""
     episode: torch.Tensor | None
-    """`(14, N)` U(0, 1) for the episode parameters of envs that reset, or None without randomization."""
+    """`(18, N)` U(0, 1) for the episode parameters of envs that reset, or None without randomization."""
     init: torch.Tensor
     """`(13, N)` U(0, 1) for the initial states of envs that reset (`_INIT_DRAWS`)."""
 
@@ -103,6 +107,11 @@ class HoverConfig:
     """Initial body rates: U(-r, r) rad/s per axis. Rotors start at the nominal hover speed."""
     action_history: int = 1
     """Number of previous actions in the observation (4 values each, newest first)."""
+    position_integral_limit: float = 0.0
+    """> 0: the observation also holds the integral of the observed position error, `position_error_integral_{x,y,z}`
+    in m s, clipped to +-this per axis: I_k = clip(I_(k-1) + dt e_k) at every observation k of an episode, the
+    first included (I_(-1) = 0). It gives the policy integral action against a thrust it does not know. A deployer
+    computes the same from the errors it observes (its bounds in the policy artifact are +-this)."""
     max_position_error: float = 2.0
     """Crash (terminate) when farther than this many m from the reference."""
     max_tilt: float = math.pi / 2
@@ -126,6 +135,10 @@ class HoverConfig:
     """Reward penalty per squared rad/s of body rate."""
     action_weight: float = 0.05
     """Reward penalty per squared unit of (action - hover action), summed over the 4 actions."""
+    integral_weight: float = 0.0
+    """Reward penalty per squared m s of the position integral (with `position_integral_limit`): a steady offset
+    winds the integral up to its limit, so this charges a constant error far more than a passing one, which is
+    what pushes the policy to use the integral (integral action) rather than tolerate a sag."""
     crash_penalty: float = 5.0
     """Reward penalty charged once, at the step that crashes."""
     success_position_error: float = 0.10
@@ -166,7 +179,7 @@ class HoverConfig:
         bad = [name for name in positive if not getattr(self, name) > 0]
         non_negative = ("init_position_range", "init_attitude_range", "init_velocity_range")
         non_negative += ("init_angular_velocity_range", "alive_reward", "position_weight", "attitude_weight")
-        non_negative += ("distance_weight",)
+        non_negative += ("distance_weight", "position_integral_limit", "integral_weight")
         non_negative += ("velocity_weight", "angular_velocity_weight", "action_weight", "crash_penalty")
         bad += [name for name in non_negative if not getattr(self, name) >= 0]
         if bad:
@@ -183,6 +196,7 @@ class HoverConfig:
         needs = (
             ("action_mode='motor'", self.action_mode != "motor"),
             ("no domain randomization", self.randomization.enabled),
+            ("no observation noise", any(self.randomization.observation_noise)),  # the kernel adds none
             ("compile=false (numba is the other way to fuse the step)", self.compile),
         )
         return [what for what, bad in needs if bad]
@@ -203,8 +217,10 @@ class QuadrotorHover:
     Observation `(num_envs, 18 + 4 * action_history)` (+3 with a moving reference): position error to the
     reference (3, world, m), rotation matrix body-to-world flattened row-major (9), linear velocity (3, world,
     m/s; minus the reference velocity), body angular velocity (3, rad/s), [reference velocity (3, m/s) when the
-    reference moves], previous actions (4 per step, newest first). Action `(num_envs, 4)` in [-1, 1] (clipped),
-    see `robo_rl.sim.quadrotor.actions`; `hover_action` holds the nominal frame in hover.
+    reference moves], [the clipped integral of the position error (3, m s) with `position_integral_limit`],
+    previous actions (4 per step, newest first). Action `(num_envs, 4)` in [-1, 1] (clipped), see
+    `robo_rl.sim.quadrotor.actions`; `hover_action` holds the nominal frame in hover, and in "motor" mode
+    `actuator` states what an action means (the policy artifact records it).
 
     Reward: `alive_reward - position_weight |e_p|^2 - distance_weight |e_p| - attitude_weight (1 - R_zz)
     - velocity_weight |e_v|^2 - angular_velocity_weight |w|^2 - action_weight |a - hover_action|^2`, minus
@@ -214,8 +230,8 @@ class QuadrotorHover:
     `info["success"]`: truncated without crash and mean position error over the last `success_window` below
     `success_position_error`. `info["tracking_error"]` `(num_envs,)`: position error norm in m at every step.
 
-    Privileged (critic) observation `(num_envs, 18)`: this episode's parameter scales, action latency and
-    disturbance (see `randomization.EPISODE_NAMES`), then the rotor speeds / max_rotor_speed.
+    Privileged (critic) observation `(num_envs, 22)`: this episode's parameter scales, action latency and
+    disturbance (see `randomization.EPISODE_NAMES`), then the motor states (normalized commands reached).
 
     Internally tensors are component-major (`(17, num_envs)` state, see `robo_rl.sim.quadrotor.dynamics`);
     everything the env returns or accepts is batch-major `(num_envs, ...)`.
@@ -247,12 +263,16 @@ class QuadrotorHover:
         self._reference = reference
         self._action_map = make_action_map(config.action_mode, self.params, config.ctbr, self.device, self.dtype)
         self.hover_action: tuple[float, float, float, float] = self._action_map.hover_action
+        self.nominal_action = self.hover_action
+        """The action that holds the nominal frame at rest (`PolicyConfig.init_mean="nominal"` starts there)."""
         self._nominal = DynamicsParams.nominal(self.params, num_envs, self.device, self.dtype)
         self._sampler = EpisodeSampler(config.randomization, self.params, self.device, self.dtype)
         self._check_motor_stability()
         self.obs_spec = self._obs_spec()
         self.action_spec = SpaceSpec(self._action_map.names, (-1.0,) * 4, (1.0,) * 4, ("1",) * 4)
         self.privileged_obs_spec = _concat_specs(self._sampler.spec, self._rotor_spec())
+        self.actuator: MotorActuator | None = getattr(self._action_map, "actuator", None)
+        """What a "motor" action means physically (None in "ctbr" mode)."""
         self._make_constants()
         self._generator = torch.Generator(device=self.device)
         if seed is None:
@@ -278,7 +298,7 @@ class QuadrotorHover:
 
     @property
     def episode_params(self) -> torch.Tensor:
-        """`(num_envs, 14)` copy of this episode's randomized parameters (`randomization.EPISODE_NAMES`)."""
+        """`(num_envs, 18)` copy of this episode's randomized parameters (`randomization.EPISODE_NAMES`)."""
         return self._episode.T.contiguous()
 
     @property
@@ -311,6 +331,7 @@ class QuadrotorHover:
         self._steps = torch.zeros(n, dtype=torch.long, device=self.device)
         self._error_sum = torch.zeros(n, device=self.device, dtype=self.dtype)
         self._history = self._hover_history.expand(-1, n).clone()
+        self._integral = torch.zeros(3 if self._integrates else 0, n, device=self.device, dtype=self.dtype)
         self._action_buffer = self._hover_buffer.expand(-1, -1, n).clone()
         self._state = self._state_template.expand(-1, n).clone()
         draws = self._draw()
@@ -344,14 +365,14 @@ class QuadrotorHover:
         errors, rotation = self._errors()
         distance = _norm(errors[0])
         terminated = self._crashed(distance, rotation)
-        reward = self._reward(errors, distance, rotation, action, terminated)
-        truncated, success = self._time_limit(distance, terminated)
         noise = self._scaled_noise(draws)
         final_obs, final_privileged = self._observe(errors, rotation, noise), self._privileged()
+        reward = self._reward(errors, distance, rotation, action, terminated)
+        truncated, success = self._time_limit(distance, terminated)
         done = terminated | truncated
         self._reset_where(done, draws, fraction)
         # The first observation of a new episode reuses this step's noise draw (its last one is only for bootstrap).
-        obs = torch.where(done, self._observe(*self._errors(), noise), final_obs)
+        obs = torch.where(done, self._observe(*self._errors(), noise, done), final_obs)
         self.privileged_obs = self._privileged()
         info = {
             INFO_FINAL_OBS: final_obs.T.contiguous(),
@@ -393,8 +414,8 @@ class QuadrotorHover:
         self._fused.set_threads(self._fused_threads)
         self._fused.step(
             constants, self._state.numpy(), self._history.numpy(), self._steps.numpy(), self._error_sum.numpy(),
-            action.numpy(), self._fused_seed, self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(),
-            rotor_now.numpy(),
+            self._integral.numpy(), action.numpy(), self._fused_seed, self.control_steps,
+            tuple(t.numpy() for t in outcome), obs.numpy(), rotor_now.numpy(),
         )  # fmt: skip
         self.privileged_obs = torch.cat((self._episode, rotor_now)).T.contiguous()
         info = {
@@ -435,6 +456,7 @@ class QuadrotorHover:
             "phase": self._phase.clone(),
             "error_sum": self._error_sum.clone(),
             "history": self._history.clone(),
+            "integral": self._integral.clone(),
             "action_buffer": self._action_buffer.clone(),
             "generator": self._generator.get_state(),
             "control_steps": self.control_steps,
@@ -443,7 +465,9 @@ class QuadrotorHover:
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restore what `state_dict` saved (possibly from another device)."""
-        for name in ("episode", "phase", "error_sum", "history", "action_buffer"):
+        for name in ("episode", "phase", "error_sum", "history", "action_buffer", "integral"):
+            if name not in state_dict:  # "integral": checkpoints from before the position integral
+                continue
             setattr(self, f"_{name}", state_dict[name].to(device=self.device, dtype=self.dtype).clone())
         self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
         self.control_steps = int(state_dict.get("control_steps", 0))
@@ -465,7 +489,7 @@ class QuadrotorHover:
         self._hover = column(list(self.hover_action))
         self._hover_history = self._hover.repeat(c.action_history, 1)
         self._hover_buffer = self._hover.unsqueeze(0).repeat(c.randomization.max_action_latency + 1, 1, 1)
-        self._state_template = column([0.0, 0.0, 0.0, 1.0] + [0.0] * 9 + [p.hover_rotor_speed] * 4)
+        self._state_template = column([0.0, 0.0, 0.0, 1.0] + [0.0] * 9 + [p.hover_command] * 4)
         ranges = [c.init_position_range] * 3 + [c.init_velocity_range] * 3 + [c.init_angular_velocity_range] * 3
         self._init_width = column([2 * r for r in ranges])
         self._init_offset = column([-r for r in ranges])
@@ -473,7 +497,7 @@ class QuadrotorHover:
         self._noise_std = column([s for s in noise for _ in range(3)]) if any(noise) else None
         self._nominal_mass = p.mass
         self._nominal_inertia = column(list(p.inertia))
-        self._inv_max_rotor_speed = 1.0 / p.max_rotor_speed
+        self._integral_limit = c.position_integral_limit
         self._cos_max_tilt = math.cos(c.max_tilt)
         self._max_angular_speed_squared = c.max_angular_speed**2
         # Reward: weights @ [e_p; e_v; w; a - hover]^2, rows 3 + 3 + 3 + 4.
@@ -482,7 +506,9 @@ class QuadrotorHover:
 
     def _check_motor_stability(self) -> None:
         h = self.config.dt / self.config.substeps
-        tau = self.params.motor_time_constant * (1 - self.config.randomization.motor_time_constant)
+        ranges = self.config.randomization.scale_ranges(self.params)
+        p = self.params
+        tau = min(p.motor_rise_time_constant * ranges[6][0], p.motor_fall_time_constant * ranges[7][0])
         if h >= tau:
             raise ValueError(
                 f"integration step dt/substeps = {h:.4g} s is not below the smallest motor time constant "
@@ -501,6 +527,10 @@ class QuadrotorHover:
         ]
         if moving:
             groups.append((_xyz("reference_velocity"), -inf, inf, "m/s"))
+        self._integrates = self.config.position_integral_limit > 0
+        if self._integrates:
+            limit = self.config.position_integral_limit
+            groups.append((_xyz("position_error_integral"), -limit, limit, "m*s"))
         history = [f"previous_action_{k}_{i}" for k in range(self.config.action_history) for i in range(4)]
         groups.append((history, -1.0, 1.0, "1"))
         return SpaceSpec(
@@ -511,7 +541,7 @@ class QuadrotorHover:
         )
 
     def _rotor_spec(self) -> SpaceSpec:
-        names = tuple(f"rotor_speed_{i}" for i in range(4))
+        names = tuple(f"motor_state_{i}" for i in range(4))
         return SpaceSpec(names, (0.0,) * 4, (1.0,) * 4, ("1",) * 4)
 
     def _advance(self, action: torch.Tensor) -> None:
@@ -564,9 +594,14 @@ class QuadrotorHover:
         return None if draws.noise is None or self._noise_std is None else draws.noise * self._noise_std
 
     def _observe(
-        self, errors: tuple[torch.Tensor, ...], rotation: torch.Tensor, noise: torch.Tensor | None
+        self,
+        errors: tuple[torch.Tensor, ...],
+        rotation: torch.Tensor,
+        noise: torch.Tensor | None,
+        integrate: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Component-major observation `(obs_dim, N)`."""
+        """Component-major observation `(obs_dim, N)`. With the position integral on, the integral of the envs in
+        `integrate` (a `(N,)` mask; None: all) first takes in this observation's position error."""
         position_error, velocity_error, angular_velocity, reference_velocity = errors
         if noise is not None:
             position_error, velocity_error, angular_velocity = (
@@ -575,13 +610,16 @@ class QuadrotorHover:
         parts = [position_error, rotation.clamp(-1.0, 1.0), velocity_error, angular_velocity]
         if self._reference.moving:
             parts.append(reference_velocity)
+        if self._integrates:
+            increment = position_error * self.dt if integrate is None else position_error * (integrate * self.dt)
+            self._integral = (self._integral + increment).clamp_(-self._integral_limit, self._integral_limit)
+            parts.append(self._integral)
         parts.append(self._history)
         return torch.cat(parts)
 
     def _privileged(self) -> torch.Tensor:
-        """Batch-major privileged observation `(N, 18)`."""
-        rotor = self._state[ROTOR_SPEED] * self._inv_max_rotor_speed
-        return torch.cat((self._episode, rotor)).T.contiguous()
+        """Batch-major privileged observation `(N, 22)`."""
+        return torch.cat((self._episode, self._state[MOTOR_STATE])).T.contiguous()
 
     def _crashed(self, distance: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
         # Written as "not within bounds" so that NaN states count as crashes.
@@ -606,6 +644,8 @@ class QuadrotorHover:
         cost = rows_matmul(self._cost_weights, deviations.square_()).squeeze(0)
         cost = cost.add_(1.0 - rotation[8], alpha=c.attitude_weight).add_(terminated, alpha=c.crash_penalty)
         cost = cost.add_(distance, alpha=c.distance_weight)
+        if self._integrates and c.integral_weight > 0:
+            cost = cost.add_(self._integral.square().sum(0), alpha=c.integral_weight)
         return cost.neg_().add_(c.alive_reward)
 
     def _reset_where(self, done: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> None:
@@ -619,6 +659,8 @@ class QuadrotorHover:
         self._error_sum.masked_fill_(done, 0.0)
         if self.config.action_history > 0:
             self._history = torch.where(done, self._hover_history, self._history)
+        if self._integrates:
+            self._integral = self._integral.masked_fill(done, 0.0)
         if self.config.randomization.max_action_latency > 0:
             self._action_buffer = torch.where(done, self._hover_buffer, self._action_buffer)
         if self.config.randomization.enabled:
@@ -638,13 +680,20 @@ class QuadrotorHover:
         axis = torch.stack((radius * azimuth.cos(), radius * azimuth.sin(), axis_z))
         quaternion = torch.cat((half_angle.cos().unsqueeze(0), axis.mul_(half_angle.sin())))
         position, velocity = reference_position + offsets[0:3], reference_velocity + offsets[3:6]
-        rotor = self._state_template[ROTOR_SPEED].expand(-1, self.num_envs)
+        rotor = self._state_template[MOTOR_STATE].expand(-1, self.num_envs)
         return torch.cat((position, quaternion, velocity, offsets[6:9], rotor))
 
     def _apply_episode(self) -> None:
         """Derive the dynamics parameters, disturbances and latencies from the episode parameters."""
         randomization, episode = self.config.randomization, self._episode
-        self._dynamics = self._nominal.scaled(episode[SCALES]) if randomization.randomizes_dynamics else self._nominal
+        self._dynamics = self._nominal
+        if randomization.randomizes_dynamics:
+            scales = episode[SCALES].clone()
+            scales[THRUST_SCALE] *= episode[BATTERY]
+            curve = None
+            if self._sampler.rebuilds_thrust_curve:
+                curve = thrust_curves(episode, self._nominal.mass * scales[0], self.params.gravity)
+            self._dynamics = self._nominal.scaled(scales, curve)
         self._force = self._torque = None
         if randomization.has_disturbance:
             self._force = episode[DISTURBANCE_ACCELERATION] * self._nominal_mass

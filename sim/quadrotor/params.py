@@ -5,12 +5,21 @@ Conventions used throughout `robo_rl.sim.quadrotor`:
 - Body frame FLU: x forward, y left, z up (along the thrust). World frame: z up, gravity along -z.
 - Rotors in X configuration, indexed 0 front-right (+x, -y), 1 back-right (-x, -y), 2 back-left (-x, +y),
   3 front-left (+x, +y), each `arm_length / sqrt(2)` from the centre along x and along y.
-- `rotor_spin[i]` is "ccw" or "cw" seen from above. A rotor spinning ccw (angular velocity along +z body)
-  pushes the body with a yaw reaction torque of `-torque_coefficient * speed^2` (clockwise), a cw one `+...`.
-  Diagonal rotors spin the same way so that the reaction torques cancel at equal speeds.
+- Motor model (the form of Learning to Fly's identified Crazyflie model, and of the Crazyflie's PWM-to-thrust
+  identifications): each motor has a state u, the normalized motor command (PWM duty ratio) it has reached, which
+  follows the command with a first-order lag whose time constant is `motor_rise_time_constant` while the command is
+  at or above the state and `motor_fall_time_constant` below it (propellers spin down slower than they spin up).
+  Rotor i pushes with `thrust_curve[0] + thrust_curve[1] u + thrust_curve[2] u^2` N along body +z.
+- `rotor_spin[i]` is "ccw" or "cw" seen from above. A ccw rotor (angular velocity along +z body) pushes the body
+  with a yaw reaction torque of `-torque_to_thrust * thrust` (clockwise), a cw one `+...`. Diagonal rotors spin
+  the same way so that the reaction torques cancel at equal commands.
 - Body rates and torques are right-handed about the body axes: positive roll (about +x) lifts the left side and
-  comes from faster left rotors (2, 3); positive pitch (about +y) lowers the nose and comes from faster back
-  rotors (1, 2); positive yaw (about +z, ccw seen from above) comes from faster cw rotors (1, 3).
+  comes from stronger left rotors (2, 3); positive pitch (about +y) lowers the nose and comes from stronger back
+  rotors (1, 2); positive yaw (about +z, ccw seen from above) comes from stronger cw rotors (1, 3).
+
+Frame files written for the earlier model (rotor speed in rad/s: `thrust_coefficient`, `torque_coefficient`,
+`max_rotor_speed`, `min_rotor_speed`, `motor_time_constant`) still load: `legacy_fields` converts them exactly
+(u = speed / max_rotor_speed, so thrust = c_t max^2 u^2; one time constant for rise and fall).
 """
 
 from __future__ import annotations
@@ -18,8 +27,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from robo_rl.sim.bundled import bundled_names, load_bundled, read_named_params
+from robo_rl.config import ConfigError, from_dict, read_yaml
+from robo_rl.sim.bundled import bundled_names, load_bundled
 
 FRAMES_PACKAGE = "robo_rl.sim.quadrotor"
 FRAMES_FOLDER = "frames"
@@ -28,6 +39,8 @@ ROTOR_SIGNS_XY = ((1.0, -1.0), (-1.0, -1.0), (-1.0, 1.0), (1.0, 1.0))
 """Signs of each rotor's (x, y) offset in the rotor order above."""
 SPIN_SIGN = {"ccw": 1, "cw": -1}
 """Rotor spin name to the sign of its angular velocity along body +z."""
+LEGACY_KEYS = ("thrust_coefficient", "torque_coefficient", "max_rotor_speed", "min_rotor_speed", "motor_time_constant")
+"""Keys of the earlier rotor-speed model, converted on load (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -42,45 +55,47 @@ class QuadrotorParams:
     """Distance from the centre of mass to each rotor axis in m (rotor offsets are arm_length/sqrt(2) in x, y)."""
     inertia: tuple[float, float, float]
     """Principal moments of inertia (Ixx, Iyy, Izz) about the body axes in kg m^2."""
-    thrust_coefficient: float
-    """Rotor thrust per squared rotor speed, in N / (rad/s)^2: thrust = c_t * speed^2."""
-    torque_coefficient: float
-    """Rotor drag (yaw reaction) torque per squared rotor speed, in N m / (rad/s)^2."""
-    motor_time_constant: float
-    """First-order time constant of the rotor speed response to a speed command, in s."""
-    max_rotor_speed: float
-    """Largest rotor speed in rad/s."""
-    min_rotor_speed: float = 0.0
-    """Smallest rotor speed in rad/s (idle speed of the motor controller)."""
+    thrust_curve: tuple[float, float, float]
+    """Per-rotor thrust in N as `c0 + c1 u + c2 u^2` of the motor state u in [0, 1]."""
+    torque_to_thrust: float
+    """Yaw reaction torque per N of rotor thrust, in m."""
+    motor_rise_time_constant: float
+    """Time constant of the motor state while its command is at or above it, in s."""
+    motor_fall_time_constant: float
+    """Time constant of the motor state while its command is below it, in s."""
+    min_command: float = 0.0
+    """Motor command at action -1 (an ESC's idle, or 0)."""
+    max_command: float = 1.0
+    """Motor command at action +1."""
+    linear_drag: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """Linear drag coefficients in N/(m/s) along the world axes (force = -drag * velocity); 0: none."""
     gravity: float = 9.81
     """Gravitational acceleration in m/s^2."""
     rotor_spin: tuple[str, str, str, str] = ("ccw", "cw", "ccw", "cw")
     """Spin direction of rotors 0..3 seen from above, "ccw" or "cw"; diagonal rotors must match."""
+    source: str = ""
+    """Where the numbers come from (free text; the frame files say it in full in their comments)."""
 
     def __post_init__(self) -> None:
-        if len(self.inertia) != 3:
-            raise ValueError(f"QuadrotorParams {self.name!r}: inertia needs 3 values, got {self.inertia}")
+        if len(self.inertia) != 3 or len(self.thrust_curve) != 3 or len(self.linear_drag) != 3:
+            raise ValueError(f"QuadrotorParams {self.name!r}: inertia, thrust_curve and linear_drag need 3 values")
         positive = {
             "mass": self.mass,
             "arm_length": self.arm_length,
-            "thrust_coefficient": self.thrust_coefficient,
-            "torque_coefficient": self.torque_coefficient,
-            "motor_time_constant": self.motor_time_constant,
-            "max_rotor_speed": self.max_rotor_speed,
+            "torque_to_thrust": self.torque_to_thrust,
+            "motor_rise_time_constant": self.motor_rise_time_constant,
+            "motor_fall_time_constant": self.motor_fall_time_constant,
             "gravity": self.gravity,
             **{f"inertia[{i}]": value for i, value in enumerate(self.inertia)},
         }
         bad = [name for name, value in positive.items() if not (math.isfinite(value) and value > 0)]
+        bad += [f"linear_drag[{i}]" for i, d in enumerate(self.linear_drag) if not (math.isfinite(d) and d >= 0)]
         if bad:
-            raise ValueError(f"QuadrotorParams {self.name!r}: fields must be positive and finite: {bad}")
-        if not 0.0 <= self.min_rotor_speed < self.max_rotor_speed:
-            raise ValueError(f"QuadrotorParams {self.name!r}: need 0 <= min_rotor_speed < max_rotor_speed")
+            raise ValueError(f"QuadrotorParams {self.name!r}: fields must be positive (drag >= 0) and finite: {bad}")
+        if not 0.0 <= self.min_command < self.max_command <= 1.0:
+            raise ValueError(f"QuadrotorParams {self.name!r}: need 0 <= min_command < max_command <= 1")
         self._check_spin()
-        if not self.min_rotor_speed < self.hover_rotor_speed < self.max_rotor_speed:
-            raise ValueError(
-                f"QuadrotorParams {self.name!r}: hover rotor speed {self.hover_rotor_speed:.1f} rad/s is outside "
-                f"({self.min_rotor_speed}, {self.max_rotor_speed}); the frame cannot hover"
-            )
+        self._check_thrust_curve()
 
     def _check_spin(self) -> None:
         if len(self.rotor_spin) != 4 or any(spin not in SPIN_SIGN for spin in self.rotor_spin):
@@ -90,6 +105,19 @@ class QuadrotorParams:
             raise ValueError(
                 f"QuadrotorParams {self.name!r}: diagonal rotors (0, 2) and (1, 3) must spin the same way and "
                 f"the two pairs oppositely, got {spin}"
+            )
+
+    def _check_thrust_curve(self) -> None:
+        if not all(math.isfinite(c) for c in self.thrust_curve) or min(self.thrust_curve) < 0:
+            raise ValueError(
+                f"QuadrotorParams {self.name!r}: thrust_curve {self.thrust_curve} must be finite with c0, c1, c2 >= 0 "
+                "(thrust >= 0 and rising with the command)"
+            )
+        if not self.min_rotor_thrust < self.weight / 4 < self.max_rotor_thrust:
+            raise ValueError(
+                f"QuadrotorParams {self.name!r}: rotor thrust spans [{self.min_rotor_thrust:.4g}, "
+                f"{self.max_rotor_thrust:.4g}] N, which does not hold a quarter of the weight "
+                f"({self.weight / 4:.4g} N); the frame cannot hover"
             )
 
     @property
@@ -108,24 +136,36 @@ class QuadrotorParams:
         """Weight in N."""
         return self.mass * self.gravity
 
+    def rotor_thrust(self, command: float) -> float:
+        """Thrust of one rotor in N whose motor state is `command`."""
+        c0, c1, c2 = self.thrust_curve
+        return c0 + command * (c1 + command * c2)
+
+    def command_for_thrust(self, thrust: float) -> float:
+        """The motor state at which one rotor pushes `thrust` N (the rising branch of the curve, unclipped)."""
+        c0, c1, c2 = self.thrust_curve
+        if c2 == 0.0:
+            return (thrust - c0) / c1
+        return (-c1 + math.sqrt(max(c1 * c1 - 4.0 * c2 * (c0 - thrust), 0.0))) / (2.0 * c2)
+
     @property
     def max_rotor_thrust(self) -> float:
-        """Thrust of one rotor at max_rotor_speed, in N."""
-        return self.thrust_coefficient * self.max_rotor_speed**2
+        """Thrust of one rotor at max_command, in N."""
+        return self.rotor_thrust(self.max_command)
 
     @property
     def min_rotor_thrust(self) -> float:
-        """Thrust of one rotor at min_rotor_speed, in N."""
-        return self.thrust_coefficient * self.min_rotor_speed**2
+        """Thrust of one rotor at min_command, in N."""
+        return self.rotor_thrust(self.min_command)
 
     @property
-    def hover_rotor_speed(self) -> float:
-        """Rotor speed in rad/s at which the four rotors together carry the weight."""
-        return math.sqrt(self.weight / (4.0 * self.thrust_coefficient))
+    def hover_command(self) -> float:
+        """Motor command at which the four rotors together carry the weight."""
+        return self.command_for_thrust(self.weight / 4.0)
 
     @property
     def thrust_to_weight(self) -> float:
-        """Total thrust at max_rotor_speed divided by the weight."""
+        """Total thrust at max_command divided by the weight."""
         return 4.0 * self.max_rotor_thrust / self.weight
 
 
@@ -140,9 +180,46 @@ def load_frame(frame: str | Path) -> QuadrotorParams:
 
 
 def load_params(path: str | Path) -> QuadrotorParams:
-    """Read a frame YAML file whose keys are the `QuadrotorParams` fields (`name` defaults to the file stem).
+    """Read a frame YAML file whose keys are the `QuadrotorParams` fields (`name` defaults to the file stem), or
+    those of the earlier rotor-speed model (`LEGACY_KEYS`, converted by `legacy_fields`).
 
     Unknown or missing keys, wrong types and invalid values raise `robo_rl.config.ConfigError` (a ValueError)
     naming the file and the key.
     """
-    return read_named_params(QuadrotorParams, path)
+    data = read_yaml(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of QuadrotorParams fields, got {type(data).__name__}")
+    try:
+        if any(key in data for key in LEGACY_KEYS):
+            data = legacy_fields(data)
+        return from_dict(QuadrotorParams, {"name": Path(path).stem, **data})
+    except (ConfigError, ValueError) as error:
+        raise ConfigError(f"{path}: {error}") from None
+
+
+def legacy_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """Fields of the earlier rotor-speed model (thrust = c_t w^2, yaw torque c_q w^2, one lag on w in
+    [min_rotor_speed, max_rotor_speed]) as this model's: u = w / max_rotor_speed, so the curve is (0, 0,
+    c_t max^2), torque_to_thrust = c_q / c_t, min_command = min / max, rise = fall = the one time constant."""
+    missing = [key for key in ("thrust_coefficient", "torque_coefficient", "max_rotor_speed") if key not in data]
+    missing += [key for key in ("motor_time_constant",) if key not in data]
+    if missing:
+        raise ConfigError(f"a frame in the rotor-speed form needs {missing}")
+    out = {key: value for key, value in data.items() if key not in LEGACY_KEYS}
+    try:
+        c_t, c_q = float(data["thrust_coefficient"]), float(data["torque_coefficient"])
+        top, bottom = float(data["max_rotor_speed"]), float(data.get("min_rotor_speed", 0.0))
+        tau = float(data["motor_time_constant"])
+    except (TypeError, ValueError):
+        raise ConfigError(f"rotor-speed keys {[k for k in LEGACY_KEYS if k in data]} must be numbers") from None
+    if not (c_t > 0 and top > 0):
+        raise ConfigError("thrust_coefficient and max_rotor_speed must be positive")
+    out.update(
+        thrust_curve=[0.0, 0.0, c_t * top * top],
+        torque_to_thrust=c_q / c_t,
+        motor_rise_time_constant=tau,
+        motor_fall_time_constant=tau,
+        min_command=bottom / top,
+        max_command=1.0,
+    )
+    return out

@@ -69,6 +69,7 @@ class QuadrotorTrack:
         self.action_spec = self.task.action_spec
         self.privileged_obs_spec = self.task.privileged_obs_spec
         self.hover_action = self.task.hover_action
+        self.nominal_action = self.task.nominal_action
         self.params = self.task.params
         self.task.render_box = ((0.0, 0.0, config.height), config.amplitude + 0.5)
 

@@ -51,12 +51,12 @@ def test_readers_hold_and_differ_on_the_benchmarks_own_json() -> None:
     assert not claims.read_kill(kill)[1]
     gate = {"summary": {"ppo": {"median_seconds_from_process_start": 12.0, "reached": 1, "runs": 1}}}
     assert claims.read_hover_gate(gate)[1]
-    gate["summary"]["ppo"]["median_seconds_from_process_start"] = 14.4 * claims.TIME_SLACK + 1
+    gate["summary"]["ppo"]["median_seconds_from_process_start"] = claims.HOVER_GATE_SECONDS * claims.TIME_SLACK + 1
     assert not claims.read_hover_gate(gate)[1]
     robust = {
         "runs": {
             "a": {"rows": {"all held-out ranges together": 0.97}},
-            "b": {"rows": {"all held-out ranges together": 0.94}},
+            "b": {"rows": {"all held-out ranges together": 0.85}},
         }
     }
     measured, holds = claims.read_robust(robust)

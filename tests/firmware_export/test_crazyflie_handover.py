@@ -25,7 +25,6 @@ import torch
 
 from robo_rl.firmware_export import qemu
 from robo_rl.firmware_export.boards.crazyflie import (
-    CRAZYFLIE_HOVER_ACTION,
     CRAZYFLIE_POSITION_ERROR_CLIP,
     crazyflie_clip_ranges,
     crazyflie_map_header,
@@ -366,18 +365,21 @@ def check_policy_runs(
     scenarios: dict[str, Scenario], info: PolicyInfo, onnx_path: Path, position_clip: float
 ) -> dict[str, int]:
     """Every policy evaluation saw the observation the simulator would build from the scripted state, clipped to
-    the trained range, and computed what onnxruntime computes; the held command is its motor mapping."""
+    the trained range, and computed what onnxruntime computes; the held command is its actuator model's motor
+    command (robo_rl.actuator: the action linear in the PWM ratio)."""
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     rotor_index = [info.action_names.index(f"rotor_{i}") for i in range(4)]
     rows = 1 + max(int(n.split("_")[2]) for n in info.obs_names if n.startswith("previous_action_"))
     low, high = _clip_bounds(info, position_clip)
     counts = {"runs": 0, "rejected": 0, "position_clipped": 0}
+    actuator = info.actuator
+    assert actuator is not None and actuator.hover_action is not None
     for scenario in scenarios.values():
-        history = np.full((rows, 4), CRAZYFLIE_HOVER_ACTION)
+        history = np.full((rows, 4), actuator.hover_action)
         for tick, code, inputs, observation, action in scenario.runs:
             counts["runs"] += 1
             if scenario.state[tick - 1] == TAKEOFF:  # the first tick of a ramp: a fresh action history
-                history = np.full((rows, 4), CRAZYFLIE_HOVER_ACTION)
+                history = np.full((rows, 4), actuator.hover_action)
             sources = _observation_sources(inputs.astype(np.float64), history)
             raw = np.array([sources[name] for name in info.obs_names], dtype=np.float64)
             expected = np.where(np.isfinite(raw), np.clip(raw, low, high), raw)
@@ -392,9 +394,8 @@ def check_policy_runs(
             reference = session.run(None, {session.get_inputs()[0].name: observation[None, :]})[0][0]
             np.testing.assert_allclose(action, reference, atol=1e-5 * max(1.0, float(np.max(np.abs(reference)))))
             by_rotor = action[rotor_index]
-            span = np.array(info.action_high)[rotor_index] - np.array(info.action_low)[rotor_index]
-            fraction = np.clip((by_rotor - np.array(info.action_low)[rotor_index]) / span, 0.0, 1.0)
-            np.testing.assert_allclose(scenario.policy[tick], np.sqrt(fraction), atol=1e-6)
+            commands = [actuator.command(float(a)) for a in by_rotor]
+            np.testing.assert_allclose(scenario.policy[tick], commands, atol=1e-6)
             history = np.concatenate([by_rotor[None, :], history[:-1]])
     return counts
 
@@ -508,7 +509,7 @@ def test_readme_documents_the_handover(app: Path) -> None:
     assert "`obs[0]` position_error_x: ±`ROBO_RL_CF_POSITION_ERROR_CLIP`" in readme
     # Every #define the user may override is in the settings table, with the default the sources have.
     defaults = dict(re.findall(r"#ifndef (ROBO_RL_CF_\w+)\n#define \1 (\S+)", sources))
-    assert len(defaults) == 11 and "ROBO_RL_CF_TAKEOFF_HEIGHT" in defaults
+    assert len(defaults) == 10 and "ROBO_RL_CF_TAKEOFF_HEIGHT" in defaults
     for name, value in defaults.items():
         assert f"| `{name}` | {value.strip('()')} |" in readme, name
 

@@ -5,6 +5,7 @@ for a Cortex-M; verify reports host parity and the QEMU run; int8 reports its er
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import math
 import re
@@ -19,9 +20,9 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from robo_rl.actuator import ACTUATOR_KEY, MotorActuator
 from robo_rl.firmware_export import qemu
 from robo_rl.firmware_export.board import render
-from robo_rl.firmware_export.boards.crazyflie import CRAZYFLIE_HOVER_ACTION
 from robo_rl.firmware_export.ir import UnsupportedOperatorError, load_policy
 from robo_rl.firmware_export.quantize import error_bound, quantize, sample_observations
 from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, PARITY_TOLERANCE, export_target
@@ -39,6 +40,18 @@ QUADROTOR_OBS = (
     + [f"velocity_{a}" for a in "xyz"]
     + [f"angular_velocity_{a}" for a in "xyz"]
     + [f"previous_action_{k}_{i}" for k in range(2) for i in range(4)]
+)
+# A Crazyflie-like actuator model: thrust quadratic in the command with the 2023 Learning to Fly curve (0.1488 N per
+# rotor at u = 1, rl_tools' crazy_flie.h of that time), hover at u = sqrt(0.027 kg * 9.81 / 4 / 0.1488) = 0.667.
+CF_THRUST_CURVE = (0.0, 0.0, 0.14882867)
+CF_HOVER_COMMAND = math.sqrt(0.027 * 9.81 / 4 / CF_THRUST_CURVE[2])
+CF_ACTUATOR = MotorActuator(
+    thrust_curve=CF_THRUST_CURVE,
+    torque_to_thrust=0.005964552,
+    motor_rise_time_constant=0.05,
+    motor_fall_time_constant=0.05,
+    frame="crazyflie_2_1_bare_2023",
+    hover_action=2.0 * CF_HOVER_COMMAND - 1.0,
 )
 EXPECTED_FILES = {
     "c": {"robo_rl_policy.h", "robo_rl_policy.c", "main.c", "Makefile", "README.md", "report.json"},
@@ -80,11 +93,21 @@ def _save(model: onnx.ModelProto, path: Path, props: dict[str, str] | None = Non
     return path
 
 
-def quadrotor_policy(path: Path, dt: float = 0.01, seed: int = 0) -> Path:
+def quadrotor_policy(
+    path: Path,
+    dt: float = 0.01,
+    seed: int = 0,
+    actuator: MotorActuator | None = CF_ACTUATOR,
+    obs_names: list[str] | None = None,
+    integral_limit: float = 0.3,
+) -> Path:
     """A robo_rl-style quadrotor hover policy (normalizer, Gemm-Elu-Gemm, clip, action scaling; 26 → 24 → 4)
-    with robo_rl metadata, action names rotor_0..3 in a shuffled order to check the rotor mapping."""
+    with robo_rl metadata, action names rotor_0..3 in a shuffled order to check the rotor mapping, and the
+    actuator model `actuator` (None: a file exported before robo_rl.actuator). `obs_names` (default
+    QUADROTOR_OBS) may add position_error_integral_* observations, bounded to +-`integral_limit` m*s."""
     rng = np.random.default_rng(seed)
-    obs_dim, hidden, action_dim = len(QUADROTOR_OBS), 24, 4
+    names = QUADROTOR_OBS if obs_names is None else obs_names
+    obs_dim, hidden, action_dim = len(names), 24, 4
     nodes = [
         helper.make_node("Sub", ["obs", "mean"], ["centered"], name="node_sub"),
         helper.make_node("Div", ["centered", "std"], ["normalized"], name="node_div"),
@@ -114,13 +137,16 @@ def quadrotor_policy(path: Path, dt: float = 0.01, seed: int = 0) -> Path:
         [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", action_dim])],
         initializers,
     )
-    inf = math.inf
-    low = [-inf] * 3 + [-1.0] * 9 + [-inf] * 6 + [-1.0] * 8
-    units = ["m"] * 3 + ["1"] * 9 + ["m/s"] * 3 + ["rad/s"] * 3 + ["1"] * 8
+    low = [_OBS_BOUND_UNIT[_obs_kind(name)][0] for name in names]
+    low = [
+        -integral_limit if _obs_kind(name) == "position_error_integral" else value
+        for name, value in zip(names, low, strict=True)
+    ]
+    units = [_OBS_BOUND_UNIT[_obs_kind(name)][1] for name in names]
     props = {
         "robo_rl.task": "quadrotor/hover",
         "robo_rl.dt": repr(dt),
-        "robo_rl.obs_names": json.dumps(QUADROTOR_OBS),
+        "robo_rl.obs_names": json.dumps(names),
         "robo_rl.obs_units": json.dumps(units),
         "robo_rl.obs_low": json.dumps(low),
         "robo_rl.obs_high": json.dumps([-v for v in low]),
@@ -130,8 +156,25 @@ def quadrotor_policy(path: Path, dt: float = 0.01, seed: int = 0) -> Path:
         "robo_rl.action_high": json.dumps([1.0] * 4),
         "robo_rl.version": "0.1.0",
     }
+    if actuator is not None:
+        props |= {ACTUATOR_KEY: actuator.to_json(), "robo_rl.schema": "3"}
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     return _save(model, path, props)
+
+
+_OBS_BOUND_UNIT = {
+    "position_error": (-math.inf, "m"),
+    "position_error_integral": (-math.inf, "m*s"),
+    "rotation": (-1.0, "1"),
+    "velocity": (-math.inf, "m/s"),
+    "angular_velocity": (-math.inf, "rad/s"),
+    "previous_action": (-1.0, "1"),
+}
+
+
+def _obs_kind(name: str) -> str:
+    """`position_error` of `position_error_x`, `rotation` of `rotation_01`, ... (the name without its index)."""
+    return re.sub(r"(_[xyz]|_\d+)+$", "", name)
 
 
 def sb3_policy(path: Path, seed: int = 1) -> Path:
@@ -241,7 +284,10 @@ def test_crazyflie_app_compiles_for_cortex_m4_against_stub_headers(
 class _Controller:
     """The generated controller compiled on the host with the stub headers and a stub PID (see host_driver.c)."""
 
-    def __init__(self, app: Path, build: Path, defines: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, app: Path, build: Path, defines: tuple[str, ...] = (), obs_dim: int = len(QUADROTOR_OBS)
+    ) -> None:
+        self.obs_dim = obs_dim
         library = build / "controller.so"
         src = app / "src"
         command = ["gcc", *CRAZYFLIE_FLAGS, *(f"-D{d}" for d in defines), "-shared", "-fPIC", f"-I{STUBS}", f"-I{src}"]
@@ -257,7 +303,7 @@ class _Controller:
     ) -> tuple[int, np.ndarray, np.ndarray]:
         """(mode: 2 = controlModeForce, -1 = the PID's output; normalized forces (4,); last observation)."""
         self.calls += 1
-        forces, obs = np.zeros(4, np.float32), np.zeros(len(QUADROTOR_OBS), np.float32)
+        forces, obs = np.zeros(4, np.float32), np.zeros(self.obs_dim, np.float32)
         pointer = ctypes.POINTER(ctypes.c_float)
         mode = self.lib.cf_test_step(
             np.ascontiguousarray(state, np.float32).ctypes.data_as(pointer),
@@ -283,10 +329,10 @@ def _expected_observation(state: np.ndarray, reference: np.ndarray, history: np.
 
 
 def _forces(onnx_path: Path, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(actions in rotor order 0..3, expected normalized forces sqrt((a + 1) / 2))."""
+    """(actions in rotor order 0..3, expected normalized forces: the PWM ratios the actuator model gives them)."""
     action = _onnxruntime(onnx_path, obs)[0]
     by_rotor = action[[1, 0, 2, 3]]  # the file's action order is rotor_1, rotor_0, rotor_2, rotor_3
-    return by_rotor, np.sqrt(np.clip((by_rotor + 1) / 2, 0, 1))
+    return by_rotor, np.array([CF_ACTUATOR.command(float(a)) for a in by_rotor])
 
 
 def test_crazyflie_controller_maps_state_to_policy_and_falls_back(
@@ -299,7 +345,7 @@ def test_crazyflie_controller_maps_state_to_policy_and_falls_back(
     quaternion /= np.linalg.norm(quaternion)
     state = np.concatenate([[0.3, -0.2, 1.1], quaternion, [0.5, -0.1, 0.2], [30.0, -45.0, 10.0]])
     reference = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0])
-    history = np.full((2, 4), CRAZYFLIE_HOVER_ACTION)
+    history = np.full((2, 4), CF_ACTUATOR.hover_action)
     ground = np.concatenate([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0], np.zeros(6)])
 
     assert controller.step(ground, reference, timestamp=0, position_mode=False, step=999)[0] == -1  # PID
@@ -347,6 +393,23 @@ def test_crazyflie_target_refuses_policies_it_cannot_fly(quadrotor_onnx: Path, t
     with pytest.raises(ValueError, match=r"control period 0.03 s"):
         export_target(quadrotor_policy(tmp_path / "slow.onnx", dt=0.03), "crazyflie", tmp_path / "slow")
     assert not (tmp_path / "sb3").exists() and not (tmp_path / "slow").exists()
+
+
+def test_crazyflie_target_refuses_a_policy_that_does_not_state_its_actuator(tmp_path: Path) -> None:
+    """A file without robo_rl.actuator (exported before it, or by another stack) says nothing about what its
+    motor actions mean (a thrust fraction? a PWM ratio?): the target refuses it in one line instead of guessing;
+    the generic C targets, which only run the network, still take it."""
+    legacy = quadrotor_policy(tmp_path / "legacy.onnx", actuator=None)
+    expected = r"^crazyflie target: the policy does not state its actuator model \(robo_rl\.actuator\).*re-export"
+    with pytest.raises(ValueError, match=expected) as refused:
+        export_target(legacy, "crazyflie", tmp_path / "cf")
+    assert "\n" not in str(refused.value) and not (tmp_path / "cf").exists()
+    assert export_target(legacy, "c", tmp_path / "c").ok
+    no_hover = quadrotor_policy(
+        tmp_path / "no_hover.onnx", actuator=dataclasses.replace(CF_ACTUATOR, hover_action=None)
+    )
+    with pytest.raises(ValueError, match=r"has no hover_action"):
+        export_target(no_hover, "crazyflie", tmp_path / "cf")
 
 
 @needs_arm_gcc

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from robo_rl.actuator import actuator_of
 from robo_rl.build import build_policy
 from robo_rl.config import config_hash
 from robo_rl.experiment import mujoco_arm_reach_ppo, quadrotor_hover_ppo, rc_car_race_ppo
@@ -17,7 +18,7 @@ from robo_rl.sim import make
 # Bundled profile → (preset, task params) of the policy it deploys.
 PROFILE_TASKS = {
     "quadrotor_crazyflie": (quadrotor_hover_ppo, ()),
-    "quadrotor_px4": (quadrotor_hover_ppo, ("action_mode=ctbr",)),
+    "quadrotor_px4": (quadrotor_hover_ppo, ("action_mode=ctbr", "position_integral_limit=0")),
     "rc_car": (rc_car_race_ppo, ()),
     "arm": (mujoco_arm_reach_ppo, ("action_mode=position",)),
 }
@@ -42,13 +43,16 @@ class FakeClock:
 
 
 def export_policy(profile: str, path: Path) -> Path:
-    """Export a randomly initialized actor for the task `profile` deploys, with its real metadata."""
+    """Export a randomly initialized actor for the task `profile` deploys, with its real metadata (the actuator
+    model too, as `robo-rl export` records it)."""
     preset, params = PROFILE_TASKS[profile]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=params)
+    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
     torch.manual_seed(0)
     policy = build_policy(cfg, env)
-    metadata = PolicyMetadata(env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test")
+    metadata = PolicyMetadata(
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", actuator=actuator_of(env)
+    )
     return export_onnx(policy.deterministic_actor(), metadata, path)
 
 
@@ -79,7 +83,7 @@ def export_linear_policy(
     in which frame and sign. Names are the task's observation and action names; the metadata is the task's."""
     preset, params = PROFILE_TASKS[profile]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=params)
+    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
     obs, actions = env.obs_spec.names, env.action_spec.names
     linear = torch.nn.Linear(len(obs), len(actions))
     with torch.no_grad():
@@ -93,7 +97,9 @@ def export_linear_policy(
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.clamp(linear(x), low, high)
 
-    metadata = PolicyMetadata(env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test")
+    metadata = PolicyMetadata(
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", actuator=actuator_of(env)
+    )
     return export_onnx(Clipped(), metadata, path)
 
 
@@ -112,7 +118,7 @@ def export_chunk_probe(path: Path, horizon: int) -> Path:
     the steering command shows which step of which observation's chunk was sent."""
     preset, params = PROFILE_TASKS["rc_car"]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=params)
+    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
     obs, actions = env.obs_spec.names, env.action_spec.names
     linear = torch.nn.Linear(len(obs), horizon * len(actions))
     with torch.no_grad():
@@ -132,7 +138,7 @@ def export_step_chunks(profile: str, path: Path, horizon: int, first: float, ste
     the observation: each command shows which step of a chunk was sent."""
     preset, params = PROFILE_TASKS[profile]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=params)
+    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
     linear = torch.nn.Linear(env.obs_spec.dim, horizon * env.action_spec.dim)
     with torch.no_grad():
         linear.weight.zero_()

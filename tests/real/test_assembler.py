@@ -59,3 +59,49 @@ def test_rc_car_profile_reads_two_steps_of_history() -> None:
     obs = assembler(fields)
     np.testing.assert_array_equal(obs[:27], np.arange(27, dtype=np.float32))
     np.testing.assert_array_equal(obs[27:], [-0.25, 1.0, 0.25, 0.5])
+
+
+INTEGRAL_FIELDS = (
+    ObservationField("error_x", "state.error.x", "m"),
+    ObservationField("error_integral_x", "integral(state.error.x)", "m*s"),
+    ObservationField("error_integral_y", "integral(state.error.y)", "m*s", source_unit="cm"),
+)
+INTEGRAL_BOUNDS = (math.inf, 0.25, 0.05)
+
+
+def test_integral_sources_follow_the_training_rule_over_committed_periods() -> None:
+    """I_k = clip(I_{k-1} + dt * e_k, -L, L) with L the policy's obs_high (hand-computed, dt = 0.1 s); a period
+    is kept only once committed (its command was the policy's), and a reset starts again from 0."""
+    assembler = ObservationAssembler(INTEGRAL_FIELDS, ("u",), (0.0,), dt=0.1, obs_high=INTEGRAL_BOUNDS)
+    fields = {"state.error.x": 1.0, "state.error.y": 20.0}  # y in cm: 0.2 m
+    np.testing.assert_allclose(assembler(fields), [1.0, 0.1, 0.02], rtol=1e-6)
+    np.testing.assert_allclose(assembler(fields), [1.0, 0.1, 0.02], rtol=1e-6)  # not committed: not kept
+    assembler.commit_integrals()
+    np.testing.assert_allclose(assembler(fields), [1.0, 0.2, 0.04], rtol=1e-6)
+    assembler.commit_integrals()
+    np.testing.assert_allclose(assembler(fields), [1.0, 0.25, 0.05], rtol=1e-6)  # 0.3 and 0.06, clipped to L
+    assembler.commit_integrals()
+    np.testing.assert_allclose(assembler({**fields, "state.error.x": -1.0}), [-1.0, 0.15, 0.05], rtol=1e-6)
+    assembler.commit_integrals()
+    np.testing.assert_allclose(assembler.integrals, [0.15, 0.05])
+    assembler.reset_integrals()
+    np.testing.assert_allclose(assembler(fields), [1.0, 0.1, 0.02], rtol=1e-6)
+
+
+def test_a_failed_or_non_finite_period_leaves_the_integral_as_it_was() -> None:
+    assembler = ObservationAssembler(INTEGRAL_FIELDS, ("u",), (0.0,), dt=0.1, obs_high=INTEGRAL_BOUNDS)
+    assembler({"state.error.x": 1.0, "state.error.y": 0.0})
+    assembler.commit_integrals()
+    with pytest.raises(MissingFieldError, match=r"state\.error\.y"):
+        assembler({"state.error.x": 1.0})
+    assembler.commit_integrals()  # nothing pending: a no-op
+    obs = assembler({"state.error.x": math.nan, "state.error.y": 0.0})
+    assert math.isnan(obs[1])  # the policy's observation is non-finite: the safety filter sends the safe command
+    np.testing.assert_allclose(assembler.integrals, [0.1, 0.0])
+
+
+def test_integral_sources_need_the_period_and_a_positive_bound() -> None:
+    with pytest.raises(ValueError, match=r"integrate: the assembler needs the control period and obs_high"):
+        ObservationAssembler(INTEGRAL_FIELDS, ("u",), (0.0,))
+    with pytest.raises(ValueError, match=r"integral's bound \(obs_high\) must be > 0"):
+        ObservationAssembler(INTEGRAL_FIELDS, ("u",), (0.0,), dt=0.1, obs_high=(1.0, 0.0, 1.0))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
@@ -12,7 +14,14 @@ import pytest
 from robo_rl.real.command import command_actions, command_fields, package_available, select_command
 from robo_rl.real.controller import ControlOutput, PolicyController
 from robo_rl.real.loop import ControlLoop
-from robo_rl.real.profile import CommandField, CommandSpec, ProfileError, RobotProfile, load_profile
+from robo_rl.real.profile import (
+    CommandField,
+    CommandSpec,
+    ProfileError,
+    RobotProfile,
+    load_profile,
+    profile_from_dict,
+)
 from robo_rl.real.runtime import PolicyRuntime, ProfileMismatchError
 
 from .conftest import FakeClock
@@ -45,7 +54,8 @@ def test_previous_action_is_the_filtered_command(policy_file: Callable[[str], Pa
     controller.observe(_fields(controller.profile))
     sent = controller.step().safety.command
     obs = controller.assembler(controller.fields)
-    np.testing.assert_allclose(obs[18:22], sent, rtol=1e-6)
+    first = [o.name for o in controller.profile.observations].index("previous_action_0_0")
+    np.testing.assert_allclose(obs[first : first + 4], sent, rtol=1e-6)
 
 
 def test_stale_observations_give_the_safe_command_within_one_period(
@@ -189,3 +199,66 @@ def test_a_command_type_can_be_chosen_among_the_profiles() -> None:
     assert select_command(profile, lambda pkg: True, "auto").type.endswith("AckermannDriveStamped")
     with pytest.raises(ValueError, match="profile 'rc_car' commands ackermann_msgs/msg/AckermannDriveStamped"):
         select_command(profile, lambda pkg: True, "std_msgs/msg/Float32MultiArray")
+
+
+class _IntegralEcho:
+    """A stand-in PolicyRuntime whose action is its observation's integral entry: each command shows it."""
+
+    action_chunk = 1
+    action_dim = 1
+
+    def __init__(self, obs_high: tuple[float, ...]) -> None:
+        self.info = SimpleNamespace(obs_high=obs_high)
+
+    def check(self, profile: RobotProfile) -> None:
+        pass
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        return np.array([obs[1]], dtype=np.float64)
+
+
+def _integral_controller(clock: FakeClock) -> PolicyController:
+    profile = profile_from_dict(
+        {
+            "name": "integrator",
+            "kind": "quadrotor",
+            "task": "toy",
+            "dt": 0.1,
+            "dt_tolerance": 0.0,
+            "staleness_timeout": 0.5,
+            "observations": [
+                {"name": "error", "source": "state.error", "unit": "m"},
+                {"name": "error_integral", "source": "integral(state.error)", "unit": "m*s"},
+            ],
+            "actions": [{"name": "u", "unit": "1", "low": -1.0, "high": 1.0, "safe": 0.0}],
+            "commands": [{"type": "std_msgs/msg/Float32", "topic": "u", "fields": [{"action": "u", "field": "data"}]}],
+        }
+    )
+    runtime = cast(PolicyRuntime, _IntegralEcho((math.inf, 0.35)))
+    return PolicyController(runtime, profile, clock, available=lambda _: False)
+
+
+def test_the_integral_runs_over_the_policys_own_commands_only(clock: FakeClock) -> None:
+    """integral(state.error) at dt = 0.1 s of an error of 1 m: +0.1 per policy command, clipped at the policy's
+    bound 0.35; an e-stop, stale inputs or an operator's action never add to it, and the policy's control starts it
+    from 0 again afterwards (as a hand-over does on the Crazyflie)."""
+    controller = _integral_controller(clock)
+
+    def step() -> float:
+        controller.observe({"state.error": 1.0})
+        return float(controller.step().safety.command[0])
+
+    assert [step() for _ in range(5)] == pytest.approx([0.1, 0.2, 0.3, 0.35, 0.35])
+    controller.safety.estop()
+    assert [step() for _ in range(3)] == [0.0, 0.0, 0.0]  # the safe command
+    controller.restart()  # the node activates again
+    assert [step() for _ in range(2)] == pytest.approx([0.1, 0.2])
+
+    controller.intervene([-0.5])
+    assert step() == -0.5 and controller.assembler.integrals == pytest.approx([0.2])
+    clock.advance(1.0)  # the operator's action is stale: the policy takes over again, from 0
+    assert step() == pytest.approx(0.1)
+
+    clock.advance(1.0)  # no observation for longer than the staleness timeout
+    assert controller.step().safety.fault == "stale observation"
+    assert step() == pytest.approx(0.1)

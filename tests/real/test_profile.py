@@ -200,3 +200,26 @@ def test_fuzzed_yaml_text_gives_a_profile_error(text: str) -> None:
         with pytest.raises(ProfileError, match=r"^fuzz.yaml: ") as info:
             load_profile(path)
     assert "\n" not in str(info.value)
+
+
+def test_an_integral_source_reads_its_field_and_has_its_unit_times_seconds() -> None:
+    """`integral(FIELD)`: the running integral of FIELD (robo_rl.real.assembler); it reads FIELD's input, converts
+    FIELD's unit, and its own unit is FIELD's times s."""
+    data = _minimal()
+    integral = {"name": "vx_integral", "source": "integral(odom.twist.twist.linear.x)", "unit": "m/s*s"}
+    data["observations"].append({**integral, "source_unit": "km/h"})
+    observation = profile_from_dict(data).observations[-1]
+    assert observation.field == "odom.twist.twist.linear.x" and observation.field_unit == "m/s"
+    assert observation.factor == pytest.approx(1 / 3.6)
+    for change, message in (
+        ({"unit": "m/s"}, r"observations\[2\]\.unit: an integral's unit is its field's times s"),
+        ({"source": "integral(imu.yaw)"}, r"observations\[2\]\.source: no input named 'imu'"),
+        (
+            {"source": "integral(previous_action[0].drive)"},
+            r"observations\[2\]\.source: no input named 'previous_action'",
+        ),
+    ):
+        bad = _minimal()
+        bad["observations"].append({**integral, **change})
+        with pytest.raises(ProfileError, match=message):
+            profile_from_dict(bad, "car.yaml")

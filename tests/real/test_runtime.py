@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+import yaml
 
-from robo_rl.real.profile import bundled_profiles, load_profile
+from robo_rl.real.profile import bundled_profiles, load_profile, profile_from_dict
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError, mismatches
 
 
@@ -48,6 +51,8 @@ def test_profile_of_another_robot_is_refused(policy_file: Callable[[str], Path])
     with pytest.raises(ProfileMismatchError) as info:
         PolicyRuntime(policy_file("quadrotor_crazyflie"), load_profile("quadrotor_px4"))
     assert info.value.mismatches == (
+        "observations not in the profile: "
+        "['position_error_integral_x', 'position_error_integral_y', 'position_error_integral_z']",
         "actions missing from the policy: ['collective_thrust', 'roll_rate', 'pitch_rate', 'yaw_rate']",
         "actions not in the profile: ['rotor_0', 'rotor_1', 'rotor_2', 'rotor_3']",
     )
@@ -109,3 +114,51 @@ def test_wrong_observation_shape(policy_file: Callable[[str], Path]) -> None:
     runtime = PolicyRuntime(policy_file("arm"))
     with pytest.raises(ValueError, match=r"observation shape \(3,\), policy expects \(14,\)"):
         runtime(np.zeros(3))
+
+
+def test_the_crazyflie_profile_sends_the_pwm_of_the_policys_actuator_model(
+    policy_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The hover policy states its actuator model (robo_rl.actuator): action -1..1 linear onto the motor command
+    0..1, sent as PWM 0..65535 (crazyflie-firmware's power distribution: normalizedForces * UINT16_MAX). The
+    bundled profile's data[i] = 32767.5 + 32767.5 * action is that map; one that is not is refused, naming the
+    fields and both maps."""
+    source = policy_file("quadrotor_crazyflie")
+    runtime = PolicyRuntime(source, load_profile("quadrotor_crazyflie"))
+    actuator = runtime.info.actuator
+    assert actuator is not None and (actuator.command_low, actuator.command_high) == (0.0, 1.0)
+    assert [actuator.pwm(a) for a in (-1.0, 1.0)] == [0, 65535]
+
+    data = yaml.safe_load(resources.files("robo_rl.real").joinpath("profiles/quadrotor_crazyflie.yaml").read_text())
+    fields = data["commands"][0]["fields"]
+    fields[0] |= {"scale": 65535.0, "offset": 0.0}  # action as if it were the command itself
+    fields[2] |= {"offset": 32768.5}
+    with pytest.raises(ProfileMismatchError) as info:
+        runtime.check(profile_from_dict(data))
+    assert info.value.mismatches == (
+        "std_msgs/msg/Float32MultiArray data[0] (rotor_0): profile sends 0 + 65535 * action, the policy's actuator "
+        "model (robo_rl.actuator, PWM full scale 65535) 32767.5 + 32767.5 * action",
+        "std_msgs/msg/Float32MultiArray data[2] (rotor_2): profile sends 32768.5 + 32767.5 * action, the policy's "
+        "actuator model (robo_rl.actuator, PWM full scale 65535) 32767.5 + 32767.5 * action",
+    )
+
+
+def test_a_policy_with_another_command_range_is_refused_by_the_crazyflie_profile(
+    policy_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    source = policy_file("quadrotor_crazyflie")
+    actuator = PolicyRuntime(source).info.actuator
+    assert actuator is not None
+    narrower = dataclasses.replace(actuator, command_low=0.1, command_high=0.9)  # u = 0.5 + 0.4 * action
+    policy = _with_metadata(source, tmp_path / "narrow.onnx", actuator=narrower.to_json())
+    with pytest.raises(ProfileMismatchError, match=r"actuator model .* 32767.5 \+ 26214 \* action") as info:
+        PolicyRuntime(policy, load_profile("quadrotor_crazyflie"))
+    assert len(info.value.mismatches) == 4  # every rotor's field
+    legacy = _with_metadata(source, tmp_path / "legacy.onnx", actuator=None, schema=None)
+    assert PolicyRuntime(legacy, load_profile("quadrotor_crazyflie")).info.actuator is None  # nothing to check
+
+
+def test_a_malformed_actuator_model_is_a_policy_file_error(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
+    policy = _with_metadata(policy_file("quadrotor_crazyflie"), tmp_path / "bad.onnx", actuator='{"kind": 3')
+    with pytest.raises(PolicyFileError, match=r"metadata 'robo_rl\.actuator': is not JSON"):
+        PolicyRuntime(policy)

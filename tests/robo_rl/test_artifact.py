@@ -7,12 +7,16 @@ import math
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from robo_rl import artifact as artifact_module
+from robo_rl.actuator import ACTUATOR_KEY, MotorActuator
 from robo_rl.artifact import (
     ACTION_CHUNK_KEY,
+    ACTUATOR_SCHEMA,
+    CHUNK_SCHEMA,
     SCHEMA_KEY,
     SCHEMA_VERSION,
     ArtifactError,
@@ -88,7 +92,7 @@ CHUNKED = replace(ARTIFACT, action_chunk=5)
 
 def test_a_chunked_policy_is_schema_2_with_one_steps_action_spec_and_its_horizon() -> None:
     props = CHUNKED.to_props()
-    assert props[SCHEMA_KEY] == "2" == str(SCHEMA_VERSION) and props[ACTION_CHUNK_KEY] == "5"
+    assert props[SCHEMA_KEY] == "2" == str(CHUNK_SCHEMA) and props[ACTION_CHUNK_KEY] == "5"
     assert props["robo_rl.action_names"] == '["thrust"]'  # one step: a robot profile matches it unchanged
     assert PolicyArtifact.from_props(props) == CHUNKED and CHUNKED.output_dim == 5
     assert PolicyArtifact.from_foreign(props, 2, 5) == CHUNKED  # the graph's output: 5 steps of 1 action
@@ -116,3 +120,100 @@ def test_a_bad_chunk_is_refused_naming_the_key(props: dict[str, str], message: s
         PolicyArtifact.from_props({**CHUNKED.to_props(), **props})
     with pytest.raises(ArtifactError, match=r"action_chunk: must be an integer >= 1"):
         replace(ARTIFACT, action_chunk=0)
+
+
+ACTUATOR = MotorActuator(
+    thrust_curve=(0.0035, 0.0144, 0.0922),
+    torque_to_thrust=0.0047,
+    motor_rise_time_constant=0.03,
+    motor_fall_time_constant=0.08,
+    command_low=0.0,
+    command_high=1.0,
+    action_low=0.0,
+    action_high=1.0,
+    frame="crazyflie_2_1",
+    hover_action=0.61,
+)
+MOTOR = replace(ARTIFACT, actuator=ACTUATOR)
+
+
+def test_the_actuator_model_round_trips_as_json_in_a_schema_3_file() -> None:
+    props = MOTOR.to_props()
+    assert props[SCHEMA_KEY] == "3" == str(ACTUATOR_SCHEMA) == str(SCHEMA_VERSION)
+    assert MotorActuator.from_json(props[ACTUATOR_KEY]) == ACTUATOR
+    assert PolicyArtifact.from_props(props) == MOTOR and PolicyArtifact.from_foreign(props, 2, 1) == MOTOR
+    assert PolicyArtifact.from_props(ARTIFACT.to_props()).actuator is None  # files without it: none, schema 1
+    chunked = replace(MOTOR, action_chunk=5).to_props()
+    assert chunked[SCHEMA_KEY] == "3" and PolicyArtifact.from_props(chunked).action_chunk == 5
+
+
+def test_a_robo_rl_without_actuators_refuses_a_file_that_states_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An older robo_rl ignores unknown keys, so it would read the motor actions with its own meaning (a thrust
+    fraction, sent as its square root by its Crazyflie export): the file's schema makes it refuse instead."""
+    monkeypatch.setattr(artifact_module, "SCHEMA_VERSION", 2)  # the reader before actuators
+    with pytest.raises(NewerSchemaError, match=r"policy schema 3; this robo_rl reads up to 2"):
+        PolicyArtifact.from_props(MOTOR.to_props())
+    assert PolicyArtifact.from_props(ARTIFACT.to_props()) == ARTIFACT
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", r"'robo_rl\.actuator': is not JSON"),
+        ("[1, 2]", r"'robo_rl\.actuator': must be a JSON object"),
+        ('{"thrust_curve": [0, 1]}', r"'robo_rl\.actuator': missing fields \['motor_fall_time_constant', "),
+        (ACTUATOR.to_json().replace("0.0922]", "0.0922, 1.0]"), r"thrust_curve needs 3 coefficients"),
+        (ACTUATOR.to_json().replace('"motor_command"', '"servo"'), r"actuator kind 'servo' is not known"),
+        (ACTUATOR.to_json().replace('"frame"', '"frames"'), r"unknown fields \['frames'\]"),
+        (ACTUATOR.to_json().replace("0.08", '"slow"'), r"must be finite numbers: \['motor_fall_time_constant'\]"),
+        (ACTUATOR.to_json().replace('"command_high": 1.0', '"command_high": 1.5'), r"command_high <= 1"),
+    ],
+)
+def test_a_malformed_actuator_model_is_refused_naming_the_key(text: str, message: str) -> None:
+    for read in (PolicyArtifact.from_props, lambda p: PolicyArtifact.from_foreign(p, 2, 1)):
+        with pytest.raises(ArtifactError, match=message):
+            read({**MOTOR.to_props(), ACTUATOR_KEY: text})
+
+
+def test_an_actuator_must_cover_the_action_bounds_and_needs_schema_3() -> None:
+    with pytest.raises(
+        ArtifactError, match=r"its action range \[-1, 1\] is not that of the action\(s\) thrust \[0, 1\]"
+    ):
+        replace(ARTIFACT, actuator=replace(ACTUATOR, action_low=-1.0))
+    with pytest.raises(ArtifactError, match=r"'robo_rl\.actuator' needs robo_rl\.schema >= 3, the file says 2"):
+        PolicyArtifact.from_props({**MOTOR.to_props(), SCHEMA_KEY: "2"})
+
+
+def test_the_actuator_map_is_linear_in_the_motor_command_hand_computed() -> None:
+    """u = command_low + (a - action_low) / (action_high - action_low) * (command_high - command_low), clipped;
+    PWM round(u * 65535) (crazyflie-firmware: powerDistributionForce sends normalizedForces * UINT16_MAX)."""
+    model = replace(ACTUATOR, action_low=-1.0, command_low=0.1, command_high=0.9, hover_action=0.0)
+    assert [model.command(a) for a in (-2.0, -1.0, 0.0, 0.5, 1.0, 3.0)] == pytest.approx([0.1, 0.1, 0.5, 0.7, 0.9, 0.9])
+    assert model.action(0.7) == pytest.approx(0.5) and model.slope == pytest.approx(0.4)
+    assert model.pwm(1.0) == round(0.9 * 65535) and model.thrust(0.5) == pytest.approx(0.0035 + 0.0072 + 0.02305)
+
+
+def test_a_run_records_the_envs_actuator_and_export_writes_it(tmp_path: Path) -> None:
+    """`robo-rl train` records `task_specs(env)` in RUN/task.yaml, the env's actuator model with its hover action
+    among them (recorded when the run trains: a later simulator may mean something else by an action); export
+    writes it into policy.onnx. A run recorded before it reads back without one."""
+    import torch
+
+    from robo_rl.envs import task_specs
+    from robo_rl.export.onnx import PolicyMetadata, export_onnx, read_metadata
+    from robo_rl.sim import make
+    from robo_rl.task_record import TaskRecord, read_task_record, write_task_record
+
+    env = make("quadrotor/hover", num_envs=1)
+    specs = task_specs(env)
+    assert specs.actuator is not None and specs.actuator.hover_action == pytest.approx(env.hover_action[0])
+    write_task_record(tmp_path, TaskRecord("quadrotor/hover", {}, specs))
+    recorded = read_task_record(tmp_path)
+    assert recorded is not None and recorded.specs == specs
+    older = replace(specs, actuator=None).to_dict()
+    assert "actuator" not in older and type(specs).from_dict(older).actuator is None
+
+    actor = torch.nn.Sequential(torch.nn.Linear(specs.obs.dim, specs.action.dim), torch.nn.Tanh())
+    metadata = PolicyMetadata(specs.obs, specs.action, specs.dt, "quadrotor/hover", "c", "g", actuator=specs.actuator)
+    props = read_metadata(export_onnx(actor, metadata, tmp_path / "policy.onnx"))
+    assert PolicyArtifact.from_props(props).actuator == specs.actuator and props[SCHEMA_KEY] == "3"

@@ -12,6 +12,19 @@
 
 int cf_test_pid_calls(void) { return stub_pid_calls; }
 
+/* The generated map's motor command (robo_rl_crazyflie_map.h) of rotor i for one action. */
+float cf_test_motor_command(int i, float action) { return robo_rl_cf_motor_command(i, action); }
+
+/* The controller's position error integral (m*s, x y z) as of its last policy step. */
+void cf_test_position_error_integral(float *out)
+{
+    int i;
+
+    for (i = 0; i < 3; ++i) {
+        out[i] = position_error_integral[i];
+    }
+}
+
 /* state: position[3], quaternion x y z w [4], velocity[3], gyro deg/s [3] = 13 floats.
  * reference: setpoint position[3], velocity[3] = 6 floats.
  * Writes the 4 normalized forces (zeros unless controlModeForce) and the last observation the policy saw;

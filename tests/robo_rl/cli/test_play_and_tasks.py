@@ -35,7 +35,8 @@ def test_tasks_lists_every_registered_task_with_its_spec_sizes() -> None:
         assert described[name]["obs"]["names"] == list(env.obs_spec.names)
         assert described[name]["action"]["high"] == list(env.action_spec.high)
         assert described[name]["renders"] is True
-    assert described["quadrotor/hover"]["privileged_obs"]["units"][7] == "steps"
+    privileged = described["quadrotor/hover"]["privileged_obs"]
+    assert privileged["units"][privileged["names"].index("action_latency")] == "steps"
 
 
 def test_tasks_name_shows_elements_with_bounds_and_config_defaults() -> None:

@@ -59,8 +59,10 @@ def test_behaviour_cloning_ten_demos_makes_the_actor_hover(demos: Path) -> None:
     after = evaluate_held_out(evaluation_env, sac.actor.deterministic_actor().eval(), 0)
     sampled = evaluate_held_out(evaluation_env, SampledActor(sac.actor).eval(), 0)
     assert losses[-1] < losses[0] - 10  # negative log-likelihood: the spread shrinks to the demonstrator's
-    assert before.success_rate == 0.0 and after.success_rate >= 0.9
-    assert sampled.success_rate >= 0.9  # the stochastic policy SAC collects data with hovers too
+    # 44 of 50 on the identified Crazyflie (the bare 2023 model, whose propellers spin down as fast as they spin
+    # up, gave 50 of 50): cloning has no integral action to take up what the clone gets slightly wrong.
+    assert before.success_rate == 0.0 and after.success_rate >= 0.8
+    assert sampled.success_rate >= 0.8  # the stochastic policy SAC collects data with hovers too
 
 
 class SampledActor(torch.nn.Module):

@@ -8,6 +8,8 @@ import torch
 
 from robo_rl.hil import InterventionEnv, SimulatedHuman, SimulatedHumanConfig
 from robo_rl.sim import make, make_expert
+from robo_rl.sim.quadrotor.actions import hover_action
+from robo_rl.sim.quadrotor.params import load_frame
 
 Policy = Callable[[torch.Tensor, torch.Generator], torch.Tensor]
 
@@ -29,9 +31,12 @@ def _run(
     return terminations, env.intervention_stats()["intervention_rate"] if human is not None else 0.0
 
 
+HOVER_ACTION = hover_action("motor", load_frame("crazyflie_2_1"))[0]
+
+
 def _noisy_hover(_obs: torch.Tensor | None, generator: torch.Generator) -> torch.Tensor:
-    """An untrained policy: hover thrust plus N(0, 0.3) on every motor."""
-    return -0.11 + 0.3 * torch.randn(32, 4, generator=generator)
+    """An untrained policy: the hover command plus N(0, 0.3) on every motor."""
+    return HOVER_ACTION + 0.3 * torch.randn(32, 4, generator=generator)
 
 
 def _standing_still(_obs: torch.Tensor | None, _generator: torch.Generator) -> torch.Tensor:
@@ -42,7 +47,7 @@ def _standing_still(_obs: torch.Tensor | None, _generator: torch.Generator) -> t
 def test_simulated_human_saves_the_quadrotor_from_an_untrained_policy() -> None:
     alone, _ = _run("quadrotor/hover", _noisy_hover, None, 400)
     helped, rate = _run("quadrotor/hover", _noisy_hover, SimulatedHumanConfig(reaction_steps=3), 400)
-    assert alone > 300  # 32 quadrotors crash over and over...
+    assert alone > 200  # 32 quadrotors crash over and over (the identified model falls slower than the bare one)...
     assert helped * 25 < alone  # ...the human takes over when they leave the safe set
     assert 0.0 < rate < 1.0  # and hands back once they are safe again
 

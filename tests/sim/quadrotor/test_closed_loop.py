@@ -34,13 +34,14 @@ def _ctbr_controller(env: QuadrotorHover | QuadrotorTrack, kp: float, kd: float,
 
 
 def _as_motor_actions(env: QuadrotorHover, ctbr_policy: Policy) -> Policy:
-    """The same controller through the "motor" mode: ctbr rotor speeds converted to per-rotor thrust actions."""
+    """The same controller through the "motor" mode: ctbr motor commands converted to per-rotor actions (linear in
+    the command between min_command and max_command)."""
     ctbr = CtbrActionMap(env.params, env.config.ctbr, "cpu", torch.float32)
-    low, high = env.params.min_rotor_speed**2, env.params.max_rotor_speed**2
+    low, high = env.params.min_command, env.params.max_command
 
     def policy(obs: torch.Tensor) -> torch.Tensor:
-        speed = ctbr(ctbr_policy(obs).T.contiguous(), obs[:, 15:18].T.contiguous()).T
-        return (2 * (speed.square() - low) / (high - low) - 1).clamp(-1.0, 1.0)
+        command = ctbr(ctbr_policy(obs).T.contiguous(), obs[:, 15:18].T.contiguous()).T
+        return (2 * (command - low) / (high - low) - 1).clamp(-1.0, 1.0)
 
     return policy
 
@@ -56,22 +57,31 @@ def _fly(env: QuadrotorHover | QuadrotorTrack, policy: Policy) -> tuple[int, tor
     return crashes, info["success"], torch.stack(errors[-100:])
 
 
+@pytest.mark.parametrize(("frame", "max_error"), [("crazyflie_2_1_bare_2023", 0.02), ("crazyflie_2_1", 0.1)])
 @pytest.mark.parametrize("action_mode", ["ctbr", "motor"])
-def test_geometric_controller_hovers_every_env_from_random_starts(action_mode: str) -> None:
-    env = QuadrotorHover(128, config=HoverConfig(action_mode=action_mode), seed=0)
+def test_geometric_controller_hovers_every_env_from_random_starts(
+    action_mode: str, frame: str, max_error: float
+) -> None:
+    """The identified Crazyflie (thrust-to-weight 1.47, 0.25 s motor fall) recovers from the 30 degree starts
+    more slowly: some envs are still a few cm off in the last second."""
+    env = QuadrotorHover(128, config=HoverConfig(action_mode=action_mode, frame=frame), seed=0)
     policy = _ctbr_controller(env, kp=2.0, kd=2.5, k_attitude=6.0)
     if action_mode == "motor":
         policy = _as_motor_actions(env, policy)
     crashes, success, errors = _fly(env, policy)
     assert crashes == 0 and success.all()
-    assert errors.max() < 0.02
+    assert errors.max() < max_error and errors.mean() < max_error / 4
 
 
-def test_geometric_controller_follows_the_figure_eight() -> None:
-    env = QuadrotorTrack(128, config=TrackConfig(action_mode="ctbr"), seed=0)
-    crashes, _, errors = _fly(env, _ctbr_controller(env, kp=6.0, kd=4.0, k_attitude=10.0))
+@pytest.mark.parametrize(
+    ("frame", "k_attitude", "mean_error"), [("crazyflie_2_1_bare_2023", 10.0, 0.35), ("crazyflie_2_1", 6.0, 0.4)]
+)
+def test_geometric_controller_follows_the_figure_eight(frame: str, k_attitude: float, mean_error: float) -> None:
+    """The identified Crazyflie's slow motor fall needs a gentler attitude loop (at 10 1/s it loses control)."""
+    env = QuadrotorTrack(128, config=TrackConfig(action_mode="ctbr", frame=frame), seed=0)
+    crashes, _, errors = _fly(env, _ctbr_controller(env, kp=6.0, kd=4.0, k_attitude=k_attitude))
     # Without acceleration feedforward a PD lags by about |reference acceleration| / kp = 1.6 / 6 m.
-    assert crashes == 0 and errors.mean() < 0.35
+    assert crashes == 0 and errors.mean() < mean_error
     # A quadrotor parked at the centre of the figure would be this far from the reference on average.
     parked = torch.stack([env.reference(torch.full((128,), t))[0].norm(dim=-1) for t in torch.linspace(0, 5, 101)])
     assert parked.mean() > 2 * errors.mean()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,8 +27,22 @@ def _pair(config: HoverConfig, seed: int = 0) -> tuple[QuadrotorHover, Quadrotor
 
 def _sync(source: QuadrotorHover, target: QuadrotorHover) -> None:
     """Give `target` the physical state and episode bookkeeping of `source`."""
-    for name in ("_state", "_history", "_steps", "_error_sum"):
+    for name in ("_state", "_history", "_steps", "_error_sum", "_integral"):
         setattr(target, name, getattr(source, name).clone())
+
+
+# The identified Crazyflie's numbers with linear drag and an idle command: every term of the equations is on.
+DRAG_FRAME = """
+mass: 0.0306
+arm_length: 0.03959797974644667
+inertia: [9.416556729130406e-06, 9.644051701582312e-06, 1.745951732253285e-05]
+thrust_curve: [0.00352526, 0.01437313, 0.09223048]
+torque_to_thrust: 0.004665
+motor_rise_time_constant: 0.05545454545454546
+motor_fall_time_constant: 0.24939393939393945
+min_command: 0.05
+linear_drag: [0.01, 0.02, 0.03]
+"""
 
 
 @pytest.mark.parametrize(
@@ -36,12 +51,25 @@ def _sync(source: QuadrotorHover, target: QuadrotorHover) -> None:
         {},
         {"integrator": "semi_implicit_euler", "substeps": 2, "action_history": 2},
         {"floor_height": -0.2, "action_history": 0, "episode_length": 0.3, "max_position_error": 0.6},
+        {"frame": "crazyflie_2_1_bare_2023"},
+        {"frame": "px4_x500", "substeps": 2},
+        {"position_integral_limit": 0.005, "episode_length": 0.3, "action_history": 2},
     ],
-    ids=["default", "euler-substeps-history", "floor-short-episodes"],
+    ids=["default", "euler-substeps-history", "floor-short-episodes", "bare-2023", "x500", "position-integral"],
 )
 def test_numba_steps_match_torch_steps(changes: dict) -> None:
-    config = dataclasses.replace(HoverConfig(), **changes)
+    _check_numba_matches_torch(dataclasses.replace(HoverConfig(), **changes))
+
+
+def test_numba_steps_match_torch_steps_with_drag_and_idle(tmp_path: Path) -> None:
+    path = tmp_path / "drag.yaml"
+    path.write_text(DRAG_FRAME)
+    _check_numba_matches_torch(HoverConfig(frame=str(path)))
+
+
+def _check_numba_matches_torch(config: HoverConfig) -> None:
     torch_env, numba_env = _pair(config)
+    assert torch_env.privileged_obs_spec.dim == numba_env.privileged_obs_spec.dim == 22
     generator = torch.Generator().manual_seed(1)
     crashes = truncations = 0
     for _ in range(40):
@@ -112,6 +140,8 @@ def test_numba_backend_resumes_exactly_and_rejects_what_it_does_not_support() ->
         HoverConfig(backend="numba", action_mode="ctbr")
     with pytest.raises(ValueError, match="randomization"):
         HoverConfig(backend="numba", randomization=dataclasses.replace(HoverConfig().randomization, mass=0.1))
+    with pytest.raises(ValueError, match="observation noise"):
+        HoverConfig(backend="numba", randomization=dataclasses.replace(HoverConfig().randomization, position_noise=0.1))
     with pytest.raises(ValueError, match="backend must be one of"):
         HoverConfig(backend="jax")  # type: ignore[arg-type]
     assert math.isfinite(float(first[-1].abs().max()))
@@ -120,7 +150,9 @@ def test_numba_backend_resumes_exactly_and_rejects_what_it_does_not_support() ->
 def test_auto_backend_takes_numba_where_it_applies_and_torch_elsewhere() -> None:
     assert QuadrotorHover(4, config=HoverConfig(backend="auto"), seed=0)._fused is not None
     randomized = dataclasses.replace(HoverConfig().randomization, mass=0.2)
-    for config in (HoverConfig(backend="auto", randomization=randomized), HoverConfig(backend="auto", compile=True)):
+    noisy = dataclasses.replace(HoverConfig().randomization, velocity_noise=0.01)
+    configs = [HoverConfig(backend="auto", randomization=r) for r in (randomized, noisy)]
+    for config in (*configs, HoverConfig(backend="auto", compile=True)):
         assert QuadrotorHover(4, config=config, seed=0)._fused is None  # no error: the torch step
     from robo_rl.sim.quadrotor import QuadrotorTrack, TrackConfig
 

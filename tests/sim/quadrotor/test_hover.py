@@ -55,12 +55,12 @@ def _hover_actions(env: QuadrotorHover) -> torch.Tensor:
 
 
 def _state_at(position: tuple[float, float, float], n: int, env: QuadrotorHover) -> torch.Tensor:
-    """`(n, 17)` states at `position`, level, at rest, rotors at the hover speed."""
+    """`(n, 17)` states at `position`, level, at rest, motors at the hover command."""
 
     def rows(*values: float) -> torch.Tensor:
         return torch.tensor([values], device=env.device).expand(n, len(values))
 
-    rotor = rows(*[env.params.hover_rotor_speed] * 4)
+    rotor = rows(*[env.params.hover_command] * 4)
     return pack_state(rows(*position), rows(1.0, 0.0, 0.0, 0.0), rows(0, 0, 0), rows(0, 0, 0), rotor).T
 
 
@@ -71,12 +71,13 @@ def _random_actions(env: QuadrotorHover, steps: int, seed: int, scale: float = 0
 
 def test_specs_describe_observation_action_and_privileged_parts() -> None:
     env = QuadrotorHover(3, seed=0)
-    assert env.obs_spec.dim == 22 and env.action_spec.dim == 4 and env.privileged_obs_spec.dim == 18
+    assert env.obs_spec.dim == 22 and env.action_spec.dim == 4 and env.privileged_obs_spec.dim == 22
     assert env.obs_spec.names[:3] == ("position_error_x", "position_error_y", "position_error_z")
     assert env.obs_spec.names[3] == "rotation_00" and env.obs_spec.names[-4:][0] == "previous_action_0_0"
     assert env.obs_spec.units[VELOCITY.start] == "m/s" and env.obs_spec.units[ANGULAR_VELOCITY.start] == "rad/s"
     assert env.action_spec.low == (-1.0,) * 4 and env.action_spec.high == (1.0,) * 4
-    assert env.privileged_obs_spec.names[:14] == EPISODE_NAMES
+    assert env.privileged_obs_spec.names[:18] == EPISODE_NAMES
+    assert env.privileged_obs_spec.names[18:] == tuple(f"motor_state_{i}" for i in range(4))
     assert env.dt == 0.01 and env.max_episode_steps == 500
     longer = QuadrotorHover(2, config=HoverConfig(action_history=3, action_mode="ctbr"), seed=0)
     assert longer.obs_spec.dim == 30 and longer.action_spec.names[0] == "collective_thrust"
@@ -91,7 +92,7 @@ def test_step_result_meets_the_contract(action_mode: str, integrator: str, subst
     )
     env = QuadrotorHover(5, config=config, seed=0)
     obs = env.reset(seed=1)
-    assert obs.shape == (5, 22) and env.privileged_obs.shape == (5, 18)
+    assert obs.shape == (5, 22) and env.privileged_obs.shape == (5, 22)
     for action in _random_actions(env, 20, seed=0, scale=1.0):
         result = env.step(action)
         check_step_result(env, result)
@@ -210,7 +211,7 @@ def test_initial_states_lie_within_the_configured_ranges() -> None:
     angle = 2 * torch.acos(state[:, 3].clamp(-1, 1))
     assert angle.max() <= math.radians(30) + 1e-5 and tilt.max() > math.radians(25)
     assert state[:, 7:10].abs().max() <= 1.0 and state[:, 10:13].abs().max() <= 2.0
-    torch.testing.assert_close(state[:, 13:17], torch.full((2000, 4), env.params.hover_rotor_speed))
+    torch.testing.assert_close(state[:, 13:17], torch.full((2000, 4), env.params.hover_command))
 
 
 def test_crash_terminates_and_auto_resets_with_final_obs() -> None:
@@ -218,14 +219,14 @@ def test_crash_terminates_and_auto_resets_with_final_obs() -> None:
     states = env.state
     states[1, 0] = 3.0  # beyond max_position_error = 2 m
     env.set_state(states)
-    before_rotor = env.privileged_obs[1, 14:].clone()
+    before_rotor = env.privileged_obs[1, 18:].clone()
     obs, reward, terminated, truncated, info = env.step(_hover_actions(env))
     assert terminated.tolist() == [False, True, False, False] and not truncated.any()
     assert info["final_obs"][1, 0].item() == pytest.approx(3.0, abs=0.05)
     assert obs[1, POSITION_ERROR].abs().max() <= 0.5, "the returned obs starts the next episode"
     keep = torch.tensor([True, False, True, True])
     torch.testing.assert_close(obs[keep], info["final_obs"][keep], rtol=0, atol=0)
-    torch.testing.assert_close(info["final_privileged_obs"][1, 14:], before_rotor, rtol=1e-3, atol=0)
+    torch.testing.assert_close(info["final_privileged_obs"][1, 18:], before_rotor, rtol=1e-3, atol=0)
     assert not info["success"].any()
     assert reward[1] < reward[keep].min() - 4.0, "the crash penalty is charged"
 
@@ -308,7 +309,7 @@ def test_randomized_mass_and_thrust_change_the_hover_acceleration() -> None:
 def test_disturbances_accelerate_as_recorded_in_the_privileged_observation() -> None:
     config = HoverConfig(**STILL, randomization=RandomizationConfig(disturbance_force=0.2, disturbance_torque=1e-5))
     env = QuadrotorHover(64, config=config, seed=0)
-    acceleration, angular = env.privileged_obs[:, 8:11], env.privileged_obs[:, 11:14]
+    acceleration, angular = env.privileged_obs[:, 12:15], env.privileged_obs[:, 15:18]
     assert acceleration.abs().max() <= 0.2 * 9.81 and acceleration.abs().max() > 0.15 * 9.81
     obs = env.step(_hover_actions(env))[0]
     torch.testing.assert_close(obs[:, VELOCITY], acceleration * 0.01, rtol=2e-2, atol=1e-4)
@@ -318,14 +319,14 @@ def test_disturbances_accelerate_as_recorded_in_the_privileged_observation() -> 
 def test_action_latency_delays_the_rotor_response_by_whole_steps() -> None:
     env = QuadrotorHover(64, config=HoverConfig(**STILL, randomization=RandomizationConfig(max_action_latency=3)))
     env.reset(seed=0)
-    latency = env.privileged_obs[:, 7]
+    latency = env.privileged_obs[:, EPISODE_NAMES.index("action_latency")]
     assert set(latency.tolist()) == {0.0, 1.0, 2.0, 3.0}
-    hover_speed = env.params.hover_rotor_speed / env.params.max_rotor_speed
+    hover = env.params.hover_command
     full = torch.ones(64, 4)
     for t in range(1, 5):
         env.step(full)
-        rotor = env.privileged_obs[:, 14:].min(-1).values
-        torch.testing.assert_close(rotor > hover_speed + 0.01, latency < t)
+        motor = env.privileged_obs[:, 18:].min(-1).values
+        torch.testing.assert_close(motor > hover + 0.01, latency < t)
 
 
 def test_observation_noise_has_the_configured_spread() -> None:
@@ -384,3 +385,163 @@ def test_compiled_step_matches_eager_in_one_graph() -> None:
     assert results[0][2].sum() + results[0][3].sum() > 32  # several resets happened
     for eager, compiled in zip(*results, strict=True):
         torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-4)
+
+
+def _true_thrust_to_weight(env: QuadrotorHover) -> torch.Tensor:
+    """`(N,)` 4 thrust(u = 1) / (m g) of every env's plant."""
+    dynamics = env._dynamics
+    return 4 * dynamics.thrust_curve.sum(0) / (dynamics.mass * env.params.gravity)
+
+
+def _hover_commands(env: QuadrotorHover) -> torch.Tensor:
+    """`(N,)` motor command at which each env's plant carries its weight (rising root of c2 u^2 + c1 u + c0 = mg/4)."""
+    c0, c1, c2 = env._dynamics.thrust_curve.double()
+    quarter_weight = env._dynamics.mass.double() * env.params.gravity / 4
+    return (-c1 + (c1 * c1 - 4 * c2 * (c0 - quarter_weight)).sqrt()) / (2 * c2)
+
+
+def test_thrust_to_weight_randomization_spans_its_range_and_the_hover_commands() -> None:
+    randomization = RandomizationConfig(thrust_to_weight=(1.4, 2.3), mass=0.2)
+    env = QuadrotorHover(4000, config=HoverConfig(**STILL, randomization=randomization), seed=0)
+    episode = env.episode_params
+    ratio = _true_thrust_to_weight(env)
+    torch.testing.assert_close(ratio, episode[:, EPISODE_NAMES.index("thrust_to_weight")])
+    assert ratio.min() >= 1.4 - 1e-5 and ratio.max() <= 2.3 + 1e-5
+    assert ratio.min() < 1.42 and ratio.max() > 2.28
+    # The curve is k ((1 - b) u + b u^2): no constant term, quadratic share b in the default (0.5, 1).
+    curve = env._dynamics.thrust_curve
+    share = curve[2] / (curve[1] + curve[2])
+    assert curve[0].abs().max() == 0.0
+    torch.testing.assert_close(share, episode[:, EPISODE_NAMES.index("thrust_curve_quadratic_share")])
+    assert share.min() >= 0.5 - 1e-6 and share.max() <= 1.0 + 1e-6
+    # Hover commands: from 0.558 (ratio 2.3, b 0.5: u^2 + u = 2 / 2.3) to 0.845 (ratio 1.4, b 1: u^2 = 1 / 1.4).
+    hover = _hover_commands(env)
+    assert 0.5581 - 1e-3 <= hover.min() < 0.58 and 0.82 < hover.max() <= 0.8452 + 1e-3
+    # The plant really has these curves: at its own hover command (motors already there) an env does not move.
+    state = env.state
+    state[:, 13:17] = hover.float().unsqueeze(-1)
+    env.set_state(state)
+    action = (2 * hover.float() - 1).unsqueeze(-1).expand(4000, 4)  # motor mode on [0, 1]: u = (a + 1) / 2
+    obs = env.step(action)[0]
+    assert obs[:, VELOCITY].abs().max() < 1e-4
+
+
+TRUE_RATIO_FACTORS = ("thrust_to_weight", "battery_thrust_scale", "thrust_scale")
+
+
+def test_thrust_to_weight_with_battery_sag_and_thrust_scale() -> None:
+    """The drawn ratio is the fresh battery's and nominal propellers': sag and the thrust scale act on top."""
+    randomization = RandomizationConfig(thrust_to_weight=(1.4, 2.3), battery_sag=0.2, thrust_coefficient=0.1)
+    env = QuadrotorHover(2000, config=HoverConfig(randomization=randomization), seed=1)
+    episode = env.episode_params
+    ratio, battery, scale = (episode[:, EPISODE_NAMES.index(name)] for name in TRUE_RATIO_FACTORS)
+    torch.testing.assert_close(_true_thrust_to_weight(env), ratio * battery * scale)
+    assert (battery - 1).abs().max() > 0.15 and (scale - 1).abs().max() > 0.08
+
+
+def test_battery_sag_scales_the_thrust_down_by_up_to_the_sag() -> None:
+    env = QuadrotorHover(2000, config=HoverConfig(**STILL, randomization=RandomizationConfig(battery_sag=0.3)), seed=0)
+    battery = env.episode_params[:, EPISODE_NAMES.index("battery_thrust_scale")]
+    assert battery.min() >= 0.7 and battery.max() <= 1.0 and battery.min() < 0.71 and battery.max() > 0.99
+    nominal = torch.tensor(env.params.thrust_curve).unsqueeze(-1)
+    torch.testing.assert_close(env._dynamics.thrust_curve, nominal * battery)
+    torch.testing.assert_close(env._dynamics.mass, torch.full((2000,), env.params.mass))
+    # At the nominal hover action a sagged battery sinks at g (battery - 1), as the curve is scaled alike.
+    obs = env.step(_hover_actions(env))[0]
+    torch.testing.assert_close(obs[:, 14], 9.81 * (battery - 1) * 0.01, rtol=1e-3, atol=1e-5)
+    assert (obs[:, 14] <= 1e-6).all()
+
+
+def test_inertia_scale_draws_each_axis_within_its_range() -> None:
+    env = QuadrotorHover(2000, config=HoverConfig(randomization=RandomizationConfig(inertia_scale=(0.8, 3.0))), seed=0)
+    nominal = torch.tensor(env.params.inertia).unsqueeze(-1)
+    ratio = env._dynamics.inertia / nominal
+    names = [EPISODE_NAMES.index(f"inertia_{axis}_scale") for axis in "xyz"]
+    torch.testing.assert_close(ratio, env.episode_params[:, names].T)
+    assert ratio.min() >= 0.8 - 1e-6 and ratio.max() <= 3.0 + 1e-6
+    assert ratio.min() < 0.81 and ratio.max() > 2.99
+    assert (ratio[0] - ratio[1]).abs().max() > 1.0, "the axes are drawn independently"
+    assert env.privileged_obs_spec.low[names[0]] == 0.8 and env.privileged_obs_spec.high[names[2]] == 3.0
+
+
+def test_motor_rise_and_fall_time_constants_are_drawn_within_their_ranges() -> None:
+    randomization = RandomizationConfig(motor_rise_time_constant=(0.03, 0.08), motor_fall_time_constant=(0.1, 0.4))
+    env = QuadrotorHover(2000, config=HoverConfig(randomization=randomization), seed=0)
+    rise, fall = env._dynamics.motor_rise_time_constant, env._dynamics.motor_fall_time_constant
+    assert 0.03 - 1e-6 <= rise.min() < 0.031 and 0.079 < rise.max() <= 0.08 + 1e-6
+    assert 0.1 - 1e-6 <= fall.min() < 0.103 and 0.397 < fall.max() <= 0.4 + 1e-6
+    episode = env.episode_params
+    torch.testing.assert_close(
+        rise, env.params.motor_rise_time_constant * episode[:, EPISODE_NAMES.index("motor_rise_time_constant_scale")]
+    )
+    torch.testing.assert_close(
+        fall, env.params.motor_fall_time_constant * episode[:, EPISODE_NAMES.index("motor_fall_time_constant_scale")]
+    )
+    with pytest.raises(ValueError, match="substeps"):  # a 5 ms rise needs dt / substeps below it
+        QuadrotorHover(1, config=HoverConfig(randomization=RandomizationConfig(motor_rise_time_constant=(0.005, 0.05))))
+
+
+INTEGRAL = slice(18, 21)
+
+
+def test_position_integral_observation_hand_computed_with_clipping_and_reset() -> None:
+    limit = 0.01
+    config = HoverConfig(**STILL, position_integral_limit=limit, episode_length=0.3)
+    env = QuadrotorHover(1, config=config, seed=0)
+    assert env.obs_spec.dim == 25 and env.obs_spec.names[INTEGRAL] == _xyz_names("position_error_integral")
+    assert env.obs_spec.low[18] == -limit and env.obs_spec.high[20] == limit and env.obs_spec.units[18] == "m*s"
+    first = env.reset(seed=0)
+    assert first[0, INTEGRAL].tolist() == [0.0, 0.0, 0.0]  # starts at the target: e_0 = 0
+    offset = (0.1, -0.2, 0.05)
+    env.set_state(_state_at(offset, 1, env))
+    # Hovering in place: e_k = offset, so I_k = clip(k dt offset) = clip(k (0.001, -0.002, 0.0005)) at +-0.01:
+    # x saturates at k = 10, y at k = 5, z never within the 30-step episode (0.015 at k = 30).
+    for k in range(1, 30):
+        obs = env.step(_hover_actions(env))[0]
+        expected = [min(0.001 * k, 0.01), max(-0.002 * k, -0.01), min(0.0005 * k, 0.01)]
+        assert obs[0, INTEGRAL].tolist() == pytest.approx(expected, abs=2e-7), k
+        assert obs[0, POSITION_ERROR].tolist() == pytest.approx(list(offset), abs=1e-5)
+    obs, _, terminated, truncated, info = env.step(_hover_actions(env))
+    assert bool(truncated[0]) and not bool(terminated[0])
+    assert info["final_obs"][0, INTEGRAL].tolist() == pytest.approx([0.01, -0.01, 0.01], abs=2e-7)  # z: 0.015 -> 0.01
+    assert obs[0, INTEGRAL].tolist() == [0.0, 0.0, 0.0]  # the new episode starts at the target: I_0 = dt e_0 = 0
+
+
+def _xyz_names(prefix: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}_{axis}" for axis in "xyz")
+
+
+def test_position_integral_follows_the_observed_noisy_errors_across_resets() -> None:
+    limit = 0.02
+    noise = RandomizationConfig(position_noise=0.05)
+    config = HoverConfig(position_integral_limit=limit, episode_length=0.2, randomization=noise)
+    env = QuadrotorHover(64, config=config, seed=0)
+    obs = env.reset(seed=4)
+    # First observation of an episode: I_0 = clip(dt e_0) with e_0 the observed (noisy) error.
+    torch.testing.assert_close(obs[:, INTEGRAL], (0.01 * obs[:, POSITION_ERROR]).clamp(-limit, limit))
+    integral, saturated, resets = obs[:, INTEGRAL].clone(), 0, 0
+    for action in _random_actions(env, 45, seed=3, scale=0.3):
+        obs, _, terminated, truncated, info = env.step(action)
+        done = terminated | truncated
+        final = info["final_obs"]
+        expected_final = (integral + 0.01 * final[:, POSITION_ERROR]).clamp(-limit, limit)
+        torch.testing.assert_close(final[:, INTEGRAL], expected_final, rtol=0, atol=1e-7)
+        restart = (0.01 * obs[:, POSITION_ERROR]).clamp(-limit, limit)
+        expected = torch.where(done.unsqueeze(-1), restart, expected_final)
+        torch.testing.assert_close(obs[:, INTEGRAL], expected, rtol=0, atol=1e-7)
+        integral = obs[:, INTEGRAL].clone()
+        saturated += int((integral.abs() == limit).sum())
+        resets += int(done.sum())
+    assert saturated > 0 and resets >= 64 * 2
+
+
+def test_position_integral_survives_a_state_dict_round_trip() -> None:
+    config = HoverConfig(position_integral_limit=0.05, episode_length=0.3, randomization=ALL_RANDOMIZATION)
+    env = QuadrotorHover(8, config=config, seed=2)
+    actions = _random_actions(env, 60, seed=1, scale=0.3)
+    _rollout(env, actions[:20])
+    saved = env.state_dict()
+    expected = _rollout(env, actions[20:])
+    resumed = QuadrotorHover(8, config=config, seed=9)
+    resumed.load_state_dict(saved)
+    torch.testing.assert_close(_rollout(resumed, actions[20:]), expected, rtol=0, atol=0)

@@ -40,8 +40,11 @@
  * by the policy's normalizedForces (control_t is a union).
  *
  * The policy runs every ROBO_RL_CF_POLICY_RATE_HZ-th of a second (its control period): the state estimate is
- * mapped to the observation, clipped to the trained range (robo_rl_cf_clip_observation), and the rotor actions
- * are sent as normalized motor commands (controlModeForce); between policy steps its command is held.
+ * mapped to the observation, clipped to the trained range (robo_rl_cf_clip_observation), and each rotor's
+ * action becomes its motor command through the policy's actuator model (robo_rl_cf_motor_command: the action
+ * maps linearly onto the PWM ratio, as in training), sent as normalizedForces in controlModeForce; between policy
+ * steps its command is held. The position error integral (observations position_error_integral_*) is updated at
+ * each policy step and starts from 0 at each hand-over, with the action history.
  *
  * Every #define below can be overridden from the build (EXTRA_CFLAGS += -DNAME=value).
  */
@@ -89,13 +92,6 @@
 #define ROBO_RL_CF_FALLBACK_MOTORS_OFF 0
 #endif
 
-/* The stock power distribution passes normalizedForces to the motors as a PWM ratio. Rotor speed grows about
- * linearly with PWM and thrust with speed squared, so the thrust fraction the policy asks for is sent as its
- * square root. Set to 1 when your power distribution maps normalizedForces linearly onto thrust. */
-#ifndef ROBO_RL_CF_THRUST_LINEAR_MOTORS
-#define ROBO_RL_CF_THRUST_LINEAR_MOTORS 0
-#endif
-
 #define ROBO_RL_CF_MOTORS 4
 #define ROBO_RL_CF_DEG_TO_RAD 0.017453292519943295f
 #define ROBO_RL_CF_MS_TO_STEPS(MS) ((uint32_t)(MS) * (uint32_t)RATE_MAIN_LOOP / 1000u)
@@ -120,12 +116,13 @@
 
 /* Everything the observation can be built from (SI units, world frame z up, body frame x forward y left z up). */
 typedef struct {
-    float position_error[3];     /* m: estimated position - setpoint position (world) */
-    float rotation[9];           /* body-to-world rotation matrix of the attitude estimate, row-major */
-    float velocity[3];           /* m/s: estimated velocity (world) */
-    float velocity_error[3];     /* m/s: estimated velocity - setpoint velocity (world) */
-    float reference_velocity[3]; /* m/s: setpoint velocity (world) */
-    float angular_velocity[3];   /* rad/s: gyro body rates */
+    float position_error[3];          /* m: estimated position - setpoint position (world) */
+    float position_error_integral[3]; /* m*s: running integral of the clipped position error (see the map) */
+    float rotation[9];                /* body-to-world rotation matrix of the attitude estimate, row-major */
+    float velocity[3];                /* m/s: estimated velocity (world) */
+    float velocity_error[3];          /* m/s: estimated velocity - setpoint velocity (world) */
+    float reference_velocity[3];      /* m/s: setpoint velocity (world) */
+    float angular_velocity[3];        /* rad/s: gyro body rates */
 } robo_rl_cf_signals_t;
 
 #include "robo_rl_crazyflie_map.h"
@@ -143,6 +140,7 @@ static const uint32_t ramp_steps = ROBO_RL_CF_RAMP_STEPS;
 static float observation[@@PREFIX@@_OBS_DIM];
 static float action[@@PREFIX@@_ACTION_DIM];
 static float history[ROBO_RL_CF_HISTORY_ROWS][ROBO_RL_CF_MOTORS];
+static float position_error_integral[3]; /* m*s, since the hand-over (robo_rl_cf_integrate_position_error) */
 static float motor_command[ROBO_RL_CF_MOTORS]; /* the policy's last command, PWM ratio per motor M1..M4 */
 static float pid_motor[ROBO_RL_CF_MOTORS];     /* the PID's command as PWM ratios (computed during the ramp) */
 static control_t pid_control;                  /* the PID's output, kept between ticks */
@@ -171,6 +169,9 @@ static void reset_policy_state(void)
         for (i = 0; i < ROBO_RL_CF_MOTORS; ++i) {
             history[k][i] = ROBO_RL_CF_INITIAL_ACTION;
         }
+    }
+    for (i = 0; i < 3; ++i) {
+        position_error_integral[i] = 0.0f;
     }
     command_valid = false;
 }
@@ -350,20 +351,6 @@ static void compute_signals(robo_rl_cf_signals_t *signals, const setpoint_t *set
     signals->angular_velocity[2] = sensors->gyro.z * ROBO_RL_CF_DEG_TO_RAD;
 }
 
-/* PWM ratio in [0, 1] of rotor `i` from its action (thrust linear in the action between its bounds). */
-static float motor_from_action(int i, float value)
-{
-    const float span = robo_rl_cf_action_high[i] - robo_rl_cf_action_low[i];
-    float fraction = (value - robo_rl_cf_action_low[i]) / span;
-
-    fraction = fminf(fmaxf(fraction, 0.0f), 1.0f);
-#if ROBO_RL_CF_THRUST_LINEAR_MOTORS
-    return fraction;
-#else
-    return sqrtf(fraction);
-#endif
-}
-
 /* One policy step; returns the fault it found (ROBO_RL_CF_FAULT_NONE: motor_command holds the new command). */
 static uint8_t run_policy(const setpoint_t *setpoint, const sensorData_t *sensors, const state_t *state)
 {
@@ -374,6 +361,10 @@ static uint8_t run_policy(const setpoint_t *setpoint, const sensorData_t *sensor
     ++policy_steps;
     command_valid = false;
     compute_signals(&signals, setpoint, sensors, state);
+    robo_rl_cf_integrate_position_error(position_error_integral, signals.position_error);
+    for (i = 0; i < 3; ++i) {
+        signals.position_error_integral[i] = position_error_integral[i];
+    }
     robo_rl_cf_fill_observation(observation, &signals, (const float(*)[ROBO_RL_CF_MOTORS])history);
     robo_rl_cf_clip_observation(observation);
     policy_error = (uint8_t)@@prefix@@_policy(observation, action);
@@ -392,7 +383,7 @@ static uint8_t run_policy(const setpoint_t *setpoint, const sensorData_t *sensor
     }
     for (i = 0; i < ROBO_RL_CF_MOTORS; ++i) {
         history[0][i] = action[ROBO_RL_CF_ROTOR_ACTION(i)];
-        motor_command[i] = motor_from_action(i, action[ROBO_RL_CF_ROTOR_ACTION(i)]);
+        motor_command[i] = robo_rl_cf_motor_command(i, action[ROBO_RL_CF_ROTOR_ACTION(i)]);
     }
     command_valid = true;
     return ROBO_RL_CF_FAULT_NONE;

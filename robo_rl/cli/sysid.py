@@ -1,0 +1,96 @@
+"""`robo-rl sysid LOG --frame BASE -o frame.yaml`: a quadrotor frame identified from a flight log."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+DESCRIPTION = """\
+Identify a quadrotor's thrust curve, motor time constants and inertia from a flight log, and write them as a frame
+file (BASE's fields with the fitted ones replaced) for training:
+  robo-rl sysid flight.csv --frame crazyflie_2_1 -o my_crazyflie.yaml
+  robo-rl train quadrotor_hover_ppo --set 'task.params=[frame=my_crazyflie.yaml]'
+This is the path from a real drone: log a minute of flight, identify, train, fly.
+
+Inputs (LOG; --format picks the reader, else the extension does: .csv, or .mcap / a bag folder):
+  csv   a Crazyflie log in cflib's variable names: timestamp (ms), gyro.x/y/z (deg/s), acc.x/y/z (g, optional),
+        motor.m1..m4 (PWM 0..65535; M1 front-right, M2 back-right, M3 back-left, M4 front-left = rotors 0..3),
+        stateEstimate.x/y/z (m), stateEstimate.vx/vy/vz (m/s, world), stateEstimate.qx/qy/qz/qw.
+  mcap  a robo_rl recorder bag of the quadrotor_crazyflie profile: `odom` (nav_msgs/Odometry, twist in the body
+        frame) and `cmd_motors` (std_msgs/Float32MultiArray, PWM in data[0..3]) under --namespace; needs rosbags.
+Fitted: thrust_curve (c0 + c1 u + c2 u^2 N per rotor, u = PWM / 65535), motor_rise_time_constant and
+motor_fall_time_constant (first-order motors), inertia (Ixx, Iyy, Izz). Kept from BASE: the mass (motion only tells
+thrust / mass, so the curve is in N for BASE's mass), the rotor geometry and torque_to_thrust (the torques are
+computed from them), drag and gravity. Thrust is measured by the accelerometer when the log has one, else by the
+velocity's derivative. Prints each value with a rough standard error and the fit's residuals; the frame file's
+header says what was fitted from which log.
+Refuses (one line, exit 2, nothing written) a log that cannot identify a parameter: commands that never vary
+(thrust_curve), no fast rising or falling command steps (the time constants), too little rotation about an axis
+(its inertia), a standard error over 10 %, too short (< 10 s), non-finite values, missing columns or topics.
+A log that identifies everything: hover, and on top fly collective steps (~0.15 of full command, up and down, held
+0.4 s), roll and pitch doublets and yaw doublets (robo_rl.sysid.excitation flies this in simulation).
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sysid",
+        help="identify a quadrotor frame (thrust curve, motor constants, inertia) from a flight log",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("log", type=Path, help="the flight log: a Crazyflie CSV, or a recorder bag (.mcap or its folder)")
+    p.add_argument("--frame", required=True, help="the base frame: a bundled frame name or a frame YAML file")
+    p.add_argument("-o", "--output", type=Path, default=Path("frame.yaml"), help="frame file (default frame.yaml)")
+    p.add_argument("--format", choices=("mcap", "csv"), help="the log's format (default: from its extension)")
+    p.add_argument("--namespace", default="/", help="the robot's ROS namespace in a bag (default /)")
+    p.add_argument(
+        "--thrust-from",
+        choices=("auto", "accelerometer", "velocity"),
+        default="auto",
+        help="what measures thrust (default: the accelerometer when the log has one)",
+    )
+    p.set_defaults(func=main)
+
+
+def log_format(path: Path, given: str | None) -> str:
+    if given:
+        return given
+    if path.suffix.lower() == ".csv":
+        return "csv"
+    if path.suffix.lower() == ".mcap" or path.is_dir():
+        return "mcap"
+    raise ValueError(f"{path}: cannot tell the log's format from its name; give --format mcap or --format csv")
+
+
+def base_fields(frame: str) -> dict[str, Any]:
+    """BASE's fields, read by the simulator's frame loader (lazily: the sysid core needs no simulator)."""
+    from robo_rl.sim.quadrotor.params import load_frame
+
+    return dataclasses.asdict(load_frame(frame))
+
+
+def main(args: argparse.Namespace) -> int:
+    from robo_rl.cli.progress import terminal
+    from robo_rl.sysid import Airframe, identify
+    from robo_rl.sysid.crazyflie_csv import read_crazyflie_csv
+    from robo_rl.sysid.frame_file import frame_text, identified_fields, report_lines, write_frame
+    from robo_rl.sysid.recorder_bag import read_recorder_bag
+
+    if args.output.suffix.lower() not in (".yaml", ".yml"):
+        raise ValueError(f"--output {args.output}: frame files are .yaml")
+    if not args.log.exists():
+        raise FileNotFoundError(f"{args.log}: no such log")
+    base = base_fields(args.frame)
+    kind = log_format(args.log, args.format)
+    log = read_crazyflie_csv(args.log) if kind == "csv" else read_recorder_bag(args.log, args.namespace)
+    fit = identify(log, Airframe.from_fields(base), args.thrust_from)
+    fields = identified_fields(base, fit, args.output.stem, log.source)
+    write_frame(args.output, frame_text(fields, fit, str(base["name"]), log.source))
+    out = terminal()
+    for line in report_lines(fit, base):
+        out.print(line, markup=False, highlight=False)
+    out.print(f"wrote {args.output}")
+    return 0
