@@ -37,7 +37,9 @@ def _runner(name: str, cfg: OffPolicyRunnerConfig, seed: int = 0, max_episode_st
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "max_steps"), [("sac", 8_000), ("td3", 12_000)])
+# SAC's budget was 8,000 steps, which CI met before; on the 2026-11-26 VM its seed 0 (at the earlier commit too, in a
+# fresh venv) was at -503 after 8,000 steps and reached -200 within 12,000.
+@pytest.mark.parametrize(("name", "max_steps"), [("sac", 12_000), ("td3", 12_000)])
 def test_learns_pendulum_within_a_step_budget(name: str, max_steps: int) -> None:
     cfg = OffPolicyRunnerConfig(
         max_iterations=max_steps,
