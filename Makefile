@@ -52,8 +52,9 @@ $(NUMBA_STAMP): $(STAMP) $(NUMBA_SOURCES)
 install: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 
 # .venv-ros: real rclpy from PyPI's ros-* wheels (Kilted; ROS_DISTRO=jazzy for the ros-jazzy-* wheels), the
-# messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags) and
-# the training extra (torch for sim_bridge; `robo-rl train --teleop ros` runs here). A venv of its own because
+# messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags), the
+# training extra (torch for sim_bridge; `robo-rl train --teleop ros` runs here) and the export extra (onnx: the
+# train_*.launch.yaml files export policy.onnx when training ends, under ros2 launch too). A venv of its own because
 # the wheels' .pth file re-executes Python to set LD_LIBRARY_PATH.
 # cyclonedds is the independent DDS peer of the wire test. tests/real/ros use it and skip, saying why, without it.
 VENV_ROS := .venv-ros
@@ -70,7 +71,7 @@ $(ROS_STAMP): pyproject.toml setup.py
 	$(PY_ROS) -m pip install --upgrade pip setuptools wheel
 	$(PY_ROS) -m pip install $(TORCH)
 	$(PY_ROS) -m pip install $(addprefix $(ROS_PREFIX),$(ROS_WHEELS)) "cyclonedds>=0.10"
-	$(PY_ROS) -m pip install -e ".[ros,train,fast]"
+	$(PY_ROS) -m pip install -e ".[ros,train,fast,export]"
 	touch $(ROS_STAMP)
 
 # px4_msgs and ackermann_msgs, which PyPI has no wheels of (the messages of the PX4 and rc_car profiles): built from

@@ -50,8 +50,9 @@ SPEED_FIELD = "linear.x"
 
 def command_fields(spec: CommandSpec, action_names: Sequence[str], command: np.ndarray) -> dict[str, float]:
     """Message field → value for a command `(action_dim,)` in action order: `offset + scale × command[action]`,
-    its sign converted from FLU to the command's body frame for body-vector components (`axis`), and the yaw rate
-    of an Ackermann car for `ackermann_yaw_rate` fields."""
+    its sign converted from FLU to the command's body frame for body-vector components (`axis`), the yaw rate
+    of an Ackermann car for `ackermann_yaw_rate` fields, then capped at the field's `ceiling` and sent as 0 below
+    its `zero_below` (`cut_off`)."""
     index = {name: i for i, name in enumerate(action_names)}
     linear = {f.field: f.offset + f.scale * float(command[index[f.action]]) for f in spec.fields}
     values = {}
@@ -61,14 +62,22 @@ def command_fields(spec: CommandSpec, action_names: Sequence[str], command: np.n
             value = linear[SPEED_FIELD] * math.tan(value) / spec.wheelbase
         if f.axis and spec.body_frame == "frd":
             value *= FLU_TO_FRD_SIGN[f.axis]
-        values[f.field] = value
+        values[f.field] = cut_off(value, f.ceiling, f.zero_below)
     return values
+
+
+def cut_off(value: float, ceiling: float, zero_below: float) -> float:
+    """`min(value, ceiling)`, or 0 when that lies below `zero_below` (e.g. a Crazyflie's legacy thrust: capped at
+    the firmware's 60000, and 0, motors off, below the profile's cut-off)."""
+    value = min(value, ceiling)
+    return 0.0 if value < zero_below else value
 
 
 def command_actions(spec: CommandSpec, values: Mapping[str, float]) -> dict[str, float]:
     """The actions a command carries (action name → value), from its message fields (`command_fields` undone): what
     a simulated robot executes. An `ackermann_yaw_rate` field at zero speed carries no steering angle and is left
-    out, as are fields absent from `values`."""
+    out, as are fields absent from `values`. A field's `ceiling` and `zero_below` are not undone: a value sent as 0
+    gives the action that maps to 0 (below the lowest action when `zero_below` > 0), which the simulator clips."""
     actions = {}
     for f in spec.fields:
         value = values.get(f.field)
@@ -83,3 +92,27 @@ def command_actions(spec: CommandSpec, values: Mapping[str, float]) -> dict[str,
             value = math.atan(spec.wheelbase * value / speed)
         actions[f.action] = (value - f.offset) / f.scale
     return actions
+
+
+TIME_FROM_START = ("points[0].time_from_start.sec", "points[0].time_from_start.nanosec")
+"""The JointTrajectory fields of a one-point trajectory's duration (builtin_interfaces/Duration: s + ns)."""
+
+
+def trajectory_timing(seconds: float) -> dict[str, float]:
+    """`points[0].time_from_start` of a one-point JointTrajectory reaching its point `seconds` (>= 0) from now."""
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"time_from_start: must be finite and >= 0 s, got {seconds}")
+    sec, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
+    return {TIME_FROM_START[0]: float(sec), TIME_FROM_START[1]: float(nanosec)}
+
+
+def measured_actions(
+    spec: CommandSpec, action_names: Sequence[str], held: Sequence[tuple[str, str]], fields: Mapping[str, float]
+) -> list[float] | None:
+    """The actions `(action_dim,)` that would command the measured pose: `held` pairs, per action in
+    `action_names` order, the measured field (`joint_states.position[2]`) with the command field it feeds
+    (`RobotProfile`'s `held_joint_sources`); None unless `fields` measures every one."""
+    if not held or any(source not in fields for source, _ in held):
+        return None
+    actions = command_actions(spec, {field: fields[source] for source, field in held})
+    return [actions[name] for name in action_names]

@@ -22,8 +22,14 @@ import numpy as np
 
 from robo_rl.chunks.execution import ChunkExecution, TimedChunkQueue
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
-from robo_rl.real.command import command_fields, package_available, select_command
-from robo_rl.real.profile import CommandSpec, RobotProfile
+from robo_rl.real.command import (
+    command_fields,
+    measured_actions,
+    package_available,
+    select_command,
+    trajectory_timing,
+)
+from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, CommandSpec, RobotProfile, held_joint_sources
 from robo_rl.real.runtime import PolicyRuntime
 from robo_rl.real.safety import SafetyFilter, SafetyResult
 from robo_rl.real.watchdog import Watchdog
@@ -73,7 +79,13 @@ class PolicyController:
         self.assembler = ObservationAssembler(
             profile.observations, profile.action_names, profile.safe_action, profile.dt, runtime.info.obs_high
         )
-        self.safety = SafetyFilter(profile.actions, profile.dt)
+        hold = profile.safe_command == HOLD_MEASURED
+        self.safety = SafetyFilter(profile.actions, profile.dt, hold_measured=hold)
+        self.held_sources = held_joint_sources(profile, self.command_spec) if hold else ()
+        """Per action: (its joint's measured position field, the command field it feeds); empty: a fixed safe
+        command."""
+        self.homing = False
+        """`go_home` was asked: the move home replaces the policy's and the operator's commands."""
         self.timeout = profile.staleness_timeout
         self.watchdogs = {name: Watchdog(self.timeout, clock) for name in _watched_inputs(profile)}
         self.fields: dict[str, float] = {}
@@ -97,6 +109,9 @@ class PolicyController:
         profile input they came from (every input's when None: one message carrying them all)."""
         self.fields.update(fields)
         self.observed_at = self.clock()
+        pose = measured_actions(self.command_spec, self.profile.action_names, self.held_sources, fields)
+        if pose is not None:  # one message with every joint: a complete measured pose
+            self.safety.measure(pose)
         if source is None:
             for watchdog in self.watchdogs.values():
                 watchdog.feed()
@@ -106,6 +121,17 @@ class PolicyController:
     def stale_inputs(self) -> list[str]:
         """The inputs silent for longer than the staleness timeout (all of them before their first message)."""
         return [name for name, watchdog in self.watchdogs.items() if watchdog.stale()]
+
+    def go_home(self) -> None:
+        """Move to the home pose (the actions' `safe` values) instead of the policy's or the operator's commands,
+        rate limited (`SafetyFilter.home_command`), until `stop_homing`; a profile holding its measured pose only."""
+        if not self.held_sources:
+            raise ValueError(f"profile {self.profile.name!r}: go_home needs safe_command: {HOLD_MEASURED}")
+        self.homing = True
+
+    def stop_homing(self) -> None:
+        """Hand control back: the next command is the policy's again (rate limited from the measured pose)."""
+        self.homing = False
 
     def intervene(self, action: Sequence[float]) -> None:
         """The operator's action `(action_dim,)` in policy units, used instead of the policy's while fresh."""
@@ -117,15 +143,35 @@ class PolicyController:
 
     def step(self) -> ControlOutput:
         """The command for this period."""
-        intervened = self.intervention is not None and self.clock() - self.intervened_at <= self.timeout
-        result, latency = self._intervened() if intervened else self._filtered()
+        fresh = self.intervention is not None and self.clock() - self.intervened_at <= self.timeout
+        intervened = fresh and not self.homing
+        if self.homing:
+            result, latency = self._home(), None
+        else:
+            result, latency = self._intervened() if intervened else self._filtered()
         self.policy_in_control = not intervened and not result.fault
         if self.policy_in_control:
             self.assembler.commit_integrals()
-        self.assembler.record_action(result.command)
-        names = self.profile.action_names
-        fields = command_fields(self.command_spec, names, result.command)
-        return ControlOutput(fields, result, latency, intervened and not result.fault)
+        if not result.withheld:
+            self.assembler.record_action(result.command)
+        return ControlOutput(self.message_fields(result), result, latency, intervened and not result.fault)
+
+    def message_fields(self, result: SafetyResult) -> dict[str, float]:
+        """The command message fields of a filtered command: its actions' fields and, for a JointTrajectory, the
+        point's time_from_start (the result's duration, else one period); empty when the command is withheld."""
+        if result.withheld:
+            return {}
+        fields = command_fields(self.command_spec, self.profile.action_names, result.command)
+        if self.command_spec.type == JOINT_TRAJECTORY:
+            fields |= trajectory_timing(result.duration or self.profile.dt)
+        return fields
+
+    def _home(self) -> SafetyResult:
+        """The move home, or the held pose while an input is stale."""
+        stale = self.stale_inputs()
+        if stale:
+            return self._safe(self._stale_fault(stale))
+        return self.safety.home_command(HOMING)
 
     def _intervened(self) -> tuple[SafetyResult, float | None]:
         assert self.intervention is not None
@@ -174,6 +220,10 @@ class PolicyController:
         if len(stale) == len(self.watchdogs):
             return "stale observation"
         return f"stale observation: no {', '.join(stale)} for {self.timeout} s"
+
+
+HOMING = "going home (go_home asked)"
+"""The fault of the move home: the policy's commands are not sent."""
 
 
 def _chunk_queue(runtime: PolicyRuntime, profile: RobotProfile, execution: ChunkExecution) -> TimedChunkQueue | None:

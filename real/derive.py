@@ -5,7 +5,7 @@ Pure functions on flat field dicts (`odom.pose.pose.position.x` → value), shar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -84,6 +84,29 @@ PX4_ODOMETRY_FIELDS = (
 """The VehicleOdometry fields `px4_state` reads."""
 
 
+PX4_POSE_FRAME_NED = 1
+"""VehicleOdometry.POSE_FRAME_NED (px4_msgs)."""
+PX4_VELOCITY_FRAME_NED = 1
+"""VehicleOdometry.VELOCITY_FRAME_NED (px4_msgs)."""
+
+
+def px4_odometry(state: Sequence[float]) -> dict[str, float]:
+    """VehicleOdometry fields (px4_msgs) of a robo_rl quadrotor state `(17,)` (position, quaternion w x y z FLU body
+    → ENU world, world velocity, FLU body rates, ... in REP 103's frames), as PX4 publishes them and `px4_state`
+    reads them: `position[0..2]` NED (m), `q[0..3]` FRD body → NED (w x y z, w ≥ 0), `velocity[0..2]` NED (m/s),
+    `angular_velocity[0..2]` FRD body (rad/s), `pose_frame` and `velocity_frame` NED. The microsecond
+    `timestamp` and `timestamp_sample` are the publisher's to set."""
+    values = np.asarray(state, dtype=np.float64)
+    parts = (
+        ("position", frames.enu_to_ned(values[0:3])),
+        ("q", frames.enu_flu_to_ned_frd(values[3:7])),
+        ("velocity", frames.enu_to_ned(values[7:10])),
+        ("angular_velocity", frames.flu_to_frd(values[10:13])),
+    )
+    fields = {f"{field}[{i}]": float(v) for field, vector in parts for i, v in enumerate(vector)}
+    return fields | {"pose_frame": float(PX4_POSE_FRAME_NED), "velocity_frame": float(PX4_VELOCITY_FRAME_NED)}
+
+
 def px4_state(name: str, odom: str, fields: Mapping[str, float], target: Sequence[float]) -> dict[str, float]:
     """The quadrotor's policy state from PX4's `VehicleOdometry` input `odom` (px4_msgs: position, attitude
     FRD body → NED, velocity in `velocity_frame`, body angular velocity FRD), in robo_rl's conventions (ENU world,
@@ -117,6 +140,14 @@ def px4_state(name: str, odom: str, fields: Mapping[str, float], target: Sequenc
     derived |= {f"{name}.velocity.{a}": float(velocity[i]) for i, a in enumerate(AXES)}
     derived |= {f"{name}.angular_velocity.{a}": float(angular_velocity[i]) for i, a in enumerate(AXES)}
     return derived
+
+
+SOURCE_WRITERS: dict[str, Callable[[Sequence[float]], dict[str, float]]] = {
+    "quadrotor_state": quadrotor_odometry,
+    "px4_state": px4_odometry,
+}
+"""Per derivation: the fields of the message it reads, from a robo_rl quadrotor state `(17,)` (what a simulator
+standing in for the robot's driver publishes)."""
 
 
 def derive(spec: InputSpec, fields: Mapping[str, float], target: Sequence[float]) -> dict[str, float]:

@@ -1,13 +1,18 @@
 """The robot drivers the bundled profiles are written against, and what each accepts: a profile names its driver
 (`driver:`), and one whose commands or inputs the driver cannot serve is refused with the reason.
 
-- px4: PX4 v1.14+ through uXRCE-DDS (px4_msgs on fmu/in, fmu/out; NED/FRD, converted by the profile).
-- crazyswarm2: the Crazyflie ROS 2 server (IMRCLab/crazyswarm2, crazyflie_server.cpp). Its command topics are
-  cmd_vel_legacy (Twist: roll and pitch angles in degrees, yaw rate, thrust as PWM), cmd_hover, cmd_position,
-  cmd_velocity_world and cmd_full_state (crazyflie_interfaces); none takes per-motor or body-rate commands, which is
-  what robo_rl's quadrotor policies output (action_mode motor or ctbr). Its `odom` carries a world-frame velocity
-  and no body rates (the rate fields are not logged). A policy for a real Crazyflie goes through the firmware
-  export (`robo-rl export --target crazyflie`) instead.
+- px4: PX4 v1.15+ through uXRCE-DDS (px4_msgs on fmu/in, fmu/out; NED/FRD, converted by the profile). The bundled
+  px4_msgs hash like v1.15's and v1.16's (tests/real/ros/test_msgs.py); v1.14's OffboardControlMode and
+  VehicleCommand differ.
+- crazyswarm2: the Crazyflie ROS 2 server (IMRCLab/crazyswarm2, C++ backend crazyflie_server.cpp). Its command
+  topics are cmd_vel_legacy (Twist: the legacy roll, pitch, yaw-rate and thrust setpoint), cmd_hover,
+  cmd_position, cmd_velocity_world and cmd_full_state (crazyflie_interfaces). With the firmware parameters
+  flightmode.stabModeRoll = flightmode.stabModePitch = 0 (rate mode) and the PID controller, cmd_vel_legacy carries
+  roll and pitch rates in deg/s, a yaw rate and a thrust: the body rates and collective thrust of a ctbr policy
+  (bundled profile quadrotor_crazyswarm2, whose signs and scales are checked against crazyswarm2 and
+  crazyflie-firmware in tests/real/test_crazyswarm2.py). No topic takes per-motor commands: a motor policy flies on
+  board (`robo-rl export --target crazyflie`). Its `odom` carries a world-frame velocity and no body rates (the rate
+  fields are not logged); the gyro comes from a `custom_topics` log block (crazyflie_interfaces/LogDataGeneric).
 - sim_bridge: robo_rl's simulator as a ROS node (sim/ros_bridge.py), which takes whatever the profile sends.
 - ackermann: a car base taking ackermann_msgs/AckermannDriveStamped on `drive` (F1TENTH's ackermann_mux/VESC
   driver), or a Twist→Ackermann converter on `cmd_vel` (angular.z read as a yaw rate).
@@ -34,10 +39,14 @@ class Driver:
 
 
 CRAZYSWARM2_WHY = (
-    "crazyswarm2 takes attitude+thrust (cmd_vel_legacy), hover, position, world velocity or full-state setpoints, "
-    "never per-motor or body-rate commands, which robo_rl's quadrotor policies output; fly the policy on the "
-    "Crazyflie itself with `robo-rl export --target crazyflie` (docs/ROBOT.md)"
+    "crazyswarm2 takes the legacy roll/pitch/yaw-rate/thrust setpoint (cmd_vel_legacy: body rates and thrust in "
+    "the firmware's rate mode, for a ctbr policy, profile quadrotor_crazyswarm2), hover, position, world velocity "
+    "or full-state setpoints, never per-motor commands; fly a motor policy on the Crazyflie itself with "
+    "`robo-rl export --target crazyflie` (docs/ROBOT.md)"
 )
+
+CRAZYSWARM2_RATES = "geometry_msgs/msg/Twist"
+"""The one crazyswarm2 command a robo_rl quadrotor policy (ctbr) fills: cmd_vel_legacy in the firmware's rate mode."""
 
 DRIVERS: dict[str, Driver] = {
     "sim_bridge": Driver("sim_bridge", None),
@@ -61,6 +70,8 @@ DRIVERS: dict[str, Driver] = {
             "crazyflie_interfaces/msg/VelocityWorld",
             "crazyflie_interfaces/msg/FullState",
         ),
+        # The C++ server's odom logs no rates (crazyflie_server.cpp, on_logging_odom); read the gyro from a
+        # custom_topics log block instead.
         unusable={
             "nav_msgs/msg/Odometry": "twist.twist.angular",
         },
@@ -88,7 +99,9 @@ def driver_problem(name: str, kind: str, command_types: Iterable[str], sources: 
         return f"unknown driver {name!r} (known: {', '.join(sorted(DRIVERS))})"
     driver = DRIVERS[name]
     if name == "crazyswarm2" and kind == "quadrotor":
-        return CRAZYSWARM2_WHY
+        others = [command for command in command_types if command != CRAZYSWARM2_RATES]
+        if others:
+            return f"{name} does not fly a quadrotor policy's {others[0]}: {CRAZYSWARM2_WHY}"
     for command in command_types:
         if driver.commands is not None and command not in driver.commands:
             return f"{name} does not take {command}: {driver.refusal}"

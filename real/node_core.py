@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from robo_rl.chunks.execution import EXECUTION_MODES, ChunkExecution
-from robo_rl.real.command import command_fields
 from robo_rl.real.controller import ControlOutput, PolicyController
 from robo_rl.real.latency import LatencyStats
 from robo_rl.real.ros.diagnostics import ERROR, OK, WARN
@@ -87,6 +86,9 @@ class NodeCounters:
         self.missed_deadlines = 0
         self.consecutive_missed = 0
         self.last_fault = ""
+        self.skipped_messages = 0
+        self.last_skipped = ""
+        self.withheld_commands = 0
         self.compute_latency = LatencyStats()
         self.stamp_latency = LatencyStats()
 
@@ -99,6 +101,9 @@ class NodeCounters:
             "interventions": self.interventions,
             "missed_deadlines": self.missed_deadlines + extra_missed,
             "last_fault": self.last_fault,
+            "skipped_messages": self.skipped_messages,
+            "last_skipped": self.last_skipped,
+            "withheld_commands": self.withheld_commands,
             "compute_latency_p50_ms": self.compute_latency.percentile(50) * 1e3,
             "compute_latency_p99_ms": self.compute_latency.percentile(99) * 1e3,
             "stamp_latency_p50_ms": self.stamp_latency.percentile(50) * 1e3,
@@ -164,6 +169,7 @@ class PolicyNodeCore:
         self.active = False
         halt()
         with self.lock:
+            self.controller.stop_homing()
             result = self.controller.safety.safe_command(reason)
         self._send(self._output(result), None, None)
         return True
@@ -175,9 +181,9 @@ class PolicyNodeCore:
         received = self.now_monotonic()
         try:
             fields = self.decoders[source](message)
-        except InputError as err:  # e.g. a JointState without a profile joint: never guess, latch the safe command
-            self._refuse(source, err)
-            fields = {}
+        except InputError as err:  # e.g. another publisher's JointState on the topic: skipped, feeds no watchdog
+            self._skip(source, err)
+            return
         with self.lock:
             if self.derives:
                 merged = {**self.controller.fields, **fields}
@@ -188,11 +194,12 @@ class PolicyNodeCore:
             output = self.controller.step()
         self._send(output, received, stamp_ns(message))
 
-    def _refuse(self, source: str, err: InputError) -> None:
+    def _skip(self, source: str, err: InputError) -> None:
+        """A message the profile cannot read: counted, never guessed at. Only complete messages feed the input's
+        watchdog, so without them the input goes stale and the safe command follows within its timeout."""
         with self.lock:
-            if self.controller.safety.estopped:
-                return
-            self.controller.safety.estop(f"e-stop: input {source!r} unreadable: {err}")
+            self.counters.skipped_messages += 1
+            self.counters.last_skipped = f"{source}: {err}"
 
     def on_watchdog(self) -> None:
         """Observation trigger, every period: while the trigger input is stale, one command (safe, or the
@@ -217,6 +224,17 @@ class PolicyNodeCore:
         with self.lock:
             self.controller.safety.estop()
 
+    def go_home(self) -> None:
+        """The rate-limited move home replaces the policy's commands until the next `stop` (deactivation); asked
+        while inactive, it starts at the next activation. ValueError for a profile without a held pose."""
+        with self.lock:
+            self.controller.go_home()
+
+    def resume_policy(self) -> None:
+        """End the move home: the policy commands again, rate limited from the measured pose."""
+        with self.lock:
+            self.controller.stop_homing()
+
     def intervene(self, action: Sequence[float]) -> None:
         """The operator's action in policy units; ValueError when its length is not the action dimension."""
         with self.lock:
@@ -225,10 +243,13 @@ class PolicyNodeCore:
     # ----------------------------------------------------------------------------------------------- accounting
 
     def _output(self, result: SafetyResult) -> ControlOutput:
-        spec, names = self.controller.command_spec, self.controller.profile.action_names
-        return ControlOutput(command_fields(spec, names, result.command), result, None)
+        return ControlOutput(self.controller.message_fields(result), result, None)
 
     def _send(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:
+        if output.safety.withheld:  # a held pose before any measured one: nothing is sent, not even the home pose
+            self.counters.withheld_commands += 1
+            self._status(f"{output.safety.fault} (nothing sent: no measured pose yet)")
+            return
         self.publish_command(output.fields, output.safety.fault)
         self._account(output, received, stamp)
 
@@ -246,12 +267,15 @@ class PolicyNodeCore:
             latched = self._deadline(latency)
         if fault:
             counters.safe_commands += 1
-        if fault != counters.last_fault:
-            counters.last_fault = fault
-            self.status_changed(*fault_status(fault))
+        self._status(fault)
         if latched:  # reported last, so that the status of this command's own fault does not replace it
             counters.last_fault = "missed deadlines"
             self.status_changed(*fault_status(latched))
+
+    def _status(self, fault: str) -> None:
+        if fault != self.counters.last_fault:
+            self.counters.last_fault = fault
+            self.status_changed(*fault_status(fault))
 
     def _deadline(self, latency: float) -> str:
         """Count a late command; the fault when it latches the e-stop, "" otherwise."""
@@ -274,6 +298,8 @@ class PolicyNodeCore:
         values = self.counters.values(self.active, extra_missed)
         values["command_type"] = self.controller.command_spec.type
         values["estopped"] = self.controller.safety.estopped
+        if self.controller.held_sources:
+            values["homing"] = self.controller.homing
         chunks = self.controller.chunks
         if chunks is not None:
             values["action_chunk"] = chunks.horizon

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from robo_rl.real.drivers import driver_problem
+from robo_rl.real.px4 import DEFAULT_FAULT_HOLD, PX4_QUAD_X_ORDER, motor_permutation
 
 KINDS = ("quadrotor", "rc_car", "arm")
 
@@ -135,7 +136,8 @@ class ActionLimit:
     high: float
     """Upper bound the policy must have been exported with; the safety filter clips to it."""
     safe: float
-    """Value commanded on faults, stale observations and e-stop; within [low, high]."""
+    """Value commanded on faults, stale observations and e-stop; within [low, high]. With the profile's
+    `safe_command: hold_measured`: the home pose, commanded only on request (faults hold the measured pose)."""
     rate_limit: float = math.inf
     """Largest change per second in the action's unit (inf: no rate limit)."""
 
@@ -147,6 +149,8 @@ class ActionLimit:
         _require(self.rate_limit > 0, "rate_limit", f"must be > 0, got {self.rate_limit}")
 
 
+ESC_COMMANDS = ("", "speed", "throttle")
+"""`CommandField.esc` choices (the values of `robo_rl.actuator.DRIVE_MODES`, or empty)."""
 TRANSFORMS = ("", "ackermann_yaw_rate")
 """How a command field is computed from its action besides the linear map (see `CommandField.transform`)."""
 BODY_FRAMES = ("flu", "frd")
@@ -169,12 +173,27 @@ class CommandField:
     """"ackermann_yaw_rate": the field is the yaw rate of a car steering at angle offset + scale × action (rad) at
     the command's `linear.x` speed, speed × tan(angle) / the command's `wheelbase` (rad/s): what Twist→Ackermann
     converters read from `angular.z`. Empty: the linear map."""
+    ceiling: float = math.inf
+    """Largest value sent, in the field's unit: a higher one is sent as `ceiling` (e.g. 60000, the thrust cap of
+    crazyswarm2's cmd_vel_legacy and of the Crazyflie firmware's legacy commander). inf: none."""
+    zero_below: float = -math.inf
+    """A value (after `ceiling`) below this is sent as 0, in the field's unit: a motor cut-off (a Crazyflie's legacy
+    thrust, where 0 stops the motors and releases the firmware's thrust lock). -inf: none."""
+    esc: str = ""
+    """For an RC car's drive: what the car's ESC receives in this field, "speed" (a speed setpoint in m/s,
+    offset + scale × action: a VESC in speed mode, AckermannDriveStamped `speed`, Twist `linear.x`) or "throttle"
+    (a throttle/duty fraction). It must be what the policy's drive action means (its recorded
+    `robo_rl.actuator.DriveActuator`, `robo_rl.real.runtime.drive_mismatches`). Empty: not a drive field."""
 
     def __post_init__(self) -> None:
         _require(bool(_FIELD_PATH.match(self.field)), "field", f"bad field {self.field!r}")
         _require(math.isfinite(self.scale) and math.isfinite(self.offset), "scale", "scale and offset must be finite")
         _require(self.axis in ("", "x", "y", "z"), "axis", f"must be x, y, z or empty, got {self.axis!r}")
         _require(self.transform in TRANSFORMS, "transform", f"must be one of {TRANSFORMS}, got {self.transform!r}")
+        bounds = f"zero_below={self.zero_below} ceiling={self.ceiling}"
+        _require(not math.isnan(self.ceiling) and not math.isnan(self.zero_below), "ceiling", "must not be nan")
+        _require(self.zero_below < self.ceiling, "zero_below", f"must be < ceiling, got {bounds}")
+        _require(self.esc in ESC_COMMANDS, "esc", f"must be one of {ESC_COMMANDS}, got {self.esc!r}")
 
 
 @dataclass(frozen=True)
@@ -216,6 +235,9 @@ class CommandSpec:
 
 JOINT_STATE = "sensor_msgs/msg/JointState"
 JOINT_TRAJECTORY = "trajectory_msgs/msg/JointTrajectory"
+HOLD_MEASURED = "hold_measured"
+SAFE_COMMANDS = ("fixed", HOLD_MEASURED)
+"""`RobotProfile.safe_command` choices."""
 DERIVATIONS = ("quadrotor_state", "px4_state")
 """Inputs a node computes from other inputs instead of subscribing (see `robo_rl.real.derive`)."""
 
@@ -371,6 +393,30 @@ class EpisodeSettings:
         _require(not self.reset_done or self.reset != "human", "reset_done", "a human reset ends with the button")
 
 
+@dataclass(frozen=True)
+class Px4Settings:
+    """What policy_node does for a PX4 vehicle besides the setpoints (`robo_rl.real.px4`)."""
+
+    fault_hold: float = DEFAULT_FAULT_HOLD
+    """Seconds of zero body rates at the hold thrust, with the heartbeat, after a fault, before the node goes silent
+    and PX4's offboard-loss failsafe acts (VehicleRatesSetpoint only; other setpoints go silent at once). 0: none."""
+    hover_thrust: float = 0.0
+    """The hold's thrust, normalized upward in (0, 1] (PX4's MPC_THR_HOVER for this vehicle); 0: the last safe
+    thrust, i.e. the thrust of the last setpoint sent without a fault since activation."""
+    motor_order: tuple[str, ...] = PX4_QUAD_X_ORDER
+    """For an ActuatorMotors command: the positions of PX4's motors 1..4 (`control[0..3]`, its CA_ROTOR0..3), named
+    from robo_rl's rotors (front_right, back_right, back_left, front_left). The profile's fields write `control[k]`
+    for robo_rl rotor k; policy_node moves each to its PX4 motor. Default: PX4's quad-X airframes."""
+
+    def __post_init__(self) -> None:
+        _require(math.isfinite(self.fault_hold) and self.fault_hold >= 0, "fault_hold", "must be >= 0 s")
+        _require(0.0 <= self.hover_thrust <= 1.0, "hover_thrust", f"must lie in [0, 1], got {self.hover_thrust}")
+        try:
+            motor_permutation(self.motor_order)
+        except ValueError as err:
+            raise ProfileError(str(err)) from None
+
+
 def source_input(source: str) -> str:
     """The input a source reads: its first segment (`odom` for `odom.twist.twist.linear.x`, `track` for
     `track.lookahead[3]`, `state` for `integral(state.position_error.x)`)."""
@@ -408,10 +454,24 @@ class RobotProfile:
     """Tighter action bounds while learning on the robot. Empty: the actions' own bounds."""
     episode: EpisodeSettings | None = None
     """Episodes of learning on the robot; None: human resets, no step limit."""
+    px4: Px4Settings | None = None
+    """PX4 fault hold and motor order (driver px4); None: the defaults of `Px4Settings`."""
+    safe_command: str = "fixed"
+    """What the node commands on a fault, e-stop or deactivation. "fixed": each action's `safe` value (motors off,
+    zero speed). "hold_measured" (position-commanded joints: every command a JointTrajectory whose
+    `points[0].positions[i]` fields come from the joints of a JointState input): the last complete measured pose
+    of the joints, taken when the safe commands begin and held while they last; nothing before the first measured
+    pose after activation. The rate limits then restart from the measured pose, and the actions' `safe` values are
+    the home pose, commanded only on request (policy_node's `go_home`), rate limited."""
+    task_params: tuple[str, ...] = ()
+    """`key=value` settings of `task` the policy must have been trained with besides the task's defaults (e.g.
+    `action_mode=ctbr` where the commands are body rates); sim_bridge makes its simulator with them. Empty: none."""
 
     def __post_init__(self) -> None:
         _require(bool(self.name), "name", "must not be empty")
         _require(bool(self.task), "task", "must not be empty")
+        for param in self.task_params:
+            _require(bool(re.match(r"^\w[\w.]*=", param)), "task_params", f"expected key=value, got {param!r}")
         _require(self.kind in KINDS, "kind", f"must be one of {KINDS}, got {self.kind!r}")
         _require(self.dt > 0, "dt", f"must be > 0, got {self.dt}")
         _require(self.dt_tolerance >= 0, "dt_tolerance", f"must be >= 0, got {self.dt_tolerance}")
@@ -430,6 +490,7 @@ class RobotProfile:
         self._check_workspace()
         self._check_action_box()
         self._check_episode()
+        self._check_safe_command()
 
     def _check_references(self) -> None:
         names = set(self.action_names)
@@ -449,6 +510,20 @@ class RobotProfile:
                 sources.setdefault(types.get(source_input(obs.field), ""), []).append(obs.field)
         problem = driver_problem(self.driver, self.kind, [c.type for c in self.commands], sources)
         _require(not problem, "driver", problem)
+
+    def _check_safe_command(self) -> None:
+        choices = SAFE_COMMANDS
+        _require(self.safe_command in choices, "safe_command", f"must be one of {choices}, got {self.safe_command!r}")
+        if self.safe_command != HOLD_MEASURED:
+            return
+        for i, command in enumerate(self.commands):
+            try:
+                held_joint_sources(self, command)
+            except ProfileError as err:
+                raise ProfileError(f"safe_command: {HOLD_MEASURED} with commands[{i}]: {err}") from None
+        for i, action in enumerate(self.actions):
+            finite = math.isfinite(action.rate_limit)
+            _require(finite, f"actions[{i}].rate_limit", f"{HOLD_MEASURED} times the move home with it: give one")
 
     def _check_joint_commands(self) -> None:
         for i, command in enumerate(self.commands):
@@ -546,6 +621,31 @@ class RobotProfile:
         return tuple(a.safe for a in self.actions)
 
 
+_POSITION_FIELD = re.compile(r"^points\[0\]\.positions\[(\d+)\]$")
+
+
+def held_joint_sources(profile: RobotProfile, command: CommandSpec) -> tuple[tuple[str, str], ...]:
+    """Per action, in action order: (the flat field of its joint's measured position, e.g.
+    `joint_states.position[2]`; the command field it feeds, e.g. `points[0].positions[2]`), for a profile whose safe
+    command holds the measured pose. ProfileError when `command` is not a JointTrajectory whose every action feeds
+    one `points[0].positions[i]` field, unscaled by a transform, of a joint some JointState input lists."""
+    _require(command.type == JOINT_TRAJECTORY, "type", f"a held pose needs a {JOINT_TRAJECTORY}, got {command.type}")
+    measured = {joint: f"{spec.name}.position[{j}]" for spec in profile.inputs for j, joint in enumerate(spec.joints)}
+    sources = []
+    for action in profile.action_names:
+        feeding = [f for f in command.fields if f.action == action]
+        _require(len(feeding) == 1, "fields", f"action {action!r} feeds {len(feeding)} fields, expected 1")
+        field = feeding[0]
+        match = _POSITION_FIELD.match(field.field)
+        plain = match is not None and not field.transform and not field.axis and field.scale != 0
+        _require(plain, "fields", f"{field.field!r} ({action}): not a joint position points[0].positions[i]")
+        assert match is not None
+        joint = command.joint_names[int(match.group(1))]
+        _require(joint in measured, "joint_names", f"joint {joint!r} is in no JointState input's joints")
+        sources.append((measured[joint], field.field))
+    return tuple(sources)
+
+
 def _require(ok: bool, field: str, message: str) -> None:
     if not ok:
         raise ProfileError(f"{field}: {message}")
@@ -568,7 +668,7 @@ def _build(cls: type, data: Any, where: str, nested: Mapping[str, type] | None =
     if not isinstance(data, Mapping):
         raise ProfileError(f"{where or 'profile'}: expected a mapping, got {type(data).__name__}")
     declared = {f.name: f for f in fields(cls)}
-    unknown = sorted(str(key) for key in data if key not in declared)
+    unknown = sorted(_key_text(key) for key in data if key not in declared)
     if unknown:
         raise ProfileError(f"{_join(where, unknown[0])}: unknown key (expected one of {sorted(declared)})")
     nested = _NESTED.get(cls, {}) if nested is None else nested
@@ -588,6 +688,12 @@ def _build(cls: type, data: Any, where: str, nested: Mapping[str, type] | None =
         return cls(**kwargs)
     except ProfileError as err:
         raise ProfileError(_join(where, str(err))) from None
+
+
+def _key_text(key: Any) -> str:
+    """A key as an error message shows it: as written when it is a plain name, else quoted (one line always)."""
+    text = str(key)
+    return text if re.fullmatch(r"[\w.\[\]-]+", text) else repr(text)
 
 
 def _join(where: str, key: str) -> str:
@@ -615,11 +721,14 @@ _NESTED: dict[type, dict[str, type]] = {
         "workspace": WorkspaceLimit,
         "action_box": ActionBound,
         "episode": EpisodeSettings,
+        "px4": Px4Settings,
+        "task_params": str,
     },
     CommandSpec: {"fields": CommandField, "joint_names": str},
     InputSpec: {"labels": str, "joints": str},
     WorkspaceLimit: {"norm": str},
     EpisodeSettings: {"reset_actions": ResetMove, "reset_done": WorkspaceLimit, "recovery_actions": ResetMove},
+    Px4Settings: {"motor_order": str},
 }
 """Per class: its fields built as lists of (or as one) nested class; the others are scalars."""
 
@@ -673,7 +782,8 @@ def profile_from_dict(data: Any, source: str = "profile") -> RobotProfile:
 
 
 def load_profile(name_or_path: str | Path) -> RobotProfile:
-    """Load a bundled profile by name (`quadrotor_crazyflie`, `quadrotor_px4`, `rc_car`, `arm`) or a YAML path."""
+    """Load a bundled profile by name (`quadrotor_crazyflie`, `quadrotor_crazyswarm2`, `quadrotor_px4`, `rc_car`,
+    `arm`) or a YAML path."""
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         if not path.is_file():

@@ -1,16 +1,34 @@
 """PX4 offboard control over ROS 2 (px4_msgs through uXRCE-DDS), without ROS: what policy_node sends besides the
-setpoint.
+setpoint, and what it does on a fault.
 
 PX4 accepts and keeps offboard control only while `OffboardControlMode` arrives at more than 2 Hz with the flag of
 the setpoint being sent (PX4 user guide, "Offboard mode"); it switches to offboard and arms only on a
 `VehicleCommand`, which policy_node sends only when asked (parameters px4_offboard, px4_arm), after the setpoint
-stream has run for `REQUEST_AFTER_HEARTBEATS` heartbeats, as PX4 requires. PX4 stamps its messages in
-microseconds. On a fault policy_node sends neither setpoints nor heartbeats: PX4's offboard-loss failsafe takes
-over (a zero-thrust "safe" setpoint would drop a flying vehicle).
+stream has run for `REQUEST_AFTER_HEARTBEATS` heartbeats, as PX4 requires. PX4 answers each command with a
+`VehicleCommandAck`; a refused or unanswered request is sent again (`confirmation` counting up) at most
+`REQUEST_ATTEMPTS` times in all, `RETRY_AFTER_S` apart, and the outcome goes to /diagnostics. PX4 stamps its
+messages in microseconds. Supported: PX4 v1.15 and later (`PX4_VERSIONS`; the bundled px4_msgs hash like v1.15's
+and v1.16's, except VehicleStatus, which is v1.16's message version 1 on `fmu/out/vehicle_status_v1`).
+
+On a fault (`FaultHold`): PX4 keeps executing the last setpoint it received until its offboard-loss failsafe acts,
+COM_OF_LOSS_T after the last heartbeat (1 s by default). Going silent right after a 10 rad/s setpoint would let it
+fly that for a second. So for a body-rate setpoint policy_node first sends, for `fault_hold` s (profile, default
+0.2 s), zero body rates at the hold thrust, with the heartbeat, then stops both, so that the last setpoint PX4 keeps
+is the benign one while its failsafe (COM_OBL_RC_ACT) takes over. The hold thrust is the profile's `hover_thrust`
+when it gives one, otherwise the last safe thrust: the `thrust_body` of the last setpoint published without a fault
+since activation (the policy's or the operator's command after the safety filter, in PX4's FRD units). Without
+either (a fault before the first good setpoint and no hover_thrust) there is no hold: silence at once. Zero rates
+hold the attitude the vehicle had, they do not level it; the hold is short on purpose. Other setpoint types go silent
+at once: attitude (not bundled; level attitude would need the heading the faulty inputs may not give), thrust and
+torque, and ActuatorMotors (no rate loop runs in PX4 for those: zero torque or equal motors freeze whatever angular
+velocity the vehicle has, which is no safer than PX4's failsafe after COM_OF_LOSS_T; keep that short).
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 PACKAGE = "px4_msgs"
@@ -18,8 +36,24 @@ HEARTBEAT_HZ = 10.0
 """OffboardControlMode rate; PX4 needs more than 2 Hz."""
 REQUEST_AFTER_HEARTBEATS = 10
 """Heartbeats (1 s) of setpoint stream before the mode switch and arming requests."""
+REQUEST_ATTEMPTS = 3
+"""Sends of one request, the first included, before policy_node gives up on it (and on the requests after it)."""
+RETRY_AFTER_S = 0.5
+"""Seconds after a refusal, or after a send with no answer, before the request is sent again."""
+DEFAULT_FAULT_HOLD = 0.2
+"""Seconds of zero body rates at the hold thrust after a fault, before silence."""
 OFFBOARD_MODE_TOPIC = "fmu/in/offboard_control_mode"
 VEHICLE_COMMAND_TOPIC = "fmu/in/vehicle_command"
+VEHICLE_COMMAND_ACK_TOPIC = "fmu/out/vehicle_command_ack"
+VEHICLE_STATUS_TOPICS = {"1.15": "", "1.16": "fmu/out/vehicle_status_v1"}
+"""Where each PX4 release publishes the VehicleStatus that the bundled px4_msgs decodes: v1.16 publishes message
+version 1 on `vehicle_status_v1` (versioned topics carry a `_vN` suffix for N > 0); v1.15's `vehicle_status` is
+message version 0, whose fields differ (type hash), so it is not read there ("")."""
+PX4_VERSIONS = tuple(VEHICLE_STATUS_TOPICS)
+"""The values of policy_node's px4_version parameter: the oldest release whose messages match; later releases
+serve v1.16's messages through PX4's message translation node."""
+RATES_SETPOINT = "px4_msgs/msg/VehicleRatesSetpoint"
+ACTUATOR_MOTORS = "px4_msgs/msg/ActuatorMotors"
 OFFBOARD_FLAGS = (
     "position",
     "velocity",
@@ -29,19 +63,37 @@ OFFBOARD_FLAGS = (
     "thrust_and_torque",
     "direct_actuator",
 )
-"""OffboardControlMode's boolean fields (PX4 v1.14+)."""
+"""OffboardControlMode's boolean fields (PX4 v1.15+; v1.14's message differs)."""
 SETPOINT_FLAG = {
-    "px4_msgs/msg/VehicleRatesSetpoint": "body_rate",
+    RATES_SETPOINT: "body_rate",
     "px4_msgs/msg/VehicleAttitudeSetpoint": "attitude",
     "px4_msgs/msg/VehicleThrustSetpoint": "thrust_and_torque",
     "px4_msgs/msg/VehicleTorqueSetpoint": "thrust_and_torque",
-    "px4_msgs/msg/ActuatorMotors": "direct_actuator",
+    ACTUATOR_MOTORS: "direct_actuator",
 }
 """The OffboardControlMode flag each setpoint type needs."""
 VEHICLE_CMD_DO_SET_MODE = 176
 VEHICLE_CMD_COMPONENT_ARM_DISARM = 400
 PX4_CUSTOM_MAIN_MODE_OFFBOARD = 6.0
 MAV_MODE_FLAG_CUSTOM_MODE_ENABLED = 1.0
+ACK_RESULTS = {
+    0: "accepted",
+    1: "temporarily rejected",
+    2: "denied",
+    3: "unsupported",
+    4: "failed",
+    5: "in progress",
+    6: "cancelled",
+}
+"""VehicleCommandAck.result (MAVLink MAV_RESULT) → words."""
+ACK_ACCEPTED = 0
+
+ROTORS = ("front_right", "back_right", "back_left", "front_left")
+"""robo_rl's rotor order (robo_rl.sim.quadrotor.params): 0 front-right, 1 back-right, 2 back-left, 3 front-left; the
+motor actions of a policy trained with action_mode=motor come in this order."""
+PX4_QUAD_X_ORDER = ("front_right", "back_left", "front_left", "back_right")
+"""PX4's quad-X motors 1..4 (ActuatorMotors control[0..3]): the CA_ROTOR0..3 positions of its quad-X airframes."""
+_CONTROL = re.compile(r"^control\[([0-9]+)\]$")
 
 
 def is_px4(command_type: str) -> bool:
@@ -60,61 +112,214 @@ def timestamp_us(nanoseconds: int) -> int:
     return nanoseconds // 1000
 
 
+def status_topic(version: str) -> str:
+    """The VehicleStatus topic policy_node reads for PX4 release `version` ("" for none); ValueError naming the
+    parameter for an unknown version."""
+    if version not in VEHICLE_STATUS_TOPICS:
+        raise ValueError(f"parameter 'px4_version': must be one of {PX4_VERSIONS}, got {version!r}")
+    return VEHICLE_STATUS_TOPICS[version]
+
+
+# ------------------------------------------------------------------------------------------------ motor order
+
+
+def motor_permutation(order: tuple[str, ...]) -> tuple[int, ...]:
+    """For PX4 motors 1..4 at the positions `order` (names from `ROTORS`): the robo_rl rotor index each one is;
+    ValueError unless `order` names each rotor once."""
+    if sorted(order) != sorted(ROTORS):
+        raise ValueError(f"motor_order: must name each of {ROTORS} once, got {list(order)}")
+    return tuple(ROTORS.index(name) for name in order)
+
+
+def reorder_motors(fields: Mapping[str, float], permutation: tuple[int, ...]) -> dict[str, float]:
+    """ActuatorMotors fields in robo_rl's rotor order (`control[k]` for rotor k) → PX4's (`control[i]` for motor
+    i + 1, which is robo_rl rotor `permutation[i]`); other fields and controls beyond the rotors pass unchanged."""
+    slot = {rotor: motor for motor, rotor in enumerate(permutation)}
+    moved: dict[str, float] = {}
+    for key, value in fields.items():
+        match = _CONTROL.match(key)
+        index = int(match.group(1)) if match else -1
+        moved[f"control[{slot[index]}]" if index in slot else key] = value
+    return moved
+
+
+# ------------------------------------------------------------------------------------------------ fault hold
+
+
+class FaultHold:
+    """What goes to PX4 for each setpoint decision (see the module docstring): `setpoint(fields, fault, now)` returns
+    the fields to publish, the hold setpoint's, or None for silence.
+
+    `hold`: seconds of the hold (0: none); `hover_thrust`: normalized upward thrust in (0, 1], or 0 to use the last
+    safe thrust; `body_rates`: whether the setpoint is a VehicleRatesSetpoint (the only type with a hold)."""
+
+    def __init__(self, hold: float, hover_thrust: float, body_rates: bool) -> None:
+        if not (math.isfinite(hold) and hold >= 0 and 0 <= hover_thrust <= 1):
+            raise ValueError(f"fault hold {hold} s must be >= 0 and hover thrust {hover_thrust} in [0, 1]")
+        self.hold = hold if body_rates else 0.0
+        self.hover_thrust = hover_thrust
+        self.last_thrust: tuple[float, float, float] | None = None
+        self.fault_since: float | None = None
+
+    def restart(self) -> None:
+        """Activation: no safe thrust known yet, no fault."""
+        self.last_thrust, self.fault_since = None, None
+
+    def setpoint(self, fields: Mapping[str, float], fault: str, now: float) -> dict[str, float] | None:
+        """For the command `fields` with `fault` ("" for a good one) at `now` (s, monotonic): the fields to send, the
+        hold's (zero rates at `thrust()`) within `hold` s of the fault's start, or None (silence)."""
+        if not fault:
+            self.fault_since = None
+            x, y, z = (float(fields.get(f"thrust_body[{i}]", 0.0)) for i in range(3))
+            self.last_thrust = (x, y, z)
+            return dict(fields)
+        if self.fault_since is None:
+            self.fault_since = now
+        held = self.thrust()
+        if held is None or not self._holding(now):
+            return None
+        return {"roll": 0.0, "pitch": 0.0, "yaw": 0.0, **{f"thrust_body[{i}]": held[i] for i in range(3)}}
+
+    def thrust(self) -> tuple[float, float, float] | None:
+        """The hold's thrust_body (FRD, normalized): the profile's hover thrust upward, or the last safe thrust."""
+        if self.hover_thrust > 0:
+            return (0.0, 0.0, -self.hover_thrust)
+        return self.last_thrust
+
+    def phase(self, now: float) -> str:
+        """The fault phase: empty without a fault, "hold" during the hold, "silent" after it."""
+        if self.fault_since is None:
+            return ""
+        return "hold" if self.thrust() is not None and self._holding(now) else "silent"
+
+    def _holding(self, now: float) -> bool:
+        """Within [fault start, fault start + hold), to 1 ns: float sums of periods land on the end exactly."""
+        assert self.fault_since is not None
+        return now - self.fault_since < self.hold - 1e-9
+
+
+# ------------------------------------------------------------------------------------------ vehicle commands
+
+
 @dataclass(frozen=True)
 class VehicleRequest:
-    """One VehicleCommand: `command` with `param1`, `param2`, for system 1, component 1, from outside PX4."""
+    """One VehicleCommand: `command` with `param1`, `param2`, from outside PX4."""
 
+    name: str
     command: int
     param1: float
     param2: float = 0.0
 
-    def fields(self, now_us: int) -> dict[str, object]:
+    def fields(
+        self, now_us: int, target_system: int = 1, target_component: int = 1, confirmation: int = 0
+    ) -> dict[str, object]:
+        """The message fields: for MAVLink system `target_system`, component `target_component` (PX4's MAV_SYS_ID
+        and its autopilot component, 1 and 1 by default); `confirmation` counts the resends."""
         return {
             "timestamp": now_us,
             "command": self.command,
             "param1": self.param1,
             "param2": self.param2,
-            "target_system": 1,
-            "target_component": 1,
+            "target_system": target_system,
+            "target_component": target_component,
             "source_system": 1,
             "source_component": 1,
+            "confirmation": confirmation,
             "from_external": True,
         }
 
 
 OFFBOARD_REQUEST = VehicleRequest(
-    VEHICLE_CMD_DO_SET_MODE, MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, PX4_CUSTOM_MAIN_MODE_OFFBOARD
+    "offboard", VEHICLE_CMD_DO_SET_MODE, MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, PX4_CUSTOM_MAIN_MODE_OFFBOARD
 )
-ARM_REQUEST = VehicleRequest(VEHICLE_CMD_COMPONENT_ARM_DISARM, 1.0)
+ARM_REQUEST = VehicleRequest("arm", VEHICLE_CMD_COMPONENT_ARM_DISARM, 1.0)
+
+
+@dataclass
+class RequestState:
+    """One request's progress: sends so far, when last sent, PX4's last answer, the outcome."""
+
+    request: VehicleRequest
+    sends: int = 0
+    sent_at: float = 0.0
+    answer: str = ""
+    outcome: str = ""
+    """Empty while pending, "accepted", or "gave up"."""
+
+    def report(self) -> str:
+        if not self.sends:
+            return "waiting"
+        answer = f" (last answer: {self.answer})" if self.answer and self.outcome != "accepted" else ""
+        status = self.outcome or "pending"
+        return f"{status} after {self.sends} send{'s' if self.sends > 1 else ''}{answer}"
 
 
 class OffboardLink:
-    """When to send the heartbeat and the requests: `on_command(fault, now)` for every setpoint decision,
-    `heartbeat_due(now)` at HEARTBEAT_HZ, `requests()` once the stream has run long enough."""
+    """When to send the heartbeat and the requests: `on_command(published, fault, now)` for every setpoint
+    decision, `heartbeat_due(now)` at HEARTBEAT_HZ, `requests(now)` with each heartbeat once the stream has run long
+    enough (each with its `confirmation`), `on_ack(command, result)` for each VehicleCommandAck."""
 
     def __init__(self, offboard: bool, arm: bool, staleness: float) -> None:
-        self.wanted = [r for r, asked in ((OFFBOARD_REQUEST, offboard), (ARM_REQUEST, arm)) if asked]
+        wanted = [r for r, asked in ((OFFBOARD_REQUEST, offboard), (ARM_REQUEST, arm)) if asked]
+        self.states = [RequestState(request) for request in wanted]
         self.staleness = staleness
         self.last_command: float | None = None
+        self.faulted = False
         self.heartbeats = 0
-        self.sent = False
 
-    def on_command(self, fault: str, now: float) -> bool:
-        """Whether to publish this setpoint: never with a fault, which also stops the heartbeat."""
-        self.last_command = None if fault else now
-        return not fault
+    def on_command(self, published: bool, fault: bool, now: float) -> None:
+        """A setpoint decision: `published` keeps the heartbeat going, silence stops it; no request goes out
+        while a `fault` lasts (the fault hold's setpoints are published)."""
+        self.last_command = now if published else None
+        self.faulted = fault
 
     def heartbeat_due(self, now: float) -> bool:
-        """Send a heartbeat now: only while good setpoints flow (the last one within `staleness` s)."""
+        """Send a heartbeat now: only while setpoints are published (the last one within `staleness` s)."""
         flowing = self.last_command is not None and now - self.last_command <= self.staleness
         if flowing:
             self.heartbeats += 1
         return flowing
 
-    def requests(self) -> list[VehicleRequest]:
-        """The mode switch and arming the parameters asked for, once, with the heartbeat after the first
-        REQUEST_AFTER_HEARTBEATS (1 s of setpoints)."""
-        if self.sent or self.heartbeats <= REQUEST_AFTER_HEARTBEATS:
+    def requests(self, now: float) -> list[tuple[VehicleRequest, int]]:
+        """The request to send now with its confirmation (0 first, then 1, 2, ...): the first pending one, after the
+        first REQUEST_AFTER_HEARTBEATS heartbeats (1 s of setpoints), again RETRY_AFTER_S after a refusal or an
+        unanswered send, at most REQUEST_ATTEMPTS sends; one that gives up ends the sequence (no arming after a
+        refused mode switch)."""
+        state = self._current()
+        if self.faulted or self.heartbeats <= REQUEST_AFTER_HEARTBEATS or state is None:
             return []
-        self.sent = True
-        return list(self.wanted)
+        if state.sends and now - state.sent_at < RETRY_AFTER_S:
+            return []
+        if state.sends >= REQUEST_ATTEMPTS:
+            state.outcome = "gave up"
+            return []
+        state.sends += 1
+        state.sent_at = now
+        return [(state.request, state.sends - 1)]
+
+    def on_ack(self, command: int, result: int) -> str:
+        """PX4's answer to a command: recorded for the pending request with that command (others are ignored);
+        returns the words for the answer ("" when it was not for a pending request)."""
+        state = self._current()
+        if state is None or not state.sends or state.request.command != command:
+            return ""
+        state.answer = ACK_RESULTS.get(result, f"result {result}")
+        if result == ACK_ACCEPTED:
+            state.outcome = "accepted"
+        return state.answer
+
+    def _current(self) -> RequestState | None:
+        for state in self.states:
+            if state.outcome == "gave up":
+                return None
+            if not state.outcome:
+                return state
+        return None
+
+    def gave_up(self) -> RequestState | None:
+        """The request PX4 refused REQUEST_ATTEMPTS times (or never answered), if any."""
+        return next((s for s in self.states if s.outcome == "gave up"), None)
+
+    def diagnostics(self) -> dict[str, object]:
+        """`px4_request_<name>`: each request's state, e.g. "accepted after 2 sends"."""
+        return {f"px4_request_{s.request.name}": s.report() for s in self.states}

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from robo_rl.actuator import ACTUATOR_KEY, MotorActuator
+from robo_rl.actuator import ACTUATOR_KEY, Actuator, DriveActuator, MotorActuator
 from robo_rl.artifact import ArtifactError, PolicyArtifact
 from robo_rl.real.profile import CommandSpec, RobotProfile
 
@@ -63,7 +63,7 @@ class PolicyInfo:
     """Lower observation bounds of the training env, in input order (empty: not given)."""
     obs_high: tuple[float, ...] = ()
     """Upper observation bounds, in input order (an `integral(...)` source is clipped to +-its bound)."""
-    actuator: MotorActuator | None = None
+    actuator: Actuator | None = None
     """What the actions mean physically (`robo_rl.actuator`): the profile's command map must apply it."""
 
     @classmethod
@@ -106,9 +106,61 @@ def mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:
     found += _unit_mismatches("observation", info.obs_names, info.obs_units, obs_units)
     found += _unit_mismatches("action", info.action_names, info.action_units, {a.name: a.unit for a in profile.actions})
     found += _bound_mismatches(info, profile)
-    if info.actuator is not None:
+    if isinstance(info.actuator, MotorActuator):
         found += [m for spec in profile.commands for m in actuator_mismatches(info.actuator, spec, info.action_names)]
+    drive = info.actuator if isinstance(info.actuator, DriveActuator) else None
+    found += [m for spec in profile.commands for m in drive_mismatches(drive, spec)]
     return found
+
+
+def drive_mismatches(drive: DriveActuator | None, spec: CommandSpec) -> list[str]:
+    """How the command `spec` sends an RC car's drive other than the policy's drive action means it.
+
+    A car policy states what its drive action meant to the simulator (`robo_rl.actuator.DriveActuator`): the
+    ESC's speed setpoint in m/s = scale × action, or a throttle fraction. Every field carrying that action must
+    say it sends the same (`CommandField.esc`); a speed field must be linear, field = scale × action with the
+    policy's scale (m/s per unit action) and no offset or transform. A field that says what its ESC receives
+    refuses a policy that does not state it (exported before the record: trained on throttle)."""
+    found = []
+    for f in spec.fields:
+        where = f"{spec.type} {f.field} ({f.action})"
+        carries = drive is not None and f.action == drive.action
+        if not f.esc and not carries:
+            continue
+        if drive is None:
+            found.append(
+                f"{where}: profile sends the ESC a {f.esc} command; the policy does not state what its drive "
+                f"action means ({ACTUATOR_KEY}: exported before it was recorded, i.e. trained on throttle)"
+            )
+        elif not carries:
+            found.append(f"{where}: an ESC field ({f.esc}), but the policy's drive action is {drive.action!r}")
+        elif f.esc != drive.mode:
+            sent = f"a {f.esc} command" if f.esc else "a field that does not say what the ESC receives (esc)"
+            found.append(f"{where}: profile sends {sent}; the policy's drive action is a {drive.mode} command")
+        elif drive.mode == "speed" and (f.transform or f.axis or not _drive_scale_matches(f.scale, f.offset, drive)):
+            found.append(
+                f"{where}: profile sends speed {f.offset:g} + {f.scale:g} * action m/s, the policy's speed "
+                f"setpoint ({ACTUATOR_KEY}) is {drive.scale:g} * action m/s"
+            )
+    return found
+
+
+def profile_drive(profile: RobotProfile) -> DriveActuator | None:
+    """What the profile's first command sends the car's ESC as its drive (its `esc` field), as a policy trained on
+    the robot itself records it (the car is the plant: no simulated speed loop); None without an ESC field."""
+    for f in profile.commands[0].fields:
+        if f.esc:
+            scale = f.scale if f.esc == "speed" else 1.0
+            return DriveActuator(mode=f.esc, scale=scale, action=f.action, car=profile.name)
+    return None
+
+
+def _drive_scale_matches(scale: float, offset: float, drive: DriveActuator) -> bool:
+    return abs(scale - drive.scale) <= COMMAND_MAP_TOLERANCE * drive.scale and offset == 0.0
+
+
+ACTUATOR_MOTORS = "px4_msgs/msg/ActuatorMotors"
+"""The PX4 command whose fields are the motor commands u themselves."""
 
 
 def actuator_mismatches(actuator: MotorActuator, spec: CommandSpec, action_names: tuple[str, ...]) -> list[str]:
@@ -118,9 +170,10 @@ def actuator_mismatches(actuator: MotorActuator, spec: CommandSpec, action_names
     in the action (`MotorActuator.command`); the robot's motor driver receives the PWM value u * pwm_full_scale.
     So every field carrying one of its actions must be that value: field = offset + scale * action with
     scale = pwm_full_scale * slope and offset = pwm_full_scale * (command_low - action_low * slope), and no
-    transform or body axis.
+    transform or body axis. PX4's ActuatorMotors takes the motor command itself (`control[i]` in [0, 1] of full
+    thrust, px4_msgs ActuatorMotors.msg), so its full scale is 1 whatever the Crazyflie PWM range.
     """
-    full = actuator.pwm_full_scale
+    full = 1 if spec.type == ACTUATOR_MOTORS else actuator.pwm_full_scale
     scale = full * actuator.slope
     offset = full * (actuator.command_low - actuator.action_low * actuator.slope)
     found = []

@@ -15,35 +15,61 @@ class SafetyResult:
     """One filtered command and what the filter did to it."""
 
     command: np.ndarray
-    """Command `(action_dim,)` in the policy's units, safe to send."""
+    """Command `(action_dim,)` in the policy's units, safe to send (unless `withheld`)."""
     fault: str
     """Why the safe command was sent instead of the policy's ("" when it was not): non-finite, e-stop, stale."""
     clipped: bool
     """Some element was outside its bounds and was clipped."""
     rate_limited: bool
     """Some element changed faster than its rate limit and was held back."""
+    duration: float = 0.0
+    """Seconds the move to `command` should take (a JointTrajectory point's time_from_start): one period for the
+    policy's and the operator's commands, longer for a held pose or the move home so that no joint outruns its rate
+    limit (`SafetyFilter.travel_time`); 0 from a filter without rate-limited holds (the caller's period)."""
+    withheld: bool = False
+    """Nothing may be sent: the safe command holds the measured pose and none has been measured yet. `command`
+    is then the actions' nominal safe values, for the record only."""
 
 
 class SafetyFilter:
     """Filters each action `(action_dim,)` into a command safe to send at period `dt` seconds.
 
     Non-finite actions or observations give the safe command (and a fault); otherwise the action is clipped
-    to its bounds and each element moves at most `rate_limit × dt` from the previous command, which starts at
-    the safe command. The safe command itself is never rate limited. `estop()` latches the safe command until
-    `reset()`.
+    to its bounds and each element moves at most `rate_limit × dt` from the previous command. `estop()` latches
+    the safe command until `reset()`.
+
+    The safe command is, with `hold_measured` False, each action's `safe` value, never rate limited, and the rate
+    limits start from it. With `hold_measured` True (a position-commanded arm), it is the last pose given to
+    `measure` (clipped to the bounds), taken when a run of safe commands begins and held until it ends, sent with
+    a duration that keeps every joint within its rate limit; it is withheld (nothing sent) while no pose has been
+    measured since `reset()`. The rate limits then start from the measured pose: at the first command after
+    `reset()` or after a safe command. `home_command` moves to the actions' `safe` values (the home pose) over
+    the time the farthest joint needs at its rate limit.
     """
 
-    def __init__(self, limits: Sequence[ActionLimit], dt: float) -> None:
+    def __init__(self, limits: Sequence[ActionLimit], dt: float, hold_measured: bool = False) -> None:
         if not dt > 0:
             raise ValueError(f"dt: must be > 0, got {dt}")
+        self.dt = dt
         self.low = np.array([a.low for a in limits], dtype=np.float64)
         self.high = np.array([a.high for a in limits], dtype=np.float64)
         self.safe = np.array([a.safe for a in limits], dtype=np.float64)
-        self.max_step = np.array([a.rate_limit for a in limits], dtype=np.float64) * dt
+        self.rate_limit = np.array([a.rate_limit for a in limits], dtype=np.float64)
+        self.max_step = self.rate_limit * dt
+        self.hold_measured = hold_measured
         self.previous = self.safe.copy()
         self.estopped = False
         self.estop_reason = "e-stop"
         self.fault_count = 0
+        self.measured: np.ndarray | None = None
+        """The last measured pose `(action_dim,)`, clipped to the bounds (hold_measured only)."""
+        self.held: np.ndarray | None = None
+        """The pose held by the current run of safe commands (hold_measured only)."""
+        self.restart_from_measured = hold_measured
+        """The next filtered command's rate limits start from the measured pose."""
+        self.sent: np.ndarray | None = None
+        """The last command this filter gave since `reset()` (hold_measured only: a held pose's duration is timed
+        from it)."""
 
     def estop(self, reason: str = "e-stop") -> None:
         """Latch the safe command, with `reason` (starting "e-stop") as its fault; only `reset()` clears it."""
@@ -51,15 +77,54 @@ class SafetyFilter:
         self.estop_reason = reason
 
     def reset(self) -> None:
-        """Clear the e-stop latch; rate limits restart from the safe command."""
+        """Clear the e-stop latch; rate limits restart from the safe command (hold_measured: from the next measured
+        pose, the earlier ones forgotten)."""
         self.estopped = False
         self.previous = self.safe.copy()
+        if self.hold_measured:
+            self.measured = self.held = self.sent = None
+            self.restart_from_measured = True
+
+    def measure(self, pose: Sequence[float] | np.ndarray) -> None:
+        """A complete measured pose `(action_dim,)` in policy units (hold_measured): what a safe command holds and
+        where the rate limits restart."""
+        values = np.asarray(pose, dtype=np.float64)
+        if values.shape != self.safe.shape:
+            raise ValueError(f"measured pose shape {values.shape}, expected {self.safe.shape}")
+        if np.all(np.isfinite(values)):
+            self.measured = np.clip(values, self.low, self.high)
+
+    def travel_time(self, start: np.ndarray | None, end: np.ndarray) -> float:
+        """Seconds a move from `start` to `end` takes with every element at most at its rate limit: the largest
+        |end_i - start_i| / rate_limit_i, at least one period `dt` (one period when `start` is None)."""
+        if start is None:
+            return self.dt
+        seconds = np.abs(end - start) / self.rate_limit
+        return max(self.dt, float(np.max(seconds)))
 
     def safe_command(self, fault: str) -> SafetyResult:
         """The safe command, sent because of `fault` (e.g. "stale observation")."""
         self.fault_count += 1
-        self.previous = self.safe.copy()
-        return SafetyResult(self.safe.copy(), fault, clipped=False, rate_limited=False)
+        if not self.hold_measured:
+            self.previous = self.safe.copy()
+            return SafetyResult(self.safe.copy(), fault, clipped=False, rate_limited=False)
+        self.restart_from_measured = True
+        if self.held is None and self.measured is not None:
+            self.held = self.measured.copy()
+        if self.held is None:
+            return SafetyResult(self.safe.copy(), fault, clipped=False, rate_limited=False, withheld=True)
+        return self._sent(self.held, fault, self.travel_time(self.sent, self.held))
+
+    def home_command(self, reason: str) -> SafetyResult:
+        """The move home (the actions' `safe` values), timed from the measured pose (`travel_time`), with `reason`
+        as its fault; withheld while no pose has been measured, held as `safe_command` while e-stopped."""
+        if self.estopped:
+            return self.safe_command(self.estop_reason)
+        if self.measured is None:
+            return self.safe_command(f"{reason}: no measured pose yet")
+        self.held = None
+        self.restart_from_measured = True
+        return self._sent(self.safe, reason, self.travel_time(self.measured, self.safe))
 
     def __call__(self, action: np.ndarray, observation: np.ndarray | None = None) -> SafetyResult:
         """Filter `action` `(action_dim,)`; a non-finite `observation` also gives the safe command."""
@@ -72,9 +137,23 @@ class SafetyFilter:
             return self.safe_command("non-finite action")
         if observation is not None and not np.all(np.isfinite(observation)):
             return self.safe_command("non-finite observation")
+        if self.restart_from_measured:
+            if self.measured is None:
+                return self.safe_command("no measured pose to start the rate limits from")
+            self.previous, self.held, self.restart_from_measured = self.measured.copy(), None, False
         clipped = np.clip(action, self.low, self.high)
         limited = np.clip(clipped, self.previous - self.max_step, self.previous + self.max_step)
         self.previous = limited
+        if self.hold_measured:
+            self.sent = limited.copy()
         return SafetyResult(
-            limited.copy(), "", clipped=bool(np.any(clipped != action)), rate_limited=bool(np.any(limited != clipped))
+            limited.copy(),
+            "",
+            clipped=bool(np.any(clipped != action)),
+            rate_limited=bool(np.any(limited != clipped)),
+            duration=self.dt if self.hold_measured else 0.0,
         )
+
+    def _sent(self, command: np.ndarray, fault: str, duration: float) -> SafetyResult:
+        self.previous, self.sent = command.copy(), command.copy()
+        return SafetyResult(command.copy(), fault, clipped=False, rate_limited=False, duration=duration)

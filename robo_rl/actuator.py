@@ -14,7 +14,11 @@ identifications), the yaw torque per N of thrust, and the first-order motor resp
 for a rising and a falling command. A real motor's curve drifts with battery and propellers, which is why the
 training randomizes it and why the command, not the thrust, is what the policy's action fixes.
 
-The artifact keeps the model as JSON under `ACTUATOR_KEY`; `MotorActuator.to_json`/`from_json` read and write it.
+An RC car's drive action has its own record, `DriveActuator`: what the car's ESC receives as `drive` ("speed":
+a speed setpoint in m/s = scale × action, a VESC's speed mode; "throttle": a throttle/brake fraction), with the
+speed loop the simulator modelled. A robot profile's command map must send that (`robo_rl.real.runtime`).
+
+The artifact keeps the model as JSON under `ACTUATOR_KEY`; `to_json` and `actuator_from_json` read and write it.
 """
 
 from __future__ import annotations
@@ -27,7 +31,11 @@ from typing import Any
 ACTUATOR_KEY = "robo_rl.actuator"
 """Metadata key of the actuator model in a policy artifact (JSON)."""
 MOTOR_COMMAND = "motor_command"
-"""The only actuator kind: actions linear in the normalized motor command (PWM duty ratio)."""
+"""Actuator kind of `MotorActuator`: actions linear in the normalized motor command (PWM duty ratio)."""
+DRIVE_COMMAND = "drive_command"
+"""Actuator kind of `DriveActuator`: an RC car's drive action as its ESC's speed setpoint or throttle."""
+DRIVE_MODES = ("speed", "throttle")
+"""`DriveActuator.mode` values (the car's `command_mode`)."""
 CRAZYFLIE_PWM_FULL_SCALE = 65535
 """The Crazyflie's motor PWM range is 0..UINT16_MAX (crazyflie-firmware, motors.h / power_distribution)."""
 
@@ -125,33 +133,103 @@ class MotorActuator:
     @classmethod
     def from_json(cls, text: str) -> MotorActuator:
         """Parse `to_json`'s output; raises ActuatorError naming what is wrong."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise ActuatorError(f"{ACTUATOR_KEY} is not JSON: {error}") from None
-        if not isinstance(data, dict):
-            raise ActuatorError(f"{ACTUATOR_KEY} must be a JSON object")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ActuatorError(f"{ACTUATOR_KEY}: unknown fields {unknown} (written by a newer robo_rl?)")
-        missing = sorted(f.name for f in fields(cls) if f.default is MISSING and f.name not in data)
-        if missing:
-            raise ActuatorError(f"{ACTUATOR_KEY}: missing fields {missing}")
-        try:
-            return cls(**_typed(data))
-        except TypeError as error:
-            raise ActuatorError(f"{ACTUATOR_KEY}: {error}") from None
+        return _from_json(cls, text)
 
 
-def actuator_of(env: Any) -> MotorActuator | None:
+def _from_json(cls: Any, text: str) -> Any:
+    """`cls(**fields)` of a JSON object, strict about unknown and missing fields."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ActuatorError(f"{ACTUATOR_KEY} is not JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise ActuatorError(f"{ACTUATOR_KEY} must be a JSON object")
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ActuatorError(f"{ACTUATOR_KEY}: unknown fields {unknown} (written by a newer robo_rl?)")
+    missing = sorted(f.name for f in fields(cls) if f.default is MISSING and f.name not in data)
+    if missing:
+        raise ActuatorError(f"{ACTUATOR_KEY}: missing fields {missing}")
+    try:
+        return cls(**_typed(data))
+    except TypeError as error:
+        raise ActuatorError(f"{ACTUATOR_KEY}: {error}") from None
+
+
+@dataclass(frozen=True)
+class DriveActuator:
+    """What an RC car policy's drive action means to the car's ESC, and the speed loop it was trained on."""
+
+    mode: str
+    """"speed": the ESC's speed setpoint in m/s = scale × action (a VESC's speed mode); "throttle": a fraction of
+    the motor's drive force (> 0) or of the brake force (< 0), no reverse."""
+    scale: float
+    """Speed mode: m/s of setpoint per unit of action (what a robot profile's speed field must scale the action
+    by). Throttle mode: 1."""
+    action: str = "drive"
+    """Name of the action this describes."""
+    max_reverse_speed: float = 0.0
+    """Speed mode: the ESC's reverse speed limit the simulator applied, m/s (0: throttle mode, no reverse)."""
+    time_constant: float = 0.0
+    """Speed mode: time constant of the modelled first-order speed loop, s."""
+    delay: float = 0.0
+    """Delay from the action to the speed loop's (or motor's) reaction in the simulator, s."""
+    max_acceleration: float = 0.0
+    """Speed mode: the loop's acceleration limit, m/s^2."""
+    max_deceleration: float = 0.0
+    """Speed mode: the loop's braking limit, m/s^2."""
+    car: str = ""
+    """Name of the car model the policy was trained on."""
+    kind: str = DRIVE_COMMAND
+    """Always `DRIVE_COMMAND`."""
+
+    def __post_init__(self) -> None:
+        if self.kind != DRIVE_COMMAND:
+            raise ActuatorError(f"actuator kind {self.kind!r} is not {DRIVE_COMMAND!r}")
+        if self.mode not in DRIVE_MODES:
+            raise ActuatorError(f"drive mode must be one of {DRIVE_MODES}, got {self.mode!r}")
+        numbers = (self.scale, self.max_reverse_speed, self.time_constant, self.delay, self.max_acceleration)
+        if not all(_finite(v) for v in (*numbers, self.max_deceleration)):
+            raise ActuatorError("drive actuator fields must be finite numbers")
+        if self.scale <= 0 or min(numbers[1:]) < 0 or self.max_deceleration < 0:
+            raise ActuatorError("drive actuator: scale must be > 0 and the limits >= 0")
+        if not self.action:
+            raise ActuatorError("drive actuator: action must name an action")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> DriveActuator:
+        """Parse `to_json`'s output; raises ActuatorError naming what is wrong."""
+        return _from_json(cls, text)
+
+
+Actuator = MotorActuator | DriveActuator
+"""Any actuator model a policy artifact may state."""
+
+
+def actuator_from_json(text: str) -> Actuator:
+    """The actuator model of `ACTUATOR_KEY`'s JSON, by its `kind`; ActuatorError naming what is wrong."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ActuatorError(f"{ACTUATOR_KEY} is not JSON: {error}") from None
+    kind = data.get("kind", MOTOR_COMMAND) if isinstance(data, dict) else None
+    if kind == DRIVE_COMMAND:
+        return DriveActuator.from_json(text)
+    return MotorActuator.from_json(text)
+
+
+def actuator_of(env: Any) -> Actuator | None:
     """The actuator model an env states (its `actuator` attribute; None without one), with the env's hover action
-    (`env.hover_action[0]`, the same for every rotor) filled in where the model leaves it out."""
+    (`env.hover_action[0]`, the same for every rotor) filled in where a motor model leaves it out."""
     actuator = getattr(env, "actuator", None)
-    if actuator is None:
-        return None
+    if actuator is None or isinstance(actuator, DriveActuator):
+        return actuator
     if not isinstance(actuator, MotorActuator):
-        raise TypeError(f"env.actuator must be a MotorActuator, got {type(actuator).__name__}")
+        raise TypeError(f"env.actuator must be a MotorActuator or DriveActuator, got {type(actuator).__name__}")
     hover = getattr(env, "hover_action", None)
     if actuator.hover_action is None and hover is not None:
         return replace(actuator, hover_action=float(hover[0]))

@@ -19,6 +19,9 @@ quadrotor policy's action means physically (the normalized motor command it maps
 one are written as schema 3, whatever else they hold: a robo_rl without the key would ignore it and read the
 actions with its own older meaning (a thrust fraction, sent as its square root by the Crazyflie export), so it
 must refuse them instead. Files without an actuator keep the oldest schema that holds them (1, or 2 when chunked).
+An RC car policy states its drive command under the same key (`robo_rl.actuator.DriveActuator`, kind
+"drive_command": a speed setpoint or throttle); a robo_rl that knows only the motor model refuses it (unknown
+fields), as it should: it could not check the robot's command against it.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from robo_rl.actuator import ACTUATOR_KEY, ActuatorError, MotorActuator
+from robo_rl.actuator import ACTUATOR_KEY, Actuator, ActuatorError, DriveActuator, actuator_from_json
 from robo_rl.spaces import SpaceSpec
 
 PREFIX = "robo_rl."
@@ -77,9 +80,10 @@ class PolicyArtifact:
     action_chunk: int = 1
     """H, the actions the policy outputs at once (1: one action per evaluation); step i's action is entries
     `[i * action.dim, (i + 1) * action.dim)` of the output, meant for `dt * i` seconds after the observation."""
-    actuator: MotorActuator | None = None
-    """What every action means physically: the map onto the normalized motor command of a motor-level quadrotor
-    policy (`robo_rl.actuator`); None: the file does not say (any other policy, or one exported before the key)."""
+    actuator: Actuator | None = None
+    """What the actions mean physically (`robo_rl.actuator`): the map onto the normalized motor command of a
+    motor-level quadrotor policy, or an RC car's drive command (speed setpoint or throttle); None: the file does
+    not say (any other policy, or one exported before the key)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.action_chunk, bool) or not isinstance(self.action_chunk, int) or self.action_chunk < 1:
@@ -185,7 +189,7 @@ def _action_chunk(props: Mapping[str, str], schema: int) -> int:
     return chunk
 
 
-def _actuator(props: Mapping[str, str], schema: int) -> MotorActuator | None:
+def _actuator(props: Mapping[str, str], schema: int) -> Actuator | None:
     """The actuator model of `robo_rl.actuator` (None without it); malformed JSON or fields, or the key in a file
     that claims an older schema, are ArtifactError naming the key."""
     text = props.get(ACTUATOR_KEY)
@@ -196,14 +200,19 @@ def _actuator(props: Mapping[str, str], schema: int) -> MotorActuator | None:
             f"metadata {ACTUATOR_KEY!r} needs {SCHEMA_KEY} >= {ACTUATOR_SCHEMA}, the file says {schema}"
         )
     try:
-        return MotorActuator.from_json(text)
+        return actuator_from_json(text)
     except ActuatorError as err:
         message = str(err).removeprefix(f"{ACTUATOR_KEY}: ").removeprefix(ACTUATOR_KEY).lstrip(": ")
         raise ArtifactError(f"metadata {ACTUATOR_KEY!r}: {message}") from None
 
 
-def _check_actuator_bounds(actuator: MotorActuator, action: SpaceSpec) -> None:
-    """ArtifactError unless every action's bounds are the actuator's: its map covers each action's whole range."""
+def _check_actuator_bounds(actuator: Actuator, action: SpaceSpec) -> None:
+    """ArtifactError unless every action's bounds are the actuator's: its map covers each action's whole range (a
+    drive actuator: unless it names one of the actions)."""
+    if isinstance(actuator, DriveActuator):
+        if actuator.action not in action.names:
+            raise ArtifactError(f"metadata {ACTUATOR_KEY!r}: no action named {actuator.action!r}")
+        return
 
     def close(a: float, b: float) -> bool:
         tol = ACTUATOR_BOUND_TOLERANCE

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from robo_rl.actuator import ActuatorError, MotorActuator
+from robo_rl.actuator import Actuator, ActuatorError, actuator_from_json
 from robo_rl.spaces import SpaceSpec
 
 TASK_FILE = "task.yaml"
@@ -33,10 +33,11 @@ class TaskSpecs:
     """Control period, s."""
     critic_obs_dim: int
     """The critic's input width: the observation plus the privileged part, if the task has one."""
-    actuator: MotorActuator | None = None
+    actuator: Actuator | None = None
     """What the actions meant physically to the simulator that trained on them (a motor-level quadrotor's map onto
-    the motor command); None: the task has none, or the run was recorded before it was. Export writes it into the
-    policy (`robo_rl.actuator`), so it is recorded when training starts, not rebuilt from a later simulator."""
+    the motor command, an RC car's drive command); None: the task has none, or the run was recorded before it was.
+    Export writes it into the policy (`robo_rl.actuator`), so it is recorded when training starts, not rebuilt
+    from a later simulator."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -53,7 +54,7 @@ class TaskSpecs:
     def from_dict(cls, data: Mapping[str, Any]) -> TaskSpecs:
         actuator = data.get("actuator")
         try:
-            model = None if actuator is None else MotorActuator.from_json(str(actuator))
+            model = None if actuator is None else actuator_from_json(str(actuator))
         except ActuatorError as err:
             raise ValueError(f"specs.actuator: {err}") from None
         specs = _spec(data["obs"]), _spec(data["action"]), float(data["dt"]), int(data["critic_obs_dim"])

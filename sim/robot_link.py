@@ -79,6 +79,7 @@ class SimLink:
         if abs(self.env.dt - profile.dt) > 1e-9:
             raise ValueError(f"{profile.task} steps {self.env.dt} s, profile {profile.name} {profile.dt} s")
         self.spec = select_command(profile, command_type=command_type)
+        self._check_drive()
         self.sources = observation_sources(profile, self.env.obs_spec.names)
         self.action_index = {name: i for i, name in enumerate(profile.action_names)}
         self.action = np.asarray(profile.safe_action, dtype=np.float32)
@@ -95,6 +96,17 @@ class SimLink:
         """Per lap: driven without a takeover by the operator and without leaving the profile's workspace."""
         self.box = SafetyBox.from_profile(profile)
         self._dirty = False
+
+    def _check_drive(self) -> None:
+        """ValueError unless the simulated car takes what the profile's command sends its ESC (a speed setpoint of
+        the same scale: `robo_rl.real.runtime.drive_mismatches`); the command goes in as the car would take it."""
+        from robo_rl.actuator import DriveActuator
+        from robo_rl.real.runtime import drive_mismatches
+
+        actuator = getattr(self.env, "actuator", None)
+        problems = drive_mismatches(actuator if isinstance(actuator, DriveActuator) else None, self.spec)
+        if problems:
+            raise ValueError(f"{self.profile.task} does not take profile {self.profile.name}'s command: {problems}")
 
     def clock(self) -> float:
         return self.now

@@ -3,9 +3,17 @@
 Runs one env of `task` in real time (a timer at the task's dt). Every tick it applies the latest command from the
 profile's command topic (the inverse of the profile's `offset + scale × action`), steps, and publishes the
 profile's topic inputs: each observation the profile reads from a topic is filled from the simulator's observation
-of the same name (divided by its unit factor); for a quadrotor, `odom` also carries the true pose and the
-body-frame linear velocity that policy_node derives its state from. The profile's first input is published last,
-so a policy_node triggered by it sees this tick's values on the other inputs.
+of the same name (divided by its unit factor); the input a derived one reads carries the simulator's true state as
+the robot's driver publishes it (`robo_rl.real.derive.SOURCE_WRITERS`): for `quadrotor_state` an Odometry (pose in
+the z-up world, body-frame linear velocity), for `px4_state` PX4's VehicleOdometry (NED position and velocity, FRD
+body → NED attitude, FRD body rates, microsecond `timestamp` and `timestamp_sample`). The profile's first input is
+published last, so a policy_node triggered by it sees this tick's values on the other inputs.
+
+With the quadrotor_px4 profile the bridge stands in for PX4 SITL: it publishes fmu/out/vehicle_odometry and flies
+the VehicleRatesSetpoint it receives (body rates and thrust back to the ctbr actions); it ignores the
+OffboardControlMode heartbeat and VehicleCommands (nothing to arm, always "offboard"). The task is made with the
+profile's `task_params` (quadrotor_px4: action_mode=ctbr) before the `task_params` parameter's, and the bridge
+refuses to start when the task's actions are not the profile's (names, in order).
 
 Until the first command arrives the simulator does not step (it holds its initial state and keeps publishing),
 so nothing falls while policy_node is still starting. /diagnostics reports steps, episodes and crashes (and laps
@@ -18,6 +26,12 @@ motors do, so a command that answers the last observation later than one tick is
 waits (skips) until the answer to the last published observation has arrived: simulated time then slows down on
 a busy machine instead of the dynamics changing, so a graph behaves the same on any machine.
 
+A car's command reaches the simulated car as it reaches the real one: the profile's speed field (`esc: speed`,
+AckermannDriveStamped `speed` or Twist `linear.x`, m/s) is the setpoint of the simulated ESC's speed loop
+(`robo_rl.sim.rc_car`, `command_mode: speed`): drive = speed / scale, which the simulator multiplies by the same
+scale again, with no throttle model between. The bridge refuses to start when the simulated car's drive is not
+what the profile sends (another mode or scale: `robo_rl.real.runtime.drive_mismatches`).
+
 Parameters: profile, task, seed, task_params (extra `key=value` task settings, e.g. the preset's), episode_length,
 lockstep.
 Needs torch (robo_rl.sim).
@@ -25,7 +39,7 @@ Needs torch (robo_rl.sim).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,14 +47,13 @@ import torch
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
+from robo_rl.real import px4
 from robo_rl.real.command import command_actions, select_command
-from robo_rl.real.derive import quadrotor_odometry
+from robo_rl.real.derive import SOURCE_WRITERS
 from robo_rl.real.profile import InputSpec, history_source, source_input
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, message_class, set_fields
 from robo_rl.real.ros.spin import StartupError, profile_parameter, run
-
-QUADROTOR_POSE_INPUT = "odom"
 
 
 class SimBridge(Node):
@@ -67,6 +80,8 @@ class SimBridge(Node):
         self.obs = self.env.reset(int(self.get_parameter("seed").value))[0].numpy()
         self.obs_index = {name: i for i, name in enumerate(self.env.obs_spec.names)}
         self._check_observations()
+        self._check_actions()
+        self._check_drive()
         self.paths = {spec.name: self._paths(spec) for spec, _ in self.outputs}
         self.create_timer(self.env.dt, self.tick)
         self.create_timer(1.0, self.publish_diagnostics)
@@ -89,6 +104,12 @@ class SimBridge(Node):
             for spec, kind in self.outputs
         }
         self.stamped = {spec.name for spec, kind in self.outputs if "header" in kind.get_fields_and_field_types()}
+        self.px4_stamped = {
+            spec.name: [f for f in ("timestamp", "timestamp_sample") if f in kind.get_fields_and_field_types()]
+            for spec, kind in self.outputs
+            if px4.is_px4(spec.type)
+        }
+        self.state_writers = self._state_writers()
         self.action_index = {name: i for i, name in enumerate(self.profile.action_names)}
         self.command_reader = FieldReader("cmd", [f.field for f in self.command_spec.fields])
         self.create_subscription(command_type, self.command_spec.topic, self.on_command, 10)
@@ -101,7 +122,8 @@ class SimBridge(Node):
         task = str(self.get_parameter("task").value) or self.profile.task
         self.task = task
         extra = [p for p in self.get_parameter("task_params").value if p]
-        params = [*extra, f"episode_length={float(self.get_parameter('episode_length').value)}"]
+        length = float(self.get_parameter("episode_length").value)
+        params = [*self.profile.task_params, *extra, f"episode_length={length}"]
         try:
             params = with_fast_step(task, params)  # one env in real time: the numba step where it applies
             return make(task, num_envs=1, params=params, seed=int(self.get_parameter("seed").value))
@@ -116,6 +138,38 @@ class SimBridge(Node):
         ]
         if missing:
             raise StartupError(f"task observations lack the profile's {missing}")
+
+    def _check_actions(self) -> None:
+        """StartupError unless the task acts with the profile's actions (names, in order): the commands read back
+        into actions must mean to the simulator what they mean to the robot."""
+        task_actions, profile_actions = list(self.env.action_spec.names), list(self.profile.action_names)
+        if task_actions != profile_actions:
+            raise StartupError(
+                f"sim_bridge: task {self.task!r} acts with {task_actions}, the profile commands {profile_actions} "
+                "(set the task's action mode in the profile's task_params or the task_params parameter)"
+            )
+
+    def _state_writers(self) -> dict[str, Callable[[Sequence[float]], dict[str, float]]]:
+        """Per input that a derived input reads: the writer of its message's fields from the simulator's state."""
+        writers = {}
+        for spec in self.profile.inputs:
+            if spec.derive:
+                if spec.derive not in SOURCE_WRITERS:
+                    message = f"sim_bridge cannot publish the input {spec.source!r} for derivation {spec.derive!r}"
+                    raise StartupError(message)
+                writers[spec.source] = SOURCE_WRITERS[spec.derive]
+        return writers
+
+    def _check_drive(self) -> None:
+        """StartupError unless the simulated car takes what the profile's command sends its ESC."""
+        from robo_rl.actuator import DriveActuator
+        from robo_rl.real.runtime import drive_mismatches
+
+        actuator = getattr(self.env, "actuator", None)
+        drive = actuator if isinstance(actuator, DriveActuator) else None
+        problems = drive_mismatches(drive, self.command_spec)
+        if problems:
+            raise StartupError(f"sim_bridge: task {self.task!r} does not take the profile's command: {problems}")
 
     def _derived(self, source: str) -> bool:
         return any(spec.derive and spec.name == source_input(source) for spec in self.profile.inputs)
@@ -134,11 +188,14 @@ class SimBridge(Node):
                     return  # the last observation's answer is still on its way: wait for it
             self._step()
         self.answered = False
-        stamp = self.get_clock().now().to_msg()
+        now = self.get_clock().now()
+        stamp, now_us = now.to_msg(), px4.timestamp_us(now.nanoseconds)
         for spec, kind in reversed(self.outputs):
             message = set_fields(kind(), self._fields(spec))
             if spec.name in self.stamped:
                 message.header.stamp = stamp
+            for field in self.px4_stamped.get(spec.name, ()):
+                setattr(message, field, now_us)
             self.publishers_[spec.name].publish(message)
 
     def _step(self) -> None:
@@ -168,8 +225,9 @@ class SimBridge(Node):
 
     def _fields(self, spec: InputSpec) -> dict[str, float]:
         fields = {path: float(self.obs[index]) / factor for path, index, factor in self.paths[spec.name]}
-        if self.profile.kind == "quadrotor" and spec.name == QUADROTOR_POSE_INPUT:
-            fields |= quadrotor_odometry(self.env.state[0].numpy())
+        writer = self.state_writers.get(spec.name)
+        if writer is not None:
+            fields |= writer(self.env.state[0].numpy())
         return fields
 
     def publish_diagnostics(self) -> None:

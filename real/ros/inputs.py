@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from robo_rl.real.derive import PX4_ODOMETRY_FIELDS, derive, labelled_fields
-from robo_rl.real.profile import InputSpec, RobotProfile, source_input
+from robo_rl.real.profile import HOLD_MEASURED, InputSpec, RobotProfile, held_joint_sources, source_input
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, check_paths, message_class
 
 # Fields of the source message each derivation reads (besides those the observations name).
@@ -55,8 +55,8 @@ def input_decoder(profile: RobotProfile, spec: InputSpec) -> Callable[[Any], dic
 
 
 class InputError(ValueError):
-    """A message the profile cannot read (e.g. a JointState without one of the profile's joints): the node latches
-    the safe command instead of guessing."""
+    """A message the profile cannot read (e.g. a JointState without one of the profile's joints, published by
+    another driver on the same topic): the node skips it instead of guessing; it feeds no watchdog."""
 
 
 _JOINT_PATH = re.compile(r"^(position|velocity|effort)\[(\d+)\]$")
@@ -102,6 +102,10 @@ def _paths(profile: RobotProfile, spec: InputSpec) -> set[str]:
     for other in profile.inputs:
         if other.derive and other.source == spec.name:
             paths |= set(DERIVATION_PATHS[other.derive])
+    if profile.safe_command == HOLD_MEASURED:  # the pose a safe command holds
+        for command in profile.commands:
+            held = (source for source, _ in held_joint_sources(profile, command))
+            paths |= {source.removeprefix(prefix) for source in held if source_input(source) == spec.name}
     return paths
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import robo_rl
@@ -15,8 +16,9 @@ DESCRIPTION = """\
 Resolve a ROS 2 YAML launch file (args, let, include, group, node, executable, if/unless, $(var), $(env),
 $(find-pkg-share robo_rl), $(dirname)) and run its processes without ROS; Ctrl-C stops them all.
 $(find-pkg-share robo_rl) is the folder holding robo_rl's package.xml (the repository root), as share/robo_rl
-is in a colcon install. robo_rl nodes run as console scripts of the same name with --ros-args; `train` runs
-`robo-rl train`.
+is in a colcon install. robo_rl nodes run as console scripts of the same name with --ros-args as launch_ros
+passes them (inline parameters in parameter files); `train` runs `robo-rl train`. Unlike ros2 launch, an
+undeclared NAME:=VALUE is an error, and the exit status is the first failing node's.
 """
 
 
@@ -62,11 +64,12 @@ def main(args: argparse.Namespace) -> int:
     dry_run = args.dry_run or "--dry-run" in args.arguments
     items = [item for item in args.arguments if item != "--dry-run"]
     plan = resolve_launch_file(args.file, parse_arguments(items), settings)
-    commands = plan_commands(plan, Path(sys.executable).parent)
-    print(describe(commands) or "(no processes)", flush=True)
-    if dry_run:
-        return 0
-    missing = [command.missing for command in commands if command.missing]
-    if missing:
-        raise LaunchError(f"cannot run: {'; '.join(missing)} (--dry-run prints the plan only)")
-    return run_commands(commands)
+    with tempfile.TemporaryDirectory(prefix="robo_rl_launch_") as params_dir:
+        commands = plan_commands(plan, Path(sys.executable).parent, Path(params_dir))
+        print(describe(commands) or "(no processes)", flush=True)
+        if dry_run:
+            return 0
+        missing = [command.missing for command in commands if command.missing]
+        if missing:
+            raise LaunchError(f"cannot run: {'; '.join(missing)} (--dry-run prints the plan only)")
+        return run_commands(commands)

@@ -1,5 +1,6 @@
 """`ros2 run robo_rl train --ros-args -p preset:=NAME ...`: training as a node of a `ros2 launch` file (the colcon
-package's `lib/robo_rl/train`); the ROS arguments become `robo-rl train` flags (`robo_rl.launch.train_node`)."""
+package's `lib/robo_rl/train`); the ROS arguments (`-p`, launch_ros's `--params-file`s, `-r __node:=`) become
+`robo-rl train` flags (`robo_rl.launch.train_node`)."""
 
 from __future__ import annotations
 
@@ -17,4 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LaunchError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if argv is None:
+        # The ROS arguments were this entry's. The trainer's rclpy.init() reads sys.argv, where `-r __node:=NAME`
+        # would rename every node of the process (robot_env, ...) as it does not under `robo-rl launch`.
+        sys.argv = [sys.argv[0], *arguments]
     return cli(arguments)

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 import robo_rl
-from robo_rl.actuator import MotorActuator
+from robo_rl.actuator import Actuator
 from robo_rl.artifact import PolicyArtifact
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.flow_metadata import flow_metadata
@@ -52,7 +52,7 @@ class PolicyMetadata:
     action_chunk: int = 1
     """H, the actions the policy outputs at once (`robo_rl.chunks`): its output is `(batch, H * action_dim)`.
     `robo_rl.chunks.env.action_chunking(env)` gives a chunk env's one-step spec, dt and H."""
-    actuator: MotorActuator | None = None
+    actuator: Actuator | None = None
     """What the actions mean physically (a motor-level quadrotor's map onto the motor command, the env's
     `actuator` as `robo_rl.envs.task_specs` records it); None leaves `robo_rl.actuator` out."""
 

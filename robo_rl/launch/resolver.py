@@ -2,7 +2,9 @@
 
 Scoping follows ROS 2: a `group` (scoped by default) and an `include` see the configurations around them but
 their `arg`/`let`/`push-ros-namespace` do not leak out. Relative include and parameter-file paths are relative
-to the file that names them.
+to the file that names them. Parameters follow launch_ros 0.28.0 (launch_ros/actions/node.py): each inline
+`param` becomes a parameter-file section keyed by the node's full name (`/**` while its name or namespace is
+unset), passed in declaration order among the `from:` files, and rcl combines them (`param_file.node_parameters`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from robo_rl.launch.errors import LaunchError, Location
-from robo_rl.launch.param_file import ParamValue, infer_type, load_param_file, section_applies
+from robo_rl.launch.param_file import (
+    WILDCARD_KEY,
+    ParamValue,
+    Section,
+    infer_type,
+    load_param_file,
+    node_parameters,
+)
 from robo_rl.launch.schema import (
     Action,
     Arg,
@@ -62,12 +71,13 @@ class Process:
         executable: the node's executable, or the command's program.
         name: the node name (None: the executable's own default).
         namespace: the absolute ROS namespace, "/" at the root.
-        params: resolved parameters in the order they apply (later entries win).
-        params_files: parameter files in declaration order (their matching sections are in `params` too).
-        param_sources: in declaration order, a parameter file's path or an inline (name, value); what the ROS
-            command line passes as --params-file / -p.
+        params: the parameters the node gets, as rcl combines `param_sources`.
+        params_files: the `from:` parameter files in declaration order.
+        param_sources: in declaration order, a `from:` file's path or a section of inline parameters (key, {name:
+            value}; consecutive inline parameters share one): what launch_ros passes as --params-file.
         remaps: (from, to) topic remappings.
-        args: extra command-line arguments.
+        args: extra command-line arguments (before the ROS arguments).
+        ros_args: the node's own `ros_args` (passed as `--ros-args ROS_ARGS`).
         output: "screen", "log" or "both".
         where: the file and line of the action.
     """
@@ -79,9 +89,10 @@ class Process:
     namespace: str
     params: dict[str, ParamValue]
     params_files: tuple[Path, ...]
-    param_sources: tuple[Path | tuple[str, ParamValue], ...]
+    param_sources: tuple[Path | Section, ...]
     remaps: tuple[tuple[str, str], ...]
     args: tuple[str, ...]
+    ros_args: tuple[str, ...]
     output: str
     where: Location
 
@@ -100,9 +111,10 @@ class _Scope:
     namespace: str
     file: Path
     depth: int
+    pushed: bool = False  # a push-ros-namespace applies (launch_ros then knows the node's namespace)
 
     def child(self) -> _Scope:
-        return _Scope(dict(self.configurations), self.namespace, self.file, self.depth)
+        return _Scope(dict(self.configurations), self.namespace, self.file, self.depth, self.pushed)
 
 
 def resolve_launch_file(path: Path, arguments: Mapping[str, str], settings: ResolveSettings) -> Plan:
@@ -160,6 +172,7 @@ class _Resolver:
             scope.configurations[action.name] = self.text(action.value, scope, action.where)
         elif isinstance(action, PushNamespace):
             scope.namespace = join_namespace(scope.namespace, self.text(action.namespace, scope, action.where))
+            scope.pushed = True
         elif isinstance(action, Group):
             self.group(action, scope)
         elif isinstance(action, Include):
@@ -207,14 +220,18 @@ class _Resolver:
         name = self.text(node.name, scope, node.where) if node.name is not None else None
         own = self.text(node.namespace, scope, node.where) if node.namespace is not None else ""
         namespace = join_namespace(scope.namespace, own)
-        params, files, sources = self.params(node.params, name, namespace, scope)
+        # launch_ros keys inline parameters by the node's full name once it knows its name and namespace.
+        known = name is not None and (node.namespace is not None or scope.pushed)
+        inline_key = f"{namespace.rstrip('/')}/{name}" if known else WILDCARD_KEY
+        params, files, sources = self.params(node.params, name, namespace, inline_key, scope)
         remaps = tuple(
             (self.text(src, scope, node.where), self.text(dst, scope, node.where)) for src, dst in node.remaps
         )
         args = tuple(self.text(node.args, scope, node.where).split()) if node.args is not None else ()
+        ros_args = tuple(self.text(node.ros_args, scope, node.where).split()) if node.ros_args is not None else ()
         return Process(
             kind="node",
-            pkg=self.text(node.pkg, scope, node.where),
+            pkg=self.text(node.pkg, scope, node.where) if node.pkg is not None else "",
             executable=self.text(node.executable, scope, node.where),
             name=name,
             namespace=namespace,
@@ -223,29 +240,32 @@ class _Resolver:
             param_sources=sources,
             remaps=remaps,
             args=args,
+            ros_args=ros_args,
             output=node.output,
             where=node.where,
         )
 
     def params(
-        self, entries: tuple[Param | ParamFile, ...], name: str | None, namespace: str, scope: _Scope
-    ) -> tuple[dict[str, ParamValue], tuple[Path, ...], tuple[Path | tuple[str, ParamValue], ...]]:
-        params: dict[str, ParamValue] = {}
+        self, entries: tuple[Param | ParamFile, ...], name: str | None, namespace: str, inline_key: str, scope: _Scope
+    ) -> tuple[dict[str, ParamValue], tuple[Path, ...], tuple[Path | Section, ...]]:
         files: list[Path] = []
-        sources: list[Path | tuple[str, ParamValue]] = []
+        sources: list[Path | Section] = []
+        sections: list[Section] = []
         for entry in entries:
             if isinstance(entry, ParamFile):
                 path = self.path(entry.path, scope, entry.where)
                 files.append(path)
                 sources.append(path)
-                for key, section in load_param_file(path):
-                    if section_applies(key, name, namespace):
-                        params.update(section)
-            else:
-                value = self.param_value(entry.value, scope, entry.where)
-                params[entry.name] = value
-                sources.append((entry.name, value))
-        return params, tuple(files), tuple(sources)
+                sections.extend(load_param_file(path))
+                continue
+            value = self.param_value(entry.value, scope, entry.where)
+            if not sources or isinstance(sources[-1], Path):
+                sources.append((inline_key, {}))
+            inline = sources[-1]
+            assert not isinstance(inline, Path)
+            inline[1][entry.name] = value
+            sections.append((inline_key, {entry.name: value}))
+        return node_parameters(sections, name, namespace), tuple(files), tuple(sources)
 
     def param_value(self, value: ParamLiteral, scope: _Scope, where: Location) -> ParamValue:
         if isinstance(value, ParamList):
@@ -271,6 +291,7 @@ class _Resolver:
             param_sources=(),
             remaps=(),
             args=tuple(words[1:]),
+            ros_args=(),
             output=action.output,
             where=action.where,
         )

@@ -1,23 +1,27 @@
 """Turn a Plan into command lines and run them as child processes.
 
 robo_rl's `train` runs `robo-rl train` with its parameters as flags; every other robo_rl executable is a console
-script of the same name (as `ros2 run robo_rl NAME` would find it) taking ROS-style arguments
-(`--ros-args -r __node:=NAME -r __ns:=/NS -r FROM:=TO --params-file FILE -p NAME:=VALUE`). Nodes of other
-packages need ROS and are never run here.
+script of the same name (as `ros2 run robo_rl NAME` would find it) taking the ROS arguments launch_ros 0.28.0 gives
+a node (`ARGS --ros-args -r __node:=NAME -r __ns:=/NS --params-file FILE... -r FROM:=TO`), inline parameters
+written to parameter files of their own as launch_ros writes them. Nodes of other packages need ROS and are never
+run here.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import shlex
+import shutil
 import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from robo_rl.launch.errors import LaunchError, Location
-from robo_rl.launch.param_file import ParamValue
+from robo_rl.launch.param_file import SECTION_KEY, ParamValue, Section
 from robo_rl.launch.resolver import Plan, Process
 
 PACKAGE = "robo_rl"
@@ -44,23 +48,50 @@ class Command:
         process: the resolved process.
         argv: the command line (program first).
         missing: why it cannot run here ("" when it can).
+        written: the parameter files written for the node's inline parameters, with their section.
     """
 
     process: Process
     argv: tuple[str, ...]
     missing: str
+    written: tuple[tuple[Path, Section], ...] = ()
 
 
-def plan_commands(plan: Plan, scripts_dir: Path, rclpy_available: bool | None = None) -> tuple[Command, ...]:
-    """The command line of every process; `scripts_dir` holds the console scripts (robo-rl, policy_node, ...).
+def plan_commands(
+    plan: Plan, scripts_dir: Path, params_dir: Path, rclpy_available: bool | None = None
+) -> tuple[Command, ...]:
+    """The command line of every process; `scripts_dir` holds the console scripts (robo-rl, policy_node, ...);
+    the nodes' inline parameters are written to files in `params_dir`, which must exist while they run.
 
     robo_rl's ROS nodes need rclpy in the Python of `scripts_dir`; `rclpy_available` (None: look it up in this
     Python) marks them not runnable otherwise.
     """
     if rclpy_available is None:
         rclpy_available = importlib.util.find_spec("rclpy") is not None
-    commands = [_command(process, scripts_dir) for process in plan.processes]
+    commands = [
+        _command(process, scripts_dir, _write_inline_params(index, process, params_dir))
+        for index, process in enumerate(plan.processes, start=1)
+    ]
     return tuple(command if rclpy_available else _needs_rclpy(command) for command in commands)
+
+
+def _write_inline_params(index: int, process: Process, params_dir: Path) -> tuple[tuple[Path, Section], ...]:
+    """Each inline section of process number `index` as launch_ros writes it: `KEY: {ros__parameters: {...}}`."""
+    written = []
+    if process.kind == "node" and not (process.pkg == PACKAGE and process.executable == "train"):
+        for number, source in enumerate(process.param_sources):
+            if isinstance(source, Path):
+                continue
+            path = params_dir / f"launch_params_{index}_{number}.yaml"
+            key, params = source
+            document = {key: {SECTION_KEY: {name: _yaml_value(value) for name, value in params.items()}}}
+            path.write_text(yaml.safe_dump(document, default_flow_style=False, sort_keys=False), encoding="utf-8")
+            written.append((path, source))
+    return tuple(written)
+
+
+def _yaml_value(value: ParamValue) -> str | bool | int | float | list[str | bool | int | float]:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _needs_rclpy(command: Command) -> Command:
@@ -68,23 +99,32 @@ def _needs_rclpy(command: Command) -> Command:
     if command.missing or process.kind != "node" or process.pkg != PACKAGE or process.executable == "train":
         return command
     reason = f"{process.executable} needs rclpy, which this Python lacks (use .venv-ros/bin/robo-rl or a ROS 2 env)"
-    return Command(process, command.argv, reason)
+    return Command(process, command.argv, reason, command.written)
 
 
-def _command(process: Process, scripts_dir: Path) -> Command:
+def _command(process: Process, scripts_dir: Path, written: tuple[tuple[Path, Section], ...]) -> Command:
     if process.kind == "executable":
         return Command(process, (process.executable, *process.args), "")
+    if process.pkg == PACKAGE and process.executable == "train":
+        return _script_command(process, scripts_dir / "robo-rl", train_arguments(process), ())
+    inline = iter(path for path, _ in written)
+    files = tuple(source if isinstance(source, Path) else next(inline) for source in process.param_sources)
+    node_arguments = (*process.args, *ros_arguments(process, files))
+    if not process.pkg:
+        found = shutil.which(process.executable) is not None
+        missing = "" if found else f"{process.executable} is not on PATH"
+        return Command(process, (process.executable, *node_arguments), missing, written)
     if process.pkg != PACKAGE:
-        argv = ("ros2", "run", process.pkg, process.executable, *process.args, *ros_arguments(process))
+        argv = ("ros2", "run", process.pkg, process.executable, *node_arguments)
         return Command(process, argv, f"package {process.pkg} needs ROS (only {PACKAGE} nodes run without it)")
-    if process.executable == "train":
-        return _script_command(process, scripts_dir / "robo-rl", train_arguments(process))
-    return _script_command(process, scripts_dir / process.executable, (*process.args, *ros_arguments(process)))
+    return _script_command(process, scripts_dir / process.executable, node_arguments, written)
 
 
-def _script_command(process: Process, script: Path, arguments: tuple[str, ...]) -> Command:
+def _script_command(
+    process: Process, script: Path, arguments: tuple[str, ...], written: tuple[tuple[Path, Section], ...]
+) -> Command:
     missing = "" if script.is_file() else f"{script.name} is not installed (no console script {script})"
-    return Command(process, (str(script), *arguments), missing)
+    return Command(process, (str(script), *arguments), missing, written)
 
 
 def train_arguments(process: Process) -> tuple[str, ...]:
@@ -115,21 +155,20 @@ def train_flag(name: str, value: ParamValue, where: Location | None) -> list[str
     raise LaunchError(f"train: unknown parameter '{name}' (known: {known})", where)
 
 
-def ros_arguments(process: Process) -> tuple[str, ...]:
-    """ROS 2 command-line arguments for a node: name, namespace, remaps, parameter files and parameters."""
-    argv = ["--ros-args"]
+def ros_arguments(process: Process, params_files: Sequence[Path]) -> tuple[str, ...]:
+    """ROS 2 command-line arguments for a node, in launch_ros's order: its own `ros_args`, then name, namespace,
+    parameter files (`params_files`: the `from:` files and the written inline ones, in declaration order), remaps."""
+    argv = ["--ros-args", *process.ros_args] if process.ros_args else []
+    argv.append("--ros-args")
     if process.name is not None:
         argv += ["-r", f"__node:={process.name}"]
     if process.namespace != "/":
         argv += ["-r", f"__ns:={process.namespace}"]
+    for path in params_files:
+        argv += ["--params-file", str(path)]
     for source, target in process.remaps:
         argv += ["-r", f"{source}:={target}"]
-    for source in process.param_sources:
-        if isinstance(source, Path):
-            argv += ["--params-file", str(source)]
-        else:
-            argv += ["-p", f"{source[0]}:={format_value(source[1])}"]
-    return tuple(argv) if len(argv) > 1 else ()
+    return tuple(argv)
 
 
 def format_value(value: ParamValue) -> str:
@@ -151,6 +190,9 @@ def describe(commands: Sequence[Command]) -> str:
         status = f"  [not runnable: {command.missing}]" if command.missing else ""
         lines.append(f"[{index}] {label} ({origin}, namespace {process.namespace}) from {process.where}{status}")
         lines.append(f"    $ {shlex.join(command.argv)}")
+        for path, (key, params) in command.written:
+            values = ", ".join(f"{name}: {format_value(value)}" for name, value in params.items())
+            lines.append(f"    {path.name}: {key}: {{{values}}}")
     return "\n".join(lines)
 
 

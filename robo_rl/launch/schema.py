@@ -1,7 +1,10 @@
 """Parse a ROS 2 YAML launch file (root `launch:`) into frozen action dataclasses.
 
-The file is composed into YAML nodes (not plain dicts) so every error can name its file and line. Unknown
-actions, unknown keys and malformed substitutions are LaunchErrors, as in ROS.
+The file is composed into YAML nodes (not plain dicts) so every error can name its file and line. The schema is
+ROS 2's launch_yaml at ros2/launch 3.7.1 and ros2/launch_ros 0.28.0 (`ROS_KEYS`, read from each action's `parse`
+classmethod): a key ROS refuses is refused here as "unknown"; a key ROS accepts that this interpreter does not
+implement (respawn, env, nested parameters, ...) is refused as "not supported by robo-rl launch", so a file either
+means the same under both or stops here.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ class Condition:
 
 @dataclass(frozen=True)
 class Arg:
-    """`arg`: declares a launch argument; without `default` it is required."""
+    """`arg`: declares a launch argument; without `default` it is required; `choice: [{value: a}, ...]` limits it."""
 
     name: str
     default: Text | None
@@ -107,15 +110,19 @@ class ParamFile:
 
 @dataclass(frozen=True)
 class Node:
-    """`node`: a ROS node `exec` of package `pkg`."""
+    """`node`: a ROS node `exec` of package `pkg` (without `pkg`: `exec` is a command found on PATH).
 
-    pkg: Text
+    `args` go before the ROS arguments; `ros_args` are ROS arguments of the user's (`--ros-args ROS_ARGS`).
+    """
+
+    pkg: Text | None
     executable: Text
     name: Text | None
     namespace: Text | None
     params: tuple[Param | ParamFile, ...]
     remaps: tuple[tuple[Text, Text], ...]
     args: Text | None
+    ros_args: Text | None
     output: str
     condition: Condition | None
     where: Location
@@ -134,6 +141,61 @@ class Executable:
 
 Action = Arg | Let | Include | PushNamespace | Group | Node | Executable
 CONDITION_KEYS = frozenset({"if", "unless"})
+_PROCESS_KEYS = frozenset(
+    {"cwd", "name", "on_exit", "launch-prefix", "output", "respawn", "respawn_max_retries", "respawn_delay"}
+    | {"sigkill_timeout", "sigterm_timeout", "shell", "emulate_tty", "env"}
+)
+ROS_KEYS: dict[str, frozenset[str]] = {
+    # What launch_yaml reads of each entity (ros2/launch 3.7.1: launch/action.py and launch/actions/*.py `parse`;
+    # ros2/launch_ros 0.28.0: launch_ros/actions/node.py and push_ros_namespace.py); any other key of an action
+    # is an "Unexpected key(s)" ValueError there. Entries (`node.param`, `arg.choice`, ...) are sub-entities.
+    "arg": CONDITION_KEYS | {"name", "default", "description", "choice"},
+    "arg.choice": frozenset({"value"}),
+    "let": CONDITION_KEYS | {"name", "value"},
+    "include": CONDITION_KEYS | {"file", "arg"},
+    "include.arg": frozenset({"name", "value"}),
+    "group": CONDITION_KEYS | {"scoped", "forwarding", "keep", "children"},
+    "push-ros-namespace": CONDITION_KEYS | {"namespace"},
+    "node": CONDITION_KEYS
+    | (_PROCESS_KEYS - {"name"})
+    | {"name", "pkg", "exec", "exec_name", "node-name"}
+    | {"namespace", "args", "ros_args", "remap", "param"},
+    "node.param": frozenset({"name", "value", "type", "param", "from", "allow_substs"}),
+    "node.remap": frozenset({"from", "to"}),
+    "executable": CONDITION_KEYS | _PROCESS_KEYS | {"cmd"},
+}
+REQUIRED_KEYS: dict[str, frozenset[str]] = {
+    "arg": frozenset({"name"}),
+    "arg.choice": frozenset({"value"}),
+    "let": frozenset({"name", "value"}),
+    "include": frozenset({"file"}),
+    "include.arg": frozenset({"name", "value"}),
+    "group": frozenset({"children"}),
+    "push-ros-namespace": frozenset({"namespace"}),
+    "node": frozenset({"exec"}),
+    "node.remap": frozenset({"from", "to"}),
+    "executable": frozenset({"cmd"}),
+}
+SUPPORTED_KEYS: dict[str, frozenset[str]] = {
+    "arg": ROS_KEYS["arg"],
+    "arg.choice": ROS_KEYS["arg.choice"],
+    "let": ROS_KEYS["let"],
+    "include": ROS_KEYS["include"],
+    "include.arg": ROS_KEYS["include.arg"],
+    "group": CONDITION_KEYS | {"scoped", "children"},
+    "push-ros-namespace": ROS_KEYS["push-ros-namespace"],
+    "node": CONDITION_KEYS | {"pkg", "exec", "name", "namespace", "args", "ros_args", "param", "remap", "output"},
+    "node.param": frozenset({"name", "value", "from"}),
+    "node.remap": ROS_KEYS["node.remap"],
+    "executable": CONDITION_KEYS | {"cmd", "name", "output"},
+}
+ROS_ACTIONS = frozenset(
+    # Every action name launch_yaml knows at ros2/launch 3.7.1 + ros2/launch_ros 0.28.0 (`@expose_action`).
+    {"append_env", "arg", "executable", "group", "include", "let", "log", "reset", "reset_env", "set_env"}
+    | {"shutdown", "timer", "unset_env", "load_composable_node", "node", "node_container", "push-ros-namespace"}
+    | {"push_ros_namespace", "ros_timer", "set_parameter", "set_parameters_from_file", "set_remap"}
+    | {"set_ros_log_dir", "set_use_sim_time"}
+)
 
 
 def parse_launch_file(path: Path) -> tuple[Action, ...]:
@@ -188,6 +250,10 @@ def _action(node: yaml.Node, file: str, depth: int) -> Action:
     key_node, body = node.value[0]
     kind = _key(key_node, file)
     if kind not in PARSERS:
+        if kind in ROS_ACTIONS:
+            raise LaunchError(
+                f"action '{kind}' runs under ros2 launch but not in robo-rl launch", _where(key_node, file)
+            )
         raise LaunchError(f"unknown action '{kind}' (known: {', '.join(sorted(PARSERS))})", _where(key_node, file))
     attrs = _attributes(body, kind, file)
     return PARSERS[kind](attrs, file, _where(key_node, file), depth)
@@ -211,12 +277,17 @@ def _attributes(node: yaml.Node, kind: str, file: str) -> dict[str, yaml.Node]:
     return attrs
 
 
-def _check_keys(attrs: dict[str, yaml.Node], kind: str, allowed: set[str], required: set[str], where: Location) -> None:
-    allowed_all = allowed | required | CONDITION_KEYS
+def _check_keys(attrs: dict[str, yaml.Node], kind: str, where: Location) -> None:
+    """Refuse what ROS refuses (an unknown key, both if and unless, a missing key) and what ROS accepts but this
+    interpreter does not implement, each in its own words."""
+    table = kind.replace("push_ros_namespace", "push-ros-namespace")
     for key in attrs:
-        if key not in allowed_all:
-            raise LaunchError(f"{kind}: unknown key '{key}' (allowed: {', '.join(sorted(allowed_all))})", where)
-    missing = sorted(required - attrs.keys())
+        if key not in ROS_KEYS[table]:
+            allowed = ", ".join(sorted(SUPPORTED_KEYS[table]))
+            raise LaunchError(f"{kind}: unknown key '{key}' (allowed: {allowed})", where)
+        if key not in SUPPORTED_KEYS[table]:
+            raise LaunchError(f"{kind}: key '{key}' works under ros2 launch but not in robo-rl launch", where)
+    missing = sorted(REQUIRED_KEYS.get(table, frozenset()) - attrs.keys())
     if missing:
         raise LaunchError(f"{kind}: missing required key '{missing[0]}'", where)
     if "if" in attrs and "unless" in attrs:
@@ -267,10 +338,12 @@ def _list(attrs: dict[str, yaml.Node], key: str, kind: str, file: str) -> list[y
 
 
 def _parse_arg(attrs: dict[str, yaml.Node], file: str, where: Location, depth: int) -> Arg:
-    _check_keys(attrs, "arg", {"default", "description", "choices"}, {"name"}, where)
+    _check_keys(attrs, "arg", where)
     choices = None
-    if "choices" in attrs:
-        choices = tuple(_string(item, "arg.choices", file) for item in _list(attrs, "choices", "arg", file))
+    if "choice" in attrs:
+        choices = tuple(_choice(item, file) for item in _list(attrs, "choice", "arg", file))
+        if not choices:
+            raise LaunchError("arg.choice: give at least one {value: ...}", _where(attrs["choice"], file))
     description = _string(attrs["description"], "arg.description", file) if "description" in attrs else ""
     default = _optional_text(attrs, "default", "arg", file)
     return Arg(
@@ -278,53 +351,56 @@ def _parse_arg(attrs: dict[str, yaml.Node], file: str, where: Location, depth: i
     )
 
 
+def _choice(node: yaml.Node, file: str) -> str:
+    """One `arg.choice` entry `{value: V}`; ROS compares the argument's string with V, unsubstituted."""
+    entry = _attributes(node, "arg.choice", file)
+    _check_keys(entry, "arg.choice", _where(node, file))
+    return _string(entry["value"], "arg.choice.value", file)
+
+
 def _parse_let(attrs: dict[str, yaml.Node], file: str, where: Location, depth: int) -> Let:
-    _check_keys(attrs, "let", set(), {"name", "value"}, where)
+    _check_keys(attrs, "let", where)
     value = _text_of(attrs["value"], "let.value", file)
     return Let(_string(attrs["name"], "let.name", file), value, _condition(attrs, "let", file), where)
 
 
 def _parse_include(attrs: dict[str, yaml.Node], file: str, where: Location, depth: int) -> Include:
-    _check_keys(attrs, "include", {"arg"}, {"file"}, where)
+    _check_keys(attrs, "include", where)
     args = []
     for item in _list(attrs, "arg", "include", file):
         entry = _attributes(item, "include.arg", file)
-        _check_keys(entry, "include.arg", set(), {"name", "value"}, _where(item, file))
-        if CONDITION_KEYS & entry.keys():
-            raise LaunchError("include.arg: takes no if/unless", _where(item, file))
+        _check_keys(entry, "include.arg", _where(item, file))
         args.append((_string(entry["name"], "include.arg.name", file), _text_of(entry["value"], "include.arg", file)))
     file_text = _text_of(attrs["file"], "include.file", file)
     return Include(file_text, tuple(args), _condition(attrs, "include", file), where)
 
 
 def _parse_push_namespace(attrs: dict[str, yaml.Node], file: str, where: Location, depth: int) -> PushNamespace:
-    _check_keys(attrs, "push-ros-namespace", set(), {"namespace"}, where)
+    _check_keys(attrs, "push-ros-namespace", where)
     namespace = _text_of(attrs["namespace"], "push-ros-namespace.namespace", file)
     return PushNamespace(namespace, _condition(attrs, "push-ros-namespace", file), where)
 
 
 def _parse_group(attrs: dict[str, yaml.Node], file: str, where: Location, depth: int) -> Group:
-    _check_keys(attrs, "group", {"scoped"}, {"children"}, where)
+    _check_keys(attrs, "group", where)
     scoped = _boolean(attrs["scoped"], "group.scoped", file) if "scoped" in attrs else True
     children = _actions(attrs["children"], file, depth + 1)
     return Group(children, scoped, _condition(attrs, "group", file), where)
 
 
-NODE_KEYS = {"name", "namespace", "param", "remap", "args", "output"}
-
-
 def _parse_node(attrs: dict[str, yaml.Node], file: str, where: Location, depth: int) -> Node:
-    _check_keys(attrs, "node", NODE_KEYS, {"pkg", "exec"}, where)
+    _check_keys(attrs, "node", where)
     params = tuple(_param(item, file) for item in _list(attrs, "param", "node", file))
     remaps = tuple(_remap(item, file) for item in _list(attrs, "remap", "node", file))
     return Node(
-        pkg=_text_of(attrs["pkg"], "node.pkg", file),
+        pkg=_optional_text(attrs, "pkg", "node", file),
         executable=_text_of(attrs["exec"], "node.exec", file),
         name=_optional_text(attrs, "name", "node", file),
         namespace=_optional_text(attrs, "namespace", "node", file),
         params=params,
         remaps=remaps,
         args=_optional_text(attrs, "args", "node", file),
+        ros_args=_optional_text(attrs, "ros_args", "node", file),
         output=_output(attrs, "node", file),
         condition=_condition(attrs, "node", file),
         where=where,
@@ -341,12 +417,14 @@ def _output(attrs: dict[str, yaml.Node], kind: str, file: str) -> str:
 def _param(node: yaml.Node, file: str) -> Param | ParamFile:
     entry = _attributes(node, "node.param", file)
     where = _where(node, file)
+    _check_keys(entry, "node.param", where)
     if "from" in entry:
-        _check_keys(entry, "node.param", set(), {"from"}, where)
+        if entry.keys() != {"from"}:
+            raise LaunchError("node.param: 'from' takes no 'name' or 'value' (ROS refuses them together)", where)
         return ParamFile(_text_of(entry["from"], "node.param.from", file), where)
-    _check_keys(entry, "node.param", set(), {"name", "value"}, where)
-    if CONDITION_KEYS & entry.keys():
-        raise LaunchError("node.param: takes no if/unless", where)
+    for key in ("name", "value"):
+        if key not in entry:
+            raise LaunchError(f"node.param: missing required key '{key}' (or give 'from: FILE')", where)
     return Param(_string(entry["name"], "node.param.name", file), _param_literal(entry["value"], file), where)
 
 
@@ -369,14 +447,12 @@ def _param_scalar(node: yaml.Node, file: str) -> Text | bool | int | float:
 
 def _remap(node: yaml.Node, file: str) -> tuple[Text, Text]:
     entry = _attributes(node, "node.remap", file)
-    _check_keys(entry, "node.remap", set(), {"from", "to"}, _where(node, file))
-    if CONDITION_KEYS & entry.keys():
-        raise LaunchError("node.remap: takes no if/unless", _where(node, file))
+    _check_keys(entry, "node.remap", _where(node, file))
     return _text_of(entry["from"], "node.remap.from", file), _text_of(entry["to"], "node.remap.to", file)
 
 
 def _parse_executable(attrs: dict[str, yaml.Node], file: str, where: Location, depth: int) -> Executable:
-    _check_keys(attrs, "executable", {"name", "output"}, {"cmd"}, where)
+    _check_keys(attrs, "executable", where)
     return Executable(
         cmd=_text_of(attrs["cmd"], "executable.cmd", file),
         name=_optional_text(attrs, "name", "executable", file),

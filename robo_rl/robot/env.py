@@ -29,14 +29,16 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from robo_rl.actuator import DriveActuator
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID
 from robo_rl.hil.device import TeleopDevice
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
-from robo_rl.real.command import command_fields
+from robo_rl.real.command import command_fields, measured_actions, trajectory_timing
 from robo_rl.real.episode import EpisodeManager
-from robo_rl.real.profile import RobotProfile
-from robo_rl.real.safety import SafetyFilter
+from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, RobotProfile, held_joint_sources
+from robo_rl.real.runtime import profile_drive
+from robo_rl.real.safety import SafetyFilter, SafetyResult
 from robo_rl.real.safety_box import SafetyBox
 from robo_rl.robot.link import RobotLink
 from robo_rl.spaces import SpaceSpec
@@ -97,9 +99,14 @@ class RobotEnv:
         self.dt = profile.dt
         self.obs_spec, self.action_spec = profile_specs(profile)
         self.privileged_obs_spec = None
+        self.actuator = profile_drive(profile)
+        """What the drive action is to the car's ESC (the profile's `esc` field), recorded with the policy."""
         self.spec = link.spec
         self.assembler = ObservationAssembler(profile.observations, profile.action_names, profile.safe_action)
-        self.safety = SafetyFilter(profile.actions, profile.dt)
+        hold = profile.safe_command == HOLD_MEASURED
+        self.safety = SafetyFilter(profile.actions, profile.dt, hold_measured=hold)
+        self.held = held_joint_sources(profile, self.spec) if hold else ()
+        """An arm's measured joint fields with the command fields they feed: its safe command holds that pose."""
         self.safe = np.asarray(profile.safe_action, dtype=np.float64)
         self.tick = 0.0
         self.steps = 0
@@ -111,7 +118,7 @@ class RobotEnv:
         self._estopped = False
         self.started = clock()
         safe_command = getattr(link, "safe_command", None)
-        if safe_command is not None:  # what the link's stall watchdog sends (RosLink)
+        if safe_command is not None and not hold:  # what the link's stall watchdog sends (RosLink); an arm's: _measure
             safe_command(command_fields(self.spec, profile.action_names, self.safe))
 
     # ------------------------------------------------------------------------------------------------ episodes
@@ -126,6 +133,7 @@ class RobotEnv:
             self.episode.after_step(False, True)
         self._reset_phase()
         self.safety.reset()
+        self._measure()
         self.assembler = ObservationAssembler(self.profile.observations, self.profile.action_names, self.safe)
         obs = self._ready_observation()
         self.episode.begin()
@@ -148,9 +156,9 @@ class RobotEnv:
                 prompted = self.episode.prompt
                 self.say(f"robot {self.profile.name}: {prompted}")
             if self._estop_now() or self.episode.waiting_for_operator:
-                self._send(self.safety.safe_command("reset").command)  # the safe command itself: never rate limited
+                self._send(self.safety.safe_command("reset"))  # the safe command (an arm: its measured pose, held)
             else:
-                self._send(self.safety(self.episode.reset_action(self.safe)).command)  # a scripted move, filtered
+                self._send(self.safety(self.episode.reset_action(self.safe)))  # a scripted move, filtered
             self._wait()
             fields = self.link.fields()
             self.episode.after_reset_step(fields, self.box.violations(fields), self._estop_now())
@@ -163,7 +171,7 @@ class RobotEnv:
             if self.clock() > deadline:
                 silent = self.link.stale_inputs() or ["(fields missing)"]
                 raise RuntimeError(f"robot not ready after {self.cfg.ready_timeout} s: no {', '.join(silent)}")
-            self._send(self.safe)
+            self._send(self.safety.safe_command("waiting for the robot"))
             self._wait()
         return obs
 
@@ -182,7 +190,7 @@ class RobotEnv:
         result = self.safety(executed, self.obs)
         if self._estop_now():  # pressed during the last period: this step ends the episode, with the robot held
             result = self.safety.safe_command("estop")
-        self._send(result.command)
+        self._send(result)
         self.assembler.record_action(result.command)
         self._wait()
         obs = self._observation()
@@ -285,8 +293,28 @@ class RobotEnv:
     def _estop_now(self) -> bool:
         return self.link.estopped() or self._key_estop
 
-    def _send(self, command: np.ndarray) -> None:
-        self.link.send(command_fields(self.spec, self.profile.action_names, command))
+    def _send(self, result: SafetyResult) -> None:
+        """The command's fields to the link; nothing for an arm's hold before its first measured pose."""
+        if not result.withheld:
+            self.link.send(self._fields(result.command, result.duration))
+
+    def _fields(self, command: np.ndarray, duration: float) -> dict[str, float]:
+        fields = command_fields(self.spec, self.profile.action_names, command)
+        if self.spec.type == JOINT_TRAJECTORY:
+            fields |= trajectory_timing(duration or self.dt)
+        return fields
+
+    def _measure(self) -> None:
+        """An arm's measured pose, for its safe command, its rate limits and the link's stall watchdog (the pose
+        it holds when this loop stops sending)."""
+        pose = measured_actions(self.spec, self.profile.action_names, self.held, self.link.fields())
+        if pose is None:
+            return
+        self.safety.measure(pose)
+        safe_command = getattr(self.link, "safe_command", None)
+        measured = self.safety.measured
+        if safe_command is not None and measured is not None:
+            safe_command(self._fields(measured, self.safety.travel_time(self.safety.sent, measured)))
 
     def _wait(self) -> None:
         """Until the next tick of the dt grid; a tick already past is counted as missed and the grid moves on."""
@@ -296,6 +324,7 @@ class RobotEnv:
             self.missed_ticks += int((now - self.tick) / self.dt)
             self.tick = now
         self.link.wait_until(self.tick)
+        self._measure()
         estopped = self._estop_now()
         self.estop_presses += int(estopped and not self._estopped)
         self._estopped = estopped
@@ -328,11 +357,13 @@ class ProfileSpecs:
     dt: float
     privileged_obs_spec: None = None
     device: torch.device = CPU
+    actuator: DriveActuator | None = None
+    """What the drive action is to the car's ESC (`robo_rl.real.runtime.profile_drive`); None: not a car."""
 
     @classmethod
     def of(cls, profile: RobotProfile) -> ProfileSpecs:
         obs, action = profile_specs(profile)
-        return cls(obs, action, profile.dt)
+        return cls(obs, action, profile.dt, actuator=profile_drive(profile))
 
 
 def _to_stderr(text: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from robo_rl.real.command import select_command
+from robo_rl.real.command import TIME_FROM_START, select_command
 from robo_rl.real.profile import CommandSpec, RobotProfile
 from robo_rl.real.watchdog import Watchdog
 
@@ -122,14 +122,23 @@ class RosLink:
         self.stall_stops = 0
         """Periods in which the watchdog sent the safe command because the control loop had not sent one."""
         self._safe_fields: dict[str, float] | None = None
+        self.skipped_messages = 0
+        """Messages the profile cannot read (a JointState without the arm's joints), skipped."""
         self._stop = threading.Event()
         self._watchdog = threading.Thread(target=self._watch, name="robot-command-watchdog", daemon=True)
         self._watchdog.start()
         self._transition_layout = transition_layout(len(profile.observations), len(profile.actions))
 
     def _on_input(self, name: str, decode: Callable[[Any], dict[str, float]]) -> Callable[[Any], None]:
+        from robo_rl.real.ros.inputs import InputError
+
         def callback(message: Any) -> None:
-            self._fields.update(decode(message))
+            try:
+                fields = decode(message)
+            except InputError:  # e.g. another publisher's JointState on the topic: skipped, keeps nothing fresh
+                self.skipped_messages += 1
+                return
+            self._fields.update(fields)
             self._fields.update(self._derived(self.profile, self._fields, self.target))
             self.watchdogs[name].feed()
 
@@ -179,8 +188,9 @@ class RosLink:
             message.header.stamp = self.node.get_clock().now().to_msg()
         if self.spec.joint_names:
             message.joint_names = list(self.spec.joint_names)
-            for point in message.points:
-                point.time_from_start.nanosec = int(self.profile.dt * 1e9)
+            if TIME_FROM_START[0] not in fields:  # RobotEnv times an arm's hold; one period otherwise
+                for point in message.points:
+                    point.time_from_start.nanosec = int(self.profile.dt * 1e9)
         self.publisher.publish(message)
 
     def estopped(self) -> bool:
@@ -210,7 +220,7 @@ class RosLink:
             rclpy.spin_once(self.node, timeout_sec=min(left, 0.005))
 
     def stats(self) -> dict[str, float]:
-        return {"stall_stops": self.stall_stops}
+        return {"stall_stops": self.stall_stops, "skipped_messages": self.skipped_messages}
 
     def close(self) -> None:
         """Stop the watchdog, send the safe command once more, and leave the graph."""

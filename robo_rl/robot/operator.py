@@ -1,8 +1,9 @@
 """A simulated operator for learning on the RC car: what a person with a joystick does, from the car's own topics.
 
 `PursuitDriver` drives from the profile's observation fields (the track's look-ahead points in the car frame and the
-odometry's forward speed): pure pursuit towards the look-ahead point at a speed-dependent distance, at a steady
-cruise speed. `SimulatedOperator` takes over with it when the car gets close to the border or points away from the
+odometry's forward speed): pure pursuit towards the look-ahead point at a speed-dependent distance, with a steady
+cruise speed as the setpoint of the car's ESC speed loop (the drive action is that setpoint). `SimulatedOperator`
+takes over with it when the car gets close to the border or points away from the
 track (after a reaction time), hands back once the car is centred and aligned again, answers reset prompts after a
 while (putting the car back takes a person some seconds), and can hold the e-stop over given intervals. With
 `always=True` it drives all the time: a demonstration.
@@ -28,9 +29,10 @@ HALF_WIDTH = "track.half_width"
 @dataclass(frozen=True)
 class PursuitConfig:
     cruise_speed: float = 2.2
-    """m/s the driver holds."""
-    speed_gain: float = 0.6
-    """Drive action per m/s of speed error (drive is throttle/brake in [-1, 1])."""
+    """m/s the driver holds: the ESC's speed setpoint it sends."""
+    speed_scale: float = 5.0
+    """m/s of speed setpoint per unit of the drive action (the rc_car profile's `drive.speed` scale): drive =
+    cruise_speed / speed_scale."""
     lookahead_time: float = 0.3
     """Look-ahead distance per m/s of speed, s."""
     min_lookahead: float = 0.8
@@ -58,7 +60,7 @@ class PursuitDriver:
         x, y = fields[f"track.lookahead[{2 * k}]"], fields[f"track.lookahead[{2 * k + 1}]"]
         angle = math.atan(c.wheelbase * 2.0 * y / max(x * x + y * y, 1e-6))
         steering = float(np.clip(angle / c.max_steer, -1.0, 1.0))
-        drive = float(np.clip(c.speed_gain * (c.cruise_speed - speed), -1.0, 1.0))
+        drive = float(np.clip(c.cruise_speed / c.speed_scale, -1.0, 1.0))  # the car's ESC holds the speed
         return np.array([steering, drive])
 
 

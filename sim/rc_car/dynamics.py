@@ -14,8 +14,9 @@ stiff and meaningless near standstill, so below `DYNAMIC_SPEED` each step is ble
 bicycle's (no tire slip: the drive acts along the body axis only, the yaw rate is `vx tan(d) / L` and the
 lateral CoG velocity `lr` times the yaw rate), fully kinematic below `KINEMATIC_SPEED`; the slip angles use
 `max(vx, KINEMATIC_SPEED)`: nothing divides by vx, and a car at rest stays finite and at rest. Brake and
-rolling resistance act as Coulomb friction: they stop the car but never push it backwards. Steering follows its
-command at the servo's rate limit; the wheel angle is clamped to +-max_steer.
+rolling resistance act as Coulomb friction: they stop the car but never push it backwards (throttle mode; in
+speed mode the ESC's first-order speed loop sets the longitudinal acceleration, `equations.esc_acceleration`).
+Steering follows its command at the servo's rate limit; the wheel angle is clamped to +-max_steer.
 
 Integration: semi-implicit Euler with substeps (steer first, then the velocities from the forces, then the
 pose from the new velocities); 4 substeps of 5 ms at a 20 ms control period resolve the fastest (yaw) mode
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 import torch
 
 from robo_rl.sim.rc_car import equations
-from robo_rl.sim.rc_car.params import CarParams, TireParams
+from robo_rl.sim.rc_car.params import SPEED_MODE, CarParams, TireParams
 
 STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "yaw_rate", "steer")
 STATE_UNITS = ("m", "m", "rad", "m/s", "m/s", "rad/s", "rad")
@@ -76,6 +77,8 @@ class CarModel:
     """`(N,)` deceleration at full brake (before the grip limit) in m/s^2."""
     drag: torch.Tensor = field(init=False)
     """`(N,)` drag coefficient per mass in 1/m."""
+    force_scale: torch.Tensor = field(init=False)
+    """`(N,)` nominal mass / mass: scales the speed loop's acceleration limits (a force limit of the ESC)."""
     car: equations.Car = field(init=False)
     """The per-env quantities above as the equations take them."""
     chassis: equations.Chassis = field(init=False)
@@ -94,12 +97,13 @@ class CarModel:
             "motor": p.max_motor_force * inv_mass,
             "brake": p.max_brake_force * inv_mass,
             "drag": p.drag_coefficient * inv_mass,
+            "force_scale": p.mass / self.mass,
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
         car = equations.Car(
             derived["inv_mass"], derived["inv_yaw_inertia"], derived["front_peak"], derived["rear_peak"],
-            derived["grip"], derived["motor"], derived["brake"], derived["drag"],
+            derived["grip"], derived["motor"], derived["brake"], derived["drag"], derived["force_scale"],
         )  # fmt: skip
         object.__setattr__(self, "car", car)
         object.__setattr__(self, "chassis", chassis_of(p))
@@ -129,6 +133,11 @@ def drive_acceleration(vx: torch.Tensor, throttle: torch.Tensor, model: CarModel
     return equations.drive_acceleration(vx, throttle, model.car, model.chassis)
 
 
+def speed_setpoint(drive: torch.Tensor, params: CarParams) -> torch.Tensor:
+    """The ESC's speed setpoint in m/s `(N,)` of drive actions `(N,)` in speed mode (`equations.speed_setpoint`)."""
+    return equations.speed_setpoint(drive, chassis_of(params))
+
+
 def wrap_angle(angle: torch.Tensor) -> torch.Tensor:
     """Angles in rad wrapped to [-pi, pi)."""
     return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
@@ -138,7 +147,8 @@ def integrate(
     state: torch.Tensor, steer_command: torch.Tensor, drive: torch.Tensor, model: CarModel, dt: float, substeps: int
 ) -> torch.Tensor:
     """State `(7, N)` after `dt` s of constant commands: wheel angle `steer_command` (rad) and `drive` in
-    [-1, 1] (throttle > 0, brake < 0), both `(N,)`, in `substeps` semi-implicit Euler steps
+    [-1, 1] (the ESC's speed setpoint fraction, or throttle > 0 / brake < 0: `CarParams.command_mode`), both
+    `(N,)`, in `substeps` semi-implicit Euler steps
     (`equations.integrate` on the state's rows; the numba kernel integrates the same equations per env)."""
     rows = equations.integrate(tuple(state.unbind(0)), steer_command, drive, model.car, model.chassis, dt, substeps)
     return torch.stack(rows)
@@ -150,4 +160,6 @@ def chassis_of(params: CarParams) -> equations.Chassis:
     return equations.Chassis(
         params.lf, params.lr, params.wheelbase, params.max_speed, params.rolling_resistance * params.gravity,
         params.max_steer, params.max_steer_rate, front.b, front.c, front.e, rear.b, rear.c, rear.e,
+        1.0 if params.command_mode == SPEED_MODE else 0.0, params.speed_scale, params.max_reverse_speed,
+        params.speed_time_constant, params.max_acceleration, params.max_deceleration,
     )  # fmt: skip

@@ -53,6 +53,9 @@ class Car(NamedTuple):
     """max_brake_force / mass, m/s^2."""
     drag: Scalar
     """drag_coefficient / mass, 1/m."""
+    force_scale: Scalar
+    """nominal mass / mass: the speed loop's acceleration limits are the nominal car's times this (the ESC limits
+    the motor's current, hence its force)."""
 
 
 class Chassis(NamedTuple):
@@ -72,6 +75,17 @@ class Chassis(NamedTuple):
     rear_b: float
     rear_c: float
     rear_e: float
+    speed_mode: float
+    """1.0: drive is the ESC's speed setpoint fraction (`CarParams.command_mode` "speed"); 0.0: throttle/brake."""
+    speed_scale: float
+    """m/s of setpoint at drive = 1 (the largest forward setpoint)."""
+    max_reverse_speed: float
+    speed_time_constant: float
+    """s, of the ESC's first-order speed loop."""
+    max_acceleration: float
+    """m/s^2 while the speed grows in magnitude."""
+    max_deceleration: float
+    """m/s^2 while braking (the setpoint opposes the motion)."""
 
 
 def magic_formula(slip: Scalar, b: float, c: float, e: float, peak: Scalar) -> Scalar:
@@ -93,6 +107,25 @@ def drive_acceleration(vx: Scalar, throttle: Scalar, car: Car, chassis: Chassis)
     the no-load speed, and the tires transmit at most mu g."""
     available = at_least(1.0 - vx * (1.0 / chassis.max_speed), 0.0) * car.motor
     return at_most(throttle * available, car.grip)
+
+
+def speed_setpoint(drive: Scalar, chassis: Chassis) -> Scalar:
+    """The ESC's speed setpoint in m/s of a drive action: drive * speed_scale, within the ESC's limits
+    [-max_reverse_speed, speed_scale]."""
+    return clamp(drive * chassis.speed_scale, -chassis.max_reverse_speed, chassis.speed_scale)
+
+
+def esc_acceleration(vx: Scalar, setpoint: Scalar, car: Car, chassis: Chassis, h: float) -> Scalar:
+    """Acceleration in m/s^2 the ESC's speed loop gives over `h` s toward `setpoint` (m/s): the exact step of the
+    first-order loop, `(setpoint - vx) (1 - exp(-h / tau)) / h`, limited to max_acceleration while |vx| grows,
+    to max_deceleration while the setpoint opposes the motion (braking), both scaled by nominal mass / mass, and
+    to the grip mu g."""
+    error = setpoint - vx
+    braking = vx * error < 0.0
+    extra = chassis.max_deceleration - chassis.max_acceleration
+    limit = at_most((chassis.max_acceleration + extra * braking) * car.force_scale, car.grip)
+    gain = (1.0 - math.exp(-h / chassis.speed_time_constant)) / h
+    return clamp(error * gain, -limit, limit)
 
 
 def stopping_deceleration(brake: Scalar, car: Car, chassis: Chassis) -> Scalar:
@@ -118,7 +151,8 @@ def wrap_angle(angle: Scalar) -> Scalar:
 
 
 def substep(s: tuple, steer_command: Scalar, drive: Scalar, car: Car, chassis: Chassis, h: float) -> tuple:
-    """One semi-implicit Euler step of `h` s; `drive` in [-1, 1] is throttle (> 0) or brake (< 0)."""
+    """One semi-implicit Euler step of `h` s; `drive` in [-1, 1] is the ESC's speed setpoint fraction (speed
+    mode) or throttle (> 0) / brake (< 0) (throttle mode)."""
     x, y, yaw, vx, vy, yaw_rate, steer = s
     steer = steer_toward(steer, steer_command, chassis, h)
     weight = dynamic_weight(vx)
@@ -126,13 +160,17 @@ def substep(s: tuple, steer_command: Scalar, drive: Scalar, car: Car, chassis: C
     front = magic_formula(front_slip, chassis.front_b, chassis.front_c, chassis.front_e, car.front_peak)
     rear = magic_formula(rear_slip, chassis.rear_b, chassis.rear_c, chassis.rear_e, car.rear_peak)
     front_x, front_y = front * sin(steer), front * cos(steer)
-    push = drive_acceleration(vx, at_least(drive, 0.0), car, chassis) - car.drag * vx * abs(vx)
     # The kinematic model keeps only the drive along the body axis; the dynamic one adds the front tire force
     # and the rotating-frame term.
     lateral_terms = vy * yaw_rate - front_x * car.inv_mass
-    new_vx = vx + h * (push + weight * lateral_terms)
-    stop = h * stopping_deceleration(at_least(-drive, 0.0), car, chassis)
-    new_vx = sign(new_vx) * at_least(abs(new_vx) - stop, 0.0)
+    if chassis.speed_mode > 0.5:  # the ESC's speed loop holds its setpoint against drag and rolling resistance
+        push = esc_acceleration(vx, speed_setpoint(drive, chassis), car, chassis, h)
+        new_vx = vx + h * (push + weight * lateral_terms)
+    else:
+        push = drive_acceleration(vx, at_least(drive, 0.0), car, chassis) - car.drag * vx * abs(vx)
+        new_vx = vx + h * (push + weight * lateral_terms)
+        stop = h * stopping_deceleration(at_least(-drive, 0.0), car, chassis)
+        new_vx = sign(new_vx) * at_least(abs(new_vx) - stop, 0.0)
     new_vy = vy + h * ((rear + front_y) * car.inv_mass - vx * yaw_rate)
     new_rate = yaw_rate + h * (chassis.lf * front_y - chassis.lr * rear) * car.inv_yaw_inertia
     kinematic_rate = new_vx * tan(steer) * (1.0 / chassis.wheelbase)

@@ -53,8 +53,8 @@ _VOCABULARY = {
 }  # fmt: skip
 _EQ = jit_copies(
     equations,
-    ("magic_formula", "slip_angles", "drive_acceleration", "stopping_deceleration", "steer_toward",
-     "dynamic_weight", "wrap_angle", "substep", "integrate"),
+    ("magic_formula", "slip_angles", "drive_acceleration", "speed_setpoint", "esc_acceleration",
+     "stopping_deceleration", "steer_toward", "dynamic_weight", "wrap_angle", "substep", "integrate"),
     dict(_VOCABULARY),
 )  # fmt: skip
 integrate, wrap_angle = _EQ["integrate"], _EQ["wrap_angle"]
@@ -64,8 +64,10 @@ Car, Chassis = equations.Car, equations.Chassis
 (DT, SUBSTEPS, LATENCY, MAX_STEPS, SUCCESS_LAPS, STALL_STEPS, STALL_SPEED, MARGIN, W_PROGRESS, OFF_PENALTY,
  STALL_PENALTY, W_ACTION, W_STEER_RATE, INIT_OFFSET, INIT_HEADING, INIT_SPEED, LENGTH, SEGMENT_LENGTH, NUM_POINTS,
  LOOKAHEAD_SPACING, LOOKAHEAD_POINTS, CAR) = range(22)  # fmt: skip
-CHASSIS = CAR + 8  # the 8 fields of equations.Car, then the 13 of equations.Chassis
-NUM_CONSTANTS = CHASSIS + 13
+CHASSIS = CAR + len(equations.Car._fields)  # the fields of equations.Car, then those of equations.Chassis
+NUM_CONSTANTS = CHASSIS + len(equations.Chassis._fields)
+DRIVE_LATENCY = NUM_CONSTANTS  # the drive's delay in control steps (latency plus the speed loop's dead time)
+NUM_CONSTANTS += 1
 
 
 @numba.njit(fastmath=FASTMATH, inline="always")
@@ -133,18 +135,19 @@ def env_step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_act
     obs, final_obs, reward, flags, lap_time, laps_out, progress_out = out
     steps, laps, slow_steps, segment = counts
     distance, lap_start = floats
-    car = Car(c[CAR], c[CAR + 1], c[CAR + 2], c[CAR + 3], c[CAR + 4], c[CAR + 5], c[CAR + 6], c[CAR + 7])
+    car = Car(c[CAR], c[CAR + 1], c[CAR + 2], c[CAR + 3], c[CAR + 4], c[CAR + 5], c[CAR + 6], c[CAR + 7], c[CAR + 8])
     chassis = Chassis(
         c[CHASSIS], c[CHASSIS + 1], c[CHASSIS + 2], c[CHASSIS + 3], c[CHASSIS + 4], c[CHASSIS + 5], c[CHASSIS + 6],
         c[CHASSIS + 7], c[CHASSIS + 8], c[CHASSIS + 9], c[CHASSIS + 10], c[CHASSIS + 11], c[CHASSIS + 12],
+        c[CHASSIS + 13], c[CHASSIS + 14], c[CHASSIS + 15], c[CHASSIS + 16], c[CHASSIS + 17], c[CHASSIS + 18],
     )  # fmt: skip
     steering, drive = min(max(action[i, 0], -1.0), 1.0), min(max(action[i, 1], -1.0), 1.0)
     previous_steering = last_action[0, i]
-    latency = int(c[LATENCY])
-    for j in range(latency, 0, -1):
+    latency, drive_latency = int(c[LATENCY]), int(c[DRIVE_LATENCY])
+    for j in range(buffer.shape[0] - 1, 0, -1):
         buffer[j, 0, i], buffer[j, 1, i] = buffer[j - 1, 0, i], buffer[j - 1, 1, i]
     buffer[0, 0, i], buffer[0, 1, i] = steering, drive
-    command_steer, command_drive = buffer[latency, 0, i], buffer[latency, 1, i]
+    command_steer, command_drive = buffer[latency, 0, i], buffer[drive_latency, 1, i]
     s = (float(state[0, i]), float(state[1, i]), float(state[2, i]), float(state[3, i]), float(state[4, i]),
          float(state[5, i]), float(state[6, i]))  # fmt: skip
     s = integrate(s, command_steer * chassis.max_steer, command_drive, car, chassis, c[DT], int(c[SUBSTEPS]))
@@ -204,7 +207,7 @@ def env_step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_act
         for k in range(history.shape[0]):
             history[k, i] = 0.0
         last_action[0, i], last_action[1, i] = 0.0, 0.0
-        for k in range(latency + 1):
+        for k in range(buffer.shape[0]):
             buffer[k, 0, i], buffer[k, 1, i] = 0.0, 0.0
         _observe(c, table, s, p, history, obs, i)
     else:
@@ -221,7 +224,8 @@ def step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_action:
          projection: Any, action: Any, seed: Any, counter: Any, out: Any) -> None:  # fmt: skip
     """One control step of every env, in parallel over envs.
 
-    In place, as `RCCarRace` holds them (component-major): `state` `(7, N)`, the latency `buffer` `(L + 1, 2, N)`,
+    In place, as `RCCarRace` holds them (component-major): `state` `(7, N)`, the latency `buffer` `(L + D + 1, 2, N)`
+    (D: the drive's extra delay),
     `history` `(2 k, N)`, `last_action` `(2, N)`, `counts` = (steps, laps, slow steps, segment) int64 `(N,)`,
     `floats` = (distance, lap start) `(N,)`, `projection` `(4, N)` (s, lateral offset, heading, half width).
     `table` is the track's segment table `(9, M)`, `c` the constants (`NUM_CONSTANTS`), `action` `(N, 2)`.
@@ -232,8 +236,9 @@ def step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_action:
                  out, i)  # fmt: skip
 
 
-def constants(config: Any, params: Any, model: Any, track: Any, latency: int) -> np.ndarray:
-    """The kernel's constants (float64) of a `RaceConfig`, car (`CarModel`, nominal), track and fixed latency."""
+def constants(config: Any, params: Any, model: Any, track: Any, latency: int, drive_delay: int = 0) -> np.ndarray:
+    """The kernel's constants (float64) of a `RaceConfig`, car (`CarModel`, nominal), track, fixed latency and
+    the drive's extra delay (the speed loop's dead time), both in control steps."""
     c = np.zeros(NUM_CONSTANTS)
     c[DT], c[SUBSTEPS], c[LATENCY], c[MAX_STEPS] = config.dt, config.substeps, latency, config.max_episode_steps
     c[SUCCESS_LAPS], c[STALL_STEPS], c[STALL_SPEED] = config.success_laps, config.stall_steps, config.stall_speed
@@ -246,8 +251,9 @@ def constants(config: Any, params: Any, model: Any, track: Any, latency: int) ->
     c[INIT_OFFSET], c[INIT_HEADING], c[INIT_SPEED] = config.init_offset, config.init_heading, config.init_speed
     c[LENGTH], c[SEGMENT_LENGTH], c[NUM_POINTS] = track.length, track.segment_length, track.num_points
     c[LOOKAHEAD_SPACING], c[LOOKAHEAD_POINTS] = config.lookahead_spacing, config.lookahead_points
-    c[CAR : CAR + 8] = [float(value[0]) for value in model.car]
-    c[CHASSIS : CHASSIS + 13] = model.chassis
+    c[CAR:CHASSIS] = [float(value[0]) for value in model.car]
+    c[CHASSIS : CHASSIS + len(model.chassis)] = model.chassis
+    c[DRIVE_LATENCY] = latency + drive_delay
     return c
 
 

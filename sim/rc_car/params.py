@@ -8,10 +8,19 @@ Conventions used throughout `robo_rl.sim.rc_car`:
   `steer` turns the front wheel, positive to the left.
 - Tires: the lateral force of an axle follows Pacejka's magic formula in its slip angle,
   `F = D sin(C atan(B a - E (B a - atan(B a))))` with peak `D = friction * normal load` (static load split).
-- Drive: `throttle` in [0, 1] gives `throttle * max_motor_force * (1 - vx / max_speed)` (a DC motor's torque
-  falls linearly with speed and vanishes at its no-load speed); `brake` in [0, 1] gives `brake *
-  max_brake_force` against the motion; rolling resistance `rolling_resistance * m g` and drag `drag_coefficient
-  vx^2` slow the car. The car has no reverse gear.
+- Drive, by `command_mode`, what the car's ESC receives as the `drive` action in [-1, 1]:
+  - "speed" (default; a VESC in speed mode, what an AckermannDriveStamped `speed` or a Twist `linear.x` sets):
+    the ESC's speed setpoint `drive * speed_scale` m/s, clipped to [-max_reverse_speed, speed_scale]. The ESC's
+    closed speed loop is modelled as first order: after `speed_loop_delay` s the forward speed approaches the
+    setpoint as `exp(-t / speed_time_constant)`, its acceleration limited to `max_acceleration` while the speed
+    grows in magnitude (forward or in reverse) and to `max_deceleration` while the setpoint opposes the motion
+    (braking; a setpoint 0 actively stops the car, a negative one brakes, then reverses), both within the grip
+    mu g. The loop holds its setpoint against drag and rolling resistance (the VESC's integral term), so those
+    do not slow the car in this mode; `speed_scale` must lie below the drivetrain's `top_speed`.
+  - "throttle" (an ESC driven by a throttle/brake or duty command): `throttle` in [0, 1] gives `throttle *
+    max_motor_force * (1 - vx / max_speed)` (a DC motor's torque falls linearly with speed and vanishes at its
+    no-load speed); `brake` in [0, 1] gives `brake * max_brake_force` against the motion; rolling resistance
+    `rolling_resistance * m g` and drag `drag_coefficient vx^2` slow the car. No reverse gear.
 """
 
 from __future__ import annotations
@@ -22,6 +31,10 @@ from pathlib import Path
 
 from robo_rl.sim.bundled import bundled_names, load_bundled, read_named_params
 
+SPEED_MODE = "speed"
+THROTTLE_MODE = "throttle"
+COMMAND_MODES = (SPEED_MODE, THROTTLE_MODE)
+"""`CarParams.command_mode` values: what the car's ESC receives as the drive action."""
 CARS_PACKAGE = "robo_rl.sim.rc_car"
 CARS_FOLDER = "cars"
 """The bundled car YAML files are package data in `CARS_PACKAGE`/`CARS_FOLDER`."""
@@ -92,6 +105,26 @@ class CarParams:
     latency: float = 0.0
     """Delay between a command and its effect in s (servo, ESC and software pipeline); the task rounds it to
     whole control steps."""
+    command_mode: str = "speed"
+    """What the ESC receives as `drive` (see the module docstring): "speed", a speed setpoint in m/s =
+    drive * speed_scale (a VESC's speed mode: what a robot profile sending AckermannDriveStamped speed or Twist
+    linear.x must send), or "throttle", a throttle/brake fraction of the motor and brake forces (for drivers
+    that take a duty or throttle command)."""
+    speed_scale: float = 5.0
+    """Speed mode: setpoint in m/s at drive = 1, the largest forward setpoint (the ESC's speed limit). A robot
+    profile must send speed = speed_scale * drive."""
+    max_reverse_speed: float = 2.0
+    """Speed mode: largest reverse setpoint in m/s (the ESC's reverse speed limit); drive below
+    -max_reverse_speed / speed_scale asks for no more."""
+    speed_time_constant: float = 0.15
+    """Speed mode: time constant in s of the ESC's closed speed loop (first order)."""
+    speed_loop_delay: float = 0.0
+    """Speed mode: dead time in s between a setpoint and the speed loop's reaction, on top of `latency`; the
+    task rounds it to whole control steps."""
+    max_acceleration: float = 5.0
+    """Speed mode: largest acceleration in m/s^2 the loop commands while the speed grows in magnitude."""
+    max_deceleration: float = 8.0
+    """Speed mode: largest deceleration in m/s^2 the loop commands while braking (setpoint against the motion)."""
     length: float = 0.5
     """Body length in m (drawing only)."""
     width: float = 0.27
@@ -102,7 +135,9 @@ class CarParams:
     def __post_init__(self) -> None:
         positive = ("mass", "yaw_inertia", "lf", "lr", "friction", "max_steer", "max_steer_rate")
         positive += ("max_motor_force", "max_brake_force", "max_speed", "length", "width", "gravity")
-        non_negative = ("rolling_resistance", "drag_coefficient", "latency")
+        positive += ("speed_scale", "max_reverse_speed", "speed_time_constant", "max_acceleration")
+        positive += ("max_deceleration",)
+        non_negative = ("rolling_resistance", "drag_coefficient", "latency", "speed_loop_delay")
         bad = [name for name in positive if not _finite(getattr(self, name)) or getattr(self, name) <= 0]
         bad += [name for name in non_negative if not _finite(getattr(self, name)) or getattr(self, name) < 0]
         if bad:
@@ -112,6 +147,15 @@ class CarParams:
         if self.rolling_resistance * self.mass * self.gravity >= self.max_motor_force:
             raise ValueError(
                 f"CarParams {self.name!r}: rolling resistance exceeds max_motor_force; the car cannot move"
+            )
+        if self.command_mode not in COMMAND_MODES:
+            raise ValueError(
+                f"CarParams {self.name!r}: command_mode must be one of {COMMAND_MODES}, got {self.command_mode!r}"
+            )
+        if self.command_mode == SPEED_MODE and self.speed_scale >= self.top_speed:
+            raise ValueError(
+                f"CarParams {self.name!r}: speed_scale {self.speed_scale} m/s must lie below the drivetrain's top "
+                f"speed {self.top_speed:.2f} m/s (the ESC cannot hold a faster setpoint)"
             )
 
     @property

@@ -3,8 +3,10 @@
 Steering: the car aims its rear axle at the center-line point `L(v) = lookahead_time * vx` (clamped) ahead along
 the track and steers the wheel angle of the circle through it, `atan(wheelbase * 2 sin(alpha) / l)`.
 Speed: the fastest speed from which the car can still brake to every corner ahead, each corner taken at
-`v = sqrt(lateral_acceleration * mu g / |curvature|)`, capped at `max_speed`; a P controller on the speed error
-gives the throttle or brake. The driver uses the nominal car (it does not know randomized parameters).
+`v = sqrt(lateral_acceleration * mu g / |curvature|)`, capped at `max_speed` (and at the ESC's largest setpoint).
+A car in speed mode (`CarParams.command_mode`) gets that speed as its ESC's setpoint, drive = speed /
+speed_scale; a throttle car gets a P controller's throttle or brake on the speed error. The driver uses the
+nominal car (it does not know randomized parameters).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from robo_rl.sim.rc_car.dynamics import VX, YAW, X, Y
+from robo_rl.sim.rc_car.params import SPEED_MODE
 from robo_rl.sim.rc_car.race import RCCarRace
 
 
@@ -30,7 +33,8 @@ class PurePursuitConfig:
     lateral_acceleration: float = 0.7
     """Fraction of the friction limit mu g used as the lateral acceleration in corners."""
     braking_deceleration: float = 0.6
-    """Fraction of the full brake deceleration assumed when braking for a corner ahead."""
+    """Fraction of the full brake deceleration (speed mode: the ESC's `max_deceleration`) assumed when braking
+    for a corner ahead."""
     preview: float = 6.0
     """Center line checked for corners ahead of the car in m."""
     preview_step: float = 0.2
@@ -40,7 +44,7 @@ class PurePursuitConfig:
     max_speed: float = 8.0
     """Speed cap in m/s."""
     speed_gain: float = 2.0
-    """Drive command per m/s of speed error (throttle when too slow, brake when too fast)."""
+    """Throttle mode: drive command per m/s of speed error (throttle when too slow, brake when too fast)."""
 
     def __post_init__(self) -> None:
         positive = ("lookahead_time", "min_lookahead", "max_lookahead", "lateral_acceleration")
@@ -67,7 +71,10 @@ class PurePursuit:
         target = track.point_at(projection.s + distance)
         steer = self._steer(state, target, params.lr, params.wheelbase) / params.max_steer
         target_speed = self._speed_target(env, projection.s)
-        drive = c.speed_gain * (target_speed - speed)
+        if params.command_mode == SPEED_MODE:  # the ESC's loop tracks the speed itself
+            drive = target_speed / params.speed_scale
+        else:
+            drive = c.speed_gain * (target_speed - speed)
         return torch.stack((steer, drive), dim=-1).clamp(-1.0, 1.0)
 
     @staticmethod
@@ -91,7 +98,9 @@ class PurePursuit:
         samples = s.unsqueeze(-1) + ahead  # (N, P)
         curvature = env.track.curvature_at(samples.unsqueeze(-1) + window).mean(-1).abs()  # (N, P)
         corner = (c.lateral_acceleration * params.friction * g / curvature.clamp(min=1e-6)).sqrt()
-        deceleration = c.braking_deceleration * min(params.max_brake_force, params.friction * params.mass * g)
-        deceleration /= params.mass
-        reachable = (corner.clamp(max=c.max_speed).square() + 2 * deceleration * ahead).sqrt()
-        return reachable.min(dim=-1).values.clamp(max=c.max_speed)
+        speed_mode = params.command_mode == SPEED_MODE
+        brake = params.max_deceleration if speed_mode else params.max_brake_force / params.mass
+        deceleration = c.braking_deceleration * min(brake, params.friction * g)
+        cap = min(c.max_speed, params.speed_scale) if speed_mode else c.max_speed
+        reachable = (corner.clamp(max=cap).square() + 2 * deceleration * ahead).sqrt()
+        return reachable.min(dim=-1).values.clamp(max=cap)

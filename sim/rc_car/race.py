@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from robo_rl.actuator import DriveActuator
 from robo_rl.envs import (
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
@@ -22,8 +23,17 @@ from robo_rl.envs import (
     SpaceSpec,
     StepResult,
 )
-from robo_rl.sim.rc_car.dynamics import STATE_DIM, VX, YAW, YAW_RATE, CarModel, integrate, wrap_angle
-from robo_rl.sim.rc_car.params import CarParams, load_car
+from robo_rl.sim.rc_car.dynamics import (
+    STATE_DIM,
+    VX,
+    YAW,
+    YAW_RATE,
+    CarModel,
+    integrate,
+    speed_setpoint,
+    wrap_angle,
+)
+from robo_rl.sim.rc_car.params import SPEED_MODE, CarParams, load_car
 from robo_rl.sim.rc_car.randomization import FRICTION, LATENCY, MASS_SCALE, EpisodeSampler, RandomizationConfig
 from robo_rl.sim.rc_car.track import DEFAULT_SPACING, Track, TrackProjection, load_track
 
@@ -147,7 +157,10 @@ class RCCarRace:
     line (m, positive left), heading error to it (rad, car yaw minus center-line direction), half the track
     width there (m); the previous actions (newest first).
     Action `(num_envs, 2)` in [-1, 1] (clipped): steering command (fraction of max_steer, positive left) and
-    drive (> 0 throttle, < 0 brake, as fractions of the full force), applied after the action latency.
+    drive, by the car's `command_mode`: the ESC's speed setpoint, drive * speed_scale m/s (negative: brake, then
+    reverse; 0: stop), or throttle (> 0) / brake (< 0) as fractions of the full force; applied after the action
+    latency (the drive also after the speed loop's dead time). `actuator` states the meaning for the policy
+    artifact.
 
     Reward: `progress_weight` * metres driven along the center line - `action_weight` |a|^2
     - `steering_rate_weight` (steering action - previous one)^2, minus `off_track_penalty` when leaving the track
@@ -185,6 +198,7 @@ class RCCarRace:
         self._params = load_car(config.car)
         self._track = load_track(config.track, config.track_spacing, self.device, self.dtype)
         nominal_latency = round(self._params.latency / config.dt)
+        self._drive_delay = round(self._params.speed_loop_delay / config.dt) if self.speed_mode else 0
         self._sampler = EpisodeSampler(
             config.randomization, self._params.friction, nominal_latency, self.device, self.dtype
         )
@@ -212,6 +226,40 @@ class RCCarRace:
     def params(self) -> CarParams:
         """Nominal parameters of the car."""
         return self._params
+
+    @property
+    def speed_mode(self) -> bool:
+        """Whether `drive` is the ESC's speed setpoint (`CarParams.command_mode` "speed"), not throttle/brake."""
+        return self._params.command_mode == SPEED_MODE
+
+    @property
+    def drive_command(self) -> torch.Tensor:
+        """`(num_envs,)` the drive action the car applied in the last step (after its delays), clipped to [-1, 1]."""
+        if self._fused is not None:
+            return self._buffer[self._sampler.max_latency + self._drive_delay, 1].clone()
+        return self._drive_command.clone()
+
+    @property
+    def speed_setpoint(self) -> torch.Tensor:
+        """`(num_envs,)` the ESC's speed setpoint in m/s of the last step (speed mode: `drive_command` times
+        `speed_scale`, within the ESC's limits); ValueError in throttle mode, which has none."""
+        if not self.speed_mode:
+            raise ValueError(f"car {self._params.name!r} takes throttle (command_mode), not a speed setpoint")
+        return speed_setpoint(self.drive_command, self._params)
+
+    @property
+    def actuator(self) -> DriveActuator:
+        """What the drive action means physically (`robo_rl.actuator.DriveActuator`), as a run records it."""
+        p = self._params
+        speed = self.speed_mode
+        return DriveActuator(
+            mode=p.command_mode, action="drive", scale=p.speed_scale if speed else 1.0,
+            max_reverse_speed=p.max_reverse_speed if speed else 0.0,
+            time_constant=p.speed_time_constant if speed else 0.0,
+            delay=(self._drive_delay + round(p.latency / self.dt)) * self.dt,
+            max_acceleration=p.max_acceleration if speed else 0.0,
+            max_deceleration=p.max_deceleration if speed else 0.0, car=p.name,
+        )  # fmt: skip
 
     @property
     def track(self) -> Track:
@@ -261,7 +309,8 @@ class RCCarRace:
         self._slow_steps = torch.zeros(n, dtype=torch.long, device=self.device)
         self._history = torch.zeros(2 * c.action_history, n, device=self.device, dtype=self.dtype)
         self._last_action = torch.zeros(2, n, device=self.device, dtype=self.dtype)
-        self._buffer = torch.zeros(self._sampler.max_latency + 1, 2, n, device=self.device, dtype=self.dtype)
+        self._buffer = torch.zeros(self._buffer_depth, 2, n, device=self.device, dtype=self.dtype)
+        self._drive_command = torch.zeros(n, device=self.device, dtype=self.dtype)
         self._reset_where(torch.ones(n, dtype=torch.bool, device=self.device), *self._draw())
         self.privileged_obs = self._episode.T.contiguous()
         if self._fused is not None:  # the seed of the kernel's counter-based draws, from this reset's generator
@@ -312,7 +361,9 @@ class RCCarRace:
         # Below a few hundred envs one thread beats waking numba's pool (sim_bridge steps one env in real time).
         self._fused_threads = torch.get_num_threads() if self.num_envs >= FUSED_PARALLEL_ENVS else 1
         latency = self._sampler.max_latency
-        self._fused_constants = fused.constants(self.config, self._params, self._nominal, self._track, latency)
+        self._fused_constants = fused.constants(
+            self.config, self._params, self._nominal, self._track, latency, self._drive_delay
+        )
         self._fused_table = self._track.segment_table.numpy()
         return fused
 
@@ -377,6 +428,7 @@ class RCCarRace:
             "history": self._history.clone(),
             "last_action": self._last_action.clone(),
             "action_buffer": self._buffer.clone(),
+            "drive_command": self._drive_command.clone(),
             "generator": self._generator.get_state(),
             "fused_seed": self._fused_seed,
             "fused_steps": self._fused_steps,
@@ -389,6 +441,8 @@ class RCCarRace:
         self._history = state_dict["history"].to(device=self.device, dtype=self.dtype).clone()
         self._last_action = state_dict["last_action"].to(device=self.device, dtype=self.dtype).clone()
         self._buffer = state_dict["action_buffer"].to(device=self.device, dtype=self.dtype).clone()
+        drive_command = state_dict.get("drive_command", torch.zeros(self.num_envs))
+        self._drive_command = drive_command.to(device=self.device, dtype=self.dtype).clone()
         self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
         self._laps = state_dict["laps"].to(device=self.device, dtype=torch.long).clone()
         self._slow_steps = state_dict["slow_steps"].to(device=self.device, dtype=torch.long).clone()
@@ -406,6 +460,11 @@ class RCCarRace:
         self.privileged_obs = self._episode.T.contiguous()
 
     # ------------------------------------------------------------------------------------------------ internals
+
+    @property
+    def _buffer_depth(self) -> int:
+        """Rows of the action buffer: the largest latency plus the drive's extra delay, plus the newest action."""
+        return self._sampler.max_latency + self._drive_delay + 1
 
     def _obs_spec(self) -> SpaceSpec:
         inf, c, p = math.inf, self.config, self._params
@@ -439,6 +498,7 @@ class RCCarRace:
     def _advance(self, action: torch.Tensor) -> None:
         """Apply the clipped action `(2, N)` (after its latency) for one control period and re-project."""
         command = self._delayed(action)
+        self._drive_command = command[1]
         self._state = integrate(
             self._state, command[0] * self._params.max_steer, command[1], self._model, self.dt, self.config.substeps
         )
@@ -450,8 +510,9 @@ class RCCarRace:
         self._projection = self._track.project(self._state[:2].T, hint=self._projection.segment)
 
     def _delayed(self, action: torch.Tensor) -> torch.Tensor:
-        """The action `(2, N)` to apply now: `action` delayed by each env's latency in control steps."""
-        if self._sampler.max_latency == 0:
+        """The action `(2, N)` to apply now: `action` delayed by each env's latency in control steps (the drive
+        also by the speed loop's dead time)."""
+        if self._buffer_depth == 1:
             return action
         self._buffer = torch.cat((action.unsqueeze(0), self._buffer[:-1]))
         return self._buffer.gather(0, self._latency_index).squeeze(0)
@@ -552,4 +613,5 @@ class RCCarRace:
             self._model = self._nominal.scaled(episode[MASS_SCALE], friction_scale)
         else:
             self._model = self._nominal
-        self._latency_index = episode[LATENCY].long().view(1, 1, -1).expand(1, 2, -1)
+        latency = episode[LATENCY].long()
+        self._latency_index = torch.stack((latency, latency + self._drive_delay)).unsqueeze(0)

@@ -34,7 +34,7 @@ from robo_rl.launch.substitution import parse_text
         ("launch:\n- node: {pkg: a, exec: b, remap: [{from: a}]}", r"node.remap: missing required key 'to'"),
         ("launch:\n- node: {pkg: a, exec: b, output: loud}", r"node.output: expected screen, log or both"),
         ("launch:\n- {node: {pkg: a, exec: b}, arg: {name: c}}", r"an action is a mapping with one key"),
-        ("launch:\n- node: {pkg: a, exec: b, param: [{from: f, name: n}]}", r"node.param: unknown key 'name'"),
+        ("launch:\n- node: {pkg: a, exec: b, param: [{from: f, name: n}]}", r"node.param: 'from' takes no 'name'"),
     ],
 )
 def test_malformed_files_name_file_line_and_problem(text: str, message: str) -> None:

@@ -54,7 +54,8 @@ def test_missing_required_and_unknown_arguments_are_errors(tmp_path: Path) -> No
 
 
 def test_choices_are_enforced(tmp_path: Path) -> None:
-    path = write(tmp_path, "a.launch.yaml", "launch:\n- arg: {name: p, default: a, choices: [a, b]}\n")
+    # ROS's spelling (ros2/launch 3.7.1, DeclareLaunchArgument.parse): `choice: [{value: a}, ...]`
+    path = write(tmp_path, "a.launch.yaml", "launch:\n- arg: {name: p, default: a, choice: [{value: a}, {value: b}]}\n")
     assert resolve(path, p="b").configurations == {"p": "b"}
     with pytest.raises(LaunchError, match="'c' is not one of a, b"):
         resolve(path, p="c")
@@ -242,7 +243,8 @@ launch:
     (process,) = resolve(path).processes
     assert process.params == {
         "early": 0,
-        "common": 2,
+        # rcl's order: /ns/n (where `early` put it) comes before the file's /**, so /** wins
+        "common": 1,
         "gains.kp": 2.5,
         "gains.kd": (1, 2),
         "rate": 100,
@@ -251,7 +253,11 @@ launch:
         "list": ("a", 2, 100),
         "quoted_float": 1.0,
     }
-    assert process.param_sources[:3] == (("early", 0), tmp_path / "p.yaml", ("rate", 100))
+    assert process.param_sources[:3] == (
+        ("/ns/n", {"early": 0}),
+        tmp_path / "p.yaml",
+        ("/ns/n", {"rate": 100, "flag": True, "text": "hello 100", "list": ("a", 2, 100), "quoted_float": 1.0}),
+    )
 
 
 @pytest.mark.parametrize(
@@ -267,3 +273,39 @@ def test_dirname_is_absolute_for_a_relative_launch_path(tmp_path: Path, monkeypa
     monkeypatch.chdir(tmp_path)
     plan = resolve_launch_file(Path("sub/a.launch.yaml"), {}, ResolveSettings())
     assert plan.processes[0].args == (str(tmp_path / "sub"),)
+
+
+@pytest.mark.parametrize(
+    ("where", "order", "expected"),
+    [
+        # launch_ros 0.28.0 keys inline params by the node's full name (here /cf1/n) and passes them after the
+        # file declared before them: they win over the file's /**/n and /** sections
+        ("namespace: cf1", "file_first", "inline"),
+        ("namespace: cf1", "inline_first", "file_node"),
+        # without a namespace launch_ros keys them /**, which the file placed first: its /**/n section wins
+        ("name: n", "file_first", "file_node"),
+    ],
+)
+def test_inline_parameters_against_a_file_follow_launch_ros(
+    tmp_path: Path, where: str, order: str, expected: str
+) -> None:
+    write(tmp_path, "p.yaml", "/**:\n  ros__parameters: {x: file_star}\n/**/n:\n  ros__parameters: {x: file_node}\n")
+    params = ["{from: p.yaml}", "{name: x, value: inline}"]
+    if order == "inline_first":
+        params.reverse()
+    node = f"{{pkg: robo_rl, exec: e, name: n, {where}, param: [{', '.join(params)}]}}".replace(
+        "name: n, name: n", "name: n"
+    )
+    (process,) = resolve(write(tmp_path, "a.launch.yaml", f"launch:\n- node: {node}\n")).processes
+    assert process.params == {"x": expected}
+
+
+def test_ros_args_and_a_node_without_package(tmp_path: Path) -> None:
+    path = write(tmp_path, "a.launch.yaml", "launch:\n- node: {exec: talker, args: a, ros_args: '--log-level debug'}\n")
+    (process,) = resolve(path).processes
+    assert (process.pkg, process.executable, process.args, process.ros_args) == (
+        "",
+        "talker",
+        ("a",),
+        ("--log-level", "debug"),
+    )

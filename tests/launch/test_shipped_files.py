@@ -1,10 +1,17 @@
-"""Every launch file in launch/ resolves (dry run) to the processes, commands and parameters written here."""
+"""Every launch file in launch/ resolves (dry run) to the processes, commands and parameters written here.
+
+The commands are the ones launch_ros 0.28.0 builds (launch_ros/actions/node.py): `--ros-args`, node name,
+namespace, then one `--params-file` per `from:` file and per run of inline parameters (a file launch_ros writes
+as `/NS/NAME: {ros__parameters: {...}}`), in declaration order, then the remaps.
+"""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from robo_rl.launch import ResolveSettings, plan_commands, resolve_launch_file
 
@@ -14,9 +21,24 @@ SCRIPTS = Path("/opt/bin")  # a fixed folder so the expected commands are exact;
 SETTINGS = ResolveSettings(package_shares={"robo_rl": REPO})
 
 
+def inline(key: str, **params: object) -> str:
+    """How `commands` shows a written inline-parameter file: its one section."""
+    return f"<{key}: {params}>"
+
+
 def commands(name: str, **arguments: str) -> list[list[str]]:
+    """The plan's command lines, each written inline-parameter file replaced by `inline(...)` of its content."""
     plan = resolve_launch_file(LAUNCH / name, arguments, SETTINGS)
-    return [list(command.argv) for command in plan_commands(plan, SCRIPTS)]
+    with tempfile.TemporaryDirectory() as folder:
+        planned = plan_commands(plan, SCRIPTS, Path(folder))
+        shown = {str(path): _shown(path) for command in planned for path, _ in command.written}
+    return [[shown.get(word, word) for word in command.argv] for command in planned]
+
+
+def _shown(path: Path) -> str:
+    ((key, body),) = yaml.safe_load(path.read_text()).items()
+    assert list(body) == ["ros__parameters"]
+    return inline(key, **body["ros__parameters"])
 
 
 def test_every_shipped_launch_file_is_covered_here() -> None:
@@ -56,19 +78,30 @@ def ros_args(name: str, namespace: str, *rest: str) -> list[str]:
     [
         ("quadrotor", "/cf1", "quadrotor_crazyflie", "quadrotor.yaml", []),
         # the car's bridge and policy agree on the command type: Ackermann where installed, else Twist, or as asked
-        ("rc_car", "/car1", "rc_car", "rc_car.yaml", ["-p", "command_type:=auto"]),
+        ("rc_car", "/car1", "rc_car", "rc_car.yaml", ["command_type"]),
     ],
 )
 def test_sim_files_start_bridge_policy_and_teleop(
     robot: str, namespace: str, profile: str, params: str, command: list[str]
 ) -> None:
     file = f"{LAUNCH}/params/{params}"
-    policy_params = ["-p", "policy:=p.onnx", "-p", f"profile:={profile}", *command, "-p", "autostart:=true"]
-    bridge_params = ["--params-file", file, "-p", f"profile:={profile}", *command]
+    extra = {"command_type": "auto"} if command else {}
+    policy_inline = inline(f"{namespace}/policy_node", policy="p.onnx", profile=profile, **extra, autostart=True)
+    policy_params = ["--params-file", file, "--params-file", policy_inline]
+    # the quadrotor's joystick drives the chosen profile's actions (motor commands or rates): it gets the profile too
+    teleop_params = (
+        ["--params-file", inline(f"{namespace}/teleop_node", profile=profile)] if robot == "quadrotor" else []
+    )
+    bridge_params = [
+        "--params-file",
+        file,
+        "--params-file",
+        inline(f"{namespace}/sim_bridge", profile=profile, **extra),
+    ]
     assert commands(f"sim_{robot}.launch.yaml", policy="p.onnx") == [
         ["/opt/bin/sim_bridge", *ros_args("sim_bridge", namespace, *bridge_params)],
-        ["/opt/bin/policy_node", *ros_args("policy_node", namespace, "--params-file", file, *policy_params)],
-        ["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file)],
+        ["/opt/bin/policy_node", *ros_args("policy_node", namespace, *policy_params)],
+        ["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file, *teleop_params)],
     ]
     assert [argv[0] for argv in commands(f"sim_{robot}.launch.yaml", teleop="false")] == [
         "/opt/bin/sim_bridge",
@@ -94,17 +127,21 @@ def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> Non
         "max_missed_deadlines": 10,
         "autostart": True,
     }
-    assert teleop.params == {"profile": "quadrotor_crazyflie", "estop_button": 0, "takeover_button": 1}
+    assert teleop.params == {"profile": "quadrotor_px4", "estop_button": 0, "takeover_button": 1}
 
 
 def test_hardware_quadrotor_remaps_onto_the_driver_topics() -> None:
-    file = f"{LAUNCH}/params/quadrotor.yaml"
+    file = ["--params-file", f"{LAUNCH}/params/quadrotor.yaml"]
     remaps = ["-r", "odom:=/cf231/odom", "-r", "cmd_motors:=/cf231/cmd_motors"]
-    policy_params = ["-p", "policy:=/p.onnx", "-p", "profile:=quadrotor_crazyflie", "-p", "autostart:=false"]
+    policy_inline = inline("/cf231/policy_node", policy="/p.onnx", profile="quadrotor_crazyswarm2", autostart=False)
+    teleop_inline = inline("/cf231/teleop_node", profile="quadrotor_crazyswarm2")
     assert commands("hardware_quadrotor.launch.yaml", policy="/p.onnx", robot="cf231") == [
-        ["/opt/bin/policy_node", *ros_args("policy_node", "/cf231", *remaps, "--params-file", file, *policy_params)],
-        ["/opt/bin/teleop_node", *ros_args("teleop_node", "/cf231", "-r", "joy:=/joy", "--params-file", file)],
-        ["/opt/bin/recorder", *ros_args("recorder", "/cf231", *remaps, "--params-file", file)],
+        ["/opt/bin/policy_node", *ros_args("policy_node", "/cf231", *file, "--params-file", policy_inline, *remaps)],
+        [
+            "/opt/bin/teleop_node",
+            *ros_args("teleop_node", "/cf231", *file, "--params-file", teleop_inline, "-r", "joy:=/joy"),
+        ],
+        ["/opt/bin/recorder", *ros_args("recorder", "/cf231", *file, *remaps)],
     ]
 
 
@@ -120,14 +157,16 @@ def test_hardware_rc_car_remaps_onto_f1tenth_topics_and_records_optionally() -> 
     assert policy.namespace == teleop.namespace == "/car1"
 
 
-def test_a_parameter_given_twice_is_passed_twice_with_each_value(tmp_path: Path) -> None:
+def test_a_parameter_given_twice_takes_the_last_value(tmp_path: Path) -> None:
     path = tmp_path / "a.launch.yaml"
     path.write_text(
         "launch:\n- node: {pkg: robo_rl, exec: x, param: [{name: p, value: 1}, {name: p, value: [a, true]}]}\n"
     )
     plan = resolve_launch_file(path, {}, SETTINGS)
-    (command,) = plan_commands(plan, SCRIPTS)
-    assert command.argv == ("/opt/bin/x", "--ros-args", "-p", "p:=1", "-p", "p:=[a, true]")
+    (command,) = plan_commands(plan, SCRIPTS, tmp_path)
+    written = tmp_path / "launch_params_1_0.yaml"
+    assert command.argv == ("/opt/bin/x", "--ros-args", "--params-file", str(written))
+    assert yaml.safe_load(written.read_text()) == {"/**": {"ros__parameters": {"p": ["a", True]}}}
     assert plan.processes[0].params == {"p": ("a", True)}
     assert command.missing == "x is not installed (no console script /opt/bin/x)"
 
@@ -155,8 +194,30 @@ def test_train_on_robot_files_train_through_the_robots_topics(
     nodes += [["/opt/bin/recorder", *ros_args("recorder", namespace, "--params-file", file)]]
     assert commands(f"train_on_robot_{robot}.launch.yaml") == [train, *nodes]
     if sim:  # sim_bridge stands in for the car
+        bridge_inline = inline(f"{namespace}/sim_bridge", profile="rc_car")
         bridge = [
             "/opt/bin/sim_bridge",
-            *ros_args("sim_bridge", namespace, "--params-file", file, "-p", "profile:=rc_car"),
+            *ros_args("sim_bridge", namespace, "--params-file", file, "--params-file", bridge_inline),
         ]
         assert commands(f"train_on_robot_{robot}.launch.yaml", sim="true") == [train, bridge, *nodes]
+
+
+def test_ros_args_come_first_as_launch_ros_orders_them(tmp_path: Path) -> None:
+    path = tmp_path / "a.launch.yaml"
+    path.write_text(
+        "launch:\n- node: {exec: sh, name: n, args: a, ros_args: '--log-level debug', remap: [{from: x, to: y}]}\n"
+    )
+    (command,) = plan_commands(resolve_launch_file(path, {}, SETTINGS), SCRIPTS, tmp_path)
+    assert command.argv == (
+        "sh",
+        "a",
+        "--ros-args",
+        "--log-level",
+        "debug",
+        "--ros-args",
+        "-r",
+        "__node:=n",
+        "-r",
+        "x:=y",
+    )
+    assert command.missing == ""  # a node without a package is the executable on PATH

@@ -19,6 +19,7 @@ from robo_rl.sim import make
 PROFILE_TASKS = {
     "quadrotor_crazyflie": (quadrotor_hover_ppo, ()),
     "quadrotor_px4": (quadrotor_hover_ppo, ("action_mode=ctbr", "position_integral_limit=0")),
+    "quadrotor_crazyswarm2": (quadrotor_hover_ppo, ("action_mode=ctbr", "position_integral_limit=0")),
     "rc_car": (rc_car_race_ppo, ()),
     "arm": (mujoco_arm_reach_ppo, ("action_mode=position",)),
 }
@@ -128,8 +129,9 @@ def export_chunk_probe(path: Path, horizon: int) -> Path:
             linear.bias[i * len(actions) + actions.index("steering")] = 0.1 * i
             linear.bias[i * len(actions) + actions.index("drive")] = 0.05 * i
     metadata = PolicyMetadata(
-        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", action_chunk=horizon
-    )
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", action_chunk=horizon,
+        actuator=actuator_of(env),
+    )  # fmt: skip
     return export_onnx(linear, metadata, path)
 
 
@@ -144,8 +146,9 @@ def export_step_chunks(profile: str, path: Path, horizon: int, first: float, ste
         linear.weight.zero_()
         linear.bias.copy_((first + step * torch.arange(horizon)).repeat_interleave(env.action_spec.dim))
     metadata = PolicyMetadata(
-        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", action_chunk=horizon
-    )
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", action_chunk=horizon,
+        actuator=actuator_of(env),
+    )  # fmt: skip
     return export_onnx(linear, metadata, path)
 
 

@@ -90,7 +90,7 @@ def test_missing_and_non_finite_fields_give_the_safe_command(
     controller.observe({k: v for k, v in fields.items() if k != "target.point.z"})
     out = controller.step()
     assert out.safety.fault == "missing observation fields: target.point.z" and out.latency is None
-    np.testing.assert_array_equal(out.safety.command, [0.0, 0.5, -1.0, 0.5])
+    np.testing.assert_array_equal(out.safety.command, [0.1, 0.1, 0.1, 0.1])  # the arm holds its measured joints
     controller.observe({**fields, "joint_states.velocity[1]": math.nan})
     assert controller.step().safety.fault == "non-finite observation"
     controller.observe(fields)
@@ -103,6 +103,8 @@ def test_estop_through_the_controller(policy_file: Callable[[str], Path], clock:
     controller.safety.estop()
     assert controller.step().safety.fault == "e-stop"
     controller.safety.reset()
+    assert controller.step().safety.withheld  # the arm's pose before the reset is forgotten: nothing to start from
+    controller.observe(_fields(controller.profile))
     assert controller.step().safety.fault == ""
 
 

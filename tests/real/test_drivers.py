@@ -21,11 +21,30 @@ def test_every_bundled_profile_names_a_known_driver() -> None:
         assert load_profile(name).driver in DRIVERS, name
 
 
-def test_a_crazyflie_profile_for_crazyswarm2_is_refused_with_the_reason() -> None:
+def test_a_motor_profile_for_crazyswarm2_is_refused_with_the_reason() -> None:
     """crazyswarm2's crazyflie_server subscribes cmd_vel_legacy, cmd_full_state, cmd_position, cmd_velocity_world
-    and cmd_hover: no per-motor or body-rate command, so a motor (or ctbr) policy cannot fly through it."""
+    and cmd_hover: no per-motor command, so a motor policy cannot fly through it (it flies on board)."""
     data = _bundled("quadrotor_crazyflie") | {"driver": "crazyswarm2"}
-    with pytest.raises(ProfileError, match=r"never per-motor or body-rate commands.*--target crazyflie"):
+    message = r"fly a quadrotor policy's std_msgs/msg/Float32MultiArray.*never per-motor.*--target crazyflie"
+    with pytest.raises(ProfileError, match=message):
+        profile_from_dict(data)
+
+
+def test_a_ctbr_profile_flies_through_crazyswarm2_on_cmd_vel_legacy() -> None:
+    """In the firmware's rate mode cmd_vel_legacy carries body rates and thrust: the ctbr profile is accepted, and
+    a quadrotor profile sending another crazyswarm2 setpoint (e.g. cmd_hover) is refused."""
+    profile = load_profile("quadrotor_crazyswarm2")
+    assert profile.driver == "crazyswarm2"
+    assert [(c.type, c.topic) for c in profile.commands] == [("geometry_msgs/msg/Twist", "cmd_vel_legacy")]
+    data = _bundled("quadrotor_crazyswarm2")
+    data["commands"] = [
+        {
+            "type": "crazyflie_interfaces/msg/Hover",
+            "topic": "cmd_hover",
+            "fields": [{"action": "collective_thrust", "field": "z_distance"}],
+        }
+    ]
+    with pytest.raises(ProfileError, match=r"fly a quadrotor policy's crazyflie_interfaces/msg/Hover"):
         profile_from_dict(data)
 
 

@@ -1,15 +1,17 @@
 """Arms: JointState read by joint name (drivers publish their own order, often alphabetical), the command's joint
-order from the profile, and a JointState lacking a profile joint refused."""
+order from the profile, a JointState lacking a profile joint refused (the node skips it), and the profiles whose safe
+command holds the measured joints."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 
 import pytest
 import yaml
 
-from robo_rl.real.profile import ProfileError, load_profile, profile_from_dict
+from robo_rl.real.profile import ProfileError, held_joint_sources, load_profile, profile_from_dict
 from robo_rl.real.ros.inputs import InputError, JointStateReader
 
 PROFILE_ORDER = ("yaw", "shoulder", "elbow", "wrist")
@@ -76,3 +78,45 @@ def test_profiles_with_unusable_joint_names_are_refused(edit: object, problem: s
     edit(data)  # type: ignore[operator]
     with pytest.raises(ProfileError, match=problem.replace("(", r"\(").replace(")", r"\)")):
         profile_from_dict(data)
+
+
+def test_the_held_pose_reads_each_commanded_joints_measured_position() -> None:
+    profile = load_profile("arm")
+    positions = [f"points[0].positions[{i}]" for i in range(4)]
+    measured = [f"joint_states.position[{i}]" for i in range(4)]
+    assert held_joint_sources(profile, profile.commands[0]) == tuple(zip(measured, positions, strict=True))
+    data = _arm_dict()  # the command in another joint order: each action still holds its own joint
+    data["commands"][0]["joint_names"] = ["wrist", "elbow", "shoulder", "yaw"]
+    for i, command_field in enumerate(data["commands"][0]["fields"]):
+        command_field["field"] = f"points[0].positions[{3 - i}]"
+    shuffled = profile_from_dict(data)
+    assert [source for source, _ in held_joint_sources(shuffled, shuffled.commands[0])] == measured
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda d: d.update(safe_command="hold"), "safe_command: must be one of ('fixed', 'hold_measured')"),
+        (
+            lambda d: (d.pop("driver"), d["commands"][0].update(type="std_msgs/msg/Float32MultiArray")),
+            "hold_measured with commands[0]: type: a held pose needs a trajectory_msgs/msg/JointTrajectory",
+        ),
+        (
+            lambda d: d["commands"][0]["fields"][1].update(field="points[0].velocities[1]"),
+            "'points[0].velocities[1]' (shoulder_angle_target): not a joint position",
+        ),
+        (
+            lambda d: d["commands"][0].update(joint_names=["yaw", "shoulder", "elbow", "gripper"]),
+            "joint 'gripper' is in no JointState input's joints",
+        ),
+        (lambda d: d["actions"][2].pop("rate_limit"), "actions[2].rate_limit: hold_measured times the move home"),
+    ],
+)
+def test_profiles_that_cannot_hold_their_measured_pose_are_refused(edit: object, problem: str) -> None:
+    data = _arm_dict()
+    edit(data)  # type: ignore[operator]
+    with pytest.raises(ProfileError, match=re.escape(problem)):
+        profile_from_dict(data)
+    data["safe_command"] = "fixed"
+    if "safe_command" not in problem:
+        profile_from_dict(data)  # the same profile with a fixed safe command loads

@@ -319,7 +319,7 @@ def test_stop_sends_one_safe_command_with_the_reason(policy_file: Callable[[str]
     assert len(node.commands) == 2
 
 
-def test_an_unreadable_input_latches_the_safe_command_naming_it(
+def test_an_unreadable_message_is_skipped_and_counted_and_its_input_goes_stale(
     policy_file: Callable[[str], Path], clock: FakeClock
 ) -> None:
     node = _active_crazyflie(policy_file, clock)
@@ -331,13 +331,16 @@ def test_an_unreadable_input_latches_the_safe_command_naming_it(
 
     node.core.decoders["odom"] = unreadable
     node.send("odom", HOVER_ODOM)
-    node.send("odom", {"broken": 1.0})
-    node.send("odom", HOVER_ODOM)  # readable again: the latch holds until activate
-    assert node.faults[0] == "" and node.commands[1:] == [SAFE_PWM, SAFE_PWM]
-    assert node.faults[1] == node.faults[2] == "e-stop: input 'odom' unreadable: JointState lacks joint(s) ['wrist']"
-    assert node.statuses[-1][0] == ERROR and "wrist" in node.statuses[-1][1]
-    node.core.activate()
-    node.send("odom", HOVER_ODOM)
+    for _ in range(3):  # e.g. another publisher's messages on the topic: no command, no latch
+        node.send("odom", {"broken": 1.0})
+    assert node.faults == [""] and not node.core.controller.safety.estopped
+    counters = node.core.counters
+    assert counters.skipped_messages == 3 and counters.last_skipped == "odom: JointState lacks joint(s) ['wrist']"
+    clock.advance(node.profile.staleness_timeout + 0.001)
+    node.send("odom", {"broken": 1.0})  # they do not keep the input fresh
+    node.core.on_watchdog()
+    assert node.faults[-1] == "stale observation" and node.commands[-1] == SAFE_PWM
+    node.send("odom", HOVER_ODOM)  # readable again: nothing latched
     assert node.faults[-1] == ""
 
 

@@ -60,9 +60,10 @@ def test_every_bundled_observation_source_has_an_input() -> None:
 
 
 def test_bundled_profiles_load() -> None:
-    assert bundled_profiles() == ("arm", "quadrotor_crazyflie", "quadrotor_px4", "rc_car")
+    assert bundled_profiles() == ("arm", "quadrotor_crazyflie", "quadrotor_crazyswarm2", "quadrotor_px4", "rc_car")
     kinds = {name: load_profile(name).kind for name in bundled_profiles()}
-    assert kinds == {"arm": "arm", "quadrotor_crazyflie": "quadrotor", "quadrotor_px4": "quadrotor", "rc_car": "rc_car"}
+    quadrotors = ("quadrotor_crazyflie", "quadrotor_crazyswarm2", "quadrotor_px4")
+    assert kinds == {"arm": "arm", "rc_car": "rc_car"} | dict.fromkeys(quadrotors, "quadrotor")
 
 
 def test_rc_car_prefers_ackermann_then_twist() -> None:
@@ -120,6 +121,8 @@ def _set(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, A
         (("inputs", 1), {"name": "s", "derive": "magic", "source": "odom"}, "car.yaml: inputs[1].derive: must be one"),
         (("inputs", 1), {"name": "s", "derive": "quadrotor_state", "source": "gps"}, "car.yaml: inputs[1].source: no"),
         (("inputs", 1), {"name": "odom", "type": "std_msgs/msg/Bool"}, "car.yaml: inputs: duplicate names ['odom']"),
+        (("task_params",), ["action_mode"], "car.yaml: task_params: expected key=value, got 'action_mode'"),
+        (("task_params",), "action_mode=ctbr", "car.yaml: task_params: expected a list, got str"),
     ],
 )
 def test_malformed_profile_names_the_field(path: tuple[Any, ...], value: Any, message: str) -> None:

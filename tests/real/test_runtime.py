@@ -162,3 +162,22 @@ def test_a_malformed_actuator_model_is_a_policy_file_error(policy_file: Callable
     policy = _with_metadata(policy_file("quadrotor_crazyflie"), tmp_path / "bad.onnx", actuator='{"kind": 3')
     with pytest.raises(PolicyFileError, match=r"metadata 'robo_rl\.actuator': is not JSON"):
         PolicyRuntime(policy)
+
+
+def test_px4_actuator_motors_take_the_motor_command_itself(policy_file: Callable[[str], Path]) -> None:
+    """px4_msgs ActuatorMotors.msg: `control[i]` is the motor's command in [0, 1] of full thrust (v1.15/v1.16), not
+    a PWM count. So a motor policy's actuator model (action -1..1 onto u 0..1) is sent as control = 0.5 + 0.5 *
+    action there, with full scale 1; the Crazyflie's PWM map (65535 per unit) is refused on ActuatorMotors."""
+    runtime = PolicyRuntime(policy_file("quadrotor_crazyflie"))
+    data = yaml.safe_load(resources.files("robo_rl.real").joinpath("profiles/quadrotor_crazyflie.yaml").read_text())
+    rotors = [f["action"] for f in data["commands"][0]["fields"]]
+    fields = [{"action": a, "field": f"control[{i}]", "scale": 0.5, "offset": 0.5} for i, a in enumerate(rotors)]
+    data["commands"] = [{"type": "px4_msgs/msg/ActuatorMotors", "topic": "fmu/in/actuator_motors", "fields": fields}]
+    data["driver"] = "px4"
+    runtime.check(profile_from_dict(data))  # accepted: the model's own map at full scale 1
+    for f in fields:
+        f |= {"scale": 32767.5, "offset": 32767.5}
+    with pytest.raises(
+        ProfileMismatchError, match=r"control\[0\] \(rotor_0\): .* \(robo_rl.actuator, PWM full scale 1\)"
+    ):
+        runtime.check(profile_from_dict(data))

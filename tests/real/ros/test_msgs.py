@@ -8,6 +8,14 @@ over the upstream .msg texts in the PX4/PX4-Autopilot tree named beside each, as
 versions that PX4 v1.16 (px4_msgs release/1.16) publishes (see ros_msgs/README.md). RIHS01 covers the package, type
 and field names, field types and array sizes (not comments, constants or defaults): a field that differs from
 upstream changes the hash and fails test_type_hashes_match_upstream.
+
+PX4_RELEASE_HASHES hold the same claim to the releases robo_rl supports (PX4 v1.15+, real/px4.py): the same
+`rosidl hash` over msg/<Type>.msg of PX4/px4_msgs (github.com/PX4/px4_msgs, the package PX4 generates for ROS 2) at
+its tags v1.15.0 (commit 727aef401c9d0c7e662ef8c4861f2469c1528b89) and v1.16.0 (commit
+392e831c1f659429ca83902e66820d7094591410); v1.15.4 and v1.16.2 give the same hashes. At v1.14.0, OffboardControlMode,
+VehicleCommand and VehicleCommandAck hash differently (hence v1.15+), and VehicleStatus differs between v1.15 and
+v1.16 (v1.16's is message version 1, without v1.15's two avoidance_system_* flags): policy_node reads VehicleStatus
+only with px4_version 1.16, on fmu/out/vehicle_status_v1.
 """
 
 from __future__ import annotations
@@ -39,10 +47,50 @@ UPSTREAM_HASHES = {
     "px4_msgs/msg/OffboardControlMode": "RIHS01_e87463f252f320d2f197d1feadd643b8645e5ef53a2b158dccfdf11372e00f9f",
     # msg/px4_msgs_old/msg/VehicleCommandV0.msg @ 641f7d982f42ce0f342911c0ffce39a6a1b8b688 (VehicleCommand v0)
     "px4_msgs/msg/VehicleCommand": "RIHS01_1f0ab537807e2e20e04826633ea2c52e5431bea8eb0187152ff23bd07f1dd30b",
+    # PX4/px4_msgs msg/VehicleCommandAck.msg @ v1.16.0 (392e831c1f659429ca83902e66820d7094591410; v0)
+    "px4_msgs/msg/VehicleCommandAck": "RIHS01_36038d69f9db90980fb8fe154f27f22dffed0c35e530b32413cf0456aa8a29e2",
     # ros-drivers/ackermann_msgs msg/AckermannDriveStamped.msg + AckermannDrive.msg (2.0.x), with Kilted's
     # std_msgs/Header and builtin_interfaces/Time
     ACKERMANN: "RIHS01_48ca7612a08d3bb72744fd98b71b7cf2ea24c6ad50fa4e1aa0bbad963c90d8cf",
 }
+
+# PX4/px4_msgs at v1.15.0 and v1.16.0 (see the module docstring): type → (v1.15 hash, v1.16 hash).
+PX4_RELEASE_HASHES = {
+    "px4_msgs/msg/ActuatorMotors": (
+        "RIHS01_78573ab1d26b08f3f494a16476cc896af5f8dceb64f6f723b4a2533ff2fbd321",
+        "RIHS01_78573ab1d26b08f3f494a16476cc896af5f8dceb64f6f723b4a2533ff2fbd321",
+    ),
+    "px4_msgs/msg/OffboardControlMode": (
+        "RIHS01_e87463f252f320d2f197d1feadd643b8645e5ef53a2b158dccfdf11372e00f9f",
+        "RIHS01_e87463f252f320d2f197d1feadd643b8645e5ef53a2b158dccfdf11372e00f9f",
+    ),
+    "px4_msgs/msg/VehicleCommand": (
+        "RIHS01_1f0ab537807e2e20e04826633ea2c52e5431bea8eb0187152ff23bd07f1dd30b",
+        "RIHS01_1f0ab537807e2e20e04826633ea2c52e5431bea8eb0187152ff23bd07f1dd30b",
+    ),
+    "px4_msgs/msg/VehicleCommandAck": (
+        "RIHS01_36038d69f9db90980fb8fe154f27f22dffed0c35e530b32413cf0456aa8a29e2",
+        "RIHS01_36038d69f9db90980fb8fe154f27f22dffed0c35e530b32413cf0456aa8a29e2",
+    ),
+    "px4_msgs/msg/VehicleOdometry": (
+        "RIHS01_4295b96ad312084aa35c84bdcec65ba2f57eb4f6a293d57d52d95acbe99ff817",
+        "RIHS01_4295b96ad312084aa35c84bdcec65ba2f57eb4f6a293d57d52d95acbe99ff817",
+    ),
+    "px4_msgs/msg/VehicleRatesSetpoint": (
+        "RIHS01_dd5600094f522966ef850e22847b52fa6addb66795b4631c69a2ce0a8efe4063",
+        "RIHS01_dd5600094f522966ef850e22847b52fa6addb66795b4631c69a2ce0a8efe4063",
+    ),
+    "px4_msgs/msg/VehicleStatus": (
+        "RIHS01_cea1c125c9ecf78934ef9829ab070231fb3cd1b7cc502abcb66740363d1426c0",
+        "RIHS01_828bddbb7d4c2aa6ad93757955f6893be1ec5d8f11885ec7715bcdd76b5226c9",
+    ),
+    "px4_msgs/msg/VehicleThrustSetpoint": (
+        "RIHS01_5b8b4a61e95ed82423c5fc0f84ecf29f9826a133865b9ffffa1be73977bff738",
+        "RIHS01_5b8b4a61e95ed82423c5fc0f84ecf29f9826a133865b9ffffa1be73977bff738",
+    ),
+}
+V1_16_ONLY = {"px4_msgs/msg/VehicleStatus"}
+"""Types whose v1.15 definition differs from ours (v1.16's); policy_node does not read them on v1.15."""
 
 OFFBOARD_FLAGS = (
     "position",
@@ -93,6 +141,7 @@ PROFILE_FIELDS = {
     },
     "px4_msgs/msg/VehicleStatus": {"timestamp": "uint64", "arming_state": "uint8", "nav_state": "uint8"},
     "px4_msgs/msg/ActuatorMotors": {"timestamp": "uint64", "control": "float[12]"},
+    "px4_msgs/msg/VehicleCommandAck": {"command": "uint32", "result": "uint8"},
     "ackermann_msgs/msg/AckermannDriveStamped": {"header": "std_msgs/Header", "drive": "ackermann_msgs/AckermannDrive"},
 }
 
@@ -119,6 +168,13 @@ CONSTANTS = {
         "VEHICLE_CMD_SET_NAV_STATE": 100001,
         "ARMING_ACTION_ARM": 1,
         "ARMING_ACTION_DISARM": 0,
+    },
+    "px4_msgs/msg/VehicleCommandAck": {
+        "MESSAGE_VERSION": 0,
+        "VEHICLE_CMD_RESULT_ACCEPTED": 0,
+        "VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED": 1,
+        "VEHICLE_CMD_RESULT_DENIED": 2,
+        "VEHICLE_CMD_RESULT_IN_PROGRESS": 5,
     },
 }
 
@@ -149,6 +205,15 @@ def test_type_hashes_match_upstream(messages: dict[str, Any]) -> None:
     # The hash the publishing process announced in discovery, i.e. what a PX4 agent or another ROS 2 node compares.
     announced = {type_name: report["announced_hashes"] for type_name, report in messages["types"].items()}
     assert announced == {type_name: [hash_] for type_name, hash_ in UPSTREAM_HASHES.items()}
+
+
+def test_px4_types_hash_like_px4_v1_15_and_v1_16(messages: dict[str, Any]) -> None:
+    # Our side: the hash each built px4_msgs type announces (computed by rosidl from ros_msgs/px4_msgs/msg/*.msg).
+    ours = {t: r["announced_hashes"] for t, r in messages["types"].items() if t.startswith("px4_msgs/")}
+    assert set(ours) == set(PX4_RELEASE_HASHES)
+    for type_name, (v1_15, v1_16) in PX4_RELEASE_HASHES.items():
+        assert ours[type_name] == [v1_16], type_name
+        assert (ours[type_name] == [v1_15]) == (type_name not in V1_16_ONLY), type_name
 
 
 def test_the_fields_the_profiles_use(messages: dict[str, Any]) -> None:

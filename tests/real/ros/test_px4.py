@@ -1,15 +1,27 @@
 """policy_node with the quadrotor_px4 profile against a stand-in PX4 on the real px4_msgs types (scenario_px4.py):
-frames, microsecond stamps, the offboard heartbeat, no arming unless asked, and silence on a fault."""
+frames, microsecond stamps, the offboard heartbeat, no arming unless asked, the fault hold (zero body rates at the
+last safe thrust with the heartbeat for the profile's 0.2 s, then silence), VehicleStatus read on v1.16's
+fmu/out/vehicle_status_v1, target_system / target_component, VehicleCommandAck: a denied request sent again, and
+ActuatorMotors in PX4's motor order."""
 
 from __future__ import annotations
 
 import itertools
 import statistics
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+import yaml
+
+from robo_rl.actuator import actuator_of
+from robo_rl.config import config_hash
+from robo_rl.experiment import quadrotor_hover_ppo
+from robo_rl.export.onnx import PolicyMetadata, export_onnx
+from robo_rl.sim import make
 
 # The probe policy: body-rate actions 0.1 × the FLU body rates, thrust action -1 × the ENU height error; the
 # profile scales rates by (10, 10, 5) rad/s and maps thrust action a to (a + 1) / 2 up.
@@ -19,6 +31,8 @@ WEIGHTS = {
     ("yaw_rate", "angular_velocity_z"): 0.1,
     ("collective_thrust", "position_error_z"): -1.0,
 }
+HOLD_US = 200_000  # quadrotor_px4.yaml px4.fault_hold, 0.2 s
+STALENESS_US = 50_000  # quadrotor_px4.yaml staleness_timeout, 0.05 s
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +46,18 @@ def _run(ros_scenario: Callable[..., dict[str, Any]], policy: Path, requests: st
     return result
 
 
-def test_px4_frames_stamps_heartbeat_and_no_arming_by_default(
-    ros_scenario: Callable[..., dict[str, Any]], probe_policy: Path
-) -> None:
-    result = _run(ros_scenario, probe_policy, "none")
+@pytest.fixture(scope="module")
+def unasked(ros_scenario: Callable[..., dict[str, Any]], probe_policy: Path) -> dict[str, Any]:
+    return _run(ros_scenario, probe_policy, "none")
+
+
+@pytest.fixture(scope="module")
+def asked(ros_scenario: Callable[..., dict[str, Any]], probe_policy: Path) -> dict[str, Any]:
+    return _run(ros_scenario, probe_policy, "offboard+arm")
+
+
+def test_px4_frames_stamps_heartbeat_and_no_arming_by_default(unasked: dict[str, Any]) -> None:
+    result = unasked
     flying = [s for s in result["setpoints"] if s[0] < result["stopped"]]
     assert len(flying) > 100, result["logs"]["policy_node"]
     roll, pitch, yaw, thrust = flying[-1][3:]
@@ -53,20 +75,113 @@ def test_px4_frames_stamps_heartbeat_and_no_arming_by_default(
     assert len(beats) >= 20 and max(gaps) < 0.5  # 10 Hz, and never near PX4's 2 Hz limit
     assert max(abs(b[2] - b[1]) for b in beats) < 200_000
     assert result["commands"] == []  # never arms nor switches modes unless asked
+    _, _, values = result["flight_diagnostics"]
+    # VehicleStatus (message version 1) read on fmu/out/vehicle_status_v1: disarmed, in position mode (2).
+    assert (values["px4_armed"], values["px4_nav_state"], values["px4_fault_phase"]) == ("False", "2", "")
+    assert not [key for key in values if key.startswith("px4_request_")]
 
 
-def test_px4_goes_silent_on_a_fault_and_requests_only_when_asked(
-    ros_scenario: Callable[..., dict[str, Any]], probe_policy: Path
+@pytest.mark.parametrize("run", ["unasked", "asked"])
+def test_px4_fault_holds_zero_rates_at_the_last_safe_thrust_then_goes_silent(
+    run: str, request: pytest.FixtureRequest
 ) -> None:
-    result = _run(ros_scenario, probe_policy, "offboard+arm")
-    stopped = result["stopped"]
-    # Odometry stops: after the staleness timeout (0.05 s) no setpoint (not even a zero-thrust one) and no heartbeat,
-    # so that PX4's offboard-loss failsafe takes over.
-    assert not [s for s in result["setpoints"] if s[0] > stopped + 0.25]
-    assert not [b for b in result["heartbeats"] if b[0] > stopped + 0.25]
-    # Every setpoint sent was the policy's (rate limited from idle: -0.5, then -0.6), never a zero-thrust one.
-    assert all(s[6] <= -0.5 + 1e-6 for s in result["setpoints"])
-    sent = [(c[1], c[2], c[3], c[4], c[5], c[6]) for c in result["commands"]]
-    assert sent == [(176, 1.0, 6.0, 1, 1, True), (400, 1.0, 0.0, 1, 1, True)]  # offboard, then arm; once each
+    result = request.getfixturevalue(run)
+    setpoints = result["setpoints"]
+    last_good = max(i for i, s in enumerate(setpoints) if s[3] != 0.0)  # the policy's setpoints roll at 0.3 rad/s
+    hold = setpoints[last_good + 1 :]
+    # Odometry stops: after the staleness timeout, zero body rates at the thrust of the last good setpoint (-0.6),
+    # never a zero-thrust one ...
+    assert hold, result["logs"]["policy_node"]
+    assert [tuple(s[3:6]) for s in hold] == [(0.0, 0.0, 0.0)] * len(hold)
+    assert [s[6] for s in hold] == pytest.approx([-0.6] * len(hold), abs=1e-4)
+    assert setpoints[last_good][6] == pytest.approx(-0.6, abs=1e-4)
+    # ... for less than the profile's 0.2 s (by the node's own stamps, us), one per control period of the watchdog
+    # timer (10 ms; 21 when the first one fired late in its period) ...
+    assert len(hold) <= 21 and hold[-1][1] - hold[0][1] < HOLD_US
+    # ... then nothing for the rest of the recording (1.5 s after the odometry stopped), so that PX4's
+    # offboard-loss failsafe takes over with the zero-rate setpoint as the last one it keeps.
+    # The heartbeat goes on during the hold (one goes out as it starts) and stops with it.
+    beats = [b[1] for b in result["heartbeats"]]
+    assert [b for b in beats if hold[0][1] <= b <= hold[-1][1]]
+    assert max(beats) <= hold[-1][1] + STALENESS_US + 10_000
+    _, _, values = result["last_diagnostics"]
+    assert values["px4_fault_phase"] == "silent"
+
+
+def test_px4_requests_go_to_the_target_system_and_a_denied_one_is_sent_again(asked: dict[str, Any]) -> None:
+    result = asked
+    sent = [tuple(c[1:]) for c in result["commands"]]
+    # (command, param1, param2, target_system, target_component, from_external, confirmation): the stand-in denies
+    # the first of each and accepts the second; offboard first, arm only once offboard is accepted.
+    assert sent == [
+        (176, 1.0, 6.0, 7, 3, True, 0),
+        (176, 1.0, 6.0, 7, 3, True, 1),
+        (400, 1.0, 0.0, 7, 3, True, 0),
+        (400, 1.0, 0.0, 7, 3, True, 1),
+    ]
     first = min(b[0] for b in result["heartbeats"])
     assert result["commands"][0][0] - first >= 0.9  # after 1 s of setpoint stream
+    _, _, values = result["flight_diagnostics"]
+    assert values["px4_request_offboard"] == "accepted after 2 sends"
+    assert values["px4_request_arm"] == "accepted after 2 sends"
+    # The stand-in's VehicleStatus after the acceptances: armed, in offboard (14).
+    assert (values["px4_armed"], values["px4_nav_state"]) == ("True", "14")
+
+
+# ActuatorMotors: a motor-mode hover policy (the quadrotor_crazyflie task: rotors in robo_rl's order front-right,
+# back-right, back-left, front-left) sent to PX4 as ActuatorMotors. Its constant actions (-0.8, -0.4, 0, 0.4) are
+# motor commands (a + 1) / 2 = (0.1, 0.3, 0.5, 0.7) by robo_rl rotor; PX4's quad-X motors 1..4 are front-right,
+# back-left, front-left, back-right (CA_ROTOR0..3, see tests/real/test_px4.py), so control[0..3] = (0.1, 0.5, 0.7, 0.3).
+MOTOR_BIAS = {"rotor_0": -0.8, "rotor_1": -0.4, "rotor_2": 0.0, "rotor_3": 0.4}
+
+
+def _constant_motor_policy(path: Path) -> Path:
+    """The motor-mode hover task's policy answering MOTOR_BIAS whatever it observes, with its actuator model
+    (robo_rl.actuator): policy_node checks that control[i] = 0.5 + 0.5 * action is that model's map at
+    ActuatorMotors' full scale 1 (robo_rl.real.runtime)."""
+    cfg = quadrotor_hover_ppo()
+    env = make(cfg.task.name, num_envs=1, params=cfg.task.params)
+    bias = torch.tensor([[MOTOR_BIAS[name] for name in env.action_spec.names]])
+
+    class Constant(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[:, :1] * 0.0 + bias
+
+    metadata = PolicyMetadata(
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", actuator=actuator_of(env)
+    )
+    return export_onnx(Constant(), metadata, path)
+
+
+@pytest.fixture(scope="module")
+def motors(ros_scenario: Callable[..., dict[str, Any]], tmp_path_factory: Any) -> dict[str, Any]:
+    data = yaml.safe_load(resources.files("robo_rl.real").joinpath("profiles", "quadrotor_crazyflie.yaml").read_text())
+    px4_profile = yaml.safe_load(resources.files("robo_rl.real").joinpath("profiles", "quadrotor_px4.yaml").read_text())
+    for observation in data["observations"]:
+        observation["source"] = observation["source"].replace("odom.twist.twist.angular", "state.angular_velocity")
+    data |= {"name": "quadrotor_px4_motors", "driver": "px4", "inputs": px4_profile["inputs"]}
+    data["commands"] = [
+        {
+            "type": "px4_msgs/msg/ActuatorMotors",
+            "topic": "fmu/in/actuator_motors",
+            "fields": [
+                {"action": f"rotor_{k}", "field": f"control[{k}]", "scale": 0.5, "offset": 0.5} for k in range(4)
+            ],
+        }
+    ]
+    profile = tmp_path_factory.mktemp("px4_motors") / "quadrotor_px4_motors.yaml"
+    profile.write_text(yaml.safe_dump(data))
+    policy = _constant_motor_policy(profile.parent / "policy.onnx")
+    result = ros_scenario("scenario_px4.py", str(policy), "none", str(profile), timeout=180.0)
+    assert result["ready"], result["logs"]["policy_node"]
+    return result
+
+
+def test_px4_actuator_motors_go_out_in_px4_motor_order_and_fall_silent_at_once(motors: dict[str, Any]) -> None:
+    sent = motors["motors"]
+    assert len([m for m in sent if m[0] < motors["stopped"]]) > 100, motors["logs"]["policy_node"]
+    # Every ActuatorMotors message is the policy's, reordered; no hold on a fault (and none before the odometry).
+    assert [m[2] for m in sent] == [pytest.approx([0.1, 0.5, 0.7, 0.3], abs=1e-4)] * len(sent)
+    beats = motors["heartbeats"]
+    assert {tuple(b[3]) for b in beats} == {(False, False, False, False, False, False, True)}  # direct_actuator
+    assert max(b[1] for b in beats) <= sent[-1][1] + STALENESS_US + 10_000  # the heartbeat stops with them

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from importlib import resources
 
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.envs import INFO_SUCCESS, INFO_VALID
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.real.command import select_command
-from robo_rl.real.profile import CommandSpec, RobotProfile, history_source, load_profile
+from robo_rl.real.profile import CommandSpec, RobotProfile, history_source, load_profile, profile_from_dict
 from robo_rl.robot.env import RobotEnv, RobotEnvConfig
 from robo_rl.robot.rewards import rc_car_progress
 from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
@@ -251,3 +253,76 @@ def test_a_success_detector_ends_the_episode_as_a_success() -> None:
     _, _, terminated, truncated, info = env.step(torch.zeros(1, 2))
     assert bool(terminated) and not bool(truncated) and bool(info[INFO_SUCCESS])
     assert env.episode.successes == 1
+
+
+ARM_POSE = (0.3, 0.6, -0.8, 0.2)  # yaw, shoulder, elbow, wrist (rad), where the arm is
+ARM_HOME = (0.0, 0.5, -1.0, 0.5)  # the arm profile's `safe` values
+
+
+def _arm_positions(command: dict[str, float]) -> list[float]:
+    return [command[f"points[0].positions[{i}]"] for i in range(4)]
+
+
+def _arm_duration(command: dict[str, float]) -> float:
+    return command["points[0].time_from_start.sec"] + command["points[0].time_from_start.nanosec"] * 1e-9
+
+
+@dataclass
+class ArmLink(ScriptedLink):
+    """The scripted link of an arm; `safe_command` records what its stall watchdog would send."""
+
+    stall_hold: list[dict[str, float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.latest = {o.source: 0.1 for o in self.profile.observations if history_source(o.source) is None}
+        self.latest |= {f"joint_states.position[{i}]": angle for i, angle in enumerate(ARM_POSE)}
+        self.latest |= {f"joint_states.velocity[{i}]": 0.0 for i in range(4)}
+
+    def safe_command(self, fields: dict[str, float]) -> None:
+        self.stall_hold.append(fields)
+
+
+def test_the_arms_safe_command_holds_its_measured_pose_and_never_sends_home() -> None:
+    """The arm profile (`safe_command: hold_measured`) with the operator's resets: the ready wait, the e-stop and
+    the stall watchdog hold the measured joints; the rate limits start from them."""
+    data = yaml.safe_load(resources.files("robo_rl.real").joinpath("profiles", "arm.yaml").read_text())
+    del data["episode"]  # the operator resets (the scripted reset's move home is a filtered, rate-limited action)
+    profile = profile_from_dict(data)
+    link = ArmLink(profile)
+    env = RobotEnv(profile, link, lambda fields, dt: 0.0, RobotEnvConfig(max_steps=100), clock=link.clock)
+    assert link.stall_hold == []  # nothing to hold before a measurement: not the home pose
+    link.stale = ["target"]
+    waits = [0]
+
+    def target_after_two_periods(deadline: float) -> None:
+        link.waits.append(deadline)
+        link.now = deadline
+        waits[0] += 1
+        link.stale = [] if waits[0] >= 2 else ["target"]
+
+    link.wait_until = target_after_two_periods  # type: ignore[method-assign]
+    env.reset()  # waits for the target: holding the measured joints meanwhile
+    assert len(link.sent) == 2 and all(_arm_positions(c) == pytest.approx(ARM_POSE) for c in link.sent)
+    assert link.stall_hold[-1] == link.sent[-1]
+    env.step(torch.tensor([[1.0, 0.6, -0.8, 0.2]]))  # the yaw 2 rad/s x 20 ms from the measured 0.3, not from 0
+    assert _arm_positions(link.sent[-1]) == pytest.approx([0.34, 0.6, -0.8, 0.2])
+    assert _arm_duration(link.sent[-1]) == pytest.approx(0.02)
+    link.estop = True
+    released_after = [3]
+
+    def wait(deadline: float) -> None:
+        link.waits.append(deadline)
+        link.now = deadline
+        released_after[0] -= 1
+        if released_after[0] == 0:
+            link.estop, link.pressed = False, ["reset"]
+
+    link.wait_until = wait  # type: ignore[method-assign]
+    sent_before = len(link.sent)
+    env.step(torch.tensor([[1.0, 0.6, -0.8, 0.2]]))
+    held = link.sent[sent_before:]
+    assert held and all(_arm_positions(c) == pytest.approx(ARM_POSE) for c in held)
+    # Timed from the filter's last command (this step's, yaw 0.38, replaced by the hold): 0.08 rad at 2 rad/s.
+    assert _arm_duration(held[0]) == pytest.approx(0.08 / 2.0)
+    assert not any(_arm_positions(c) == pytest.approx(ARM_HOME) for c in link.sent)

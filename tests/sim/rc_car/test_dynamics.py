@@ -1,5 +1,6 @@
 """The single-track car model against hand-computed physics: straight-line acceleration, top speed, braking,
-steady-state cornering (kinematic and with understeer), steering limits and standstill."""
+steady-state cornering (kinematic and with understeer), steering limits and standstill, with the throttle/brake
+drive (`command_mode: throttle`); the ESC's speed loop is tested in test_speed_loop.py."""
 
 from __future__ import annotations
 
@@ -28,6 +29,11 @@ DT, SUBSTEPS = 0.02, 4
 DTYPE = torch.float64
 
 
+def _throttle_car() -> CarParams:
+    """The bundled car with the throttle/brake drive these tests check (the speed loop: test_speed_loop.py)."""
+    return dataclasses.replace(load_car("f1tenth"), command_mode="throttle")
+
+
 def _model(car: CarParams, n: int = 1) -> CarModel:
     return CarModel.nominal(car, n, "cpu", DTYPE)
 
@@ -51,7 +57,7 @@ def _run(
 
 def test_straight_line_acceleration_without_drag_matches_the_closed_form() -> None:
     # m dv/dt = F (1 - v / v_max) - R  =>  v = v_inf (1 - exp(-t / tau)), v_inf = v_max (1 - R / F), tau = m v_max / F
-    car = dataclasses.replace(load_car("f1tenth"), drag_coefficient=0.0)
+    car = dataclasses.replace(_throttle_car(), drag_coefficient=0.0)
     force, resistance = car.max_motor_force, car.rolling_resistance * car.mass * car.gravity
     v_inf, tau = car.max_speed * (1 - resistance / force), car.mass * car.max_speed / force
     states = _run(car, 3.0, steer=0.0, drive=1.0)
@@ -66,7 +72,7 @@ def test_straight_line_acceleration_without_drag_matches_the_closed_form() -> No
 
 
 def test_straight_line_acceleration_with_drag_matches_a_fine_integration_and_tops_out() -> None:
-    car = load_car("f1tenth")
+    car = _throttle_car()
     resistance = car.rolling_resistance * car.mass * car.gravity
 
     def acceleration(v: float) -> float:
@@ -92,7 +98,7 @@ def test_straight_line_acceleration_with_drag_matches_a_fine_integration_and_top
 
 
 def test_full_brake_stops_the_car_within_the_hand_computed_time_and_never_reverses() -> None:
-    car = load_car("f1tenth")
+    car = _throttle_car()
     v0 = 6.0
     states = _run(car, 3.0, steer=0.0, drive=-1.0, vx=v0)
     stopped = int((states[:, VX] == 0).nonzero()[0])
@@ -106,7 +112,7 @@ def test_full_brake_stops_the_car_within_the_hand_computed_time_and_never_revers
 
 
 def test_a_standing_car_stays_finite_and_at_rest_under_random_steering_and_braking() -> None:
-    car = load_car("f1tenth")
+    car = _throttle_car()
     n = 64
     model, state = _model(car, n), torch.zeros(7, n, dtype=DTYPE)
     generator = torch.Generator().manual_seed(0)
@@ -120,7 +126,7 @@ def test_a_standing_car_stays_finite_and_at_rest_under_random_steering_and_braki
 
 
 def test_random_driving_through_low_speeds_stays_finite_and_never_reverses() -> None:
-    car = load_car("f1tenth")
+    car = _throttle_car()
     n = 256
     model, state = _model(car, n), torch.zeros(7, n, dtype=DTYPE)
     generator = torch.Generator().manual_seed(1)
@@ -135,7 +141,7 @@ def test_random_driving_through_low_speeds_stays_finite_and_never_reverses() -> 
 
 @pytest.mark.parametrize("speed", [0.3, 0.45])
 def test_low_speed_cornering_is_the_kinematic_bicycle(speed: float) -> None:
-    car = dataclasses.replace(load_car("f1tenth"), rolling_resistance=0.0, drag_coefficient=0.0)
+    car = dataclasses.replace(_throttle_car(), rolling_resistance=0.0, drag_coefficient=0.0)
     steer = 0.3
     final = _run(car, 2.0, steer=steer, drive=0.0, vx=speed)[-1]
     assert final[VX].item() == pytest.approx(speed, rel=1e-9)  # no tire forces, no drag: the speed stays
@@ -146,7 +152,7 @@ def test_low_speed_cornering_is_the_kinematic_bicycle(speed: float) -> None:
 
 @pytest.mark.parametrize("speed", [3.0, 5.0])
 def test_steady_state_cornering_follows_the_understeer_gradient(speed: float) -> None:
-    car = load_car("f1tenth")
+    car = _throttle_car()
     steer = 0.02  # small: linear tire range
     final = _run(car, 5.0, steer=steer, drive=0.0, vx=speed, hold_speed=True)[-1]
     gradient = car.understeer_gradient  # from the tire parameters: m (lr / C_f - lf / C_r) / L
@@ -157,7 +163,7 @@ def test_steady_state_cornering_follows_the_understeer_gradient(speed: float) ->
 
 
 def test_positive_steering_turns_left_and_the_wheel_follows_at_the_servo_rate() -> None:
-    car = load_car("f1tenth")
+    car = _throttle_car()
     states = _run(car, 1.0, steer=1.0, drive=0.0, vx=3.0)  # command beyond the limit
     rate_limited = car.max_steer_rate * DT
     assert states[1, STEER].item() == pytest.approx(rate_limited)
@@ -183,7 +189,7 @@ def test_magic_formula_peaks_at_its_peak_force_and_has_the_cornering_stiffness_a
 
 
 def test_friction_and_mass_scale_the_peak_tire_forces_and_accelerations() -> None:
-    car = load_car("f1tenth")
+    car = _throttle_car()
     model = CarModel.nominal(car, 3, "cpu", DTYPE).scaled(
         torch.tensor([1.0, 1.0, 1.5], dtype=DTYPE), torch.tensor([1.0, 0.5, 1.0], dtype=DTYPE)
     )

@@ -40,9 +40,9 @@ def test_speed_target_is_friction_limited_in_a_bend_and_capped_on_a_straight() -
     target = driver._speed_target(env, s)
     g, mu = env.params.gravity, env.params.friction
     corner = math.sqrt(config.lateral_acceleration * mu * g * 2.5)
-    braking = config.braking_deceleration * env.params.max_brake_force / env.params.mass
+    braking = config.braking_deceleration * env.params.max_deceleration  # the ESC's braking limit (speed mode)
     assert target[0].item() == pytest.approx(corner, rel=1e-3)
-    assert target[1].item() == pytest.approx(8.0)
+    assert target[1].item() == pytest.approx(env.params.speed_scale)  # the ESC's largest setpoint, below 8 m/s
     # Before the bend: the speed from which braking reaches the corner speed where the bend begins, 0.5 m ahead;
     # the curvature, averaged over 0.6 m, ramps in over 0.3 m on either side of that point.
     low, high = (math.sqrt(corner**2 + 2 * braking * distance) for distance in (0.2, 1.0))

@@ -163,14 +163,16 @@ def test_resets_spread_over_the_whole_track_within_the_configured_ranges() -> No
 def test_observation_shows_the_track_ahead_in_the_car_frame() -> None:
     env = RCCarRace(1, config=RaceConfig(track="oval"), seed=0)
     _place(env, s=5.0, offset=0.3, speed=2.0)  # on the top straight (heading -x), 0.3 m left of the center line
-    obs = env.step(torch.zeros(1, 2))[0][0]  # coasting straight for one step
+    obs = env.step(torch.zeros(1, 2))[0][0]  # straight, speed setpoint 0, for one step
     ahead = obs[LOOKAHEAD].reshape(10, 2)
     spacing = env.config.lookahead_spacing
     # Straight ahead along the body x axis, 0.3 m to the right; the car moved ~4 cm since the projection.
     torch.testing.assert_close(ahead[:, 0], spacing * torch.arange(1, 11.0), atol=0.01, rtol=0)
     torch.testing.assert_close(ahead[:, 1], torch.full((10,), -0.3), atol=1e-4, rtol=0)
     torch.testing.assert_close(obs[TRACK_PART], torch.tensor([0.3, 0.0, 0.8]), atol=1e-4, rtol=0)
-    assert obs[DYNAMICS][0].item() == pytest.approx(2.0, abs=0.05)
+    # Drive 0 is a speed setpoint of 0: the ESC's loop brakes at its limit (2 m/s error / tau is far above it).
+    braked = 2.0 - env.params.max_deceleration * env.dt
+    assert obs[DYNAMICS][0].item() == pytest.approx(braked, abs=1e-4)
 
 
 def test_reward_is_progress_and_leaving_the_track_terminates_with_a_penalty() -> None:
@@ -197,8 +199,8 @@ def test_a_car_standing_still_for_the_stall_time_is_stuck_and_terminates() -> No
     config = RaceConfig(track="oval", stall_time=1.0, stall_penalty=3.0, steering_rate_weight=0.0)
     env = RCCarRace(2, config=config, seed=0)
     _place(env, s=5.0, speed=0.0)
-    brake, go = torch.tensor([0.0, -1.0]), torch.tensor([0.0, 1.0])
-    for step in range(1, 51):  # car 0 brakes at rest, car 1 drives off
+    brake, go = torch.tensor([0.0, 0.0]), torch.tensor([0.0, 1.0])
+    for step in range(1, 51):  # car 0 holds a speed setpoint of 0 at rest, car 1 drives off
         _, reward, terminated, truncated, info = env.step(torch.stack((brake, go)))
         assert not truncated.any() and not info[INFO_OFF_TRACK].any()
         assert info[INFO_STALLED].tolist() == [step == 50, False]

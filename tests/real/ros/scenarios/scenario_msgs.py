@@ -28,6 +28,7 @@ TOPICS = {
     "px4_msgs/msg/ActuatorMotors": "/fmu/in/actuator_motors",
     "px4_msgs/msg/OffboardControlMode": "/fmu/in/offboard_control_mode",
     "px4_msgs/msg/VehicleCommand": "/fmu/in/vehicle_command",
+    "px4_msgs/msg/VehicleCommandAck": "/fmu/out/vehicle_command_ack",
     "ackermann_msgs/msg/AckermannDriveStamped": "/drive",
 }
 CONSTANTS = {
@@ -53,6 +54,13 @@ CONSTANTS = {
         "VEHICLE_CMD_SET_NAV_STATE",
         "ARMING_ACTION_ARM",
         "ARMING_ACTION_DISARM",
+    ],
+    "px4_msgs/msg/VehicleCommandAck": [
+        "MESSAGE_VERSION",
+        "VEHICLE_CMD_RESULT_ACCEPTED",
+        "VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED",
+        "VEHICLE_CMD_RESULT_DENIED",
+        "VEHICLE_CMD_RESULT_IN_PROGRESS",
     ],
 }
 
@@ -93,6 +101,10 @@ def filled(type_name: str) -> Any:
         message.param1, message.param5 = float(message.ARMING_ACTION_ARM), 47.397742  # float64: a latitude
         message.target_system, message.target_component = 1, 1
         message.source_system, message.source_component, message.from_external = 255, 1000, True
+    elif name == "VehicleCommandAck":
+        message.timestamp, message.command = 8_000_000, 176
+        message.result, message.result_param1, message.result_param2 = message.VEHICLE_CMD_RESULT_DENIED, 7, -3
+        message.target_system, message.target_component, message.from_external = 1, 1000, True
     elif name == "AckermannDriveStamped":
         message.header.stamp.sec, message.header.frame_id = 42, "base_link"
         message.drive.steering_angle, message.drive.steering_angle_velocity = 0.25, 1.0

@@ -1,10 +1,13 @@
 """policy_node against a stand-in PX4: a probe node built on px4_msgs (the definitions in ros_msgs/) that publishes
 VehicleOdometry as PX4 does (NED position, FRD→NED attitude, NED velocity, FRD body rates, microsecond stamps) and
-records what a PX4 would receive on fmu/in: the rates setpoints, the OffboardControlMode heartbeat and any
-VehicleCommand. After 3 s the odometry stops, as when PX4's estimator or the link fails.
+VehicleStatus as PX4 v1.16 does (message version 1 on fmu/out/vehicle_status_v1), answers each VehicleCommand with
+a VehicleCommandAck (the first of each command DENIED, the next ACCEPTED), and records what a PX4 would receive on
+fmu/in: the rates setpoints, the OffboardControlMode heartbeat and the VehicleCommands, plus policy_node's
+/diagnostics. After FLIGHT_S the odometry stops, as when PX4's estimator or the link fails.
 
-argv: LOG_DIR POLICY REQUESTS ("none", or "offboard+arm": set policy_node's px4_offboard and px4_arm). POLICY is the
-linear probe policy of test_px4.py.
+argv: LOG_DIR POLICY REQUESTS [PROFILE] (REQUESTS "none", or "offboard+arm": set policy_node's px4_offboard and
+px4_arm, with px4_target_system 7 and px4_target_component 3; PROFILE: a profile YAML instead of quadrotor_px4, e.g.
+one sending ActuatorMotors, which are recorded too). POLICY is a linear probe policy of test_px4.py.
 """
 
 from __future__ import annotations
@@ -14,44 +17,88 @@ import time
 from pathlib import Path
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray
 from harness import Processes, finish, ros_args, spin_for, spin_until
-from px4_msgs.msg import OffboardControlMode, VehicleCommand, VehicleOdometry, VehicleRatesSetpoint
+from px4_msgs.msg import (
+    ActuatorMotors,
+    OffboardControlMode,
+    VehicleCommand,
+    VehicleCommandAck,
+    VehicleOdometry,
+    VehicleRatesSetpoint,
+    VehicleStatus,
+)
 from rclpy.qos import qos_profile_sensor_data
 
-FLIGHT_S = 3.0
+FLIGHT_S = 4.0
 SILENT_S = 1.5
 FLAGS = ("position", "velocity", "acceleration", "attitude", "body_rate", "thrust_and_torque", "direct_actuator")
 
 
 def main() -> None:
     log_dir, policy, requests = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    profile = sys.argv[4] if len(sys.argv) > 4 else "quadrotor_px4"
     processes = Processes(log_dir)
-    params = {"policy": policy, "profile": "quadrotor_px4", "autostart": True, "target": [0.0, 0.0, 1.0]}
+    params = {"policy": policy, "profile": profile, "autostart": True, "target": [0.0, 0.0, 1.0]}
+    params["diagnostics_period"] = 0.2
     if requests == "offboard+arm":
-        params |= {"px4_offboard": True, "px4_arm": True}
+        params |= {"px4_offboard": True, "px4_arm": True, "px4_target_system": 7, "px4_target_component": 3}
     processes.start("policy_node", "policy_node", *ros_args("policy_node", "/", **params))
     rclpy.init()
     probe = rclpy.create_node("px4_stand_in")
     now_us = lambda: probe.get_clock().now().nanoseconds // 1000  # noqa: E731
     setpoints: list[tuple[float, int, int, float, float, float, float]] = []
     beats: list[tuple[float, int, int, tuple[bool, ...]]] = []
-    commands: list[tuple[float, int, float, float, int, int, bool]] = []
+    commands: list[tuple[float, int, float, float, int, int, bool, int]] = []
+    motors: list[tuple[float, int, list[float]]] = []
+    diagnostics: list[tuple[float, str, dict[str, str]]] = []
+    accepted: set[int] = set()
+    acks = probe.create_publisher(VehicleCommandAck, "/fmu/out/vehicle_command_ack", qos_profile_sensor_data)
 
     def on_setpoint(m: VehicleRatesSetpoint) -> None:
         setpoints.append((time.monotonic(), m.timestamp, now_us(), m.roll, m.pitch, m.yaw, float(m.thrust_body[2])))
+
+    def on_motors(m: ActuatorMotors) -> None:
+        motors.append((time.monotonic(), m.timestamp, [float(c) for c in m.control[:4]]))
 
     def on_mode(m: OffboardControlMode) -> None:
         beats.append((time.monotonic(), m.timestamp, now_us(), tuple(bool(getattr(m, f)) for f in FLAGS)))
 
     def on_command(m: VehicleCommand) -> None:
         commands.append(
-            (time.monotonic(), m.command, m.param1, m.param2, m.target_system, m.target_component, m.from_external)
+            (
+                time.monotonic(),
+                m.command,
+                m.param1,
+                m.param2,
+                m.target_system,
+                m.target_component,
+                m.from_external,
+                m.confirmation,
+            )
         )
+        # As PX4's commander: an ack to the sender; here the first of each command is denied, the next accepted.
+        result = VehicleCommandAck.VEHICLE_CMD_RESULT_DENIED
+        if m.confirmation:
+            result = VehicleCommandAck.VEHICLE_CMD_RESULT_ACCEPTED
+            accepted.add(m.command)
+        ack = VehicleCommandAck(timestamp=now_us(), command=m.command, result=result)
+        ack.target_system, ack.target_component = m.source_system, m.source_component
+        acks.publish(ack)
+
+    def on_diagnostics(message: DiagnosticArray) -> None:
+        for status in message.status:
+            if status.name == "/policy_node":
+                diagnostics.append((time.monotonic(), status.message, {kv.key: kv.value for kv in status.values}))
 
     probe.create_subscription(VehicleRatesSetpoint, "/fmu/in/vehicle_rates_setpoint", on_setpoint, 100)
+    probe.create_subscription(ActuatorMotors, "/fmu/in/actuator_motors", on_motors, 100)
     probe.create_subscription(OffboardControlMode, "/fmu/in/offboard_control_mode", on_mode, 100)
     probe.create_subscription(VehicleCommand, "/fmu/in/vehicle_command", on_command, 100)
+    probe.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
     odometry = probe.create_publisher(VehicleOdometry, "/fmu/out/vehicle_odometry", qos_profile_sensor_data)
+    status = probe.create_publisher(VehicleStatus, "/fmu/out/vehicle_status_v1", qos_profile_sensor_data)
+    tick = [0]
 
     def publish_odometry() -> None:
         m = VehicleOdometry()
@@ -63,17 +110,31 @@ def main() -> None:
         m.velocity = [0.0, 0.0, 0.0]
         m.angular_velocity = [0.3, 0.5, 0.2]  # FRD: rolling right, pitching nose up, yawing right (clockwise)
         odometry.publish(m)
+        tick[0] += 1
+        if tick[0] % 10 == 0:  # VehicleStatus at 10 Hz
+            s = VehicleStatus(timestamp=now_us())
+            armed = VehicleCommand.VEHICLE_CMD_COMPONENT_ARM_DISARM in accepted
+            s.arming_state = VehicleStatus.ARMING_STATE_ARMED if armed else VehicleStatus.ARMING_STATE_DISARMED
+            offboard = VehicleCommand.VEHICLE_CMD_DO_SET_MODE in accepted
+            s.nav_state = VehicleStatus.NAVIGATION_STATE_POSCTL
+            if offboard:
+                s.nav_state = VehicleStatus.NAVIGATION_STATE_OFFBOARD
+            status.publish(s)
 
     ready = spin_until(probe, lambda: odometry.get_subscription_count() > 0, 20.0)
     spin_for(probe, FLIGHT_S, publish_odometry, 0.01)
     stopped = time.monotonic()
     spin_for(probe, SILENT_S)
+    flying = [d for d in diagnostics if d[0] < stopped]
     results = {
         "ready": ready,
         "stopped": stopped,
         "setpoints": setpoints,
+        "motors": motors,
         "heartbeats": beats,
         "commands": commands,
+        "flight_diagnostics": flying[-1] if flying else None,
+        "last_diagnostics": diagnostics[-1] if diagnostics else None,
     }
     finish(results, processes, ["policy_node"])
 
