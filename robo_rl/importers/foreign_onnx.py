@@ -2,7 +2,8 @@
 outside) as a robo_rl policy artifact, without torch.
 
 The imported graph is the original one between two folds of elementwise constants:
-`obs → (obs − offset) × gain → [original graph] → offset + scale × raw → clipped to the action bounds → action`,
+`obs → (obs − offset) × gain → [original graph] → clipped to ±clip_actions (the runner's, when set) → offset +
+scale × raw → clipped to the action bounds → action`,
 so the file takes what a robot publishes (absolute joint angles, the last command sent) and outputs joint targets
 (`robo_rl.importers.terms`). Only the ops the firmware export reads are added (Sub, Mul, Add, Div, a scalar Clip),
 so the C export keeps working when the original graph is an MLP. What the source does not say (control period,
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,16 @@ from onnx import TensorProto, helper, numpy_helper
 
 import robo_rl
 from robo_rl.artifact import PREFIX, PolicyArtifact
-from robo_rl.importers.sources import Description, from_isaaclab, from_mjlab, is_mjlab, read_env_config
+from robo_rl.importers.sources import (
+    LAST_ACTION,
+    Description,
+    clip_actions_assumption,
+    from_isaaclab,
+    from_mjlab,
+    is_mjlab,
+    read_clip_actions,
+    read_env_config,
+)
 from robo_rl.importers.supplied import (
     MissingInfoError,
     Supplied,
@@ -32,8 +42,10 @@ from robo_rl.importers.supplied import (
     gather,
     listed,
     obs_spec,
+    relative_difference,
 )
 from robo_rl.importers.terms import Entry, entries, term_sizes
+from robo_rl.spaces import SpaceSpec
 
 OBS_INPUT, ACTION_OUTPUT = "obs", "action"
 """The names robo_rl's own exports use (`robo_rl.export.onnx`)."""
@@ -71,14 +83,21 @@ def _last_dim(value: onnx.ValueInfoProto, path: Path) -> int:
 
 
 def describe(model: onnx.ModelProto, path: Path, supplied: Supplied, env_config: Path | None) -> Description:
-    """What the file (mjlab metadata) or the run's env config (Isaac Lab) says; a plain description otherwise."""
+    """What the file (mjlab metadata) or the run's env config (Isaac Lab, with agent.yaml's clip_actions beside
+    it) says; a plain description otherwise. The assumptions name what the import took for granted."""
     props = {p.key: p.value for p in model.metadata_props}
     _, action_size = _widths(model, path)
     if env_config is not None:
-        return from_isaaclab(read_env_config(env_config), supplied, env_config.name)
-    if is_mjlab(props):
-        return from_mjlab(props, action_size)
-    return Description("onnx", None)
+        config = read_env_config(env_config)
+        description = from_isaaclab(config, supplied, str(env_config), read_clip_actions(env_config))
+    elif is_mjlab(props):
+        description = from_mjlab(props, action_size)
+    else:
+        assumption = clip_actions_assumption(None, "a plain ONNX file does not record it")
+        return Description("onnx", None, assumptions=(assumption,))
+    if description.action is not None and any(kind == "last_action" for _, kind, _ in description.terms or ()):
+        description = replace(description, assumptions=(*description.assumptions, LAST_ACTION))
+    return description
 
 
 def observation_entries(
@@ -119,8 +138,8 @@ def import_onnx(
     model = _load(path)
     obs_size, action_size = _widths(model, path)
     description = describe(model, path, supplied, env_config)
-    found = observation_entries(description, obs_size, action_size, supplied, obs_sizes or {})
-    meta = _artifact(description, found, action_size, supplied, [path, *([env_config] if env_config else [])])
+    files = [path, *([env_config] if env_config else [])]
+    found, meta = _artifact(description, obs_size, action_size, supplied, obs_sizes or {}, files)
     composed = compose(model, found, description, meta)
     save_checked(composed, out)
     return ImportedOnnx(meta, found, description, composed)
@@ -134,26 +153,40 @@ def _load(path: Path) -> onnx.ModelProto:
 
 
 def _artifact(
-    description: Description, found: Sequence[Entry], action_size: int, supplied: Supplied, files: list[Path]
-) -> PolicyArtifact:
+    description: Description,
+    obs_size: int,
+    action_size: int,
+    supplied: Supplied,
+    obs_sizes: Mapping[str, int],
+    files: list[Path],
+) -> tuple[tuple[Entry, ...], PolicyArtifact]:
+    """The observation entries and the artifact's metadata; everything still missing is named in one error."""
     joint = description.action
     names = joint.names if joint is not None and len(joint.joints) == action_size else None
     units = ("rad",) if names else None
     low, high = description.bounds if description.bounds else (None, None)
-    obs, action, dt = gather(
-        lambda: obs_spec(supplied, len(found), [e.name for e in found], units=[e.unit for e in found]),
+
+    def observations() -> tuple[tuple[Entry, ...], SpaceSpec]:
+        found = observation_entries(description, obs_size, action_size, supplied, obs_sizes)
+        return found, obs_spec(supplied, len(found), [e.name for e in found], units=[e.unit for e in found])
+
+    (found, obs), action, dt = gather(
+        observations,
         lambda: action_spec(supplied, action_size, names, low, high, units),
         lambda: supplied.control_period(description.dt, f"the {description.label} policy"),
     )
+    last_action = LAST_ACTION if LAST_ACTION in description.assumptions else None
     origin = {
         "imported": {
             "from": description.source,
             "files": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in files},
             "assumptions": list(description.assumptions),
+            "clip_actions": description.clip_actions,
+            "last_action": last_action,
         }
     }
     text = json.dumps(origin, sort_keys=True, separators=(",", ":"))
-    return PolicyArtifact(
+    return found, PolicyArtifact(
         obs=obs,
         action=action,
         dt=dt,
@@ -233,6 +266,13 @@ def _output_fold(
     description: Description, meta: PolicyArtifact
 ) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], str]:
     nodes, init, current = [], [], "source_action"
+    if description.clip_actions is not None:
+        init += [
+            numpy_helper.from_array(np.array(-description.clip_actions, dtype=np.float32), "import_raw_low"),
+            numpy_helper.from_array(np.array(description.clip_actions, dtype=np.float32), "import_raw_high"),
+        ]
+        nodes.append(helper.make_node("Clip", [current, "import_raw_low", "import_raw_high"], ["import_raw_clipped"]))
+        current = "import_raw_clipped"
     joint = description.action
     if joint is not None and len(joint.joints) == meta.action.dim:
         init += [_constant("import_action_scale", joint.scale), _constant("import_action_offset", joint.offset)]
@@ -267,6 +307,8 @@ def reference_actions(source: Path, imported: ImportedOnnx, obs: np.ndarray) -> 
     feed = session.get_inputs()[0].name
     rows = [session.run(None, {feed: ((row - offset) * gain).astype(np.float32)[None]})[0][0] for row in obs]
     raw = np.asarray(rows, dtype=np.float64)
+    if imported.description.clip_actions is not None:
+        raw = np.clip(raw, -imported.description.clip_actions, imported.description.clip_actions)
     joint = imported.description.action
     if joint is not None and len(joint.joints) == raw.shape[1]:
         raw = joint.offset + joint.scale * raw
@@ -275,12 +317,13 @@ def reference_actions(source: Path, imported: ImportedOnnx, obs: np.ndarray) -> 
 
 def parity(source: Path, imported: ImportedOnnx, out: Path, obs: np.ndarray) -> float:
     """Max |imported file − reference_actions| over the rows of `obs` (one row at a time: rsl_rl files have a
-    fixed batch of 1)."""
+    fixed batch of 1), as a fraction of each action's half-width."""
     import onnxruntime as ort
 
     session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     got = np.asarray([session.run(None, {OBS_INPUT: row.astype(np.float32)[None]})[0][0] for row in obs])
-    return float(np.max(np.abs(got - reference_actions(source, imported, obs))))
+    box = imported.artifact.action
+    return relative_difference(got, reference_actions(source, imported, obs), box.low, box.high)
 
 
 def sample_obs(imported: ImportedOnnx, count: int, seed: int = 0) -> np.ndarray:

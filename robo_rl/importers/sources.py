@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from robo_rl.importers.supplied import MissingInfoError, Supplied
+from robo_rl.importers.supplied import MissingInfoError, Supplied, one_line
 from robo_rl.importers.terms import FUNCTION_KINDS, MJLAB_TERM_KINDS, JointAction
 
 _GROUP_KEYS = {"concatenate_terms", "enable_corruption", "history_length", "flatten_history_dim", "concatenate_dim"}
@@ -37,12 +37,30 @@ class Description:
     dt: float | None = None
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     bounds: tuple[tuple[float, ...], tuple[float, ...]] | None = None
-    """Action bounds the source gives (Isaac Lab's action clip), else None."""
+    """Action bounds the source gives (Isaac Lab's action clip; ±inf for joints it does not clip), else None."""
+    clip_actions: float | None = None
+    """The rsl_rl runner's `clip_actions`: the raw output is clipped to ±this before the action term (None: not)."""
 
     @property
     def label(self) -> str:
         """The source as people name it."""
         return {"mjlab": "mjlab", "isaaclab": "Isaac Lab", "onnx": "plain ONNX"}.get(self.source, self.source)
+
+
+def clip_actions_assumption(value: float | None, where: str) -> str:
+    """What the import assumed of the runner's `clip_actions`, and where it was read."""
+    return (
+        f"clip_actions {value}: {where}; rsl_rl's runner clips the policy's raw output to ±clip_actions before "
+        "the action term (None: not clipped)"
+    )
+
+
+LAST_ACTION = (
+    "last_action is rebuilt from the joint target sent, (target − offset) / scale, after the clip to the action "
+    "bounds; Isaac Lab and mjlab observe the policy's raw output (after clip_actions): the two differ while the "
+    "bounds clip the target"
+)
+"""The assumption behind the `last_action` fold (`robo_rl.importers.terms`)."""
 
 
 def is_mjlab(props: Mapping[str, str]) -> bool:
@@ -79,6 +97,7 @@ def from_mjlab(props: Mapping[str, str], action_size: int) -> Description:
         "mjlab: observation terms by name: joint_pos = joint_pos_rel, joint_vel = joint_vel_rel, actions = "
         "last_action, command = a 3-entry velocity command (mjlab's own tasks)",
         "mjlab writes default_joint_pos with 3 decimals; those are the offsets folded in",
+        clip_actions_assumption(None, "mjlab's ONNX metadata does not record it"),
     )
     return Description("mjlab", terms, joints, action, None, assumptions)
 
@@ -125,18 +144,49 @@ _TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", _construct_an
 _TolerantLoader.add_multi_constructor("!", _construct_any)
 
 
-def read_env_config(path: Path) -> dict[str, Any]:
+def read_env_config(path: Path, flag: str = "--env-config") -> dict[str, Any]:
+    """An Isaac Lab run config (params/env.yaml or agent.yaml) as a mapping; MissingInfoError naming the file."""
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_TolerantLoader)  # a SafeLoader subclass
-    except (OSError, yaml.YAMLError) as err:
-        raise MissingInfoError(f"--env-config {path}: cannot read it ({str(err).splitlines()[0]})") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise MissingInfoError(f"{flag} {path}: not a UTF-8 text file ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise MissingInfoError(f"{flag} {path}: cannot read it ({err.strerror or err})") from None
+    try:
+        data = yaml.load(text, Loader=_TolerantLoader)  # a SafeLoader subclass
+    except (yaml.YAMLError, ValueError, RecursionError) as err:  # a constructor's ValueError: a bad date, ...
+        raise MissingInfoError(f"{flag} {path}: not YAML ({one_line(err)})") from None
     if not isinstance(data, dict):
-        raise MissingInfoError(f"--env-config {path}: not an Isaac Lab env config (a mapping)")
+        raise MissingInfoError(f"{flag} {path}: not an Isaac Lab run config (a mapping)")
     return data
 
 
-def from_isaaclab(config: Mapping[str, Any], supplied: Supplied, where: str = "env.yaml") -> Description:
-    """Isaac Lab's dumped env config → Description; needs the robot's joint order (`supplied.joint_names`)."""
+def read_clip_actions(env_config: Path) -> tuple[float | None, str]:
+    """The runner's `clip_actions` from the agent.yaml Isaac Lab dumps beside env.yaml (params/), and where it was
+    read; None when there is no agent.yaml or it says null."""
+    agent = env_config.with_name("agent.yaml")
+    if not agent.is_file():
+        return None, f"no {agent.name} beside {env_config.name} says it"
+    value = read_env_config(agent, "agent config").get("clip_actions")
+    if value is None:
+        return None, f"read from {agent}"
+    try:
+        clip = float(value)
+    except (TypeError, ValueError):
+        raise MissingInfoError(f"{agent}: clip_actions {value!r} is not a number") from None
+    if not (math.isfinite(clip) and clip > 0):
+        raise MissingInfoError(f"{agent}: clip_actions {value!r} is not a positive number")
+    return clip, f"read from {agent}"
+
+
+def from_isaaclab(
+    config: Mapping[str, Any],
+    supplied: Supplied,
+    where: str = "env.yaml",
+    clip_actions: tuple[float | None, str] = (None, "not read"),
+) -> Description:
+    """Isaac Lab's dumped env config → Description; needs the robot's joint order (`supplied.joint_names`).
+    `clip_actions`: the runner's setting and where it was read (`read_clip_actions`)."""
     joints = supplied.joint_names
     if not joints:
         raise MissingInfoError(
@@ -147,8 +197,11 @@ def from_isaaclab(config: Mapping[str, Any], supplied: Supplied, where: str = "e
     pose = _default_pose(config, joints, where)
     action, bounds = _joint_action(config, joints, pose, where)
     terms = _policy_terms(config, joints, where)
-    assumptions = ("Isaac Lab: joint_vel_rel assumes a zero default joint velocity",)
-    return Description("isaaclab", terms, tuple(joints), action, dt, assumptions, bounds)
+    assumptions = (
+        "Isaac Lab: joint_vel_rel assumes a zero default joint velocity",
+        clip_actions_assumption(*clip_actions),
+    )
+    return Description("isaaclab", terms, tuple(joints), action, dt, assumptions, bounds, clip_actions[0])
 
 
 def _get(config: Mapping[str, Any], dotted: str, where: str) -> Any:
@@ -168,19 +221,31 @@ def _control_period(config: Mapping[str, Any], where: str) -> float:
         raise MissingInfoError(f"{where}: sim.dt {dt!r} and decimation {decimation!r} are not numbers") from None
 
 
-def _by_regex(patterns: Any, joints: Sequence[str], where: str, default: float | None = None) -> dict[str, float]:
-    """Isaac Lab's `float | {regex: float}` resolved for each joint (a joint matching no pattern gets `default`)."""
-    if isinstance(patterns, (int, float)):
+def _matches(pattern: Any, name: str, where: str) -> bool:
+    try:
+        return re.fullmatch(str(pattern), name) is not None
+    except re.error as err:
+        raise MissingInfoError(f"{where}: {pattern!r} is not a regular expression ({err})") from None
+
+
+def _number(value: Any, where: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise MissingInfoError(f"{where}: {value!r} is not a number") from None
+
+
+def _by_regex(patterns: Any, joints: Sequence[str], where: str, default: float) -> dict[str, float]:
+    """Isaac Lab's `float | {regex: float}` resolved for each joint; a joint matching no pattern gets `default`
+    (Isaac Lab's JointAction: a scale dict starts at ones, an offset dict at zeros)."""
+    if isinstance(patterns, (int, float)) and not isinstance(patterns, bool):
         return dict.fromkeys(joints, float(patterns))
     if not isinstance(patterns, Mapping):
         raise MissingInfoError(f"{where}: expected a number or a mapping of joint regexes, got {patterns!r}")
     out: dict[str, float] = {}
     for joint in joints:
-        found = [float(v) for p, v in patterns.items() if re.fullmatch(str(p), joint)]
-        if found:
-            out[joint] = found[0]
-        elif default is not None:
-            out[joint] = default
+        found = [v for p, v in patterns.items() if _matches(p, joint, where)]
+        out[joint] = _number(found[0], f"{where}.{joint}") if found else default
     return out
 
 
@@ -207,7 +272,7 @@ def _joint_action(
             "JointPositionAction (absolute joint targets) can be imported"
         )
     chosen = _select(term.get("joint_names", [".*"]), joints, bool(term.get("preserve_order", False)), where)
-    scale = _by_regex(term.get("scale", 1.0), chosen, f"{where} actions.{name}.scale")
+    scale = _by_regex(term.get("scale", 1.0), chosen, f"{where} actions.{name}.scale", default=1.0)
     if term.get("use_default_offset", True):
         offset = {j: pose[j] for j in chosen}
     else:
@@ -221,27 +286,37 @@ def _joint_action(
 def _select(patterns: Any, joints: Sequence[str], preserve_order: bool, where: str) -> list[str]:
     patterns = [patterns] if isinstance(patterns, str) else list(patterns)
     if preserve_order:
-        chosen = [j for p in patterns for j in joints if re.fullmatch(p, j)]
+        chosen = [j for p in patterns for j in joints if _matches(p, j, where)]
     else:
-        chosen = [j for j in joints if any(re.fullmatch(p, j) for p in patterns)]
+        chosen = [j for j in joints if any(_matches(p, j, where) for p in patterns)]
     if not chosen:
         raise MissingInfoError(f"{where}: the action's joint_names {patterns} match none of --joint-names")
     return chosen
 
 
 def _clip_bounds(clip: Any, joints: Sequence[str], where: str) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """Isaac Lab's action clip `{regex: (low, high)}` per joint: ±inf for a joint no pattern matches (Isaac Lab
+    starts its clip tensor at ±inf and writes the matches into it)."""
     if not clip:
         return None
     if not isinstance(clip, Mapping):
         raise MissingInfoError(f"{where}: expected a mapping of joint regexes to [low, high], got {clip!r}")
     low, high = [], []
     for joint in joints:
-        found = [v for p, v in clip.items() if re.fullmatch(str(p), joint)]
-        if not found:
-            return None
-        low.append(float(found[0][0]))
-        high.append(float(found[0][1]))
+        found = [v for p, v in clip.items() if _matches(p, joint, where)]
+        pair = _pair(found[0], f"{where}.{joint}") if found else (-math.inf, math.inf)
+        low.append(pair[0])
+        high.append(pair[1])
     return tuple(low), tuple(high)
+
+
+def _pair(value: Any, where: str) -> tuple[float, float]:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        raise MissingInfoError(f"{where}: expected [low, high], got {value!r}")
+    low, high = _number(value[0], where), _number(value[1], where)
+    if not low <= high:
+        raise MissingInfoError(f"{where}: low {low} is above high {high}")
+    return low, high
 
 
 def _policy_terms(config: Mapping[str, Any], joints: Sequence[str], where: str) -> tuple[tuple[str, str, float], ...]:

@@ -16,7 +16,8 @@ from robo_rl.spaces import SpaceSpec
 
 
 class MissingInfoError(ValueError):
-    """The source and the flags together do not say something the artifact needs; the message names the flag."""
+    """The source and the flags together do not say something the artifact needs, or a file cannot be used; the
+    message is one line naming the flag or the file."""
 
 
 def gather(*parts: Callable[[], Any]) -> tuple[Any, ...]:
@@ -90,18 +91,66 @@ def listed(
     return tuple(values)
 
 
-def bounds(values: Sequence[float], size: int, flag: str, default: Sequence[float] | None) -> tuple[float, ...]:
-    """Per-entry bounds: supplied (one value is repeated), else `default`; MissingInfoError when neither exists."""
-    if not values and default is None:
-        raise MissingInfoError(
-            f"the action bounds are not in the source: supply {flag} (one value for all {size} entries, or one each)"
-        )
-    chosen = tuple(float(v) for v in (values or default or ()))
+def _per_entry(values: Sequence[float], size: int, flag: str, default: float) -> np.ndarray:
+    """A flag's per-entry values (one value is repeated); `default` everywhere when it is not given."""
+    if not values:
+        return np.full(size, default)
+    chosen = np.asarray([float(v) for v in values], dtype=np.float64)
     if len(chosen) == 1 and size != 1:
-        chosen = chosen * size
+        chosen = np.full(size, chosen[0])
     if len(chosen) != size:
         raise MissingInfoError(f"{flag}: the action has {size} entries, got {len(chosen)} values")
     return chosen
+
+
+def action_bounds(
+    supplied: Supplied,
+    size: int,
+    low: Sequence[float] | None,
+    high: Sequence[float] | None,
+    labels: Sequence[str] | None = None,
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The action box: the source's bounds (its action space or clip; ±inf where it has none) intersected with
+    `--action-low`/`--action-high`, so that a flag narrows a bound and never replaces it. MissingInfoError when an
+    entry is still unbounded, or when the two do not overlap."""
+    source_low = np.full(size, -math.inf) if low is None else np.asarray(low, dtype=np.float64)
+    source_high = np.full(size, math.inf) if high is None else np.asarray(high, dtype=np.float64)
+    if source_low.shape != (size,) or source_high.shape != (size,):
+        raise MissingInfoError(f"the source's action bounds have {len(source_low)} entries, the policy outputs {size}")
+    lo, hi = gather(
+        lambda: np.maximum(source_low, _per_entry(supplied.action_low, size, "--action-low", -math.inf)),
+        lambda: np.minimum(source_high, _per_entry(supplied.action_high, size, "--action-high", math.inf)),
+    )
+    names = list(labels) if labels is not None and len(labels) == size else [f"entry {i}" for i in range(size)]
+    open_ended = [names[i] for i in range(size) if not (math.isfinite(lo[i]) and math.isfinite(hi[i]))]
+    if open_ended:
+        which = "the action" if len(open_ended) == size else f"{', '.join(open_ended[:6])}"
+        raise MissingInfoError(
+            f"the bounds of {which} are not in the source: supply --action-low and --action-high "
+            f"(one value for all {size} entries, or one each)"
+        )
+    empty = [f"{names[i]} [{source_low[i]:g}, {source_high[i]:g}]" for i in range(size) if lo[i] > hi[i]]
+    if empty:
+        raise MissingInfoError(
+            f"--action-low/--action-high leave nothing of the source's bounds of {', '.join(empty[:6])}"
+        )
+    return tuple(float(v) for v in lo), tuple(float(v) for v in hi)
+
+
+def relative_difference(
+    got: np.ndarray, expected: np.ndarray, low: Sequence[float] | np.ndarray, high: Sequence[float] | np.ndarray
+) -> float:
+    """Max over rows and entries of |got − expected| as a fraction of each entry's half-width (the file outputs
+    float32, so `expected` is rounded to float32 first: a pinned entry, low = high, then compares exactly)."""
+    _, half = box_center_half(low, high)
+    reference = np.asarray(expected, dtype=np.float32).astype(np.float64)
+    return float(np.max(np.abs(np.asarray(got, dtype=np.float64) - reference) / half))
+
+
+def one_line(err: BaseException) -> str:
+    """A library error's message as one short line (its lines joined), or its type's name when it has none."""
+    text = "; ".join(line.strip() for line in str(err).splitlines() if line.strip()) or type(err).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def action_spec(
@@ -112,20 +161,16 @@ def action_spec(
     high: Sequence[float] | None,
     units: Sequence[str] | None = None,
 ) -> SpaceSpec:
-    """The action vector: names, units and bounds from the flags, else from the source (`names`, `low`, ...)."""
+    """The action vector: names and units from the flags, else from the source (`names`, `units`); bounds from
+    both, intersected (`action_bounds`)."""
+    labels = names if names is not None else supplied.action_names or None
     fields = gather(
         lambda: listed(supplied.action_names, size, "--action-names", "the action", names),
-        lambda: bounds(supplied.action_low, size, "--action-low", low),
-        lambda: bounds(supplied.action_high, size, "--action-high", high),
+        lambda: action_bounds(supplied, size, low, high, labels),
         lambda: listed(supplied.action_units, size, "--action-units", "the action", units or ("",)),
     )
-    spec = SpaceSpec(*fields)  # type: ignore[arg-type]
-    if not spec.is_bounded:
-        raise MissingInfoError(
-            "the action bounds must be finite (deployment clips commands to them): supply "
-            "--action-low and --action-high"
-        )
-    return spec
+    names_, (low_, high_), units_ = fields
+    return SpaceSpec(names_, low_, high_, units_)
 
 
 def obs_spec(

@@ -116,16 +116,20 @@ def term_sizes(
 ) -> tuple[Term, ...]:
     """`(name, kind, scale)` terms with their widths: supplied (`--obs-sizes term=N`), else known from the kind
     (3 for base velocities, gravity and a velocity command; one per joint; one per action)."""
-    out = []
+    out: list[Term] = []
+    unknown: list[tuple[str, str]] = []
     for name, kind, scale in terms:
         size = supplied.get(name)
         if size is None:
             size = _known_size(kind, len(joints), action_size)
         if size is None:
-            raise MissingInfoError(
-                f"observation term {name!r} ({kind}): its width is not known: supply --obs-sizes {name}=N"
-            )
+            unknown.append((name, kind))
+            continue
         out.append(Term(name, kind, size, scale))
+    if unknown:
+        terms_text = ", ".join(f"{name!r} ({kind})" for name, kind in unknown)
+        widths = ",".join(f"{name}=N" for name, _ in unknown)
+        raise MissingInfoError(f"observation term {terms_text}: its width is not known: supply --obs-sizes {widths}")
     return tuple(out)
 
 
