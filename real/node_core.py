@@ -54,8 +54,16 @@ class NodeSettings:
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
             raise ValueError(f"parameter 'trigger': must be one of {TRIGGERS}, got {self.trigger!r}")
-        if len(self.target) != 3:
-            raise ValueError(f"parameter 'target': expected [x, y, z], got {list(self.target)}")
+        if len(self.target) != 3 or not all(math.isfinite(value) for value in self.target):
+            raise ValueError(f"parameter 'target': expected finite [x, y, z], got {list(self.target)}")
+        if not 0.0 <= self.deadline < math.inf:
+            raise ValueError(
+                f"parameter 'deadline': must be finite and >= 0 (0: the profile's dt), got {self.deadline}"
+            )
+        if self.max_missed_deadlines < 0:
+            raise ValueError(
+                f"parameter 'max_missed_deadlines': must be >= 0 (0: never), got {self.max_missed_deadlines}"
+            )
         if self.chunk_execution not in EXECUTION_MODES:
             raise ValueError(
                 f"parameter 'chunk_execution': must be one of {EXECUTION_MODES}, got {self.chunk_execution!r}"

@@ -50,16 +50,21 @@ def chunked(cfg: ExperimentConfig, env: BatchedEnv) -> BatchedEnv:
     return ChunkEnv(env, cfg.task.action_chunk, cfg.task.executed)
 
 
-def check_device(device: str) -> None:
-    """Raise ValueError, naming the config key, if `device` is malformed or not present on this machine."""
+def check_device(device: str, key: str = "task.device") -> None:
+    """Raise ValueError, naming the config key (or flag) `key`, if `device` is malformed, not present on this
+    machine, or holds no data the simulators can draw random numbers on (e.g. `meta`)."""
     try:
         parsed = torch.device(device)
     except RuntimeError as err:
-        raise ValueError(f"task.device: {device!r} is not a torch device ({err})") from None
+        raise ValueError(f"{key}: {device!r} is not a torch device ({err})") from None
     if parsed.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"task.device: {device!r} requested, but CUDA is not available to this torch build")
+        raise ValueError(f"{key}: {device!r} requested, but CUDA is not available to this torch build")
     if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
-        raise ValueError(f"task.device: {device!r} requested, but only {torch.cuda.device_count()} GPU(s) exist")
+        raise ValueError(f"{key}: {device!r} requested, but only {torch.cuda.device_count()} GPU(s) exist")
+    try:
+        torch.Generator(device=parsed)
+    except RuntimeError as err:
+        raise ValueError(f"{key}: {device!r} cannot run the simulators ({str(err).strip()})") from None
 
 
 def build_policy(

@@ -87,6 +87,9 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         algorithm(self.algo)  # ValueError naming the registered algorithms
+        if not self.name or self.name in (".", "..") or "/" in self.name or "\\" in self.name:
+            # The run directory is RUNS_ROOT/name/...: a name with a separator would put it elsewhere.
+            raise ValueError(f"name: {self.name!r} is not a folder name (runs go to RUNS_ROOT/name/)")
 
     @property
     def loop_section(self) -> str:

@@ -12,7 +12,7 @@ EXPERTS = {
     "pendulum": "robo_rl.sim.pendulum_expert:SwingUpPilot",
     "point/obstacle": "robo_rl.sim.point_obstacle_expert:ObstacleExpert",
     "quadrotor/hover": "robo_rl.sim.quadrotor.expert:HoverPilot",
-    "quadrotor/track": "robo_rl.sim.quadrotor.expert:HoverPilot",
+    "quadrotor/track": "robo_rl.sim.quadrotor.expert:track_pilot",
     "rc_car/race": "robo_rl.sim.rc_car.expert:RaceDriver",
 }
 

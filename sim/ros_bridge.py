@@ -53,7 +53,7 @@ from robo_rl.real.derive import SOURCE_WRITERS
 from robo_rl.real.profile import InputSpec, history_source, source_input
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, message_class, set_fields
-from robo_rl.real.ros.spin import StartupError, profile_parameter, run
+from robo_rl.real.ros.spin import StartupError, StartupInputError, positive_seconds, profile_parameter, run
 
 
 class SimBridge(Node):
@@ -70,7 +70,10 @@ class SimBridge(Node):
         self.answered = False  # a command arrived since the last observation was published
         self.late_commands = 0
         self.profile = profile_parameter(str(self.get_parameter("profile").value))
-        self.command_spec = select_command(self.profile, command_type=str(self.get_parameter("command_type").value))
+        try:
+            self.command_spec = select_command(self.profile, command_type=str(self.get_parameter("command_type").value))
+        except ValueError as err:
+            raise StartupInputError(f"parameter {err}") from None
         self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.commanded = False
         self.steps = self.episodes = self.crashes = self.laps = 0
@@ -122,13 +125,15 @@ class SimBridge(Node):
         task = str(self.get_parameter("task").value) or self.profile.task
         self.task = task
         extra = [p for p in self.get_parameter("task_params").value if p]
-        length = float(self.get_parameter("episode_length").value)
+        length = positive_seconds("episode_length", float(self.get_parameter("episode_length").value))
         params = [*self.profile.task_params, *extra, f"episode_length={length}"]
         try:
             params = with_fast_step(task, params)  # one env in real time: the numba step where it applies
             return make(task, num_envs=1, params=params, seed=int(self.get_parameter("seed").value))
-        except (KeyError, ValueError) as err:
-            raise StartupError(f"sim_bridge: cannot make task {task!r}: {err}") from None
+        except (KeyError, ValueError, OSError) as err:  # an unknown task, a bad or missing task_params file
+            raise StartupInputError(
+                f"sim_bridge: cannot make task {task!r} (parameters task, task_params): {err}"
+            ) from None
 
     def _check_observations(self) -> None:
         missing = [

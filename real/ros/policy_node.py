@@ -80,7 +80,7 @@ from robo_rl.real.profile import CommandSpec, ProfileError, Px4Settings, RobotPr
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
 from robo_rl.real.ros.inputs import TopicInput, topic_inputs
 from robo_rl.real.ros.messages import MessageTypeError, message_class, set_fields
-from robo_rl.real.ros.spin import StartupInputError, run
+from robo_rl.real.ros.spin import StartupInputError, positive_seconds, run
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
 
 
@@ -110,7 +110,7 @@ class PolicyNode(LifecycleNode):
         self.status = (WARN, "unconfigured")
         self.diagnostics = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._subscribe_go_home()
-        period = float(self.get_parameter("diagnostics_period").value)
+        period = positive_seconds("diagnostics_period", float(self.get_parameter("diagnostics_period").value))
         self.create_timer(period, self.publish_diagnostics)
         self.configure_error = ""
         if self.get_parameter("autostart").value:
@@ -493,12 +493,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _threads_option(argv: Sequence[str] | None) -> int:
-    """`--threads N` among the arguments outside `--ros-args` (the `threads` parameter's default; 0 without)."""
-    from rclpy.utilities import remove_ros_args
-
+    """`--threads N` among the arguments outside `--ros-args ... [--]` (the `threads` parameter's default; 0 without).
+    The ROS arguments are skipped, not parsed: bad ones are rclpy.init's to report (one line, in spin.run)."""
     parser = argparse.ArgumentParser(prog="policy_node", add_help=False)
     parser.add_argument("--threads", type=int, default=0)
-    known, _ = parser.parse_known_args(remove_ros_args(list(sys.argv if argv is None else argv))[1:])
+    plain, in_ros_args = [], False
+    for arg in list(sys.argv if argv is None else argv)[1:]:
+        if arg == "--ros-args":
+            in_ros_args = True
+        elif in_ros_args and arg == "--":
+            in_ros_args = False
+        elif not in_ros_args:
+            plain.append(arg)
+    known, _ = parser.parse_known_args(plain)
     return known.threads
 
 

@@ -8,6 +8,7 @@ node spins in real/ros/executor.py's executor.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -28,7 +29,7 @@ bad, as for command-line usage errors."""
 
 def run(make_node: Callable[[], Any], argv: Sequence[str] | None = None) -> int:
     """Create the node with `make_node()`, spin it, and return the exit code (1 when it failed to start, 2 when a
-    file it was given is bad; one line on stderr)."""
+    file, ROS argument or parameter value it was given is bad; one line on stderr)."""
     args = list(sys.argv if argv is None else argv)
     os.environ.update(dds_environment(os.environ, Path.cwd()))  # the process's own environment, as a CLI's
     try:
@@ -50,10 +51,13 @@ def _init(args: list[str]) -> None:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except rclpy_implementation.RCLError as err:  # rcl refused its arguments, e.g. a parameter file
         raise StartupInputError(" ".join(str(err).split())) from None
+    except rclpy_implementation.UnknownROSArgsError as err:  # e.g. `--ros-args -x`
+        raise StartupInputError(f"unknown ROS argument(s) {err}") from None
 
 
 def _spin(make_node: Callable[[], Any]) -> int:
     import rclpy
+    from rclpy.exceptions import ParameterException
 
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -69,6 +73,9 @@ def _spin(make_node: Callable[[], Any]) -> int:
     except StartupError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.exit_code
+    except ParameterException as err:  # rclpy refused a `-p NAME:=VALUE` of another type than the declared one
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return BAD_INPUT_EXIT
     finally:
         if node is not None:
             stop = getattr(node, "stop", None)
@@ -90,10 +97,17 @@ class StartupInputError(StartupError):
     exit_code = BAD_INPUT_EXIT
 
 
+def positive_seconds(name: str, value: float) -> float:
+    """A period parameter `name` (s): StartupInputError naming it unless finite and > 0."""
+    if not 0.0 < value < math.inf:
+        raise StartupInputError(f"parameter '{name}': must be a finite number of seconds > 0, got {value}")
+    return value
+
+
 def profile_parameter(name: str) -> RobotProfile:
     """The robot profile a node's `profile` parameter names; StartupError when it is empty or bad."""
     if not name:
-        raise StartupError("parameter 'profile' is empty (a bundled profile name or a profile YAML path)")
+        raise StartupInputError("parameter 'profile' is empty (a bundled profile name or a profile YAML path)")
     try:
         return load_profile(name)
     except ProfileError as err:

@@ -25,7 +25,7 @@ from sensor_msgs.msg import Joy
 from std_msgs.msg import Bool, Float32MultiArray, String
 
 from robo_rl.devices.joystick import AxisMapping
-from robo_rl.real.ros.spin import StartupError, profile_parameter, run
+from robo_rl.real.ros.spin import StartupInputError, profile_parameter, run
 
 EVENT_BUTTONS = {"success": 2, "failure": -1, "reset": 3, "discard": -1}
 """Episode buttons (parameter `NAME_button`, default index; -1: none) and what they publish on `episode_event`."""
@@ -98,7 +98,7 @@ def _mapping(node: Node, actions: int) -> AxisMapping:
     try:
         return AxisMapping.expand(actions, values["axis_map"], values["axis_scale"], values["axis_offset"])
     except ValueError as err:
-        raise StartupError(f"parameter {err}") from None
+        raise StartupInputError(f"parameter {err}") from None
 
 
 def _button(buttons: Sequence[int], index: int) -> bool:

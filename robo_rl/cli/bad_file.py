@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 MAX_DETAIL = 200
 """Characters of a library's message kept in the one line (some quote whole state dicts)."""
@@ -56,3 +57,22 @@ def as_bad_file(err: BaseException, path: str | os.PathLike[str], problem: str) 
     if isinstance(err, ValueError | FileNotFoundError) and str(path) in text and "\n" not in text:
         return err
     return BadFileError(path, f"{problem} ({describe(err, path)})")
+
+
+def check_output(path: Path, flag: str, folder: bool = False) -> None:
+    """Refuse, before any work, an output `path` (given with `flag`) the command could not write: a folder where a
+    file goes (or a file where a folder goes), or a path under a file. One line naming the flag and the path."""
+    if folder and path.is_file():
+        raise ValueError(f"{flag} {path}: is a file, not a folder")
+    if not folder and path.is_dir():
+        raise ValueError(f"{flag} {path}: is a folder, not a file")
+    above = next((parent for parent in path.parents if parent.exists()), None)
+    if above is not None and not above.is_dir():
+        raise ValueError(f"{flag} {path}: {above} is a file, not a folder")
+
+
+def os_error_line(err: OSError) -> str:
+    """An OSError as `PATH: REASON` (the target of a failed rename), without its `[Errno N]` prefix."""
+    path = err.filename2 if err.filename2 is not None else err.filename
+    reason = err.strerror or describe(err)
+    return f"{path}: {reason}" if path is not None else reason

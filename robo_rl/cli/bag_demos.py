@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
 
 DESCRIPTION = """\
@@ -49,6 +50,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.output.suffix != ".npz":
         raise ValueError(f"--output {args.output}: demo files are .npz")
+    check_output(args.output, "--output")
     try:
         import rosbags  # noqa: F401
     except ModuleNotFoundError:

@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.threads import add_threads_argument
 from robo_rl.robot.classifier import ClassifierConfig, load_labelled_files, train_classifier
@@ -52,6 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     cfg = _config(args)
+    check_output(args.output, "--output")
     frames, labels, names = load_labelled_files(args.demos, cfg.last_frames)
     classifier, report = train_classifier(frames, labels, cfg, names)
     classifier.save(args.output)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.cli.threads import add_threads_argument
@@ -43,6 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.envs < 1:
         raise ValueError(f"--envs must be at least 1, got {args.envs}")
+    if not math.isfinite(args.noise) or args.noise < 0:
+        raise ValueError(f"--noise must be a finite std >= 0, got {args.noise}")
+    if args.output is not None:
+        check_output(args.output, "--output")
     trained = load_trained(args.run_dir, args.checkpoint)
     env = make_env(trained.cfg, num_envs=args.envs, device="cpu")
     demos = collect_demonstrations(env, trained.actor, args.transitions, seed=args.seed, noise_std=args.noise)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import read_run_config
 from robo_rl.runners.learning_curve import COMPARISON_PANELS, plot_comparison
@@ -39,6 +40,7 @@ def label(run: RunDirectory) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    check_output(args.output, "--output")
     runs = [RunDirectory.open(path) for path in args.run_dirs]
     curves = {label(run): run.metrics() for run in runs}
     keys = args.metric or [panel.key for panel in COMPARISON_PANELS]

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from robo_rl.build import build_runner
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.evaluate import evaluate_run, plot_run_flights
 from robo_rl.cli.export import export_run
 from robo_rl.cli.progress import describe_evaluation, describe_targets, seconds_since_process_start, terminal
@@ -62,6 +63,7 @@ def describe_l2f_transfer(onnx_path: Path, task: str) -> str:
 
 def main(args: argparse.Namespace) -> int:
     console = terminal()
+    check_output(args.runs_root, "--runs-root", folder=True)
     cfg = resolve_config(args.preset, [f"seed={args.seed}", f"task.device={args.device}"])
     runner = build_runner(cfg, env_factory())
     runner.run = run = create_run(args.runs_root, cfg, "robo-rl demo", runner.env)

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import torch
 
-from robo_rl.cli.onnx_policy import onnx_actor
+from robo_rl.build import check_device
+from robo_rl.cli.onnx_policy import onnx_actor, policy_artifact
 from robo_rl.cli.progress import describe_evaluation, terminal
 from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
 from robo_rl.cli.threads import add_threads_argument
@@ -112,15 +113,13 @@ def evaluate_policy_file(
     policy's own unless `task` is given, built with the task settings the file recorded at training time
     (`robo_rl.task_config`: the observation it was trained with, its frame, its randomization) and then
     `task_params`. The policy's observation and action names must be the task's."""
-    from robo_rl.artifact import PolicyArtifact
-    from robo_rl.export.onnx import read_metadata
     from robo_rl.sim import make, names
 
     if episodes < 1:
         raise ValueError(f"--episodes must be at least 1, got {episodes}")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such policy file")
-    artifact = PolicyArtifact.from_props(read_metadata(path))
+    artifact = policy_artifact(path)
     task = task or artifact.task
     if task not in names():
         raise ValueError(f"{path}: its task {task!r} is not a registered task: supply --task (robo-rl tasks)")
@@ -143,6 +142,7 @@ def main(args: argparse.Namespace) -> int:
         return _main_l2f(args)
     if args.plant is not None:
         raise ValueError("--plant is for --sim l2f")
+    check_device(args.device, "--device")
     args.episodes = DEFAULT_EPISODES if args.episodes is None else args.episodes
     if args.run_dir.suffix == ".onnx":
         if args.onnx or args.checkpoint is not None:

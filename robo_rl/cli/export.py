@@ -11,6 +11,7 @@ import torch
 from rich.console import Console
 
 from robo_rl.chunks.spec import step_spec
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.config import config_hash
@@ -91,6 +92,8 @@ def main(args: argparse.Namespace) -> int:
         raise FileNotFoundError(f"{source}: no such run directory or ONNX file")
     if source.is_file() and args.checkpoint is not None:
         raise ValueError("--checkpoint applies to a run directory, not to an ONNX file")
+    if args.output is not None:
+        check_output(args.output, "--output", folder=args.target != "onnx")
     if args.target == "onnx":
         if source.is_file():
             raise ValueError(f"{source} is already an ONNX file; pick a firmware --target ({', '.join(TARGETS[1:])})")

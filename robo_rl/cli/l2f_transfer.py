@@ -18,7 +18,7 @@ import torch
 
 from robo_rl.actuator import ACTUATOR_KEY, ActuatorError, MotorActuator
 from robo_rl.artifact import PolicyArtifact
-from robo_rl.cli.onnx_policy import onnx_actor
+from robo_rl.cli.onnx_policy import onnx_actor, policy_artifact
 from robo_rl.config import ConfigError, from_dict
 from robo_rl.sim.quadrotor.hover import HoverConfig
 from robo_rl.sim.quadrotor.l2f_gate import INTEGRAL_NAMES, L2FResult, L2FUnavailableError, fly, native_params
@@ -54,8 +54,8 @@ def read_l2f_policy(path: Path) -> L2FPolicy:
     path = path / "policy.onnx" if path.is_dir() else path
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such policy file")
+    artifact = policy_artifact(path)  # one line naming the file when it is no robo_rl policy
     props = read_metadata(path)
-    artifact = PolicyArtifact.from_props(props)
     if artifact.task != HOVER_TASK:
         raise ValueError(f"{path}: --sim l2f flies {HOVER_TASK} policies; this one is for {artifact.task!r}")
     if artifact.action_chunk != 1:

@@ -8,6 +8,7 @@ import os
 import sys
 
 import robo_rl
+from robo_rl.cli.bad_file import os_error_line
 from robo_rl.cli.threads import apply_threads, omp_num_threads, prefer_passive_waiting
 from robo_rl.config import ConfigError
 
@@ -76,9 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         apply_threads(_requested_threads(args), os.environ)
         return args.func(args)
-    except (ConfigError, FileNotFoundError, ValueError) as err:
+    except (ConfigError, ValueError) as err:
         # Bad input is the user's to fix: one line, no traceback.
         print(f"robo-rl {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a missing input, or a path the command cannot write (under a file, in /proc, ...)
+        print(f"robo-rl {args.command}: error: {os_error_line(err)}", file=sys.stderr)
         return 2
 
 

@@ -91,3 +91,15 @@ def _check_io(path: Path, session: Any, obs_dim: int | None, action_dim: int | N
         shape = found[name]
         if width is not None and (len(shape) != 2 or shape[1] != width):
             raise BadFileError(path, f"{role} {name!r} has shape {shape}; this run's task needs (batch, {width})")
+
+
+def policy_artifact(path: Path) -> Any:  # robo_rl.artifact.PolicyArtifact
+    """What a policy .onnx file's metadata says (task, observation and action names, bounds, ...); one BadFileError
+    line naming the file when it is not an ONNX model (protobuf's DecodeError) or lacks robo_rl's metadata."""
+    from google.protobuf.message import DecodeError
+
+    from robo_rl.artifact import PolicyArtifact
+    from robo_rl.export.onnx import read_metadata
+
+    with file_errors(path, "not a robo_rl policy file", (DecodeError, OSError, ValueError, KeyError, TypeError)):
+        return PolicyArtifact.from_props(read_metadata(path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.evaluate import run_onnx_actor
 from robo_rl.cli.progress import terminal
 from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
@@ -18,6 +20,8 @@ from robo_rl.cli.threads import add_threads_argument
 from robo_rl.envs import INFO_SUCCESS, BatchedEnv, RenderableEnv
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
+MIN_FPS = 0.01
+"""Frames per second at least (a GIF holds a frame for at most 655.35 s)."""
 
 
 @dataclass(frozen=True)
@@ -90,8 +94,12 @@ def play_run(
 def _check_arguments(output: Path, episodes: int, fps: float, max_seconds: float) -> None:
     if output.suffix.lower() not in VIDEO_SUFFIXES:
         raise ValueError(f"--output must end in one of {VIDEO_SUFFIXES}, got {output.name!r}")
-    if episodes < 1 or fps <= 0 or max_seconds <= 0:
-        raise ValueError(f"need --episodes >= 1, --fps > 0, --max-seconds > 0; got {episodes}, {fps}, {max_seconds}")
+    if episodes < 1 or not MIN_FPS <= fps < math.inf or not 0 < max_seconds < math.inf:
+        raise ValueError(
+            f"need --episodes >= 1, finite --fps >= {MIN_FPS} and --max-seconds > 0; "
+            f"got {episodes}, {fps}, {max_seconds}"
+        )
+    check_output(output, "--output")
 
 
 def _rollout(
@@ -136,8 +144,10 @@ def _write_video(path: Path, frames: list[np.ndarray], fps: float) -> None:
     if path.suffix.lower() == ".gif":
         import imageio.v3 as iio
 
-        # GIF frame durations are whole hundredths of a second (given in ms here).
-        iio.imwrite(path, np.stack(frames), duration=round(1000.0 / fps, -1), loop=0)
+        # GIF frame durations are whole hundredths of a second (given in ms here). The file is opened here: a path
+        # that cannot be written fails at once, not in the writer's finalizer (a second traceback).
+        with open(path, "wb") as handle:
+            iio.imwrite(handle, np.stack(frames), extension=".gif", duration=round(1000.0 / fps, -1), loop=0)
         return
     import imageio.v2 as imageio  # MP4 through imageio-ffmpeg (its own ffmpeg binary)
 

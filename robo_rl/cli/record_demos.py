@@ -8,6 +8,7 @@ from pathlib import Path
 
 from torch import Tensor
 
+from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
 from robo_rl.envs import BatchedEnv
 from robo_rl.hil.demos import save_demos
@@ -66,8 +67,13 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"--episodes must be at least 1, got {args.episodes}")
     if args.output.suffix != ".npz":
         raise ValueError(f"--output {args.output}: demo files are .npz")
+    check_output(args.output, "--output")
     if args.robot is not None:
         return _record_on_robot(args)
+    robot_only = {"--seconds": args.seconds is not None, "--robot-namespace": args.robot_namespace != "/"}
+    robot_only["--robot-link"] = args.robot_link != "ros"
+    if any(robot_only.values()):
+        raise ValueError(f"{', '.join(flag for flag, on in robot_only.items() if on)}: only with --robot PROFILE")
     num_envs = args.episodes if args.teleop == "simulated" else 1
     env = make(args.task, num_envs=num_envs, seed=args.seed, params=args.param)
     policy = _demonstrator(args.teleop, args.task, env, make_expert, args.gamepad)
@@ -92,8 +98,8 @@ def _record_on_robot(args: argparse.Namespace) -> int:
     safe = torch.as_tensor(env.safe, dtype=torch.float32).unsqueeze(0)
     steps = env.max_steps * args.episodes
     if args.seconds is not None:
-        if not args.seconds > 0:
-            raise ValueError(f"--seconds must be positive, got {args.seconds}")
+        if not 0 < args.seconds < float("inf"):
+            raise ValueError(f"--seconds must be positive and finite, got {args.seconds}")
         steps = min(steps, max(1, round(args.seconds / env.dt)))
     console = terminal()
     console.print(

@@ -7,6 +7,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from robo_rl.cli.bad_file import check_output
+
 DESCRIPTION = """\
 Identify a quadrotor's thrust curve, motor time constants and inertia from a flight log, and write them as a frame
 file (BASE's fields with the fitted ones replaced) for training:
@@ -81,6 +83,7 @@ def main(args: argparse.Namespace) -> int:
 
     if args.output.suffix.lower() not in (".yaml", ".yml"):
         raise ValueError(f"--output {args.output}: frame files are .yaml")
+    check_output(args.output, "--output")
     if not args.log.exists():
         raise FileNotFoundError(f"{args.log}: no such log")
     base = base_fields(args.frame)

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from robo_rl.algorithms import registry as algorithms
 from robo_rl.build import Runner, build_runner
-from robo_rl.cli.bad_file import BadFileError
+from robo_rl.cli.bad_file import BadFileError, check_output
 from robo_rl.cli.checkpoint_file import checkpoint_errors
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
 from robo_rl.cli.interrupt import stop_at_iteration_end
@@ -142,6 +142,9 @@ def _shorthands(args: argparse.Namespace) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     if args.nproc is not None and args.nproc < 1:
         raise ConfigError(f"--nproc must be at least 1, got {args.nproc}")
+    _check_robot_flags(args)  # before a relaunch: one line, not one per process
+    if args.resume is None:
+        check_output(args.runs_root, "--runs-root", folder=True)
     if args.nproc is not None and args.nproc > 1 and not launched_by_torchrun():
         return relaunch(args.nproc, _without_nproc(args.argv))
     reducer = join(_device(args))
@@ -211,6 +214,23 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
     path = reducer.broadcast(None if run is None else str(run.path))
     runner.run = run if run is not None else RankRun(Path(path), reducer.world.rank)
     return runner, runner.run
+
+
+def _check_robot_flags(args: argparse.Namespace) -> None:
+    """The options of learning on a robot come with --robot (and --operator with --robot-link sim)."""
+    given = {
+        "--robot-namespace": args.robot_namespace != "/",
+        "--robot-link": args.robot_link != "ros",
+        "--operator": args.operator != "none",
+        "--success-classifier": args.success_classifier is not None,
+    }
+    used = [flag for flag, on in given.items() if on]
+    if args.robot is None and used:
+        raise ConfigError(f"{', '.join(used)}: only with --robot PROFILE")
+    if args.operator != "none" and args.robot_link != "sim":
+        raise ConfigError(f"--operator {args.operator}: only with --robot-link sim (a simulated operator)")
+    if args.robot is not None and args.nproc is not None and args.nproc > 1:
+        raise ConfigError("--robot trains on one robot in one process; drop --nproc")
 
 
 def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:

@@ -12,6 +12,7 @@ low_i, high_i); absent axes read 0.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import select
 import struct
@@ -59,6 +60,8 @@ class AxisMapping:
         for name, values in (("axis_map", axis), ("axis_scale", scale), ("axis_offset", offset)):
             if len(values) != actions:
                 raise ValueError(f"{name}: {len(values)} values for {actions} actions")
+            if not all(math.isfinite(value) for value in values):
+                raise ValueError(f"{name}: values must be finite, got {values}")
         return cls(tuple(axis), tuple(scale), tuple(offset))
 
     def action(self, axes: Sequence[float], low: np.ndarray, high: np.ndarray) -> np.ndarray:

@@ -37,6 +37,7 @@ from robo_rl.real.safety_box import SafetyBox
 from robo_rl.robot.env import ProfileSpecs
 from robo_rl.robot.link import EPISODE_EVENTS, TRANSITION_TOPIC
 from robo_rl.robot.rewards import reward_for
+from robo_rl.storage.rosbag_file import read_bag
 
 GAP_PERIODS = 3.0
 """Commands further apart than this many control periods end the episode (the recording paused or was cut)."""
@@ -88,13 +89,9 @@ def _command_spec(profile: RobotProfile, namespace: str, topics: set[str]) -> Co
 def read_transitions(bag: Path, profile: RobotProfile, namespace: str = "/") -> np.ndarray | None:
     """The trainer's own transition messages (`TRANSITION_TOPIC`, one row each, `TRANSITION_FIELDS` layout) when
     the bag has them, else None."""
-    from rosbags.highlevel import AnyReader
-
-    if not bag.exists():
-        raise FileNotFoundError(f"{bag}: no such bag")
     topic = _topic(namespace, TRANSITION_TOPIC)
     width = 2 * len(profile.observations) + len(profile.actions) + 5
-    with AnyReader([bag]) as reader:
+    with read_bag(bag) as reader:
         wanted = [c for c in reader.connections if c.topic == topic]
         if not wanted:
             return None
@@ -129,11 +126,7 @@ def recorded_transitions(rows: np.ndarray, profile: RobotProfile, operator_only:
 
 def read_steps(bag: Path, profile: RobotProfile, namespace: str = "/") -> list[Step]:
     """The bag's commands as steps (see the module docstring)."""
-    from rosbags.highlevel import AnyReader
-
-    if not bag.exists():
-        raise FileNotFoundError(f"{bag}: no such bag")
-    with AnyReader([bag]) as reader:
+    with read_bag(bag) as reader:
         topics = {c.topic for c in reader.connections}
         spec = _command_spec(profile, namespace, topics)
         decoders = {

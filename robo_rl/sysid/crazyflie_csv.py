@@ -36,10 +36,15 @@ COLUMNS = (TIME, *GYRO, *ACC, *MOTORS, *POSITION, *VELOCITY, *QUATERNION)
 def read_crazyflie_csv(path: Path) -> FlightLog:
     """A Crazyflie log (see the module docstring) as a FlightLog in SI units; NotIdentifiable (one line) when a
     column is missing or a value is not a number."""
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        header = [name.strip() for name in next(reader, [])]
-        rows = list(reader)
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            reader = csv.reader(handle)
+            header = [name.strip() for name in next(reader, [])]
+            rows = list(reader)
+    except UnicodeDecodeError as err:
+        raise NotIdentifiable(f"{path}: not a Crazyflie log CSV (not UTF-8 text: byte {err.start})") from None
+    except (OSError, csv.Error) as err:
+        raise NotIdentifiable(f"{path}: cannot read ({getattr(err, 'strerror', None) or err})") from None
     required = [c for c in COLUMNS if c not in ACC]
     missing = [c for c in required if c not in header]
     if missing:

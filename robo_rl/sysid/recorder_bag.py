@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from robo_rl.storage.rosbag_file import read_bag
 from robo_rl.sysid.crazyflie_csv import PWM_FULL
 from robo_rl.sysid.flight_log import FlightLog, NotIdentifiable
 
@@ -30,17 +31,15 @@ def _topic(namespace: str, name: str) -> str:
 def read_recorder_bag(bag: Path, namespace: str = "/") -> FlightLog:
     """The bag's flight (see the module docstring); NotIdentifiable (one line) when a topic is missing."""
     try:
-        from rosbags.highlevel import AnyReader
+        import rosbags  # noqa: F401
     except ModuleNotFoundError:
         raise ValueError(
             "reading a bag needs rosbags: run from .venv-ros (make ros-venv) or pip install rosbags"
         ) from None
-    if not bag.exists():
-        raise FileNotFoundError(f"{bag}: no such bag")
     odom_topic, command_topic = _topic(namespace, ODOMETRY_TOPIC), _topic(namespace, COMMAND_TOPIC)
     odometry: list[list[float]] = []
     commands: list[list[float]] = []
-    with AnyReader([bag]) as reader:
+    with read_bag(bag) as reader:
         topics = {c.topic for c in reader.connections}
         missing = [t for t in (odom_topic, command_topic) if t not in topics]
         if missing:

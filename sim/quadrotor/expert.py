@@ -20,6 +20,7 @@ import torch
 
 from robo_rl.sim.quadrotor.actions import CtbrActionMap, MotorActionMap
 from robo_rl.sim.quadrotor.hover import QuadrotorHover
+from robo_rl.sim.quadrotor.track import QuadrotorTrack
 
 
 @dataclass(frozen=True)
@@ -124,3 +125,8 @@ def _attitude(thrust: torch.Tensor) -> torch.Tensor:
     y_axis = y_axis / y_axis.norm(dim=1, keepdim=True).clamp(min=1e-9)
     x_axis = torch.linalg.cross(y_axis, z_axis)
     return torch.stack((x_axis, y_axis, z_axis), dim=2)
+
+
+def track_pilot(env: QuadrotorTrack, config: HoverPilotConfig = HoverPilotConfig()) -> HoverPilot:
+    """The HoverPilot of a QuadrotorTrack: it flies the hover task inside, whose reference is the track's."""
+    return HoverPilot(env.task, config)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from robo_rl.real.controller import PolicyController
+from robo_rl.real.loop import ControlLoop
 from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore, fault_status, stamp_ns
 from robo_rl.real.profile import RobotProfile, load_profile, source_input
 from robo_rl.real.ros.diagnostics import ERROR, OK, WARN
@@ -106,8 +107,15 @@ def _input_fields(profile: RobotProfile, source: str, value: float = 0.1) -> dic
 def test_settings_name_the_bad_parameter() -> None:
     with pytest.raises(ValueError, match=r"parameter 'trigger': must be one of \('observation', 'timer'\)"):
         NodeSettings(trigger="sometimes")
-    with pytest.raises(ValueError, match=r"parameter 'target': expected \[x, y, z\], got \[1.0, 2.0\]"):
+    with pytest.raises(ValueError, match=r"parameter 'target': expected finite \[x, y, z\], got \[1.0, 2.0\]"):
         NodeSettings(target=(1.0, 2.0))
+    with pytest.raises(ValueError, match=r"parameter 'target': expected finite \[x, y, z\], got \[nan, 0.0, 0.0\]"):
+        NodeSettings(target=(math.nan, 0.0, 0.0))
+    for deadline in (-0.01, math.nan, math.inf):
+        with pytest.raises(ValueError, match=r"parameter 'deadline': must be finite and >= 0"):
+            NodeSettings(deadline=deadline)
+    with pytest.raises(ValueError, match=r"parameter 'max_missed_deadlines': must be >= 0 \(0: never\), got -1"):
+        NodeSettings(max_missed_deadlines=-1)
 
 
 def test_stamp_of_a_message() -> None:
@@ -238,6 +246,57 @@ def test_watchdog_commands_only_while_the_trigger_input_is_stale(
     clock.advance(node.profile.staleness_timeout)
     node.core.on_watchdog()
     assert len(node.commands) == commands + 1 and node.commands[-1] == {"linear.x": 0.0, "angular.z": 0.0}
+
+
+def test_stale_trigger_input_gives_the_safe_command_within_one_period_at_the_profile_rate(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    # The node's watchdog timer calls on_watchdog every dt: after the last odometry, nothing while it is fresh, the
+    # first safe command at the first tick past the staleness timeout, then one safe command per tick (the profile's
+    # 100 Hz). tests/real/ros/test_policy_node.py checks the same on real ROS without timing it (any machine speed);
+    # bench/ros_timing.py measures the wall-clock figures.
+    node = _active_crazyflie(policy_file, clock)
+    node.send("odom", HOVER_ODOM)
+    last_odom, timeout, dt = clock.now, node.profile.staleness_timeout, node.profile.dt
+    sent_at: list[float] = []
+    for _ in range(30):
+        clock.advance(dt)
+        before = len(node.commands)
+        node.core.on_watchdog()
+        sent_at += [clock.now] * (len(node.commands) - before)
+    assert node.faults[0] == "" and node.faults[1:] == ["stale observation"] * len(sent_at)
+    assert timeout < sent_at[0] - last_odom <= timeout + dt + 1e-9
+    assert sent_at == pytest.approx([sent_at[0] + k * dt for k in range(len(sent_at))])  # every tick from then on
+    assert node.commands[1:] == [SAFE_PWM] * len(sent_at)
+
+
+def test_timer_trigger_commands_every_tick_from_slower_inputs_until_they_go_stale(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    # trigger "timer": ControlLoop (the node's loop thread) calls tick() on the profile's dt grid; odometry at half
+    # that rate still gives the policy's command every tick while it is fresh, the safe one every tick once stale.
+    node = _active_crazyflie(policy_file, clock, trigger="timer")
+    dt, ticks, fed_ticks = node.profile.dt, [0], 40
+    tick_times: list[float] = []
+
+    def step() -> float | None:
+        if ticks[0] < fed_ticks and ticks[0] % 2 == 0:
+            node.send("odom", HOVER_ODOM)  # 50 Hz
+        ticks[0] += 1
+        tick_times.append(clock.now)
+        return node.core.tick()
+
+    start = clock.now
+    stats = ControlLoop(dt, step, clock, clock.sleep).run(ticks=fed_ticks + 20)
+    assert stats.missed_deadlines == 0 and tick_times == pytest.approx([start + k * dt for k in range(60)])
+    assert len(node.commands) == 60  # one per tick: 100 Hz from 50 Hz odometry
+    assert node.faults[:fed_ticks] == [""] * fed_ticks and SAFE_PWM not in node.commands[:fed_ticks]
+    # The last odometry at tick 38: the safe command from the first tick more than the timeout (5 periods) later,
+    # tick 44 (43 where the clock's float sum lands a hair past 0.05 s), and on every tick after it.
+    stale_from = node.faults.index("stale observation")
+    assert stale_from in (43, 44) and 38 * dt + node.profile.staleness_timeout < tick_times[stale_from] - start + 1e-9
+    assert node.faults[fed_ticks:stale_from] == [""] * (stale_from - fed_ticks)
+    assert node.faults[stale_from:] == ["stale observation"] * (60 - stale_from)
 
 
 # ------------------------------------------------------------------------------------------------- takeover

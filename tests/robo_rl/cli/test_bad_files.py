@@ -2,7 +2,8 @@
 file, and nothing written.
 
 The corpus: for every file kind a command reads (policy.onnx, checkpoints, YAML configs, a run's config.yaml,
-meta.json and world_size, launch files, parameter files, track CSVs, demonstration .npz files, replay buffers), a
+meta.json and world_size, launch files, parameter files, track CSVs, demonstration .npz files, replay buffers; and,
+without a good file, Crazyflie flight-log CSVs and rosbag2 bags for sysid and demos-from-bag), a
 good file (made once per module by tiny trainings) emptied, truncated at several offsets, replaced by random bytes
 or by a good file of every other kind, and edited into a wrong version or a wrong shape. Each bad file goes to one
 command that reads that kind (the generic ones in turn to every such command, the edits to the commands they are
@@ -10,7 +11,11 @@ wrong for). Truncations cut where the format can tell: anywhere in binary and JS
 files (a cut at a line end leaves a shorter valid file), after a comma in a track CSV (a cut between rows leaves a
 shorter valid track).
 The commands run in-process (`robo_rl.cli.main.main`); two run as real processes to show that the entry point
-does the same. Robot profiles, and policy and parameter files as the nodes read them: tests/real/test_bad_files.py.
+does the same. A second corpus (BAD_ARGUMENTS, from a bad-input sweep of every command) holds bad paths and flags:
+outputs that cannot be written (a folder where a file goes, a path under a file), unusable numbers (NaN, inf, tiny
+frame rates), options given without the option they need, input folders that are not what they are named.
+Robot profiles, and policy and parameter files as the nodes read them: tests/real/test_bad_files.py; the nodes'
+parameters: tests/real/ros/test_bad_files.py.
 """
 
 from __future__ import annotations
@@ -143,6 +148,7 @@ def _with_run(*args: str) -> Callable[[Path, Path], list[str]]:
 
 
 TINY_EVAL = ("--episodes", "2")
+SYSID_FRAME = ("--frame", "crazyflie_2_1", "-o", "frame.yaml")
 SHORT_PLAY = ("--max-seconds", "0.1")
 PRIOR = (
     "pendulum_sac",
@@ -158,6 +164,7 @@ COMMANDS: dict[str, tuple[Command, ...]] = {
         Command("export-c", _in_work("policy.onnx"), lambda work, bad: ["export", str(bad), "--target", "c"]),
         Command("eval-onnx", _in_run("policy.onnx"), _with_run("eval", "RUN", "--onnx", *TINY_EVAL)),
         Command("play-onnx", _in_run("policy.onnx"), _with_run("play", "RUN", "--onnx", *SHORT_PLAY)),
+        Command("eval-file", _in_work("policy.onnx"), lambda work, bad: ["eval", str(bad), *TINY_EVAL]),
     ),
     "checkpoint": (
         Command("eval", _in_work("bad.pt"), _with_run("eval", "RUN", "--checkpoint", "BAD", *TINY_EVAL)),
@@ -181,6 +188,15 @@ COMMANDS: dict[str, tuple[Command, ...]] = {
         Command("eval", _in_run("task.yaml"), _with_run("eval", "RUN", "--episodes", "1")),
     ),
     "world_size": (Command("resume", _in_run("world_size"), _with_run("train", "--resume", "RUN", "--quiet")),),
+    "flight_csv": (Command("sysid", _in_work("flight.csv"), lambda work, bad: ["sysid", str(bad), *SYSID_FRAME]),),
+    "bag": (
+        Command("sysid", _in_work("flight.mcap"), lambda work, bad: ["sysid", str(bad), *SYSID_FRAME]),
+        Command(
+            "demos-from-bag",
+            _in_work("flight.mcap"),
+            lambda work, bad: ["demos-from-bag", str(bad), "--profile", "rc_car", "-o", str(work / "d.npz")],
+        ),
+    ),
     "launch": (
         Command(
             "launch", _in_work("bad.launch.yaml"), lambda work, bad: ["launch", str(bad), "policy:=p.onnx", "--dry-run"]
@@ -423,6 +439,10 @@ SPECIFIC: dict[str, dict[str, tuple[Mutate, tuple[str, ...]]]] = {
         "obs-names-not-json": (_onnx_edit(_set_metadata("robo_rl.obs_names", "[a, b")), ("export-c",)),
         "flow-part-garbage": (_onnx_edit(_set_metadata("robo_rl.flow.velocity", "!!")), ("export-c",)),
         "unsupported-op": (_onnx_edit(_op_type("Softplus")), ("export-c",)),
+        "random-1000": (_random_bytes("onnx", 1000), ("eval-file",)),
+        "cut-50%": (lambda good: good.data("onnx")[: len(good.data("onnx")) // 2], ("eval-file",)),
+        "empty": (_text(""), ("eval-file",)),
+        "no-metadata": (_gemm_policy(3), ("eval-file",)),
     },
     "checkpoint": {
         "a-list": (lambda good: _torch_bytes([1, 2, 3]), ("eval", "resume")),
@@ -451,6 +471,21 @@ SPECIFIC: dict[str, dict[str, tuple[Mutate, tuple[str, ...]]]] = {
         "config-a-list": (_yaml_edit("task", lambda d: d.update(config=[1])), ("eval",)),
         "short-action-bounds": (_yaml_edit("task", lambda d: d["specs"]["action"]["low"].pop()), ("export",)),
         "dt-text": (_yaml_edit("task", lambda d: d["specs"].update(dt="fast")), ("eval",)),
+    },
+    "flight_csv": {
+        "empty": (_text(""), ("sysid",)),
+        "random": (lambda good: random.Random(5).randbytes(500), ("sysid",)),
+        "latin-1": (lambda good: f"timestamp,gyro.x\n1,{chr(0xE9)}\n".encode("latin-1"), ("sysid",)),
+        "nul-byte": (_text("timestamp,gyro.x\n1,\x002\n"), ("sysid",)),
+        "is-onnx": (_good("onnx"), ("sysid",)),
+        "is-track": (_good("track"), ("sysid",)),
+    },
+    "bag": {
+        "empty": (_text(""), ("sysid", "demos-from-bag")),
+        "random": (lambda good: random.Random(6).randbytes(500), ("sysid", "demos-from-bag")),
+        "is-onnx": (_good("onnx"), ("sysid",)),
+        "is-demos": (_good("demos"), ("demos-from-bag",)),
+        "mcap-magic-only": (lambda good: b"\x89MCAP0\r\n", ("sysid", "demos-from-bag")),
     },
     "world_size": {
         "empty": (_text(""), ("resume",)),
@@ -522,8 +557,8 @@ def _truncation_names(kind: str) -> list[str]:
 def corpus() -> list[Case]:
     cases = []
     for kind, commands in COMMANDS.items():
-        mutations = generic_mutations(kind) if kind != "world_size" else {}
-        if kind != "world_size":
+        mutations = generic_mutations(kind) if kind in GOOD_KINDS else {}
+        if kind in GOOD_KINDS:
             mutations |= {name: _truncation(kind, name) for name in _truncation_names(kind)}
         for i, (name, make) in enumerate(mutations.items()):
             cases.append(Case(kind, name, commands[i % len(commands)], make))
@@ -565,6 +600,92 @@ def test_bad_file_is_one_line_naming_it_and_writes_nothing(
     assert code == 2, f"{argv} -> {code}: {err}"
     assert err.count("\n") == 1 and err.endswith("\n") and "Traceback" not in err, err
     assert str(bad) in err, err
+    assert _listing(tmp_path) == before
+
+
+# ------------------------------------------------------------------------------------------------ bad paths and flags
+
+# (id, argv with RUN = the good run's copy, WORK = the work folder, ONNX = its policy.onnx; what the line says).
+# WORK holds `a-file` (a file where a folder is expected), `a-folder`, `a-folder.csv`, `a-folder.npz`, `a-folder.yaml`,
+# `empty-bag` (a folder without metadata.yaml) and `bad-bag` (a folder whose metadata.yaml is not a bag's).
+BAD_ARGUMENTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("export-output-under-a-file", ("export", "RUN", "-o", "WORK/a-file/policy.onnx"), "WORK/a-file is a file"),
+    ("export-output-a-folder", ("export", "RUN", "-o", "WORK/a-folder"), "--output WORK/a-folder: is a folder"),
+    ("export-c-output-a-file", ("export", "ONNX", "--target", "c", "-o", "WORK/a-file"), "is a file, not a folder"),
+    ("export-c-output-under-a-file", ("export", "ONNX", "--target", "c", "-o", "WORK/a-file/c"), "WORK/a-file is a"),
+    ("play-output-under-a-file", ("play", "RUN", "--output", "WORK/a-file/p.gif"), "WORK/a-file is a file"),
+    ("play-fps-tiny", ("play", "RUN", "--fps", "1e-9", *SHORT_PLAY), "--fps >= 0.01"),
+    ("play-fps-inf", ("play", "RUN", "--fps", "inf", *SHORT_PLAY), "finite --fps"),
+    ("play-seconds-nan", ("play", "RUN", "--max-seconds", "nan"), "--max-seconds > 0"),
+    ("collect-output-a-folder", ("collect", "RUN", "--transitions", "8", "-o", "WORK/a-folder"), "is a folder"),
+    ("collect-noise-nan", ("collect", "RUN", "--transitions", "8", "--noise", "nan"), "--noise must be a finite"),
+    ("record-demos-output-a-folder", ("record-demos", "pendulum", "-o", "WORK/a-folder.npz"), "is a folder"),
+    ("record-demos-seconds-without-robot", ("record-demos", "pendulum", "--seconds", "-1"), "--seconds: only with"),
+    ("compare-output-under-a-file", ("compare", "RUN", "-o", "WORK/a-file/c.png"), "WORK/a-file is a file"),
+    ("compare-output-a-folder", ("compare", "RUN", "-o", "WORK/a-folder"), "is a folder"),
+    ("sysid-output-a-folder", ("sysid", "WORK/a-file.csv", *SYSID_FRAME[:2], "-o", "WORK/a-folder.yaml"), "a folder"),
+    ("sysid-log-a-folder", ("sysid", "WORK/a-folder.csv", *SYSID_FRAME), "WORK/a-folder.csv: cannot read"),
+    ("sysid-bag-without-metadata", ("sysid", "WORK/empty-bag", *SYSID_FRAME), "WORK/empty-bag: not a readable"),
+    ("sysid-bag-bad-metadata", ("sysid", "WORK/bad-bag", *SYSID_FRAME), "WORK/bad-bag: not a readable rosbag2"),
+    ("bag-demos-bad-metadata", ("demos-from-bag", "WORK/bad-bag", "--profile", "rc_car"), "WORK/bad-bag: not a"),
+    (
+        "bag-demos-output-a-folder",
+        ("demos-from-bag", "WORK/bad-bag", "--profile", "rc_car", "-o", "WORK/a-folder.npz"),
+        "is a folder",
+    ),
+    ("classifier-output-under-a-file", ("train-classifier", "WORK/a-folder.npz", "-o", "WORK/a-file/c.pt"), "a file"),
+    ("train-runs-root-a-file", ("train", "--runs-root", "WORK/a-file", "--max-iterations", "1"), "--runs-root"),
+    ("train-runs-root-under-a-file", ("train", "--runs-root", "WORK/a-file/runs", "--max-iterations", "1"), "a file"),
+    ("demo-runs-root-a-file", ("demo", "--runs-root", "WORK/a-file"), "--runs-root WORK/a-file: is a file"),
+    ("train-device-meta", ("train", "--device", "meta", "--max-iterations", "1"), "'meta' cannot run the simulators"),
+    ("train-name-escapes", ("train", "--set", "name=../../escaped", "--max-iterations", "1"), "is not a folder name"),
+    ("train-name-nested", ("train", "--set", "name=a/b", "--max-iterations", "1"), "is not a folder name"),
+    ("train-operator-without-robot", ("train", "--operator", "simulated"), "--operator: only with --robot"),
+    ("train-classifier-without-robot", ("train", "--success-classifier", "WORK/a-file"), "only with --robot"),
+    ("train-robot-link-without-robot", ("train", "--robot-link", "sim"), "--robot-link: only with --robot"),
+    ("train-operator-on-ros", ("train", "--robot", "rc_car", "--operator", "resets"), "only with --robot-link sim"),
+    ("eval-device-unknown", ("eval", "RUN", "--device", "foo", *TINY_EVAL), "--device: 'foo' is not a torch device"),
+    ("eval-device-meta", ("eval", "RUN", "--device", "meta", *TINY_EVAL), "--device: 'meta' cannot run"),
+    ("eval-l2f-not-onnx", ("eval", "WORK/a-file.onnx", "--sim", "l2f"), "WORK/a-file.onnx: not a robo_rl policy"),
+)
+
+
+def _bad_work_folder(work: Path) -> None:
+    (work / "a-file").write_text("x")
+    (work / "a-file.csv").write_text("x")
+    (work / "a-file.onnx").write_bytes(random.Random(7).randbytes(300))
+    for name in ("a-folder", "a-folder.csv", "a-folder.npz", "a-folder.yaml", "empty-bag", "bad-bag"):
+        (work / name).mkdir()
+    (work / "bad-bag" / "metadata.yaml").write_text("rosbag2_bagfile_information: 5\n")
+
+
+@pytest.mark.parametrize(("argv", "expected"), [case[1:] for case in BAD_ARGUMENTS], ids=[c[0] for c in BAD_ARGUMENTS])
+def test_bad_path_or_flag_is_one_line_and_writes_nothing(
+    argv: tuple[str, ...],
+    expected: str,
+    good_files: GoodFiles,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Outputs a command cannot write (a folder where a file goes, a path under a file), numbers it cannot use,
+    options that need another option, and input folders that are not what they are named: one line, exit 2."""
+    run = good_files.copy_run(tmp_path / "run")
+    work = tmp_path / "work"
+    work.mkdir()
+    _bad_work_folder(work)
+    words = {"RUN": str(run), "WORK": str(work), "ONNX": str(run / "policy.onnx")}
+    line = [re.sub(r"\b(RUN|WORK|ONNX)\b", lambda m: words[m.group(1)], arg) for arg in argv]
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    before = _listing(tmp_path)
+    code = main(
+        [*line, *(("--runs-root", str(tmp_path / "runs")) if line[0] == "train" and "--runs-root" not in line else ())]
+    )
+    err = capsys.readouterr().err
+    assert code == 2, f"{line} -> {code}: {err}"
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert expected.replace("WORK", str(work)) in err, err
     assert _listing(tmp_path) == before
 
 

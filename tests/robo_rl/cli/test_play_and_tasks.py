@@ -85,7 +85,7 @@ def test_play_writes_mp4_and_drives_with_the_onnx_policy(pendulum_run: Path, tmp
 
 @pytest.mark.parametrize(
     "extra, message",
-    [(["--output", "x.avi"], "--output must end in one of"), (["--fps", "0"], "--fps > 0")],
+    [(["--output", "x.avi"], "--output must end in one of"), (["--fps", "0"], "finite --fps >= 0.01")],
 )
 def test_play_rejects_bad_arguments_in_one_line(pendulum_run: Path, extra: list[str], message: str) -> None:
     code, _, err = _play(pendulum_run, *extra)

@@ -53,6 +53,10 @@ def test_axis_mapping_defaults_short_forms_and_errors() -> None:
         AxisMapping.expand(3, scale=[1.0, 2.0])
     with pytest.raises(ValueError, match="axis indices must be >= 0"):
         AxisMapping.expand(2, axis=[0, -3])
+    with pytest.raises(ValueError, match=r"axis_scale: values must be finite, got \[nan, nan\]"):
+        AxisMapping.expand(2, scale=[float("nan")])
+    with pytest.raises(ValueError, match=r"axis_offset: values must be finite, got \[0.0, inf\]"):
+        AxisMapping.expand(2, offset=[0.0, float("inf")])
 
 
 def test_events_become_axes_buttons_and_single_presses(fifo: tuple[Path, int]) -> None:

@@ -62,3 +62,16 @@ def test_simulated_human_keeps_a_stalling_car_moving() -> None:
 def test_budget_caps_the_human_share_of_steps() -> None:
     _, rate = _run("quadrotor/hover", _noisy_hover, SimulatedHumanConfig(budget=0.1), 300)
     assert 0.05 < rate <= 0.1 + 1 / 300  # at most one poll past the cap
+
+
+def test_the_track_expert_flies_the_figure_eight() -> None:
+    """quadrotor/track's expert (record-demos' demonstrator, the simulated human) is the hover pilot of the hover
+    task inside the track env; it used to fail on the track env itself (no dtype)."""
+    env = make("quadrotor/track", num_envs=8, seed=0)
+    expert = make_expert("quadrotor/track", env)
+    env.reset(seed=0)
+    crashes = 0
+    for _ in range(300):  # 3 s
+        crashes += int(env.step(expert.action())[2].sum())
+    assert crashes == 0
+    assert float(env.tracking_error().max()) < 1.0
