@@ -1,9 +1,10 @@
-"""policy_node runs a chunked policy's timestamped actions (scenario_chunks.py): at 100 Hz from 25 Hz
-odometry, every command is the due step of the current chunk; without odometry, the safe command."""
+"""policy_node runs a chunked policy's timestamped actions (scenario_chunks.py): a 100 Hz loop from 25 Hz odometry
+sends chunk steps (or the safe command, when a late observation left the chunk spent); without odometry, the safe
+command. What is asserted holds at any machine speed; which step is due when runs on stepped time in
+tests/real/test_chunks.py (the receding horizon's due step, its execute steps, a spent chunk)."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,20 +21,19 @@ def test_the_node_sends_each_chunks_due_step_and_the_safe_command_without_observ
     ros_scenario: Callable[..., dict[str, Any]], step_chunks_policy: Callable[..., Path]
 ) -> None:
     policy = step_chunks_policy("quadrotor_crazyflie", HORIZON, FIRST, STEP)
-    result = ros_scenario("scenario_chunks.py", str(policy), timeout=180.0)
+    result = ros_scenario("scenario_chunks.py", str(policy), timeout=300.0)
     assert result["ready"]
-    fed = [c for c in result["commands"] if result["start"] + 0.3 < c[0] < result["stop"]]
-    assert len(fed) > 100  # about 170 at 100 Hz
-    steps = [_step_of(c[1][0]) for c in fed]
+    fed = [c for c in result["commands"] if result["start"] < c[0] < result["stop"]]
     assert all(c[1] == [c[1][0]] * 4 for c in fed)
-    assert all(abs(s - round(s)) < 1e-3 and 0 <= round(s) < HORIZON for s in steps), steps  # no safe command
+    steps = [_step_of(c[1][0]) for c in fed if c[1] != [0.0] * 4]
+    # every command is a step of a chunk or the safe command, most of them steps (the policy's chunks arrive)
+    assert all(abs(s - round(s)) < 1e-3 and 0 <= round(s) < HORIZON for s in steps), steps
+    assert len(steps) > len(fed) // 2, [round(s) for s in steps]
     indices = [round(s) for s in steps]
-    # Each chunk (one per 40 ms observation) runs through its steps in order; a newer one takes over after 4.
-    onward = sum(b == a + 1 for a, b in itertools.pairwise(indices)) / (len(indices) - 1)
-    assert onward > 0.6, indices
-    assert len(set(indices)) >= 3  # which steps depends on the phase of odometry and timer
-    after = [c for c in result["commands"] if c[0] > result["stop"] + 0.1]
-    assert after and all(c[1] == [0.0] * 4 for c in after)  # motors off: the safe command
+    assert max(indices) >= 1  # the loop runs on through a chunk's later steps between observations
+    # odometry stopped: the stale warning, and from then on nothing but the safe command (motors off)
     warnings = [s for s in result["statuses"] if s[0] > result["stop"] and "stale observation" in s[2]]
     assert warnings, result["statuses"][-3:]
+    after = [c for c in result["commands"] if c[0] > warnings[0][0]]
+    assert len(after) >= 30 and all(c[1] == [0.0] * 4 for c in after), after[-5:]
     assert warnings[-1][3]["action_chunk"] == str(HORIZON) and warnings[-1][3]["chunk_execution"] == "receding"

@@ -52,6 +52,26 @@ class Processes:
         return (self.log_dir / f"{label}.log").read_text()
 
 
+GENEROUS_STALENESS_S = 1.0
+"""The staleness timeout of the scenarios' test profiles: a busy machine stalls a process for tens of ms, longer than
+a profile's 50 ms, and its safe commands would then mix into what a scenario checks. The timeout's logic (the first
+safe command within one period after it, one per period) runs on stepped time in tests/real/test_node_core.py."""
+
+
+def generous_profile(log_dir: Path, name: str, staleness_timeout: float = GENEROUS_STALENESS_S) -> str:
+    """A copy of the bundled profile `name` in `log_dir` with `staleness_timeout` (s) instead of its own; its path."""
+    from importlib import resources
+
+    lines = resources.files("robo_rl.real").joinpath("profiles", f"{name}.yaml").read_text().splitlines()
+    found = [i for i, line in enumerate(lines) if line.startswith("staleness_timeout:")]
+    if len(found) != 1:
+        raise ValueError(f"profile {name!r}: expected one top-level staleness_timeout line, found {len(found)}")
+    lines[found[0]] = f"staleness_timeout: {staleness_timeout}"
+    path = log_dir / f"{name}.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 def ros_args(name: str, namespace: str = "/", **params: Any) -> list[str]:
     argv = ["--ros-args", "-r", f"__node:={name}", "-r", f"__ns:={namespace}"]
     for key, value in params.items():
@@ -90,6 +110,26 @@ def spin_for(node: Any, seconds: float, every: Callable[[], None] | None = None,
             every()
             next_call += period
         rclpy.spin_once(node, timeout_sec=min(0.002, period) if every else 0.01)
+
+
+def spin_publishing_until(
+    node: Any, condition: Callable[[], bool], timeout: float, every: Callable[[], None], period: float
+) -> bool:
+    """Call `every()` each `period` s (on a fixed grid) and spin until `condition()` or `timeout` s; whether it held.
+    For waiting on an effect (a takeover, the e-stop) by what happens, not by how long it usually takes."""
+    import rclpy
+
+    start = time.monotonic()
+    next_call = start
+    while not condition():
+        now = time.monotonic()
+        if now >= start + timeout:
+            return condition()
+        if now >= next_call:
+            every()
+            next_call += period
+        rclpy.spin_once(node, timeout_sec=min(0.002, period))
+    return True
 
 
 def change_state(node: Any, target: str, transition: str, timeout: float = 10.0) -> bool | None:

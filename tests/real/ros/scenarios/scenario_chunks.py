@@ -2,6 +2,10 @@
 (receding horizon), then the safe command once odometry stops.
 
 argv: LOG_DIR POLICY (test_chunks.py's quadrotor_crazyflie policy of 6 steps, every rotor at -0.5 + 0.1 i).
+Odometry until FED_COMMANDS commands have arrived, then none until SAFE_COMMANDS safe commands and a stale warning
+have: counted, not timed, with the profile's staleness timeout made generous (harness.generous_profile), so that a
+busy machine only takes longer. Which step is due when (and a chunk spent by a late observation) is checked on stepped
+time in tests/real/test_chunks.py.
 """
 
 from __future__ import annotations
@@ -12,10 +16,15 @@ from pathlib import Path
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from harness import Processes, finish, ros_args, spin_for, spin_until
+from harness import Processes, finish, generous_profile, ros_args, spin_publishing_until, spin_until
 from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import Float32MultiArray
+
+FED_COMMANDS = 150
+SAFE_COMMANDS = 30
+SETTLE_S = 60.0
+"""Bound on waiting for an effect: reached only when it never comes (the check then fails)."""
 
 
 def main() -> None:
@@ -23,7 +32,7 @@ def main() -> None:
     processes = Processes(log_dir)
     params = {
         "policy": policy,
-        "profile": "quadrotor_crazyflie",
+        "profile": generous_profile(log_dir, "quadrotor_crazyflie"),
         "autostart": True,
         "trigger": "timer",
         "chunk_execution": "receding",
@@ -57,9 +66,12 @@ def main() -> None:
 
     ready = spin_until(probe, lambda: odom_pub.get_subscription_count() > 0 and len(commands) > 0, 30.0)
     start = time.monotonic()
-    spin_for(probe, 2.0, publish, 0.04)
+    mark = len(commands)
+    spin_publishing_until(probe, lambda: len(commands) >= mark + FED_COMMANDS, SETTLE_S, publish, 0.04)
     stop = time.monotonic()
-    spin_for(probe, 0.5)
+    spin_until(probe, lambda: any(s[0] > stop and "stale observation" in s[2] for s in statuses), SETTLE_S)
+    after = len(commands)
+    spin_until(probe, lambda: len(commands) >= after + SAFE_COMMANDS + 5, SETTLE_S)
     results = {"ready": ready, "start": start, "stop": stop, "commands": commands, "statuses": statuses}
     probe.destroy_node()
     finish(results, processes, ["policy_node"])

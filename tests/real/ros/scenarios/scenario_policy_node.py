@@ -1,30 +1,64 @@
-"""policy_node as a process: lifecycle, command rate and bounds, stale and NaN inputs, e-stop, profile mismatch.
+"""policy_node as a process: lifecycle, one command per odometry message within bounds, stale and NaN inputs, e-stop,
+profile mismatch.
 
 argv: LOG_DIR POLICY (a quadrotor_crazyflie policy.onnx). Publishes odom at 100 Hz from a probe node and records
-every command (cmd_motors, Float32MultiArray PWM) and diagnostic with its arrival time.
+every command (cmd_motors, Float32MultiArray PWM) and diagnostic with its arrival time. The node runs the bundled
+profile with a generous staleness timeout (harness.generous_profile) and no deadline latch, and each phase waits for
+its effect (the safe command, the e-stop) rather than for a fixed time, so that what it records does not depend on
+the machine's speed or load; the wall-clock figures (rates, the first safe command's delay) are measured for
+bench/ros_timing.py, not asserted.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from harness import Processes, change_state, finish, get_state, ros_args, spin_for, spin_until
+from harness import (
+    Processes,
+    change_state,
+    finish,
+    generous_profile,
+    get_state,
+    ros_args,
+    spin_for,
+    spin_publishing_until,
+    spin_until,
+)
 from nav_msgs.msg import Odometry
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from std_msgs.msg import Bool, Float32MultiArray
 
 PERIOD = 0.01  # the profile's dt
 SAFE_PWM = 0.0  # motors off: action -1 -> 32767.5 - 32767.5
+GOOD_MESSAGES = 200
+"""Odometry messages of the good phase."""
+FOLLOWING = 30
+"""Commands recorded after an effect (the first stale or e-stop safe command), to check that it holds."""
+SETTLE_S = 30.0
+"""Bound on waiting for an effect: reached only when it never comes (the check then fails)."""
+NODE = "/cf1/policy_node"
+
+
+def _safe(command: tuple[float, list[float]]) -> bool:
+    return all(v == SAFE_PWM for v in command[1])
+
+
+def _rate_hz(commands: list[tuple[float, list[float]]]) -> float:
+    """Wall-clock rate of `commands` (a measurement for the benchmark, never asserted)."""
+    return (len(commands) - 1) / (commands[-1][0] - commands[0][0]) if len(commands) > 1 else 0.0
 
 
 def main() -> None:
     log_dir, policy = Path(sys.argv[1]), sys.argv[2]
     processes = Processes(log_dir)
-    params = {"policy": policy, "profile": "quadrotor_crazyflie", "diagnostics_period": 0.2}
+    profile = generous_profile(log_dir, "quadrotor_crazyflie")
+    params = {"policy": policy, "profile": profile, "diagnostics_period": 0.2, "max_missed_deadlines": 0}
     processes.start("policy_node", "policy_node", *ros_args("policy_node", "/cf1", **params))
     processes.start("mismatch", "policy_node", *ros_args("mismatch", "/car", policy=policy, profile="rc_car"))
     rclpy.init()
@@ -45,6 +79,7 @@ def main() -> None:
     latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     estop_pub = probe.create_publisher(Bool, "/cf1/estop", latched)
     value = {"x": 0.05}
+    sent = {"count": 0, "last": 0.0}
 
     def publish_odom() -> None:
         message = Odometry()
@@ -52,92 +87,115 @@ def main() -> None:
         message.pose.pose.position.x = value["x"]
         message.pose.pose.orientation.w = 1.0
         odom_pub.publish(message)
+        sent["count"] += 1
+        sent["last"] = time.monotonic()
 
-    results: dict = {"states": {}}
-    results["states"]["start"] = get_state(probe, "/cf1/policy_node")
-    results["configure"] = change_state(probe, "/cf1/policy_node", "configure")
-    results["states"]["configured"] = get_state(probe, "/cf1/policy_node")
+    def publish_until(condition: Callable[[], bool]) -> bool:
+        return spin_publishing_until(probe, condition, SETTLE_S, publish_odom, PERIOD)
+
+    results: dict = {"states": {}, "staleness_timeout": _staleness(profile)}
+    results["states"]["start"] = get_state(probe, NODE)
+    results["configure"] = change_state(probe, NODE, "configure")
+    results["states"]["configured"] = get_state(probe, NODE)
     spin_until(probe, lambda: odom_pub.get_subscription_count() > 0, 10.0)
     spin_for(probe, 0.5, publish_odom, PERIOD)
     results["commands_while_inactive"] = len(commands)
-    results["activate"] = change_state(probe, "/cf1/policy_node", "activate")
-    results["states"]["activated"] = get_state(probe, "/cf1/policy_node")
+    results["activate"] = change_state(probe, NODE, "activate")
+    results["states"]["activated"] = get_state(probe, NODE)
+    if not results["activate"]:  # nothing to measure; the test shows the states and the node's log
+        probe.destroy_node()
+        finish(results, processes, ["policy_node", "mismatch"])
 
-    # 1. Good odometry at 100 Hz for 2 s: one command per message, within PWM bounds.
-    start = time.monotonic()
-    spin_for(probe, 2.0, publish_odom, PERIOD)
-    window = [c for c in commands if c[0] >= start + 0.5]
-    results["rate_hz"] = (len(window) - 1) / (window[-1][0] - window[0][0]) if len(window) > 1 else 0.0
-    results["pwm_min"] = min(min(c[1]) for c in window)
-    results["pwm_max"] = max(max(c[1]) for c in window)
+    # 1. Good odometry: one command per message, the policy's, within PWM bounds. Counted from the policy's first
+    # command (safe ones before it: the odometry went stale while the activation took its time).
+    mark, first_sent = len(commands), sent["count"]
+    publish_until(lambda: sent["count"] - first_sent >= GOOD_MESSAGES)
+    spin_for(probe, 0.2)  # the answers still on their way
+    phase = commands[mark:]
+    window = phase[next((i for i, c in enumerate(phase) if not _safe(c)), len(phase)) :]
+    results["odom_sent_good"] = GOOD_MESSAGES
     results["commands_good"] = len(window)
-    results["safe_in_good"] = sum(all(v == SAFE_PWM for v in c[1]) for c in window)
+    results["rate_hz"] = _rate_hz(window)
+    results["pwm_min"] = min((min(c[1]) for c in window), default=math.nan)
+    results["pwm_max"] = max((max(c[1]) for c in window), default=math.nan)
+    results["safe_in_good"] = sum(_safe(c) for c in window)
 
-    # 2. Odometry stops: safe commands within one period of the staleness timeout, at the control rate.
-    last_odom = time.monotonic()
-    spin_for(probe, 0.5)
-    after = [c for c in commands if c[0] > last_odom]
-    first_safe = next((c[0] for c in after if all(v == SAFE_PWM for v in c[1])), None)
-    results["stale_first_safe_after_s"] = None if first_safe is None else first_safe - last_odom
-    late = [c for c in after if c[0] > last_odom + 0.2]
-    results["stale_rate_hz"] = len(late) / 0.3
-    results["stale_all_safe"] = all(all(v == SAFE_PWM for v in c[1]) for c in late)
-    results["stale_diagnostic"] = _last_message(diagnostics, "/cf1/policy_node")
+    # 2. Odometry stops: the safe command once the staleness timeout has passed, repeated without input.
+    last_odom, mark = sent["last"], len(commands)
+    got = spin_until(probe, lambda: any(_safe(c) for c in commands[mark:]), SETTLE_S)
+    first = next((i for i in range(mark, len(commands)) if _safe(commands[i])), None) if got else None
+    if first is not None:
+        spin_until(probe, lambda: len(commands) >= first + FOLLOWING, SETTLE_S)
+    stale = commands[first:] if first is not None else []
+    results["stale_first_safe_after_s"] = stale[0][0] - last_odom if stale else None
+    results["stale_count"] = len(stale)
+    results["stale_rate_hz"] = _rate_hz(stale)
+    results["stale_all_safe"] = bool(stale) and all(_safe(c) for c in stale)
+    spin_until(probe, lambda: _matching(diagnostics, NODE, last_odom, "stale observation") is not None, SETTLE_S)
+    stale_status = _matching(diagnostics, NODE, last_odom, "stale observation")
+    results["stale_diagnostic"] = None if stale_status is None else stale_status["message"]
 
-    # 3. NaN in the odometry: safe command and an ERROR diagnostic.
+    # 3. NaN in the odometry: safe commands (as while stale) and an ERROR diagnostic.
     value["x"] = float("nan")
-    mark = time.monotonic()
-    spin_for(probe, 0.3, publish_odom, PERIOD)
-    nan_commands = [c for c in commands if c[0] > mark + 0.05]
-    results["nan_all_safe"] = bool(nan_commands) and all(all(v == SAFE_PWM for v in c[1]) for c in nan_commands)
-    results["nan_diagnostic"] = _last_status(diagnostics, "/cf1/policy_node", after=mark)
+    mark, nan_at = len(commands), time.monotonic()
+    publish_until(lambda: _matching(diagnostics, NODE, nan_at, "non-finite") is not None)
+    publish_until(lambda: len(commands) >= mark + FOLLOWING)
+    results["nan_all_safe"] = len(commands) > mark and all(_safe(c) for c in commands[mark:])
+    results["nan_diagnostic"] = _matching(diagnostics, NODE, nan_at, "non-finite")
 
-    # 4. Good odometry again, then the e-stop: safe from then on although the inputs are fine.
+    # 4. Good odometry again: the policy's commands come back (nothing latched).
     value["x"] = 0.05
-    spin_for(probe, 0.3, publish_odom, PERIOD)
-    results["recovered_non_safe"] = sum(not all(v == SAFE_PWM for v in c[1]) for c in commands if c[0] > mark + 0.35)
+    mark = len(commands)
+    publish_until(lambda: sum(not _safe(c) for c in commands[mark:]) >= FOLLOWING)
+    results["recovered_non_safe"] = sum(not _safe(c) for c in commands[mark:])
+
+    # 5. The e-stop: from its first safe command on, every command is safe although the odometry is fine.
     estop_pub.publish(Bool(data=True))
-    mark = time.monotonic()
-    spin_for(probe, 0.5, publish_odom, PERIOD)
-    estopped = [c for c in commands if c[0] > mark + 0.1]
+    mark, estop_at = len(commands), time.monotonic()
+    publish_until(lambda: any(_safe(c) for c in commands[mark:]))
+    first = next((i for i in range(mark, len(commands)) if _safe(commands[i])), len(commands))
+    publish_until(lambda: len(commands) >= first + FOLLOWING)
+    estopped = commands[first:]
     results["estop_commands"] = len(estopped)
-    results["estop_all_safe"] = all(all(v == SAFE_PWM for v in c[1]) for c in estopped)
-    results["estop_diagnostic"] = _last_status(diagnostics, "/cf1/policy_node", after=mark)
+    results["estop_all_safe"] = bool(estopped) and all(_safe(c) for c in estopped)
+    publish_until(lambda: _matching(diagnostics, NODE, estop_at, "e-stop") is not None)
+    results["estop_diagnostic"] = _matching(diagnostics, NODE, estop_at, "e-stop")
 
-    # 5. Deactivate: one safe command, then silence; activate again clears the e-stop.
-    results["deactivate"] = change_state(probe, "/cf1/policy_node", "deactivate")
-    mark = time.monotonic()
+    # 6. Deactivate: once the commands already sent have arrived (0.5 s without one), none while odometry flows.
+    results["deactivate"] = change_state(probe, NODE, "deactivate")
+    results["deactivated_quiet"] = publish_until(lambda: time.monotonic() - commands[-1][0] > 0.5 if commands else True)
+    quiet = len(commands)
     spin_for(probe, 0.5, publish_odom, PERIOD)
-    results["commands_after_deactivate"] = len([c for c in commands if c[0] > mark + 0.1])
+    results["commands_after_deactivate"] = len(commands) - quiet
     estop_pub.publish(Bool(data=False))
-    results["reactivate"] = change_state(probe, "/cf1/policy_node", "activate")
-    mark = time.monotonic()
-    spin_for(probe, 0.5, publish_odom, PERIOD)
-    resumed = [c for c in commands if c[0] > mark + 0.1]
-    results["resumed_non_safe"] = sum(not all(v == SAFE_PWM for v in c[1]) for c in resumed)
-    results["states"]["reactivated"] = get_state(probe, "/cf1/policy_node")
+    results["reactivate"] = change_state(probe, NODE, "activate")
+    mark = len(commands)
+    publish_until(lambda: sum(not _safe(c) for c in commands[mark:]) >= FOLLOWING)
+    results["resumed_non_safe"] = sum(not _safe(c) for c in commands[mark:])
+    results["states"]["reactivated"] = get_state(probe, NODE)
 
-    # 6. The node whose profile does not fit the policy refuses to configure, stays unconfigured and says why.
+    # 7. The node whose profile does not fit the policy refuses to configure, stays unconfigured and says why.
     results["mismatch_configure"] = change_state(probe, "/car/mismatch", "configure")
-    spin_for(probe, 0.5)  # its diagnostics
+    spin_until(probe, lambda: _matching(diagnostics, "/car/mismatch", 0.0, "configure failed") is not None, SETTLE_S)
     results["states"]["mismatch"] = get_state(probe, "/car/mismatch")
-    results["mismatch_diagnostic"] = _last_status(diagnostics, "/car/mismatch")
+    results["mismatch_diagnostic"] = _matching(diagnostics, "/car/mismatch", 0.0, "configure failed")
     results["cleanup_exit_commands"] = len(commands)
     probe.destroy_node()
     finish(results, processes, ["policy_node", "mismatch"])
 
 
-def _last_status(diagnostics: list, name: str, after: float = 0.0) -> dict | None:
-    found = [d for d in diagnostics if d[1] == name and d[0] > after]
-    if not found:
-        return None
-    _, _, level, message, values = found[-1]
-    return {"level": level, "message": message, "values": values}
+def _staleness(profile: str) -> float:
+    from robo_rl.real.profile import load_profile
+
+    return load_profile(profile).staleness_timeout
 
 
-def _last_message(diagnostics: list, name: str) -> str | None:
-    status = _last_status(diagnostics, name)
-    return None if status is None else status["message"]
+def _matching(diagnostics: list, name: str, after: float, text: str) -> dict | None:
+    """The first status of `name` received after `after` whose message contains `text`."""
+    for received, status_name, level, message, values in diagnostics:
+        if status_name == name and received > after and text in message:
+            return {"level": level, "message": message, "values": values}
+    return None
 
 
 if __name__ == "__main__":

@@ -1,7 +1,15 @@
 """The whole simulated graph from the launch file: `robo-rl launch launch/sim_quadrotor.launch.yaml`.
 
-argv: LOG_DIR POLICY SECONDS. sim_bridge (quadrotor/hover) + policy_node (autostart) run as real processes; a probe
-records the odometry and the nodes' diagnostics, then SIGINT stops the launch (which stops its nodes).
+argv: LOG_DIR POLICY STEPS. sim_bridge (quadrotor/hover, lockstep) + policy_node (autostart) run as real processes; a
+probe records the odometry and the commands from the first command on, until STEPS odometry messages (simulated steps
+of 0.01 s: in lockstep sim_bridge publishes one per step once commanded) have arrived, and the nodes' diagnostics;
+then SIGINT stops the launch (which stops its nodes). Results are indexed by step, not by wall-clock time.
+
+The launch file runs as a copy whose profile is the bundled one with a generous staleness timeout
+(harness.generous_profile) and whose policy_node never latches the e-stop on missed deadlines: in lockstep the
+simulated flight does not depend on the machine's speed, but policy_node's staleness timeout (50 ms) and deadlines
+(one period) are wall-clock, and on a busy machine its safe command (motors off) would answer a lockstep tick. Those
+timeouts are checked on stepped time (tests/real/test_node_core.py) and measured by bench/ros_timing.py.
 """
 
 from __future__ import annotations
@@ -11,49 +19,77 @@ import time
 from pathlib import Path
 
 import rclpy
+import yaml
 from diagnostic_msgs.msg import DiagnosticArray
-from harness import Processes, finish, spin_for, spin_until
+from harness import Processes, finish, generous_profile, spin_until
 from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import Float32MultiArray
 
+LAUNCH_FILE = Path("launch/sim_quadrotor.launch.yaml")
+
+
+def launch_copy(log_dir: Path, profile: str) -> Path:
+    """The launch file with `profile` among its profile choices and policy_node's max_missed_deadlines 0."""
+    entries = yaml.safe_load(LAUNCH_FILE.read_text())
+    for entry in entries["launch"]:
+        if entry.get("arg", {}).get("name") == "profile":
+            entry["arg"]["choice"].append({"value": profile})
+    groups = [entry["group"] for entry in entries["launch"] if "group" in entry]
+    nodes = [child["node"] for group in groups for child in group["children"] if "node" in child]
+    (policy_node,) = [node for node in nodes if node["name"] == "policy_node"]
+    policy_node["param"].append({"name": "max_missed_deadlines", "value": 0})
+    path = log_dir / LAUNCH_FILE.name
+    path.write_text(yaml.safe_dump(entries, sort_keys=False))
+    return path
+
 
 def main() -> None:
-    log_dir, policy, seconds = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    log_dir, policy, steps = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     processes = Processes(log_dir)
-    arguments = ("launch/sim_quadrotor.launch.yaml", f"policy:={policy}", "teleop:=false")
+    profile = generous_profile(log_dir, "quadrotor_crazyflie")
+    launch = launch_copy(log_dir, profile)
+    arguments = (str(launch), f"policy:={policy}", f"profile:={profile}", "teleop:=false")
     processes.start("launch", "robo-rl", "launch", *arguments)
     rclpy.init()
     probe = rclpy.create_node("probe")
-    poses: list[tuple[float, float, float, float]] = []
-    commands: list[float] = []
+    poses: list[tuple[float, float, float]] = []  # m, one per simulated step once commanded
+    commands: list[tuple[float, bool]] = []  # (arrival, the safe command: motors off)
     diagnostics: dict[str, dict[str, str]] = {}
 
     def on_odom(message: Odometry) -> None:
-        p = message.pose.pose.position
-        poses.append((time.monotonic(), p.x, p.y, p.z))
+        if commands:
+            p = message.pose.pose.position
+            poses.append((p.x, p.y, p.z))
+
+    def on_command(message: Float32MultiArray) -> None:
+        commands.append((time.monotonic(), all(v == 0.0 for v in message.data)))
 
     def on_diagnostics(message: DiagnosticArray) -> None:
         for status in message.status:
             diagnostics[status.name] = {kv.key: kv.value for kv in status.values} | {"message": status.message}
 
     probe.create_subscription(Odometry, "/cf1/odom", on_odom, qos_profile_sensor_data)
-    probe.create_subscription(Float32MultiArray, "/cf1/cmd_motors", lambda _: commands.append(time.monotonic()), 100)
+    probe.create_subscription(Float32MultiArray, "/cf1/cmd_motors", on_command, 100)
     probe.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
     started = spin_until(probe, lambda: len(commands) > 0, 60.0)
-    first_command = time.monotonic()
-    spin_for(probe, seconds if started else 0.0)
-    end = time.monotonic()
-    flying = [p for p in poses if p[0] >= first_command]
-    last = [p for p in flying if p[0] >= end - seconds / 2]
-    errors = [(x * x + y * y + z * z) ** 0.5 for _, x, y, z in last]
+    flown = spin_until(probe, lambda: len(poses) >= steps, 240.0) if started else False
+    diagnostics.clear()  # the nodes' state after the flight
+    spin_until(probe, lambda: "/cf1/sim_bridge" in diagnostics and "/cf1/policy_node" in diagnostics, 10.0)
+    errors = [(x * x + y * y + z * z) ** 0.5 for x, y, z in poses[len(poses) // 2 :]]
+    first_policy = next((i for i, (_, safe) in enumerate(commands) if not safe), len(commands))
+    flight = commands[first_policy:]
+    seconds = flight[-1][0] - flight[0][0] if len(flight) > 1 else 0.0
     results = {
         "started": started,
-        "odom_rate_hz": len(flying) / max(end - first_command, 1e-9),
-        "command_rate_hz": len([c for c in commands if c >= first_command]) / max(end - first_command, 1e-9),
+        "flown": flown,
+        "odometry": len(poses),
+        "commands": len(flight),
+        "safe_after_first_policy": sum(safe for _, safe in flight),
+        "command_rate_hz": (len(flight) - 1) / seconds if seconds > 0 else 0.0,  # measured, not asserted
         "error_max_m": max(errors) if errors else None,
         "error_mean_m": sum(errors) / len(errors) if errors else None,
-        "initial_error_m": (sum(v * v for v in flying[0][1:]) ** 0.5) if flying else None,
+        "initial_error_m": (sum(v * v for v in poses[0]) ** 0.5) if poses else None,
         "bridge": diagnostics.get("/cf1/sim_bridge"),
         "policy": diagnostics.get("/cf1/policy_node"),
     }
