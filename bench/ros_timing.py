@@ -10,6 +10,9 @@ per load level:
   safe commands' rate (was: 100 Hz ± 15 %).
 - scenario_timer.py (timer trigger, 50 Hz odometry): the loop's rate while fed and once stale (was: 100 Hz ± 10 %,
   ± 15 %).
+- scenario_px4.py (quadrotor_px4 against the stand-in PX4): the OffboardControlMode heartbeat's median and largest
+  gap as received (was: 0.1 ± 0.02 s, < 0.5 s; PX4's offboard mode wants 2 Hz at least) and the largest distance
+  of a setpoint's or heartbeat's microsecond stamp from the receiver's clock (was: < 200 ms).
 The scenarios run the profile with a 1 s staleness timeout (tests/real/ros/scenarios/harness.py): the delay past it
 is what the profile's own 50 ms would see, on a machine as busy as this one.
 
@@ -49,18 +52,25 @@ from robo_rl.sim import make
 
 RESULTS = Path(__file__).parent / "results" / "ros_timing.json"
 SCENARIOS = ROOT / "tests" / "real" / "ros" / "scenarios"
+ARGUMENTS = {"scenario_px4.py": ("none",)}
+"""Arguments a scenario takes after LOG_DIR POLICY (scenario_px4.py: no offboard or arming requests)."""
 FIGURES = {
     "scenario_policy_node.py": ("rate_hz", "stale_first_safe_after_s", "staleness_timeout", "stale_rate_hz"),
     "scenario_timer.py": ("fed_rate_hz", "stale_rate_hz"),
+    "scenario_px4.py": ("heartbeat_gap_median_s", "heartbeat_gap_max_s", "stamp_offset_max_ms"),
 }
 """The measured figures each scenario reports (its other results are the tests' business)."""
 
 
-def export_policy(path: Path) -> Path:
-    """A randomly initialized quadrotor_hover_ppo actor with the metadata the quadrotor_crazyflie profile checks
-    (the preset's task parameters, the actuator model); weights do not change the timing."""
+TASK_PARAMS = {"scenario_px4.py": ("action_mode=ctbr", "position_integral_limit=0")}
+"""The hover task's parameters the scenario's profile deploys (quadrotor_px4: body rates and thrust)."""
+
+
+def export_policy(path: Path, params: tuple[str, ...] = ()) -> Path:
+    """A randomly initialized quadrotor_hover_ppo actor with the metadata the scenario's profile checks (the
+    preset's task parameters and `params`, the actuator model); weights do not change the timing."""
     cfg = quadrotor_hover_ppo()
-    env = make(cfg.task.name, num_envs=1, params=cfg.task.params)
+    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
     torch.manual_seed(0)
     policy = build_policy(cfg, env)
     metadata = PolicyMetadata(
@@ -72,6 +82,7 @@ def export_policy(path: Path) -> Path:
 def run_scenario(script: str, policy: Path, log_dir: Path) -> dict[str, float]:
     """One run of a scenario script; its wall-clock figures, plus the first safe command's delay past the timeout."""
     argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(SCENARIOS / script), str(log_dir), str(policy)]
+    argv += ARGUMENTS.get(script, ())
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=ROOT)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
@@ -112,7 +123,7 @@ def stress_ng(count: int) -> Iterator[list[int]]:
         process.wait(30)
 
 
-def measure(policy: Path, load: int, repeat: int, tmp: Path, use_stress_ng: bool) -> list[dict]:
+def measure(policies: dict[str, Path], load: int, repeat: int, tmp: Path, use_stress_ng: bool) -> list[dict]:
     rows = []
     with (stress_ng if use_stress_ng else busy_cores)(load) as cpus:
         for script in FIGURES:
@@ -120,7 +131,7 @@ def measure(policy: Path, load: int, repeat: int, tmp: Path, use_stress_ng: bool
             for k in range(repeat):
                 log_dir = tmp / f"{Path(script).stem}_{load}_{k}"
                 log_dir.mkdir()
-                runs.append(run_scenario(script, policy, log_dir))
+                runs.append(run_scenario(script, policies[script], log_dir))
             load_kind = "stress-ng --cpu" if use_stress_ng else "pinned spin loops"
             row = {"scenario": script, "load": load, "load_kind": load_kind, "busy_cpus": cpus, "runs": runs}
             row["summary"] = summary(runs)
@@ -146,8 +157,11 @@ def main() -> None:
         raise SystemExit("--stress-ng: stress-ng is not installed")
     loadavg = warn_if_busy()
     with tempfile.TemporaryDirectory() as tmp:
-        policy = export_policy(Path(tmp) / "policy.onnx")
-        rows = [row for load in args.load for row in measure(policy, load, args.repeat, Path(tmp), args.stress_ng)]
+        policies = {
+            script: export_policy(Path(tmp) / f"{Path(script).stem}.onnx", TASK_PARAMS.get(script, ()))
+            for script in FIGURES
+        }
+        rows = [row for load in args.load for row in measure(policies, load, args.repeat, Path(tmp), args.stress_ng)]
     result = {"machine": machine_info(), "command": " ".join(sys.argv), "loadavg_1min_start": loadavg, "rows": rows}
     results = RESULTS.with_name("ros_timing_stress_ng.json") if args.stress_ng else RESULTS
     results.write_text(json.dumps(result, indent=1))

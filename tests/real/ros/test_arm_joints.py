@@ -30,8 +30,11 @@ TOL = 1e-5  # the ONNX policy computes in float32
 def arm(ros_scenario: Callable[..., dict[str, Any]], linear_policy: Callable[..., Path]) -> dict[str, Any]:
     weights = {(f"{joint}_angle_target", f"{joint}_angle"): 1.0 for joint in JOINTS}
     policy = linear_policy("arm", weights, {"yaw_angle_target": YAW_BIAS})
-    result = ros_scenario("scenario_arm_joints.py", str(policy), timeout=240.0)
+    result = ros_scenario("scenario_arm_joints.py", str(policy), timeout=400.0)
     assert result["ready"], result["logs"]["policy_node"]
+    # Every phase lasted until its effect showed (the scenario waits for them, however slow the machine).
+    unseen = [key for key, seen in result["marks"].items() if key.endswith("_seen") and not seen]
+    assert not unseen, (unseen, result["logs"]["policy_node"])
     return result
 
 
@@ -113,8 +116,10 @@ def test_go_home_moves_home_timed_by_the_farthest_joint_and_deactivation_holds(a
     assert all(c[3] == pytest.approx(0.5, abs=1e-6) for c in home)
     assert any("going home" in s[2] and s[1] == 1 for s in arm["statuses"] if s[0] > arm["marks"]["home"])
     assert arm["marks"]["deactivate_ok"]
-    after = [c for c in arm["commands"] if c[0] > home[-1][0]]
-    assert after and all(_is(c, MOVED) for c in after)  # held where the arm is, never home or the policy's
+    # After the last move home (one may still be in flight as the node deactivates): held where the arm is.
+    last_home = max(c[0] for c in arm["commands"] if _is(c, HOME))
+    after = [c for c in arm["commands"] if c[0] > last_home]
+    assert after and all(_is(c, MOVED) for c in after)  # never home again, nor the policy's
     assert after[0][3] == pytest.approx(0.5, abs=1e-6)  # from home back to the measured pose at 2 rad/s
 
 

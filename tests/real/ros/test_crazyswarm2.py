@@ -51,7 +51,7 @@ def flight(
 
 def test_cmd_vel_legacy_carries_rates_in_deg_s_and_the_firmwares_thrust(flight: dict[str, Any]) -> None:
     flying = [t for t in flight["twists"] if flight["started"] < t[0] < flight["stopped"] and t[3] != 0.0]
-    assert len(flying) > 20, flight["logs"]["policy_node"]
+    assert len(flying) >= 100, flight["logs"]["policy_node"]
     linear_x, linear_y, linear_z, angular_x, angular_y, angular_z = flying[-1][1:]
     # Gyro (30, -20, 10) deg/s FLU: the probe's actions 0.1 × (0.5236, -0.3491, 0.1745) rad/s command rates of
     # (10, 10, 5) rad/s × those, i.e. (30, -20, 5) deg/s. Roll rate on linear.y, FLU pitch rate on linear.x
@@ -64,7 +64,11 @@ def test_cmd_vel_legacy_carries_rates_in_deg_s_and_the_firmwares_thrust(flight: 
 
 
 def test_missing_and_stale_inputs_send_zero_thrust(flight: dict[str, Any]) -> None:
-    before = [t for t in flight["twists"] if t[0] < flight["started"]]
-    after = [t for t in flight["twists"] if t[0] > flight["stopped"] + 0.2]
-    assert before and after, flight["logs"]["policy_node"]
+    twists = flight["twists"]
+    before = [t for t in twists if t[0] < flight["started"]]
+    # Once the inputs stopped, the first zero-thrust command starts the safe state: everything from it on is all
+    # zeros (a policy command still in flight as the odometry stops may come before it, at any machine speed).
+    first_safe = next(i for i, t in enumerate(twists) if t[0] > flight["stopped"] and t[3] == 0.0)
+    after = twists[first_safe:]
+    assert len(before) >= 5 and len(after) >= 5, flight["logs"]["policy_node"]
     assert {tuple(t[1:]) for t in before + after} == {(0.0,) * 6}

@@ -46,15 +46,18 @@ def test_policy_node_drives_an_imported_mjlab_policy_with_its_draft_profile(
     result = ros_scenario("scenario_imported_policy.py", str(policy), str(profile), ",".join(joints), timeout=120.0)
     logs = result["logs"]["policy_node"]
     commands = result["commands"]
-    assert result["ready"] and len(commands) > 40, logs
+    assert result["ready"] and len(commands) >= 60, logs
     assert all(c[1] == list(joints) for c in commands)  # the profile's joint order
     runtime = PolicyRuntime(policy)
+    pose = np.round(foreign.default_pose(), 3)
+    safe = [bool(np.abs(np.array(c[2]) - pose).max() <= 1e-3) for c in commands]  # the safe command: default pose
     matched = [
         np.allclose(now[2], runtime(_observation(result["inputs"], joints, before[2])), atol=1e-4)
         for before, now in itertools.pairwise(commands)
     ]
-    # each command follows from the previous one (a stale-input safe command may break a pair on a busy machine)
-    assert sum(matched) >= 0.8 * len(matched), (sum(matched), len(matched), logs)
-    # and it is not the safe command (the default pose): the policy drives
-    pose = np.round(foreign.default_pose(), 3)
-    assert np.abs(np.array(commands[-1][2]) - pose).max() > 1e-3
+    # Each command is the policy's answer to the inputs and the previous command, or the safe command (a stale
+    # input on a busy machine); only the command right after a safe one may be neither.
+    unexplained = [k for k, ok in enumerate(matched) if not (ok or safe[k + 1] or safe[k])]
+    assert not unexplained, (unexplained, logs)
+    # and the policy drives: most commands are not the safe one.
+    assert sum(matched) >= 20, (sum(matched), sum(safe), logs)

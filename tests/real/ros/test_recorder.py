@@ -16,7 +16,7 @@ def recorded(ros_scenario: Callable[..., dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_recorder_subscribes_and_exits_cleanly(recorded: dict[str, Any]) -> None:
-    assert recorded["subscribed"], recorded["logs"]["recorder"]
+    assert recorded["subscribed"] and recorded["flushed"], recorded["logs"]["recorder"]
     assert recorded["exit_codes"] == {"recorder": 0}, recorded["logs"]["recorder"]
     assert "closed" in recorded["logs"]["recorder"]
 
@@ -53,7 +53,7 @@ def test_unknown_storage_exits_1_with_a_clear_message(ros_scenario: Callable[...
 
 def test_a_killed_recorder_has_flushed_its_messages(ros_scenario: Callable[..., dict[str, Any]]) -> None:
     killed = ros_scenario("scenario_recorder.py", "kill", timeout=120.0)
-    assert killed["subscribed"] and killed["exit_codes"] == {"recorder": -9}
+    assert killed["subscribed"] and killed["flushed"] and killed["exit_codes"] == {"recorder": -9}
     assert "metadata.yaml" not in killed["files"]  # written only at close: `ros2 bag reindex` rebuilds it
     sizes = [size for name, size in killed["files"].items() if name.endswith(".mcap")]
     assert len(sizes) == 1 and sizes[0] > killed["payload_bytes"], killed["files"]

@@ -17,7 +17,7 @@ def test_joystick_through_teleop_node_takes_over_env_0_while_held(ros_scenario: 
     # The axes as teleop_node maps them (identity), clipped to the profile's [-1, 1].
     assert result["held_action"] == pytest.approx([0.5, -0.5, 0.25, 1.0])
     assert not result["released_active"]
-    assert result["estop_presses"] == 1  # one press, reported once
+    assert result["estop_reported"] and result["estop_presses"] == 1  # one press (held 25 polls on), reported once
     assert result["exit_codes"] == {"teleop_node": 0}
 
 

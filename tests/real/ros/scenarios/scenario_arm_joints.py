@@ -19,7 +19,7 @@ import rclpy
 from builtin_interfaces.msg import Duration
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import Point, PointStamped
-from harness import Processes, change_state, finish, ros_args, spin_for, spin_until
+from harness import Processes, change_state, finish, ros_args, spin_for, spin_publishing_until, spin_until
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Bool, Float32MultiArray
@@ -32,6 +32,8 @@ MOVED = (1.0, 0.2, -0.5, 0.0)  # where the arm is after the driver's silence (mo
 GRIPPER = ("finger_left", "finger_right")
 PERIOD = 0.02
 PHASES = {"good": 1.5, "silent": 0.6, "resumed": 0.6, "home": 0.8, "deactivated": 0.5}
+"""Each phase's minimum duration; it lasts until its effect shows too (`effects`, up to SETTLE_S)."""
+SETTLE_S = 60.0
 
 
 def main() -> None:
@@ -87,6 +89,32 @@ def main() -> None:
     ready = spin_until(probe, waiting, 30.0)
     spin_for(probe, 0.3)
     marks = {"before_inputs": len(commands)}
+
+    def since(phase: str) -> list[tuple[float, list[str], list[float], float]]:
+        return [c for c in commands if c[0] >= marks[phase]]
+
+    def said(phase: str, text: str, level: int | None = None) -> bool:
+        return any(t >= marks[phase] and text in m and level in (None, lv) for t, lv, m, _ in statuses)
+
+    def at(command: tuple, pose: tuple[float, ...]) -> bool:
+        return all(abs(a - b) < 1e-5 for a, b in zip(command[2], pose, strict=True))
+
+    home_pose = (0.0, 0.5, -1.0, 0.5)
+    effects = {  # what each phase waits for, on top of its minimum duration (PHASES)
+        "good": lambda: (
+            len(since("good")) >= 40
+            and any(c[2][0] >= POSE[0] + 0.5 - 1e-5 for c in since("good"))
+            and any(
+                t >= marks["good"] and lv == 0 and int(v.get("skipped_messages", 0)) > 0 for t, lv, _, v in statuses
+            )
+        ),
+        "silent": lambda: (
+            said("silent", "stale observation: no joint_states", 1) and sum(at(c, POSE) for c in since("silent")) >= 5
+        ),
+        "resumed": lambda: sum(not at(c, POSE) for c in since("resumed")) >= 5,
+        "home": lambda: said("home", "going home", 1) and sum(at(c, home_pose) for c in since("home")) >= 15,
+        "deactivated": lambda: any(at(c, MOVED) for c in since("deactivated")),  # the one hold it sends
+    }
     for phase, seconds in PHASES.items():
         marks[phase] = time.monotonic()
         if phase == "silent":
@@ -97,8 +125,11 @@ def main() -> None:
             go_home.publish(Bool(data=True))
         elif phase == "deactivated":
             marks["deactivate_ok"] = bool(change_state(probe, "/arm/policy_node", "deactivate"))
-            marks[phase] = time.monotonic()
-        spin_for(probe, seconds, publish, PERIOD)
+        end = marks[phase] + seconds
+        done = effects[phase]
+        marks[f"{phase}_seen"] = spin_publishing_until(
+            probe, lambda done=done, end=end: time.monotonic() >= end and done(), SETTLE_S, publish, PERIOD
+        )
     types = {
         "time_from_start": JointTrajectoryPoint.get_fields_and_field_types()["time_from_start"],
         "duration": Duration.get_fields_and_field_types(),

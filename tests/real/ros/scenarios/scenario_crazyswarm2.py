@@ -1,7 +1,9 @@
 """policy_node in a Crazyflie's namespace (/cf1) against a stand-in crazyswarm2 server: a probe node that publishes
 /cf1/odom as crazyswarm2's C++ server does (pose in the world, world-frame velocity in twist.linear, no angular
 twist) and the gyro log block on /cf1/gyro (deg/s, body FLU), and records the geometry_msgs/Twist that arrives on
-/cf1/cmd_vel_legacy. After FLIGHT_S the odometry and the gyro stop, as when the radio link fails.
+/cf1/cmd_vel_legacy. After FLIGHT_S and MIN_FLYING policy commands (however slow the machine) the odometry and the
+gyro stop, as when the radio link fails; the recording runs until SAFE_COMMANDS zero-thrust commands came, plus
+SILENT_S.
 
 argv: LOG_DIR POLICY PROFILE. PROFILE is quadrotor_crazyswarm2 with the gyro input as std_msgs/Float32MultiArray
 (labels values[0..2]), since .venv-ros has no crazyflie_interfaces; everything the policy commands is the bundled
@@ -16,12 +18,15 @@ from pathlib import Path
 
 import rclpy
 from geometry_msgs.msg import Twist
-from harness import Processes, finish, ros_args, spin_for, spin_until
+from harness import Processes, finish, ros_args, spin_for, spin_publishing_until, spin_until
 from nav_msgs.msg import Odometry
 from std_msgs.msg import Float32MultiArray
 
 FLIGHT_S = 3.0
 SILENT_S = 1.0
+MIN_FLYING = 100
+SAFE_COMMANDS = 5
+SETTLE_S = 60.0
 GYRO_DEG_S = [30.0, -20.0, 10.0]  # FLU: rolling left side up, pitching nose up, yawing counter-clockwise
 
 
@@ -51,11 +56,22 @@ def main() -> None:
         odometry.publish(m)
         gyro.publish(Float32MultiArray(data=GYRO_DEG_S))
 
+    def zeros_since(mark: float) -> int:
+        return sum(t[0] > mark and t[3] == 0.0 for t in twists)
+
     ready = spin_until(probe, lambda: odometry.get_subscription_count() > 0 and gyro.get_subscription_count() > 0, 20.0)
-    spin_for(probe, 0.5)  # the node, active and without inputs, sends its safe command
+    # The node, active and without inputs, sends its safe command: wait for a few, however slow the machine.
+    spin_until(probe, lambda: zeros_since(0.0) >= SAFE_COMMANDS, SETTLE_S)
     started = time.monotonic()
-    spin_for(probe, FLIGHT_S, publish_state, 0.01)
+
+    def flown() -> bool:
+        flying = sum(t[0] > started and t[3] != 0.0 for t in twists)
+        return flying >= MIN_FLYING and time.monotonic() >= started + FLIGHT_S
+
+    spin_publishing_until(probe, flown, SETTLE_S, publish_state, 0.01)
     stopped = time.monotonic()
+    # The inputs go stale: wait for the zero-thrust commands that follow, then record SILENT_S more.
+    spin_until(probe, lambda: zeros_since(stopped) >= SAFE_COMMANDS, SETTLE_S)
     spin_for(probe, SILENT_S)
     results = {"ready": ready, "started": started, "stopped": stopped, "twists": twists}
     finish(results, processes, ["policy_node"])

@@ -3,7 +3,7 @@ fake legged robot publishes its JointState (in its own, reversed, joint order), 
 and the state estimator's projected gravity; the node must command joint targets in the profile's joint order.
 
 argv: LOG_DIR POLICY PROFILE JOINTS (comma-separated). Prints the inputs published (constant) and every
-JointTrajectory received.
+JointTrajectory received, once it has run RUN_S and sent MIN_COMMANDS.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import rclpy
 from geometry_msgs.msg import Twist
-from harness import Processes, finish, ros_args, spin_for, spin_until
+from harness import Processes, finish, ros_args, spin_publishing_until, spin_until
 from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import JointState
@@ -22,6 +22,8 @@ from std_msgs.msg import Float32MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 RUN_S = 3.0
+MIN_COMMANDS = 60
+SETTLE_S = 60.0
 LIN, ANG, GRAVITY, COMMAND = [0.3, -0.1, 0.02], [0.05, -0.02, 0.4], [0.05, -0.03, -0.99], [0.5, 0.0, 0.2]
 
 
@@ -63,7 +65,10 @@ def main() -> None:
         odom_pub.publish(odom)
 
     ready = spin_until(probe, lambda: joint_pub.get_subscription_count() > 0, 20.0)
-    spin_for(probe, RUN_S, publish, 0.02)
+    started = time.monotonic()
+    # RUN_S and MIN_COMMANDS commands, however slow the machine.
+    flown = lambda: len(commands) >= MIN_COMMANDS and time.monotonic() >= started + RUN_S  # noqa: E731
+    spin_publishing_until(probe, flown, SETTLE_S, publish, 0.02)
     inputs = {"lin": LIN, "ang": ANG, "gravity": GRAVITY, "command": COMMAND, "positions": positions}
     finish({"ready": ready, "commands": commands, "inputs": inputs}, processes, ["policy_node"])
 

@@ -3,7 +3,10 @@ VehicleOdometry as PX4 does (NED position, FRD→NED attitude, NED velocity, FRD
 VehicleStatus as PX4 v1.16 does (message version 1 on fmu/out/vehicle_status_v1), answers each VehicleCommand with
 a VehicleCommandAck (the first of each command DENIED, the next ACCEPTED), and records what a PX4 would receive on
 fmu/in: the rates setpoints, the OffboardControlMode heartbeat and the VehicleCommands, plus policy_node's
-/diagnostics. After FLIGHT_S the odometry stops, as when PX4's estimator or the link fails.
+/diagnostics. The odometry stops, as when PX4's estimator or the link fails, once it has run FLIGHT_S and what the
+tests judge has happened (MIN_SETPOINTS setpoints, MIN_HEARTBEATS heartbeats, the asked requests accepted), however
+slow the machine; the recording then runs until policy_node reports the fault phase "silent", plus SILENT_S.
+The wall-clock figures (heartbeat gaps, stamp offsets) are reported for bench/ros_timing.py, never asserted.
 
 argv: LOG_DIR POLICY REQUESTS [PROFILE] (REQUESTS "none", or "offboard+arm": set policy_node's px4_offboard and
 px4_arm, with px4_target_system 7 and px4_target_component 3; PROFILE: a profile YAML instead of quadrotor_px4, e.g.
@@ -12,13 +15,15 @@ one sending ActuatorMotors, which are recorded too). POLICY is a linear probe po
 
 from __future__ import annotations
 
+import itertools
+import statistics
 import sys
 import time
 from pathlib import Path
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from harness import Processes, finish, ros_args, spin_for, spin_until
+from harness import Processes, finish, ros_args, spin_for, spin_publishing_until, spin_until
 from px4_msgs.msg import (
     ActuatorMotors,
     OffboardControlMode,
@@ -32,7 +37,22 @@ from rclpy.qos import qos_profile_sensor_data
 
 FLIGHT_S = 4.0
 SILENT_S = 1.5
+MIN_SETPOINTS = 150
+MIN_HEARTBEATS = 20
+SETTLE_S = 90.0
 FLAGS = ("position", "velocity", "acceleration", "attitude", "body_rate", "thrust_and_torque", "direct_actuator")
+
+
+def wall_clock_figures(setpoints: list, beats: list) -> dict[str, float | None]:
+    """bench/ros_timing.py's figures: the heartbeat's gaps as received (PX4 wants >= 2 Hz; the node sends 10 Hz)
+    and how far a setpoint's or heartbeat's stamp is from the receiver's clock when it arrives."""
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(beats)]
+    offsets = [abs(m[2] - m[1]) / 1e3 for m in [*setpoints, *beats]]
+    return {
+        "heartbeat_gap_median_s": statistics.median(gaps) if gaps else None,
+        "heartbeat_gap_max_s": max(gaps) if gaps else None,
+        "stamp_offset_max_ms": max(offsets) if offsets else None,
+    }
 
 
 def main() -> None:
@@ -121,9 +141,20 @@ def main() -> None:
                 s.nav_state = VehicleStatus.NAVIGATION_STATE_OFFBOARD
             status.publish(s)
 
+    def flown() -> bool:
+        sent = len(setpoints) + len(motors)
+        done = requests == "none" or len(accepted) == 2
+        enough = sent >= MIN_SETPOINTS and len(beats) >= MIN_HEARTBEATS and done
+        return enough and time.monotonic() >= started + FLIGHT_S
+
+    def silent() -> bool:
+        return any(d[0] > stopped and d[2].get("px4_fault_phase") == "silent" for d in diagnostics)
+
     ready = spin_until(probe, lambda: odometry.get_subscription_count() > 0, 20.0)
-    spin_for(probe, FLIGHT_S, publish_odometry, 0.01)
+    started = time.monotonic()
+    spin_publishing_until(probe, flown, SETTLE_S, publish_odometry, 0.01)
     stopped = time.monotonic()
+    spin_until(probe, silent, SETTLE_S)
     spin_for(probe, SILENT_S)
     flying = [d for d in diagnostics if d[0] < stopped]
     results = {
@@ -136,6 +167,7 @@ def main() -> None:
         "flight_diagnostics": flying[-1] if flying else None,
         "last_diagnostics": diagnostics[-1] if diagnostics else None,
     }
+    results |= wall_clock_figures(setpoints, [b for b in beats if b[0] < stopped])
     finish(results, processes, ["policy_node"])
 
 

@@ -2,8 +2,9 @@
 
 argv: LOG_DIR [MODE]. MODE `record` (default): 50 nav_msgs/Odometry on /r1/odom (pose.position.x = i) and 50
 std_msgs/Float32MultiArray on /r1/cmd (data = [i, -i]), published once the recorder has subscribed both; reports
-what the bag holds. MODE `kill`: the same, but the recorder is killed (SIGKILL) 2.5 s after the last message;
-reports the bag's files and sizes (no metadata.yaml, but the flushed messages in the .mcap). MODE `bad-storage`:
+what the bag holds. MODE `kill`: the same, but the recorder is killed (SIGKILL) once its flush is on disk;
+reports the bag's files and sizes (no metadata.yaml, but the flushed messages in the .mcap). Both wait until the
+.mcap on disk holds the payload and has not grown for STABLE_S, not for a fixed time. MODE `bad-storage`:
 the recorder with storage `zip`, which must exit 1 at once.
 """
 
@@ -24,6 +25,8 @@ from rclpy.serialization import serialize_message
 from std_msgs.msg import Float32MultiArray
 
 MESSAGES = 50
+SETTLE_S = 60.0
+STABLE_S = 1.5
 
 
 def record(log_dir: Path, kill: bool = False) -> None:
@@ -51,13 +54,22 @@ def record(log_dir: Path, kill: bool = False) -> None:
             odom.publish(message)
             cmd.publish(Float32MultiArray(data=[float(i), float(-i)]))
             spin_for(probe, 0.005)
-        spin_for(probe, 1.0)  # delivery
+    payload = serialize_message(Odometry()), serialize_message(Float32MultiArray(data=[0.0, 0.0]))
+    results["payload_bytes"] = MESSAGES * sum(len(p) for p in payload)
+    # Delivery and the recorder's 1 s flush: wait until the bag on disk holds the payload and has stopped growing for
+    # STABLE_S (past a flush), however busy the machine.
+    growth = {"size": -1, "at": time.monotonic()}
+
+    def flushed() -> bool:
+        size = mcap_bytes(output_dir)
+        if size != growth["size"]:
+            growth.update(size=size, at=time.monotonic())
+        return size > results["payload_bytes"] and time.monotonic() - growth["at"] >= STABLE_S
+
+    results["flushed"] = spin_until(probe, flushed, SETTLE_S)
     if kill:
-        spin_for(probe, 1.5)  # past the recorder's 1 s flush
         recorder.kill()
         results["exit_codes"] = {"recorder": recorder.wait(10.0)}
-        payload = serialize_message(Odometry()), serialize_message(Float32MultiArray(data=[0.0, 0.0]))
-        results["payload_bytes"] = MESSAGES * sum(len(p) for p in payload)
         bags = [p for p in output_dir.iterdir() if p.is_dir()] if output_dir.is_dir() else []
         results["files"] = {p.name: p.stat().st_size for bag in bags for p in bag.iterdir()}
         finish(results)
@@ -65,6 +77,11 @@ def record(log_dir: Path, kill: bool = False) -> None:
     results["logs"] = {"recorder": processes.log("recorder")[-3000:]}
     results |= read_bag(output_dir)
     finish(results)
+
+
+def mcap_bytes(output_dir: Path) -> int:
+    """The size on disk of the bags' .mcap files so far."""
+    return sum(p.stat().st_size for p in output_dir.glob("*/*.mcap")) if output_dir.is_dir() else 0
 
 
 def read_bag(output_dir: Path) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """The learner as its own program on the ROS graph (robo_rl.robot.topic_learner): sim_bridge stands in for the car
 in /car1, `robo-rl learn --robot rc_car` learns from the trainer's `transitions` topic and publishes weights on
 `policy_weights`, and `robo-rl train --robot rc_car --set off_policy.learner_transport=ros` drives ITERATIONS steps
-with them; the probe operator answers the reset prompts. The learner is stopped with SIGINT afterwards.
+with them; the probe operator answers the reset prompts. The learner is stopped with SIGINT afterwards, once its
+weights stopped coming for QUIET_S (it has worked through the transitions it received, however busy the machine).
 
 argv: LOG_DIR RUNS_ROOT ITERATIONS. Reports both exit codes and the learner's last lines.
 """
@@ -16,9 +17,14 @@ from pathlib import Path
 import rclpy
 from car_operator import CarOperator
 from harness import Processes, finish, ros_args, spin_until
+from std_msgs.msg import Float32MultiArray
+
+from robo_rl.robot.topic_learner import WEIGHTS_TOPIC
 
 REPO = Path(__file__).resolve().parents[4]
 PARAMS = str(REPO / "launch" / "params" / "rc_car.yaml")
+DRAIN_S = 180.0
+QUIET_S = 10.0
 SETS = ["off_policy.learning_starts=200", "off_policy.updates_per_step=1", "off_policy.batch_size=64"]
 
 
@@ -31,6 +37,10 @@ def main() -> None:
     rclpy.init()
     probe = rclpy.create_node("operator")
     operator = CarOperator(probe, "/car1")
+    weights = {"last": time.monotonic()}
+    probe.create_subscription(
+        Float32MultiArray, f"/car1/{WEIGHTS_TOPIC}", lambda _: weights.update(last=time.monotonic()), 10
+    )
     spin_until(probe, lambda: bool(operator.bridge) and "waiting for transitions" in processes.log("learner"), 60.0)
     train = ["train", "--robot", "rc_car", "--robot-namespace", "/car1", "--max-iterations", iterations, "--quiet"]
     train += ["--runs-root", runs, "--set", "off_policy.learner_transport=ros", *sets]
@@ -41,7 +51,11 @@ def main() -> None:
         rclpy.spin_once(probe, timeout_sec=0.0)
         time.sleep(0.02)
     results = {"train_exit": trainer.wait(60)}
-    time.sleep(1.0)
+    # The learner may still work through its backlog (a busy machine): stop it once its weights stopped coming, i.e.
+    # it has made the gradient steps its transitions allow (it publishes every PUBLISH_EVERY of them).
+    drained = time.monotonic() + DRAIN_S
+    while time.monotonic() < drained and time.monotonic() - weights["last"] < QUIET_S:
+        rclpy.spin_once(probe, timeout_sec=0.05)
     learner.send_signal(signal.SIGINT)
     results["learner_exit"] = learner.wait(60)
     results["learner_log"] = processes.log("learner")[-2000:]
