@@ -25,6 +25,11 @@ Algorithm = str
 """A registered algorithm name (`robo_rl.algorithms.registry`)."""
 
 
+MAX_NUM_ENVS = 2**20
+"""The most parallel environments a config may ask for: far above what a GPU trains (Isaac Lab: 4,096-65,536), below
+what takes a machine's memory before the first step (`--set task.num_envs=1e9` did, instead of an error)."""
+
+
 @dataclass(frozen=True)
 class TaskConfig:
     name: str = "pendulum"
@@ -46,8 +51,8 @@ class TaskConfig:
     """Actions of each chunk executed before the policy is asked again (receding horizon), 1..H; 0: all H."""
 
     def __post_init__(self) -> None:
-        if self.num_envs < 1:
-            raise ValueError(f"num_envs must be at least 1, got {self.num_envs}")
+        if not 1 <= self.num_envs <= MAX_NUM_ENVS:
+            raise ValueError(f"num_envs must be between 1 and {MAX_NUM_ENVS:,} (2**20), got {self.num_envs:,}")
         check_horizon(self.action_chunk, self.chunk_execute or None)
 
     @property

@@ -53,7 +53,7 @@ from robo_rl.real.derive import SOURCE_WRITERS
 from robo_rl.real.profile import InputSpec, history_source, source_input
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, message_class, set_fields
-from robo_rl.real.ros.spin import StartupError, StartupInputError, positive_seconds, profile_parameter, run
+from robo_rl.real.ros.spin import StartupInputError, positive_seconds, profile_parameter, run
 
 
 class SimBridge(Node):
@@ -101,7 +101,7 @@ class SimBridge(Node):
             self.outputs = [(spec, message_class(spec.type)) for spec in self.profile.inputs if not spec.derive]
             command_type = message_class(self.command_spec.type)
         except MessageTypeError as err:
-            raise StartupError(str(err)) from None
+            raise StartupInputError(str(err)) from None
         self.publishers_ = {
             spec.name: self.create_publisher(kind, spec.topic_name, qos_profile_sensor_data)
             for spec, kind in self.outputs
@@ -142,14 +142,14 @@ class SimBridge(Node):
             if history_source(o.source) is None and not self._derived(o.source) and o.name not in self.obs_index
         ]
         if missing:
-            raise StartupError(f"task observations lack the profile's {missing}")
+            raise StartupInputError(f"task observations lack the profile's {missing}")
 
     def _check_actions(self) -> None:
-        """StartupError unless the task acts with the profile's actions (names, in order): the commands read back
+        """StartupInputError unless the task acts with the profile's actions (names, in order): the commands read back
         into actions must mean to the simulator what they mean to the robot."""
         task_actions, profile_actions = list(self.env.action_spec.names), list(self.profile.action_names)
         if task_actions != profile_actions:
-            raise StartupError(
+            raise StartupInputError(
                 f"sim_bridge: task {self.task!r} acts with {task_actions}, the profile commands {profile_actions} "
                 "(set the task's action mode in the profile's task_params or the task_params parameter)"
             )
@@ -161,12 +161,12 @@ class SimBridge(Node):
             if spec.derive:
                 if spec.derive not in SOURCE_WRITERS:
                     message = f"sim_bridge cannot publish the input {spec.source!r} for derivation {spec.derive!r}"
-                    raise StartupError(message)
+                    raise StartupInputError(message)
                 writers[spec.source] = SOURCE_WRITERS[spec.derive]
         return writers
 
     def _check_drive(self) -> None:
-        """StartupError unless the simulated car takes what the profile's command sends its ESC."""
+        """StartupInputError unless the simulated car takes what the profile's command sends its ESC."""
         from robo_rl.actuator import DriveActuator
         from robo_rl.real.runtime import drive_mismatches
 
@@ -174,7 +174,7 @@ class SimBridge(Node):
         drive = actuator if isinstance(actuator, DriveActuator) else None
         problems = drive_mismatches(drive, self.command_spec)
         if problems:
-            raise StartupError(f"sim_bridge: task {self.task!r} does not take the profile's command: {problems}")
+            raise StartupInputError(f"sim_bridge: task {self.task!r} does not take the profile's command: {problems}")
 
     def _derived(self, source: str) -> bool:
         return any(spec.derive and spec.name == source_input(source) for spec in self.profile.inputs)

@@ -47,7 +47,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from robo_rl.real.ros.messages import MessageTypeError, message_class
-from robo_rl.real.ros.spin import StartupError, run
+from robo_rl.real.ros.spin import StartupError, StartupInputError, run
 
 DEFAULT_TOPICS = ["odom", "cmd_motors", "estop", "intervention", "/diagnostics"]
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
@@ -79,10 +79,10 @@ class Recorder(Node):
         self.topics = _topics(self, _string_list(self, "topics"))
         storage = str(self.get_parameter("storage").value)
         if storage not in STORAGES:
-            raise StartupError(f"parameter 'storage': must be one of {tuple(STORAGES)}, got {storage!r}")
+            raise StartupInputError(f"parameter 'storage': must be one of {tuple(STORAGES)}, got {storage!r}")
         output_dir = str(self.get_parameter("output_dir").value)
         if not output_dir:
-            raise StartupError("parameter 'output_dir' is empty")
+            raise StartupInputError("parameter 'output_dir' is empty")
         self.store = typestore_name()
         self.typestore = get_typestore(self.store)
         self.writer: Writer | None = open_bag(Path(output_dir), self.get_name(), STORAGES[storage])
@@ -186,7 +186,7 @@ def open_bag(output_dir: Path, name: str, storage: StoragePlugin) -> Writer:
         except WriterError:
             continue  # created by someone else meanwhile
         except OSError as err:
-            raise StartupError(f"cannot create the bag folder {path}: {err}") from None
+            raise StartupInputError(f"cannot create the bag folder {path}: {err}") from None
         return writer
     raise StartupError(f"no free bag folder name after {MAX_SUFFIX} tries: {base}")
 
@@ -302,14 +302,14 @@ def _string_list(node: Node, name: str) -> list[str]:
 def _topics(node: Node, names: Sequence[str]) -> list[str]:
     """Fully qualified topic names, in order, without duplicates; StartupError on an empty list or a bad name."""
     if not names:
-        raise StartupError("parameter 'topics' is empty (topic names to record, e.g. [odom, /diagnostics])")
+        raise StartupInputError("parameter 'topics' is empty (topic names to record, e.g. [odom, /diagnostics])")
     topics: list[str] = []
     for name in names:
         try:
             topic = node.resolve_topic_name(name)
         except RuntimeError as err:
             reason = str(err).removeprefix("failed to resolve name: ").split(", at ")[0]
-            raise StartupError(f"parameter 'topics': bad topic name {name!r}: {reason}") from None
+            raise StartupInputError(f"parameter 'topics': bad topic name {name!r}: {reason}") from None
         if topic not in topics:
             topics.append(topic)
     return topics

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from torch import Tensor
 
@@ -12,6 +13,7 @@ from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
 from robo_rl.envs import BatchedEnv
 from robo_rl.hil.demos import save_demos
+from robo_rl.hil.realtime import RealTimeEnv
 from robo_rl.runners.collect import collect_demonstrations
 
 DESCRIPTION = """\
@@ -76,6 +78,9 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"{', '.join(flag for flag, on in robot_only.items() if on)}: only with --robot PROFILE")
     num_envs = args.episodes if args.teleop == "simulated" else 1
     env = make(args.task, num_envs=num_envs, seed=args.seed, params=args.param)
+    if args.teleop != "simulated":  # a person drives: the simulated time passes as the wall clock does
+        env = RealTimeEnv(env)
+        terminal().print(f"{args.teleop}: one step every {env.dt:g} s, in real time")
     policy = _demonstrator(args.teleop, args.task, env, make_expert, args.gamepad)
     steps = env.max_episode_steps * (args.episodes // num_envs)
     demos = collect_demonstrations(env, policy, steps * num_envs, seed=args.seed)
@@ -126,9 +131,21 @@ def _demonstrator(
     if teleop == "gamepad":
         from robo_rl.hil.gamepad import GamepadConfig, GamepadTeleop
 
-        device = GamepadTeleop(1, low, high, GamepadConfig(device=gamepad))
+        if Path(gamepad).is_file():
+            raise ValueError(f"--gamepad {gamepad}: a regular file, not a joystick device (ls /dev/input/js*)")
+        pad = GamepadTeleop(1, low, high, GamepadConfig(device=gamepad))
+        device: Any = lambda: _connected(pad, gamepad)  # noqa: E731
     else:
         from robo_rl.hil.keyboard import KeyboardTeleop
 
-        device = KeyboardTeleop(1, low, high, center=getattr(env, "hover_action", None))
-    return lambda obs: device.poll(obs).action
+        keyboard = KeyboardTeleop(1, low, high, center=getattr(env, "hover_action", None))
+        device = lambda: keyboard  # noqa: E731
+    return lambda obs: device().poll(obs).action
+
+
+def _connected(pad: Any, gamepad: str) -> Any:
+    """`pad` while its joystick streams; ValueError (nothing is written) once it went away: a demonstration the
+    operator did not drive must not be recorded as one."""
+    if not pad.joystick.connected:
+        raise ValueError(f"--gamepad {gamepad}: the joystick stopped sending (unplugged?): nothing recorded")
+    return pad

@@ -44,9 +44,9 @@ def test_messages_carry_the_receive_time(recorded: dict[str, Any]) -> None:
         assert abs(recorded["wall_s"] - last) < 60.0  # node clock = system time, recorded just before
 
 
-def test_unknown_storage_exits_1_with_a_clear_message(ros_scenario: Callable[..., dict[str, Any]]) -> None:
+def test_unknown_storage_exits_2_with_a_clear_message(ros_scenario: Callable[..., dict[str, Any]]) -> None:
     result = ros_scenario("scenario_recorder.py", "bad-storage", timeout=60.0)
-    assert result["exit_code"] == 1, result["stderr"]
+    assert result["exit_code"] == 2, result["stderr"]  # a bad parameter value: bad input, as every node
     assert "parameter 'storage'" in result["stderr"] and "'zip'" in result["stderr"], result["stderr"]
     assert not result["bag_dir_created"]
 

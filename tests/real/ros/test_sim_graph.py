@@ -102,7 +102,7 @@ def test_sim_bridge_refuses_a_task_that_does_not_act_as_the_profile_commands(
     ros_scenario: Callable[..., dict[str, Any]],
 ) -> None:
     result = ros_scenario("scenario_sim_bridge_refusal.py")
-    assert result["exit_code"] == 1, result
+    assert result["exit_code"] == 2, result  # a parameter (task, task_params) that does not fit: bad input
     assert result["stderr"].strip().splitlines()[-1] == (
         "error: sim_bridge: task 'quadrotor/hover' acts with ['rotor_0', 'rotor_1', 'rotor_2', 'rotor_3'], the "
         "profile commands ['collective_thrust', 'roll_rate', 'pitch_rate', 'yaw_rate'] (set the task's action mode "

@@ -7,6 +7,7 @@ The joystick is a FIFO carrying the kernel's js_event records (see tests/real/te
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -80,3 +81,26 @@ def test_bad_settings_and_a_missing_pad_are_one_line_errors(tmp_path: Path, caps
     argv = ["train", "pendulum_sac", "--teleop", "gamepad", "--set", f"hil.gamepad.device={tmp_path / 'js3'}"]
     assert main([*argv, "--runs-root", str(tmp_path / "runs")]) == 2
     assert "hil.teleop=gamepad: no joystick at" in capsys.readouterr().err
+
+
+def test_record_demos_runs_in_real_time_and_a_pad_that_goes_away_records_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """record-demos with a person at the pad: paced to the task's dt (RealTimeEnv, 200 steps of 0.05 s), and when the
+    pad stops sending mid-episode, one line and no file: what it recorded was not driven by anyone."""
+    path, output = tmp_path / "js0", tmp_path / "demos.npz"
+    os.mkfifo(path)
+    writer = os.open(path, os.O_RDWR)
+    _send(writer, AXIS, 0, 8192)
+
+    def unplug() -> None:
+        time.sleep(0.3)
+        os.close(writer)
+
+    threading.Thread(target=unplug, daemon=True).start()
+    argv = ["record-demos", "pendulum", "--teleop", "gamepad", "--gamepad", str(path), "-o", str(output)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert "gamepad: one step every 0.05 s, in real time" in out
+    assert err.count("\n") == 1 and f"--gamepad {path}: the joystick stopped sending" in err, err
+    assert not output.exists()

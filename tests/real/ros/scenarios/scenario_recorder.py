@@ -5,7 +5,7 @@ std_msgs/Float32MultiArray on /r1/cmd (data = [i, -i]), published once the recor
 what the bag holds. MODE `kill`: the same, but the recorder is killed (SIGKILL) once its flush is on disk;
 reports the bag's files and sizes (no metadata.yaml, but the flushed messages in the .mcap). Both wait until the
 .mcap on disk holds the payload and has not grown for STABLE_S, not for a fixed time. MODE `bad-storage`:
-the recorder with storage `zip`, which must exit 1 at once.
+the recorder with storage `zip`, which must exit 2 at once.
 """
 
 from __future__ import annotations
