@@ -27,7 +27,7 @@ SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 \
 	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm \
 	g++ python3-dev
 
-$(STAMP): $(PY) pyproject.toml setup.py
+$(STAMP): $(PY) pyproject.toml
 	@$(MAKE) --no-print-directory system-deps
 	$(PIP) install $(TORCH)
 	$(PIP) install -e ".[train,sim,export,dev]"
@@ -42,7 +42,7 @@ $(L2F_STAMP): $(STAMP)
 
 # The simulators' numba kernels, compiled into their disk cache whenever their sources change (about 25 s), so that
 # no run or test pays for it (a test with a deadline would otherwise).
-NUMBA_SOURCES := sim/numba_support.py $(wildcard sim/*/equations.py sim/*/fused.py)
+NUMBA_SOURCES := robo_rl/sim/numba_support.py $(wildcard robo_rl/sim/*/equations.py robo_rl/sim/*/fused.py)
 NUMBA_STAMP := $(VENV)/.numba-cache
 $(NUMBA_STAMP): $(STAMP) $(NUMBA_SOURCES)
 	@echo "compiling the simulators' numba steps into their disk cache"
@@ -65,7 +65,7 @@ ROS_WHEELS := rclpy rmw-fastrtps-cpp std-msgs geometry-msgs sensor-msgs nav-msgs
 	lifecycle-msgs diagnostic-msgs
 ROS_STAMP := $(VENV_ROS)/.installed-$(ROS_DISTRO)
 
-$(ROS_STAMP): pyproject.toml setup.py
+$(ROS_STAMP): pyproject.toml
 	rm -rf $(VENV_ROS)
 	$(PYTHON) -m venv $(VENV_ROS)
 	$(PY_ROS) -m pip install --upgrade pip setuptools wheel
@@ -106,7 +106,7 @@ PY_MJLAB := $(VENV_MJLAB)/bin/python
 MJLAB := mjlab==1.6.0
 MJLAB_STAMP := $(VENV_MJLAB)/.installed
 
-$(MJLAB_STAMP): pyproject.toml setup.py
+$(MJLAB_STAMP): pyproject.toml
 	rm -rf $(VENV_MJLAB)
 	$(PYTHON) -m venv $(VENV_MJLAB)
 	$(PY_MJLAB) -m pip install --upgrade pip setuptools wheel
@@ -140,7 +140,7 @@ demo: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 # training tests do not end up queued behind each other; the 20 slowest tests are listed at the end.
 # Lint (ruff), format check and type check (mypy, on the files [tool.mypy] lists) come first, then the tests.
 TEST_WORKERS ?= 2
-LINTED := robo_rl sim real firmware_export tests bench
+LINTED := robo_rl tests bench
 test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2

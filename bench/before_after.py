@@ -4,8 +4,9 @@ anything down?
     python bench/before_after.py --ref 224e80b [--hover-seeds 3] [--pendulum-seeds 3] [--rounds 1]
 
 The older commit is checked out as a git worktree (under /tmp) and imported in place of the installed robo_rl
-through a folder of links put first on PYTHONPATH (`robo_rl` → its robo_rl/, with its sim/, real/ and
-firmware_export/ linked in as the installed package maps them), so both sides share this venv. Each round runs,
+through a folder of links put first on PYTHONPATH (`robo_rl` → its robo_rl/; a commit from before the one-package
+layout has its top-level sim/, real/ and firmware_export/ linked in as its setup.py mapped them), so both sides
+share this venv. Each round runs,
 one process at a time, alternating sides: the hover gate (`bench/hover_gate.py --algos ppo`) and Pendulum to -200
 (`bench/pendulum_vs_sb3.py --only robo --only sb3_ppo`), each side with its own copy of the benchmark script.
 Ratios are after / before from the same run; writes bench/results/before_after.json.
@@ -27,7 +28,7 @@ from machine import machine_info
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "before_after.json"
 MAPPED = {"sim": "sim", "real": "real", "firmware_export": "firmware_export"}
-"""robo_rl subpackages that live outside robo_rl/ in the source tree."""
+"""robo_rl subpackages that lived outside robo_rl/ in the source tree before the one-package layout."""
 METRICS = (
     ("ppo", "median_seconds_from_process_start"),
     ("robo", "median_wall_time_s"),
@@ -53,7 +54,8 @@ def shadow_package(tree: Path) -> Path:
     for child in (tree / "robo_rl").iterdir():
         _link(package / child.name, child)
     for name, source in MAPPED.items():
-        _link(package / name, tree / source)
+        if (tree / source / "__init__.py").is_file():  # the old layout
+            _link(package / name, tree / source)
     return folder
 
 

@@ -6,7 +6,7 @@ fixed tuples `tuple[X, Y]` and nested dataclasses (given as mappings; missing ke
 Unknown keys, wrong types and nulls for non-optional fields raise `ConfigError`, whose message is one line
 naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fast'`.
 
-Only the standard library and PyYAML are used, so `real/` (no torch) can load configs too.
+Only the standard library and PyYAML are used, so `robo_rl.real` (no torch) can load configs too.
 """
 
 from __future__ import annotations

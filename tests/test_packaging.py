@@ -1,4 +1,5 @@
-"""The installed layout: sim/, real/ and firmware_export/ exist only as robo_rl.* and real/ stays torch-free.
+"""The installed layout: one package, robo_rl, with sim, real and firmware_export only as its subpackages (no
+top-level `sim`, `real` or `firmware_export`), and the deploy side (robo_rl.real, robo_rl.firmware_export) torch-free.
 
 Each check runs the venv's python in a fresh process outside the repository, so neither the source tree on
 sys.path nor modules imported by pytest can make it pass.
@@ -60,7 +61,7 @@ print(json.dumps({"names": names(), "obs": list(env.reset(seed=0).shape), "quad"
     assert result["obs"] == [2, 3] and result["quad"]
 
 
-@pytest.mark.parametrize("module", ["robo_rl", "robo_rl.real", "robo_rl.config"])
+@pytest.mark.parametrize("module", ["robo_rl", "robo_rl.real", "robo_rl.config", "robo_rl.firmware_export.targets"])
 def test_deployment_side_does_not_import_torch(module: str, tmp_path: Path) -> None:
     code = f"""
 import json, sys

@@ -17,7 +17,7 @@ part a small single-input ONNX chain (base64 of the serialized model), and the C
   clamp(x, -1, 1), the sampler's own `ActionScaler` values.
 
 Float32 values are written exactly (JSON numbers that parse back to the same float32). The graph that onnxruntime
-and `real/` run is not changed.
+and `robo_rl.real` run is not changed.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 The file's metadata carries everything deployment needs to check that it drives the right robot: observation
 names/order/units/bounds, action names/bounds/units, control period, and provenance (config hash, git hash,
-robo_rl version), in the keys `robo_rl.artifact` defines. `real/` and `firmware_export/` read only this file.
+robo_rl version), in the keys `robo_rl.artifact` defines. `robo_rl.real` and `robo_rl.firmware_export` read only
+this file.
 """
 
 from __future__ import annotations

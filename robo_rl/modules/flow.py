@@ -5,7 +5,7 @@ fits it to demonstrated actions (`robo_rl.modules.flow_losses.flow_matching_loss
 N(0, I) and integrates `steps` Euler steps, so a flow policy can represent demonstrations with several modes (pass
 an obstacle left *or* right) where a Gaussian policy averages them. The exported actor fixes `steps` and the noise
 (a seeded draw, stored in the model: zero noise would sit between symmetric modes), so it is one deterministic
-obs → action graph that onnxruntime, `real/` and firmware export run unchanged.
+obs → action graph that onnxruntime, `robo_rl.real` and the firmware export run unchanged.
 """
 
 from __future__ import annotations

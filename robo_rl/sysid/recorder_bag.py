@@ -1,5 +1,5 @@
 """Flight logs from a robo_rl recorder bag (rosbag2, MCAP or sqlite3; `robo_rl.real.ros.recorder`) of a quadrotor
-flown with the quadrotor_crazyflie profile (real/profiles/quadrotor_crazyflie.yaml).
+flown with the quadrotor_crazyflie profile (robo_rl/real/profiles/quadrotor_crazyflie.yaml).
 
 Topics (relative to the namespace): `odom`, nav_msgs/msg/Odometry with the pose in a z-up world frame and the twist
 in the body frame (REP 105, as the profile and `robo_rl.real.derive.quadrotor_state` read it), and `cmd_motors`,

@@ -23,12 +23,12 @@ from robo_rl.real.ros.params_file import ParamsFileError, check_params_file, par
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
 
 REPO = Path(robo_rl.__file__).resolve().parents[1]
-PROFILE = REPO / "real" / "profiles" / "rc_car.yaml"
+PROFILE = REPO / "robo_rl" / "real" / "profiles" / "rc_car.yaml"
 PARAMS = REPO / "launch" / "params" / "rc_car.yaml"
 OTHER_FILES = {
     "config": REPO / "robo_rl" / "configs" / "pendulum_ppo.yaml",
     "launch": REPO / "launch" / "sim_rc_car.launch.yaml",
-    "track": REPO / "sim" / "rc_car" / "tracks" / "oval.csv",
+    "track": REPO / "robo_rl" / "sim" / "rc_car" / "tracks" / "oval.csv",
     "profile": PROFILE,
     "params": PARAMS,
 }

@@ -85,10 +85,10 @@ def good_files(tmp_path_factory: pytest.TempPathFactory) -> GoodFiles:
         "task": run / "task.yaml",
         "launch": REPO / "launch" / "hardware_quadrotor.launch.yaml",
         "params": REPO / "launch" / "params" / "quadrotor.yaml",
-        "track": REPO / "sim" / "rc_car" / "tracks" / "oval.csv",
+        "track": REPO / "robo_rl" / "sim" / "rc_car" / "tracks" / "oval.csv",
         "demos": root / "demos.npz",
         "buffer": root / "buffer.pt",
-        "profile": REPO / "real" / "profiles" / "quadrotor_crazyflie.yaml",
+        "profile": REPO / "robo_rl" / "real" / "profiles" / "quadrotor_crazyflie.yaml",
     }
     return GoodFiles(run, files)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness import BIN, finish
 
 REPO = Path(__file__).resolve().parents[4]
-PROFILE = (REPO / "real" / "profiles" / "rc_car.yaml").read_bytes()
+PROFILE = (REPO / "robo_rl" / "real" / "profiles" / "rc_car.yaml").read_bytes()
 PARAMS = (REPO / "launch" / "params" / "rc_car.yaml").read_bytes()
 TRUNCATED_PROFILE = PROFILE[: PROFILE.index(b"observations:") + 5]  # inside a key
 TRUNCATED_PARAMS = PARAMS[: PARAMS.index(b"ros__param") + 4]
