@@ -134,7 +134,7 @@ class RobotEnv:
         self._reset_phase()
         self.safety.reset()
         self._measure()
-        self.assembler = ObservationAssembler(self.profile.observations, self.profile.action_names, self.safe)
+        self.assembler = ObservationAssembler(self.profile.observations, self.profile.action_names, self.safe.tolist())
         obs = self._ready_observation()
         self.episode.begin()
         self.steps = 0

@@ -26,8 +26,9 @@ class MessageTypeError(ValueError):
     """A message type cannot be imported, or a path names no field of it."""
 
 
-def message_class(type_name: str) -> type:
-    """The Python class of `pkg/msg/Name`; MessageTypeError says which package to install when it is absent."""
+def message_class(type_name: str) -> Any:
+    """The Python class of `pkg/msg/Name` (a generated rosidl class: Any to the type checker); MessageTypeError
+    says which package to install when it is absent."""
     package, kind, name = [*type_name.split("/"), "", ""][:3]
     if kind != "msg" or not package or not name:
         raise MessageTypeError(f"{type_name!r}: expected pkg/msg/Name")
