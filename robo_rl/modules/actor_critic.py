@@ -45,6 +45,9 @@ class PolicyConfig:
 class ActionScaler(nn.Module):
     """Maps normalized actions in [-1, 1] onto `[low, high]`, clipping first."""
 
+    center: torch.Tensor
+    half_range: torch.Tensor
+
     def __init__(self, low: torch.Tensor, high: torch.Tensor) -> None:
         super().__init__()
         self.register_buffer("center", (high + low) / 2)

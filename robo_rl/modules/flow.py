@@ -25,6 +25,15 @@ from robo_rl.modules.normalizer import make_normalizer
 class FlowPolicy(nn.Module):
     """Velocity field v(x, t | obs) over normalized actions `(B, action_dim)`, sampled with `steps` Euler steps."""
 
+    action_dim: int
+    steps: int
+    obs_normalizer: nn.Module
+    net: nn.Sequential
+    scaler: ActionScaler
+    fixed_noise: torch.Tensor
+    action_loc: torch.Tensor
+    action_scale: torch.Tensor
+
     def __init__(
         self,
         obs_dim: int,
@@ -120,10 +129,15 @@ class ExportableFlowSampler(nn.Module):
     divided by scale (bias shifted by -W_x loc / scale) and its outputs multiplied by scale.
     """
 
+    loc: torch.Tensor
+    scale: torch.Tensor
+    noise: torch.Tensor
+    times: torch.Tensor
+
     def __init__(
         self,
         normalizer: nn.Module,
-        net: nn.Module,
+        net: nn.Sequential,
         scaler: ActionScaler,
         noise: torch.Tensor,
         steps: int,
@@ -161,7 +175,7 @@ class ExportableFlowSampler(nn.Module):
         return self.scaler(x)
 
 
-def _folded(net: nn.Module, loc: torch.Tensor, scale: torch.Tensor) -> nn.Module:
+def _folded(net: nn.Sequential, loc: torch.Tensor, scale: torch.Tensor) -> nn.Sequential:
     """A copy of the velocity MLP over [features, x', t] in action units (see ExportableFlowSampler)."""
     if bool((loc == 0).all()) and bool((scale == 1).all()):
         return net
@@ -173,7 +187,7 @@ def _folded(net: nn.Module, loc: torch.Tensor, scale: torch.Tensor) -> nn.Module
     with torch.no_grad():
         w_x = first.weight[:, columns].clone()
         first.weight[:, columns] = w_x / scale
-        first.bias -= w_x @ (loc / scale)
-        last.weight *= scale.unsqueeze(-1)
-        last.bias *= scale
+        first.bias.sub_(w_x @ (loc / scale))
+        last.weight.mul_(scale.unsqueeze(-1))
+        last.bias.mul_(scale)
     return nn.Sequential(*layers)

@@ -18,6 +18,10 @@ class EmpiricalNormalizer(nn.Module):
     updated only by explicit `update()` calls during training, never by `forward`.
     """
 
+    mean: torch.Tensor
+    var: torch.Tensor
+    count: torch.Tensor
+
     def __init__(self, dim: int, clip: float = 10.0, eps: float = 1e-8) -> None:
         super().__init__()
         self.clip = clip

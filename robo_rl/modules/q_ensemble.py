@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,7 +21,12 @@ from torch import nn
 
 from robo_rl.modules.mlp import Activation
 
-_ACTIVATIONS = {"elu": F.elu, "relu": F.relu, "tanh": torch.tanh, "leaky_relu": F.leaky_relu}
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "elu": F.elu,
+    "relu": F.relu,
+    "tanh": torch.tanh,
+    "leaky_relu": F.leaky_relu,
+}
 _OLD_KEY = re.compile(r"members\.(\d+)\.(\d+)\.(weight|bias)$")
 
 

@@ -109,6 +109,9 @@ class ReinFlowPolicy(nn.Module):
         cfg: steps, noise bounds and networks.
     """
 
+    times: torch.Tensor
+    updates: torch.Tensor
+
     def __init__(self, flow: FlowPolicy, critic_obs_dim: int, cfg: ReinFlowConfig = ReinFlowConfig()) -> None:
         super().__init__()
         self.cfg = cfg
@@ -117,7 +120,9 @@ class ReinFlowPolicy(nn.Module):
         self.steps, self.step_dim = cfg.steps, self.flow.action_dim
         self.action_dim = (cfg.steps + 1) * self.step_dim
         """Width of what the rollout stores per step: the chain x_0 … x_K."""
-        feature_dim = self.flow.net[0].in_features - self.step_dim - 1
+        first = self.flow.net[0]
+        assert isinstance(first, nn.Linear), "the flow's velocity net starts with a Linear layer"
+        feature_dim = first.in_features - self.step_dim - 1
         self.noise = NoiseNet(feature_dim, self.step_dim, cfg)
         self.critic_obs_dim = critic_obs_dim
         self.critic_normalizer = make_normalizer(critic_obs_dim, True)

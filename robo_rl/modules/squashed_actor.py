@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -19,8 +20,16 @@ LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
 ACTION_EDGE = 1e-3
 
 
+class _Parts(NamedTuple):
+    """The pieces both actors share: obs normalizer, network with `outputs` heads per action, action scaler."""
+
+    action_dim: int
+    obs_normalizer: nn.Module
+    net: nn.Module
+    scaler: ActionScaler
+
+
 def _build_parts(
-    actor: nn.Module,
     obs_dim: int,
     outputs: int,
     action_low: torch.Tensor,
@@ -28,12 +37,14 @@ def _build_parts(
     hidden: tuple[int, ...],
     activation: Activation,
     normalize_obs: bool,
-) -> None:
-    """Give `actor` the pieces both actors share: obs normalizer, network with `outputs` heads, scaler."""
-    actor.action_dim = int(action_low.numel())
-    actor.obs_normalizer = make_normalizer(obs_dim, normalize_obs)
-    actor.net = mlp(obs_dim, hidden, outputs * actor.action_dim, activation)
-    actor.scaler = ActionScaler(action_low.float(), action_high.float())
+) -> _Parts:
+    action_dim = int(action_low.numel())
+    return _Parts(
+        action_dim,
+        make_normalizer(obs_dim, normalize_obs),
+        mlp(obs_dim, hidden, outputs * action_dim, activation),
+        ActionScaler(action_low.float(), action_high.float()),
+    )
 
 
 def squashed_log_prob(pre_tanh: torch.Tensor, mean: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
@@ -57,7 +68,11 @@ class SquashedGaussianActor(nn.Module):
         normalize_obs: bool = True,
     ) -> None:
         super().__init__()
-        _build_parts(self, obs_dim, 2, action_low, action_high, hidden, activation, normalize_obs)
+        parts = _build_parts(obs_dim, 2, action_low, action_high, hidden, activation, normalize_obs)
+        self.action_dim: int = parts.action_dim
+        self.obs_normalizer: nn.Module = parts.obs_normalizer
+        self.net: nn.Module = parts.net
+        self.scaler: ActionScaler = parts.scaler
 
     def _mean_log_std(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = self.net(self.obs_normalizer(obs)).chunk(2, dim=-1)
@@ -97,7 +112,11 @@ class TanhActor(nn.Module):
         normalize_obs: bool = True,
     ) -> None:
         super().__init__()
-        _build_parts(self, obs_dim, 1, action_low, action_high, hidden, activation, normalize_obs)
+        parts = _build_parts(obs_dim, 1, action_low, action_high, hidden, activation, normalize_obs)
+        self.action_dim: int = parts.action_dim
+        self.obs_normalizer: nn.Module = parts.obs_normalizer
+        self.net: nn.Module = parts.net
+        self.scaler: ActionScaler = parts.scaler
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.net(self.obs_normalizer(obs)))
