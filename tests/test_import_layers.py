@@ -68,6 +68,11 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
         ),
         "the deploy package needs no torch, simulator or training code",
     ),
+    (
+        ("robo_rl.real",),
+        ("robo_rl.real.ros", "rclpy"),
+        "the deploy core (node_core, controller, safety, ...) is ROS-free: only robo_rl.real.ros uses rclpy",
+    ),
     (("robo_rl.sim",), TRAINING, "simulators know nothing of training"),
     (("robo_rl",), ("robo_rl.cli",), "only the CLI imports the CLI"),
     (

@@ -3,8 +3,9 @@
 Pipeline: `ObservationAssembler` (message fields → obs by name) → `PolicyRuntime` (onnxruntime, metadata checked
 against a `RobotProfile`) → `SafetyFilter` (non-finite guard, clip, rate limits, e-stop latch), gated by a
 `Watchdog` (stale observations → safe command), run at a fixed rate by `ControlLoop`. `PolicyController` wires
-them; thin rclpy nodes (`robo_rl.real.ros`, not written yet) are to convert messages only. onnxruntime is
-imported when a policy loads.
+them, and `NodeCore` (node_core.py) is a node's control logic on injected clocks; `robo_rl.real.fault` names why
+a safe command went out. The rclpy nodes (`robo_rl.real.ros`) convert messages only; nothing else here imports
+ROS (tests/test_import_layers.py). onnxruntime is imported when a policy loads.
 """
 
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler

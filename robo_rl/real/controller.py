@@ -29,6 +29,7 @@ from robo_rl.real.command import (
     select_command,
     trajectory_timing,
 )
+from robo_rl.real.fault import Fault, FaultKind
 from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, CommandSpec, RobotProfile, held_joint_sources
 from robo_rl.real.runtime import PolicyRuntime
 from robo_rl.real.safety import SafetyFilter, SafetyResult
@@ -186,7 +187,7 @@ class PolicyController:
         try:
             obs = self.assembler(self.fields)
         except MissingFieldError as err:
-            return self._safe(str(err)), None
+            return self._safe(Fault(FaultKind.MISSING_FIELDS, message=str(err))), None
         action = self._action(obs)
         if action is None:
             return self._safe(self._spent_fault()), None
@@ -205,24 +206,25 @@ class PolicyController:
             self.chunk_stamp = self.observed_at
         return self.chunks.due(now)
 
-    def _safe(self, fault: str) -> SafetyResult:
+    def _safe(self, fault: Fault) -> SafetyResult:
         """The safe command; queued chunks are dropped (after a fault, control restarts from a fresh one)."""
         if self.chunks is not None:
             self.chunks.clear()
         return self.safety.safe_command(fault)
 
-    def _spent_fault(self) -> str:
+    def _spent_fault(self) -> Fault:
         horizon = self.runtime.action_chunk * self.profile.dt
         age = self.clock() - self.chunk_stamp
-        return f"action chunk spent: the newest chunk covers {horizon:g} s, its observation is {age:.3f} s old"
+        detail = f"the newest chunk covers {horizon:g} s, its observation is {age:.3f} s old"
+        return Fault(FaultKind.CHUNK_SPENT, detail)
 
-    def _stale_fault(self, stale: list[str]) -> str:
+    def _stale_fault(self, stale: list[str]) -> Fault:
         if len(stale) == len(self.watchdogs):
-            return "stale observation"
-        return f"stale observation: no {', '.join(stale)} for {self.timeout} s"
+            return Fault(FaultKind.STALE)
+        return Fault(FaultKind.STALE, f"no {', '.join(stale)} for {self.timeout} s")
 
 
-HOMING = "going home (go_home asked)"
+HOMING = Fault(FaultKind.HOMING, message="going home (go_home asked)")
 """The fault of the move home: the policy's commands are not sent."""
 
 

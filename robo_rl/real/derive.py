@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from robo_rl.real import frames
-from robo_rl.real.profile import InputSpec
+from robo_rl.real.profile import InputSpec, RobotProfile
 
 AXES = ("x", "y", "z")
 
@@ -157,3 +157,12 @@ def derive(spec: InputSpec, fields: Mapping[str, float], target: Sequence[float]
     if spec.derive == "px4_state":
         return px4_state(spec.name, spec.source, fields, target)
     raise ValueError(f"unknown derivation {spec.derive!r}")
+
+
+def derived_fields(profile: RobotProfile, fields: dict[str, float], target: Sequence[float]) -> dict[str, float]:
+    """The fields of every derived input, computed from the current `fields`."""
+    derived: dict[str, float] = {}
+    for spec in profile.inputs:
+        if spec.derive:
+            derived |= derive(spec, fields, target)
+    return derived

@@ -16,14 +16,12 @@ from typing import Any
 
 from robo_rl.chunks.execution import EXECUTION_MODES, ChunkExecution
 from robo_rl.real.controller import ControlOutput, PolicyController
+from robo_rl.real.derive import derived_fields
+from robo_rl.real.fault import Fault, FaultKind, InputError, Level, fault_level
 from robo_rl.real.latency import LatencyStats
-from robo_rl.real.ros.diagnostics import ERROR, OK, WARN
-from robo_rl.real.ros.inputs import InputError, derived_fields
 from robo_rl.real.safety import SafetyResult
 
 TRIGGERS = ("observation", "timer")
-ERROR_FAULTS = ("non-finite", "e-stop", "missed deadlines")
-"""Faults reported at ERROR level (by prefix); the others (stale or missing inputs, stop reasons) are WARN."""
 
 Decoder = Callable[[Any], dict[str, float]]
 """A message of one input → its flat fields (`odom.twist.twist.linear.x` → value)."""
@@ -178,7 +176,7 @@ class PolicyNodeCore:
         halt()
         with self.lock:
             self.controller.stop_homing()
-            result = self.controller.safety.safe_command(reason)
+            result = self.controller.safety.safe_command(Fault(FaultKind.STOPPED, message=reason))
         self._send(self._output(result), None, None)
         return True
 
@@ -256,7 +254,9 @@ class PolicyNodeCore:
     def _send(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:
         if output.safety.withheld:  # a held pose before any measured one: nothing is sent, not even the home pose
             self.counters.withheld_commands += 1
-            self._status(f"{output.safety.fault} (nothing sent: no measured pose yet)")
+            fault = output.safety.fault
+            withheld = " (nothing sent: no measured pose yet)"
+            self._status(fault.with_detail(withheld) if isinstance(fault, Fault) else f"{fault}{withheld}")
             return
         self.publish_command(output.fields, output.safety.fault)
         self._account(output, received, stamp)
@@ -268,7 +268,7 @@ class PolicyNodeCore:
         fault = output.safety.fault
         if received is not None and not fault:
             counters.compute_latency.record(self.now_monotonic() - received)
-        latched = ""
+        latched: Fault | None = None
         if stamp:
             latency = (self.now_ros_ns() - stamp) * 1e-9
             counters.stamp_latency.record(latency)
@@ -285,19 +285,19 @@ class PolicyNodeCore:
             self.counters.last_fault = fault
             self.status_changed(*fault_status(fault))
 
-    def _deadline(self, latency: float) -> str:
-        """Count a late command; the fault when it latches the e-stop, "" otherwise."""
+    def _deadline(self, latency: float) -> Fault | None:
+        """Count a late command; the fault when it latches the e-stop, None otherwise."""
         counters = self.counters
         if latency <= self.deadline:
             counters.consecutive_missed = 0
-            return ""
+            return None
         counters.missed_deadlines += 1
         counters.consecutive_missed += 1
         limit = self.settings.max_missed_deadlines
         if limit > 0 and counters.consecutive_missed >= limit and not self.controller.safety.estopped:
             self.controller.safety.estop()
-            return f"missed deadlines: {counters.consecutive_missed} in a row, e-stop latched"
-        return ""
+            return Fault(FaultKind.MISSED_DEADLINES, f"{counters.consecutive_missed} in a row, e-stop latched")
+        return None
 
     # ---------------------------------------------------------------------------------------------- diagnostics
 
@@ -315,12 +315,11 @@ class PolicyNodeCore:
         return values
 
 
-def fault_status(fault: str) -> tuple[int, str]:
-    """The status for a command's fault: (OK, "active") without one; ERROR for `ERROR_FAULTS`, WARN otherwise."""
+def fault_status(fault: str) -> tuple[Level, str]:
+    """The status for a command's fault: (OK, "active") without one, else its kind's level (`robo_rl.real.fault`)."""
     if not fault:
-        return OK, "active"
-    level = ERROR if any(fault.startswith(kind) for kind in ERROR_FAULTS) else WARN
-    return level, f"safe command: {fault}"
+        return Level.OK, "active"
+    return fault_level(fault), f"safe command: {fault}"
 
 
 def stamp_ns(message: object) -> int | None:

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robo_rl.real.fault import NO_FAULT, Fault, FaultKind
 from robo_rl.real.profile import ActionLimit
+
+ESTOP = Fault(FaultKind.ESTOP)
 
 
 @dataclass(frozen=True)
@@ -16,8 +19,8 @@ class SafetyResult:
 
     command: np.ndarray
     """Command `(action_dim,)` in the policy's units, safe to send (unless `withheld`)."""
-    fault: str
-    """Why the safe command was sent instead of the policy's ("" when it was not): non-finite, e-stop, stale."""
+    fault: Fault | str
+    """Why the safe command was sent instead of the policy's (`NO_FAULT`, "", when it was not): a `Fault`."""
     clipped: bool
     """Some element was outside its bounds and was clipped."""
     rate_limited: bool
@@ -59,7 +62,7 @@ class SafetyFilter:
         self.hold_measured = hold_measured
         self.previous = self.safe.copy()
         self.estopped = False
-        self.estop_reason = "e-stop"
+        self.estop_reason = ESTOP
         self.fault_count = 0
         self.measured: np.ndarray | None = None
         """The last measured pose `(action_dim,)`, clipped to the bounds (hold_measured only)."""
@@ -71,8 +74,8 @@ class SafetyFilter:
         """The last command this filter gave since `reset()` (hold_measured only: a held pose's duration is timed
         from it)."""
 
-    def estop(self, reason: str = "e-stop") -> None:
-        """Latch the safe command, with `reason` (starting "e-stop") as its fault; only `reset()` clears it."""
+    def estop(self, reason: Fault = ESTOP) -> None:
+        """Latch the safe command, with `reason` (of kind ESTOP) as its fault; only `reset()` clears it."""
         self.estopped = True
         self.estop_reason = reason
 
@@ -102,7 +105,7 @@ class SafetyFilter:
         seconds = np.abs(end - start) / self.rate_limit
         return max(self.dt, float(np.max(seconds)))
 
-    def safe_command(self, fault: str) -> SafetyResult:
+    def safe_command(self, fault: Fault) -> SafetyResult:
         """The safe command, sent because of `fault` (e.g. "stale observation")."""
         self.fault_count += 1
         if not self.hold_measured:
@@ -115,13 +118,13 @@ class SafetyFilter:
             return SafetyResult(self.safe.copy(), fault, clipped=False, rate_limited=False, withheld=True)
         return self._sent(self.held, fault, self.travel_time(self.sent, self.held))
 
-    def home_command(self, reason: str) -> SafetyResult:
+    def home_command(self, reason: Fault) -> SafetyResult:
         """The move home (the actions' `safe` values), timed from the measured pose (`travel_time`), with `reason`
         as its fault; withheld while no pose has been measured, held as `safe_command` while e-stopped."""
         if self.estopped:
             return self.safe_command(self.estop_reason)
         if self.measured is None:
-            return self.safe_command(f"{reason}: no measured pose yet")
+            return self.safe_command(reason.with_detail(": no measured pose yet"))
         self.held = None
         self.restart_from_measured = True
         return self._sent(self.safe, reason, self.travel_time(self.measured, self.safe))
@@ -134,12 +137,14 @@ class SafetyFilter:
         if self.estopped:
             return self.safe_command(self.estop_reason)
         if not np.all(np.isfinite(action)):
-            return self.safe_command("non-finite action")
+            return self.safe_command(Fault(FaultKind.NON_FINITE, message="non-finite action"))
         if observation is not None and not np.all(np.isfinite(observation)):
-            return self.safe_command("non-finite observation")
+            return self.safe_command(Fault(FaultKind.NON_FINITE, message="non-finite observation"))
         if self.restart_from_measured:
             if self.measured is None:
-                return self.safe_command("no measured pose to start the rate limits from")
+                return self.safe_command(
+                    Fault(FaultKind.NO_POSE, message="no measured pose to start the rate limits from")
+                )
             self.previous, self.held, self.restart_from_measured = self.measured.copy(), None, False
         clipped = np.clip(action, self.low, self.high)
         limited = np.clip(clipped, self.previous - self.max_step, self.previous + self.max_step)
@@ -148,12 +153,12 @@ class SafetyFilter:
             self.sent = limited.copy()
         return SafetyResult(
             limited.copy(),
-            "",
+            NO_FAULT,
             clipped=bool(np.any(clipped != action)),
             rate_limited=bool(np.any(limited != clipped)),
             duration=self.dt if self.hold_measured else 0.0,
         )
 
-    def _sent(self, command: np.ndarray, fault: str, duration: float) -> SafetyResult:
+    def _sent(self, command: np.ndarray, fault: Fault, duration: float) -> SafetyResult:
         self.previous, self.sent = command.copy(), command.copy()
         return SafetyResult(command.copy(), fault, clipped=False, rate_limited=False, duration=duration)

@@ -36,6 +36,7 @@ from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_fields, measured_actions, trajectory_timing
 from robo_rl.real.episode import EpisodeManager
+from robo_rl.real.fault import Fault, FaultKind
 from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, RobotProfile, held_joint_sources
 from robo_rl.real.runtime import profile_drive
 from robo_rl.real.safety import SafetyFilter, SafetyResult
@@ -156,7 +157,8 @@ class RobotEnv:
                 prompted = self.episode.prompt
                 self.say(f"robot {self.profile.name}: {prompted}")
             if self._estop_now() or self.episode.waiting_for_operator:
-                self._send(self.safety.safe_command("reset"))  # the safe command (an arm: its measured pose, held)
+                # the safe command (an arm: its measured pose, held)
+                self._send(self.safety.safe_command(Fault(FaultKind.STOPPED, message="reset")))
             else:
                 self._send(self.safety(self.episode.reset_action(self.safe)))  # a scripted move, filtered
             self._wait()
@@ -171,7 +173,7 @@ class RobotEnv:
             if self.clock() > deadline:
                 silent = self.link.stale_inputs() or ["(fields missing)"]
                 raise RuntimeError(f"robot not ready after {self.cfg.ready_timeout} s: no {', '.join(silent)}")
-            self._send(self.safety.safe_command("waiting for the robot"))
+            self._send(self.safety.safe_command(Fault(FaultKind.STOPPED, message="waiting for the robot")))
             self._wait()
         return obs
 
@@ -189,7 +191,7 @@ class RobotEnv:
         executed, _ = self.box.clip_action(proposed if operator is None else operator)
         result = self.safety(executed, self.obs)
         if self._estop_now():  # pressed during the last period: this step ends the episode, with the robot held
-            result = self.safety.safe_command("estop")
+            result = self.safety.safe_command(Fault(FaultKind.ESTOP, message="estop"))
         self._send(result)
         self.assembler.record_action(result.command)
         self._wait()

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from robo_rl.real.controller import PolicyController
+from robo_rl.real.fault import Fault, FaultKind, Level
 from robo_rl.real.loop import ControlLoop
 from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore, fault_status, stamp_ns
 from robo_rl.real.profile import RobotProfile, load_profile, source_input
@@ -341,14 +342,21 @@ def test_fault_changes_set_the_status_level(policy_file: Callable[[str], Path], 
 
 
 def test_fault_status_classification() -> None:
+    """The level is the fault's kind's (robo_rl.real.fault), not a guess from its text."""
     assert fault_status("") == (OK, "active")
-    assert fault_status("non-finite action") == (ERROR, "safe command: non-finite action")
-    assert fault_status("e-stop") == (ERROR, "safe command: e-stop")
-    assert fault_status("missing observation fields: odom.x") == (
+    non_finite = Fault(FaultKind.NON_FINITE, message="non-finite action")
+    assert fault_status(non_finite) == (ERROR, "safe command: non-finite action")
+    assert fault_status(Fault(FaultKind.ESTOP)) == (ERROR, "safe command: e-stop")
+    assert fault_status(Fault(FaultKind.ESTOP, message="estop")) == (ERROR, "safe command: estop")  # not its prefix
+    assert fault_status(Fault(FaultKind.MISSING_FIELDS, message="missing observation fields: odom.x")) == (
         WARN,
         "safe command: missing observation fields: odom.x",
     )
-    assert fault_status("deactivated") == (WARN, "safe command: deactivated")
+    assert fault_status(Fault(FaultKind.STOPPED, message="deactivated")) == (WARN, "safe command: deactivated")
+    assert fault_status(Fault(FaultKind.STALE, message="e-stop lookalike")) == (WARN, "safe command: e-stop lookalike")
+    # Every kind has a level and a text of its own.
+    assert len({kind.text for kind in FaultKind}) == len(FaultKind)
+    assert {kind.level for kind in FaultKind} <= {Level.WARN, Level.ERROR}
 
 
 def test_non_finite_observation_gives_the_safe_command(policy_file: Callable[[str], Path], clock: FakeClock) -> None:

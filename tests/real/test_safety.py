@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from robo_rl.real.fault import Fault, FaultKind
 from robo_rl.real.profile import ActionLimit
 from robo_rl.real.safety import SafetyFilter
 
@@ -15,6 +16,9 @@ LIMITS = (
     ActionLimit("steer", "rad", low=-0.5, high=0.5, safe=0.0),
 )
 DT = 0.02  # thrust moves at most 10 /s × 0.02 s = 0.2 per step
+
+STALE = Fault(FaultKind.STALE)
+HOMING = Fault(FaultKind.HOMING)
 
 
 def test_rate_limit_starts_from_the_safe_command() -> None:
@@ -89,9 +93,9 @@ HOME = [0.5, -1.0]  # the joints' `safe` values: the home pose, only on request
 
 def test_hold_sends_nothing_before_a_measured_pose() -> None:
     safety = SafetyFilter(JOINTS, DT, hold_measured=True)
-    for result in (safety.safe_command("stale observation"), safety(np.array([0.0, 0.0]))):
+    for result in (safety.safe_command(STALE), safety(np.array([0.0, 0.0]))):
         assert result.withheld and result.fault  # never the home pose as a fallback
-    assert safety.home_command("going home").withheld
+    assert safety.home_command(HOMING).withheld
 
 
 def test_hold_keeps_the_pose_measured_when_the_safe_commands_began() -> None:
@@ -100,10 +104,10 @@ def test_hold_keeps_the_pose_measured_when_the_safe_commands_began() -> None:
     first = safety(np.array([0.2, -0.4]))
     assert not first.withheld and first.duration == DT
     safety.measure([0.25, -0.4])  # the arm followed
-    held = safety.safe_command("non-finite observation")
+    held = safety.safe_command(Fault(FaultKind.NON_FINITE, message="non-finite observation"))
     np.testing.assert_allclose(held.command, [0.25, -0.4])
     safety.measure([0.1, 0.3])  # measurements go on (e.g. an e-stop): the hold does not follow them
-    np.testing.assert_allclose(safety.safe_command("e-stop").command, [0.25, -0.4])
+    np.testing.assert_allclose(safety.safe_command(Fault(FaultKind.ESTOP)).command, [0.25, -0.4])
 
 
 def test_hold_duration_keeps_each_joint_within_its_rate_limit() -> None:
@@ -114,17 +118,17 @@ def test_hold_duration_keeps_each_joint_within_its_rate_limit() -> None:
         sent = safety(np.array([1.0, 1.0])).command
     np.testing.assert_allclose(sent, [0.2, 0.1])
     safety.measure([0.1, 0.02])  # where the arm is: behind its commands
-    held = safety.safe_command("stale observation")
+    held = safety.safe_command(STALE)
     # back from the last command (0.2, 0.1) to (0.1, 0.02): max(0.1 / 2, 0.08 / 1) = 0.08 s
     assert held.duration == pytest.approx(0.08)
-    assert safety.safe_command("stale observation").duration == pytest.approx(DT)  # already there
+    assert safety.safe_command(STALE).duration == pytest.approx(DT)  # already there
 
 
 def test_hold_restarts_the_rate_limits_from_the_measured_pose() -> None:
     safety = SafetyFilter(JOINTS, DT, hold_measured=True)
     safety.measure([1.0, -2.0])
     np.testing.assert_allclose(safety(np.array([1.5, -2.5])).command, [1.04, -2.02])  # not from home (0.5, -1)
-    safety.safe_command("stale observation")
+    safety.safe_command(STALE)
     safety.measure([-0.3, 0.4])  # moved by hand while the inputs were stale
     np.testing.assert_allclose(safety(np.array([1.5, 1.0])).command, [-0.26, 0.42])
     safety.estop()
@@ -137,15 +141,15 @@ def test_hold_restarts_the_rate_limits_from_the_measured_pose() -> None:
 def test_home_is_timed_by_the_farthest_joint_at_its_rate_limit() -> None:
     safety = SafetyFilter(JOINTS, DT, hold_measured=True)
     safety.measure([1.3, -0.2])
-    home = safety.home_command("going home")
+    home = safety.home_command(HOMING)
     np.testing.assert_allclose(home.command, HOME)
     # |0.5 - 1.3| / 2 = 0.4 s, |-1.0 + 0.2| / 1 = 0.8 s: the elbow sets the pace
     assert home.duration == pytest.approx(0.8) and home.fault == "going home"
     safety.measure(HOME)
-    assert safety.home_command("going home").duration == pytest.approx(DT)  # there: one period
+    assert safety.home_command(HOMING).duration == pytest.approx(DT)  # there: one period
     safety.measure([0.45, -0.9])
     safety.estop()  # the e-stop wins: the pose where the arm is, held
-    stopped = safety.home_command("going home")
+    stopped = safety.home_command(HOMING)
     np.testing.assert_allclose(stopped.command, [0.45, -0.9])
     assert stopped.fault == "e-stop"
 
@@ -160,7 +164,7 @@ def test_travel_time_by_hand() -> None:
 def test_a_fixed_safe_command_is_unchanged_by_measurements() -> None:
     safety = SafetyFilter(LIMITS, DT)
     safety.measure([0.3, 0.3])
-    result = safety.safe_command("stale observation")
+    result = safety.safe_command(STALE)
     np.testing.assert_array_equal(result.command, [-1.0, 0.0])
     assert not result.withheld and result.duration == 0.0
     np.testing.assert_allclose(safety(np.array([1.0, 0.3])).command, [-0.8, 0.3])  # from the safe command

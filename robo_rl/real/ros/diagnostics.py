@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from robo_rl.real.fault import Level
+
 DIAGNOSTICS_TOPIC = "/diagnostics"
-OK, WARN, ERROR = 0, 1, 2
+OK, WARN, ERROR = Level.OK, Level.WARN, Level.ERROR
+"""diagnostic_msgs/DiagnosticStatus levels (robo_rl.real.fault.Level)."""
 
 
 def diagnostic_array(node: Any, level: int, message: str, hardware_id: str, values: Mapping[str, object]) -> Any:

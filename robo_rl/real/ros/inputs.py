@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from robo_rl.real.derive import PX4_ODOMETRY_FIELDS, derive, labelled_fields
+from robo_rl.real.derive import PX4_ODOMETRY_FIELDS, derived_fields, labelled_fields
+from robo_rl.real.fault import InputError
 from robo_rl.real.profile import HOLD_MEASURED, InputSpec, RobotProfile, held_joint_sources, source_input
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, check_paths, message_class
 
@@ -52,11 +53,6 @@ def input_decoder(profile: RobotProfile, spec: InputSpec) -> Callable[[Any], dic
     if spec.joints:
         return JointStateReader(spec.name, spec.joints, _paths(profile, spec))
     return FieldReader(spec.name, sorted(_paths(profile, spec)))
-
-
-class InputError(ValueError):
-    """A message the profile cannot read (e.g. a JointState without one of the profile's joints, published by
-    another driver on the same topic): the node skips it instead of guessing; it feeds no watchdog."""
 
 
 _JOINT_PATH = re.compile(r"^(position|velocity|effort)\[(\d+)\]$")
@@ -109,10 +105,4 @@ def _paths(profile: RobotProfile, spec: InputSpec) -> set[str]:
     return paths
 
 
-def derived_fields(profile: RobotProfile, fields: dict[str, float], target: Sequence[float]) -> dict[str, float]:
-    """The fields of every derived input, computed from the current `fields`."""
-    derived: dict[str, float] = {}
-    for spec in profile.inputs:
-        if spec.derive:
-            derived |= derive(spec, fields, target)
-    return derived
+__all__ = ["InputError", "TopicInput", "derived_fields", "input_decoder", "topic_inputs"]

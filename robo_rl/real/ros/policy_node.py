@@ -107,7 +107,7 @@ class PolicyNode(LifecycleNode):
         self.loop: ControlLoop | None = None
         self.loop_thread: threading.Thread | None = None
         self.loop_stop = threading.Event()
-        self.status = (WARN, "unconfigured")
+        self.status: tuple[int, str] = (WARN, "unconfigured")
         self.diagnostics = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._subscribe_go_home()
         period = positive_seconds("diagnostics_period", float(self.get_parameter("diagnostics_period").value))
