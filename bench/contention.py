@@ -9,7 +9,7 @@ core); the scheduler places it. Alone and loaded measurements of every configura
 `--rounds` times, and the table shows the median of each; the ratio loaded/alone is what a busy core costs.
 
 Configurations (`--configs`; N is a thread count, or `all`: the CPUs this process may use):
-- default: what `robo-rl train` does (robo_rl.cli.threads: the usable CPUs less one, OMP_WAIT_POLICY=PASSIVE).
+- default: what `robo-rl train` does (robo_rl.api.threads: the usable CPUs less one, OMP_WAIT_POLICY=PASSIVE).
 - spin-N: N threads, OMP_WAIT_POLICY unset (libgomp spins a while, then sleeps); spin-all is the behaviour
   before issue 18.
 - spinK-N: N threads, OMP_WAIT_POLICY unset, GOMP_SPINCOUNT=K (libgomp's default is 300000 spins).
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from robo_rl.cli.threads import usable_cpus
+from robo_rl.api.threads import usable_cpus
 
 RESULTS = Path(__file__).parent / "results" / "contention.json"
 PRESET = "quadrotor_hover_ppo"
@@ -77,7 +77,7 @@ def worker(config: ThreadConfig, iterations: int, seconds: float, warmup: int) -
     after the warm-up. At `seconds` of training a watchdog reports what it has and ends the process: a
     configuration too slow to finish one timed iteration by then gets an upper bound: its env steps, plus the
     iteration under way as if it had just ended, over the time since training started."""
-    from robo_rl.cli import threads
+    from robo_rl.api import threads
 
     if config.wait_policy == "cli":
         threads.prefer_passive_waiting(os.environ)  # before torch loads, as robo-rl's entry point does

@@ -26,8 +26,8 @@ from typing import Any
 
 from machine import machine_info, warn_if_busy
 
-from robo_rl.cli.tasks import resolve_config
-from robo_rl.cli.threads import choose_threads, usable_cpus
+from robo_rl.api.configs import resolve_config
+from robo_rl.api.threads import choose_threads, usable_cpus
 
 RESULTS = Path(__file__).parent / "results" / "distributed.json"
 

@@ -40,9 +40,10 @@ from typing import Any
 from machine import machine_info, warn_if_busy
 
 from robo_rl.algorithms.ppo import PPO, PPOConfig
+from robo_rl.api.configs import resolve_config
+from robo_rl.api.envs import env_factory
 from robo_rl.build import build_runner
 from robo_rl.cli.main import main as cli
-from robo_rl.cli.tasks import env_factory, resolve_config
 from robo_rl.envs import critic_obs_dim
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.modules.reinflow import ReinFlowConfig, ReinFlowPolicy

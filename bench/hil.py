@@ -31,9 +31,9 @@ from typing import Any
 
 from machine import machine_info, warn_if_busy
 
+from robo_rl.api.envs import env_factory, teleop_factory
 from robo_rl.build import build_runner
 from robo_rl.cli.main import main as cli
-from robo_rl.cli.tasks import env_factory, teleop_factory
 from robo_rl.config import apply_overrides
 from robo_rl.experiment import ExperimentConfig, quadrotor_hover_sac
 from robo_rl.hil.config import HilConfig

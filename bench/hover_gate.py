@@ -30,7 +30,7 @@ from typing import Any
 
 from machine import finite_or_none, machine_info, warn_if_busy
 
-from robo_rl.cli.threads import choose_threads, prefer_passive_waiting, usable_cpus
+from robo_rl.api.threads import choose_threads, prefer_passive_waiting, usable_cpus
 
 RESULTS = Path(__file__).parent / "results" / "hover_gate.json"
 ROBO_ALGOS = ("ppo", "sac", "td3")
@@ -42,8 +42,8 @@ GATE_SEED_OFFSET = 1_000_003
 
 def worker_robo(algo: str, seed: int, budget: float) -> dict[str, Any]:
     """Train preset quadrotor_hover_<algo> until the gate (or `budget` s of training); report timings."""
+    from robo_rl.api.process_time import seconds_since_process_start
     from robo_rl.build import build_runner
-    from robo_rl.cli.progress import seconds_since_process_start
     from robo_rl.config import apply_overrides
     from robo_rl.experiment import PRESETS
     from robo_rl.sim import make
@@ -80,7 +80,7 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
 
-    from robo_rl.cli.progress import seconds_since_process_start
+    from robo_rl.api.process_time import seconds_since_process_start
     from robo_rl.experiment import PRESETS
     from robo_rl.runners.evaluate import evaluate
     from robo_rl.sim import make
@@ -163,7 +163,7 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
 def run_worker(kind: str, seed: int, threads: int, budget: float) -> dict[str, Any]:
     command = [sys.executable, __file__, "--worker", kind, "--seed", str(seed), "--budget", str(budget)]
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
-    prefer_passive_waiting(env)  # as robo-rl does: idle OpenMP threads sleep (robo_rl.cli.threads)
+    prefer_passive_waiting(env)  # as robo-rl does: idle OpenMP threads sleep (robo_rl.api.threads)
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{kind} seed {seed} failed:\n{done.stderr[-3000:]}")

@@ -90,8 +90,8 @@ def throughput(batches: list[int], device: str, seconds: float, max_gym_envs: in
 
 
 def lap_times(run_dir: Path, laps: int, seed: int, use_onnx: bool) -> dict[str, Any]:
-    from robo_rl.cli.evaluate import onnx_actor
-    from robo_rl.cli.run_loading import load_trained, make_env
+    from robo_rl.api.onnx_policy import onnx_actor
+    from robo_rl.api.runs import load_trained, make_env
     from robo_rl.sim.rc_car.lap_timing import time_laps
     from robo_rl.sim.rc_car.pure_pursuit import PurePursuit
 

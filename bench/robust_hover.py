@@ -123,7 +123,7 @@ def to_gate(points: list[tuple[int, float, float]]) -> dict[str, Any]:
 
 def evaluate_rows(run: Path, rows: list[str], episodes: int, checkpoint: Path | None = None) -> dict[str, float]:
     """Success rate of the run's best policy (or `checkpoint`) on each row (1000 episodes, seed 12345)."""
-    from robo_rl.cli.evaluate import evaluate_run
+    from robo_rl.api.evaluation import evaluate_run
 
     out = {}
     for name in rows:
@@ -153,7 +153,7 @@ def by_thrust_to_weight(run: Path, checkpoint: Path | None, episodes: int) -> di
     `episodes` episodes, seed 12345): where in the held-out set the failures are."""
     import torch
 
-    from robo_rl.cli.run_loading import load_trained, make_env
+    from robo_rl.api.runs import load_trained, make_env
     from robo_rl.runners.evaluate import evaluate
 
     trained = load_trained(run, checkpoint)

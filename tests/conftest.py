@@ -11,7 +11,7 @@ from pathlib import Path
 
 # Headless MuJoCo rendering: must be set before mujoco is imported (robo_rl.sim imports it).
 os.environ.setdefault("MUJOCO_GL", "egl")
-# Idle OpenMP threads sleep instead of spinning, as under `robo-rl` (robo_rl.cli.threads): set before torch loads,
+# Idle OpenMP threads sleep instead of spinning, as under `robo-rl` (robo_rl.api.threads): set before torch loads,
 # so that test processes running side by side on few cores do not slow each other down many times over.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 

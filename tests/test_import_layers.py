@@ -30,11 +30,20 @@ CORE = tuple(
         "storage",
     )
 )
-TRAINING = ("robo_rl.runners", "robo_rl.experiment", "robo_rl.build", "robo_rl.cli", "robo_rl.launch", "robo_rl.hil")
+TRAINING = (
+    "robo_rl.runners",
+    "robo_rl.experiment",
+    "robo_rl.build",
+    "robo_rl.api",
+    "robo_rl.cli",
+    "robo_rl.launch",
+    "robo_rl.hil",
+)
 OUTER = ("robo_rl.robot", "robo_rl.importers", "robo_rl.export", "robo_rl.firmware_export")
 """What only the composition root and the CLI use: the robot as an env, the importers and the exporters."""
-TOP = ("robo_rl.build", "robo_rl.launch", "robo_rl.cli")
-"""The composition root and the command line: they may import every layer, and nothing imports the CLI."""
+TOP = ("robo_rl.build", "robo_rl.api", "robo_rl.launch", "robo_rl.cli")
+"""The composition root, its library API and the command line: they may import every layer; nothing imports the
+CLI."""
 SUBPACKAGES = tuple(
     f"robo_rl.{path.stem}"
     for path in sorted(PACKAGE.iterdir())
@@ -49,7 +58,7 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (("robo_rl.modules",), ("robo_rl.algorithms",), "modules come before algorithms"),
     (
         ("robo_rl.runners",),
-        ("robo_rl.cli", "robo_rl.launch", "robo_rl.experiment", "robo_rl.build"),
+        ("robo_rl.cli", "robo_rl.api", "robo_rl.launch", "robo_rl.experiment", "robo_rl.build"),
         "runners come before the root",
     ),
     (("robo_rl.runners", "robo_rl.hil", "robo_rl.experiment"), ("robo_rl.real",), "training loads no deploy code"),
@@ -183,3 +192,16 @@ def test_every_subpackage_falls_under_a_rule() -> None:
     ruled = {source for sources, _, _ in RULES for source in sources if source != "robo_rl"} | set(TOP)
     loose = [name for name in SUBPACKAGES if not _under(name, tuple(ruled))]
     assert not loose, f"subpackages no rule covers: {loose}"
+
+
+def test_outside_the_cli_only_its_entry_point_is_imported() -> None:
+    """bench/ and the package use the library API (robo_rl.api), not the CLI's modules: only `robo_rl.cli.main`,
+    the entry point a script may run as a user would."""
+    found = []
+    for path in [*(ROOT / "bench").rglob("*.py"), *PACKAGE.rglob("*.py")]:
+        if PACKAGE / "cli" in path.parents:
+            continue
+        for imported in _imports(path):
+            if _under(imported, ("robo_rl.cli",)) and not _under(imported, ("robo_rl.cli.main",)):
+                found.append(f"{path.relative_to(ROOT)} imports {imported}")
+    assert not found, "\n".join(found)

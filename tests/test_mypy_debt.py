@@ -8,13 +8,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
+import tomllib
+
 ROOT = Path(__file__).resolve().parents[1]
-MAX_MODULES = 35
-MAX_ERRORS = 148
-"""218 errors in 41 modules when the whole package came under mypy (issue 35), 148 in 35 once modules/ was typed;
+MAX_MODULES = 33
+MAX_ERRORS = 145
+"""218 errors in 41 modules when the whole package came under mypy (issue 35); 145 in 33 once modules/, the env
+factories and the ONNX policy were typed;
 lower them as they shrink."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robo_rl.cli.bad_file import check_output
+from robo_rl.api.bad_file import check_output
 from robo_rl.cli.progress import terminal
 
 DESCRIPTION = """\

@@ -6,9 +6,9 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from robo_rl.cli.bad_file import check_output
+from robo_rl.api.bad_file import check_output
+from robo_rl.cli.arguments import add_threads_argument
 from robo_rl.cli.progress import terminal
-from robo_rl.cli.threads import add_threads_argument
 from robo_rl.robot.classifier import ClassifierConfig, load_labelled_files, train_classifier
 
 DEFAULTS = ClassifierConfig()

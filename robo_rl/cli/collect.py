@@ -6,10 +6,10 @@ import argparse
 import math
 from pathlib import Path
 
-from robo_rl.cli.bad_file import check_output
+from robo_rl.api.bad_file import check_output
+from robo_rl.api.runs import load_trained, make_env
+from robo_rl.cli.arguments import add_threads_argument
 from robo_rl.cli.progress import terminal
-from robo_rl.cli.run_loading import load_trained, make_env
-from robo_rl.cli.threads import add_threads_argument
 from robo_rl.runners.collect import collect_demonstrations
 
 DESCRIPTION = """\

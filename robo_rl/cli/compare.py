@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from robo_rl.cli.bad_file import check_output
+from robo_rl.api.bad_file import check_output
+from robo_rl.api.runs import read_run_config
 from robo_rl.cli.progress import terminal
-from robo_rl.cli.run_loading import read_run_config
 from robo_rl.runners.learning_curve import COMPARISON_PANELS, plot_comparison
 from robo_rl.runners.run_dir import RunDirectory
 

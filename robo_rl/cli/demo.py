@@ -15,13 +15,15 @@ import argparse
 import time
 from pathlib import Path
 
+from robo_rl.api.bad_file import check_output
+from robo_rl.api.configs import resolve_config
+from robo_rl.api.envs import env_factory
+from robo_rl.api.evaluation import evaluate_run, plot_run_flights
+from robo_rl.api.process_time import seconds_since_process_start
 from robo_rl.build import build_runner
-from robo_rl.cli.bad_file import check_output
-from robo_rl.cli.evaluate import evaluate_run, plot_run_flights
+from robo_rl.cli.arguments import add_threads_argument
 from robo_rl.cli.export import export_run
-from robo_rl.cli.progress import describe_evaluation, describe_targets, seconds_since_process_start, terminal
-from robo_rl.cli.tasks import env_factory, resolve_config
-from robo_rl.cli.threads import add_threads_argument
+from robo_rl.cli.progress import describe_evaluation, describe_targets, terminal
 from robo_rl.cli.train import create_run, print_summary, train
 
 EVAL_EPISODES = 1000
@@ -46,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def describe_l2f_transfer(onnx_path: Path, task: str) -> str:
     """One line: the exported hover policy flown in L2F's own Crazyflie (`robo-rl eval --sim l2f`), or why not."""
-    from robo_rl.cli.l2f_transfer import HOVER_TASK, evaluate_in_l2f
+    from robo_rl.api.l2f_transfer import HOVER_TASK, evaluate_in_l2f
     from robo_rl.sim.quadrotor.l2f_gate import l2f_missing_reason
 
     if task != HOVER_TASK:

@@ -17,7 +17,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from robo_rl.cli.threads import rank_environment
+from robo_rl.api.threads import rank_environment
 from robo_rl.distributed import LOCAL, ProcessGroupReducer, Reducer, World
 
 

@@ -10,10 +10,10 @@ import numpy as np
 import torch
 from rich.console import Console
 
+from robo_rl.api.bad_file import check_output
+from robo_rl.api.runs import load_trained, make_env
 from robo_rl.chunks.spec import step_spec
-from robo_rl.cli.bad_file import check_output
 from robo_rl.cli.progress import terminal
-from robo_rl.cli.run_loading import load_trained, make_env
 from robo_rl.config import config_hash
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity

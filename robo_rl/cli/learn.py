@@ -37,8 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from robo_rl.api.configs import resolve_config
     from robo_rl.build import build_off_policy
-    from robo_rl.cli.tasks import resolve_config
     from robo_rl.config import ConfigError, apply_overrides
     from robo_rl.hil.demos import load_demos
     from robo_rl.real.profile import load_profile

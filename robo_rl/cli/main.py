@@ -8,8 +8,8 @@ import os
 import sys
 
 import robo_rl
-from robo_rl.cli.bad_file import os_error_line
-from robo_rl.cli.threads import apply_threads, omp_num_threads, prefer_passive_waiting
+from robo_rl.api.bad_file import os_error_line
+from robo_rl.api.threads import apply_threads, omp_num_threads, prefer_passive_waiting
 from robo_rl.config import ConfigError
 
 # (command, module in robo_rl.cli). Modules import lazily so that a deploy-only install (`robo-rl[real]`, no torch)

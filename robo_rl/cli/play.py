@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from robo_rl.cli.bad_file import check_output
-from robo_rl.cli.evaluate import run_onnx_actor
+from robo_rl.api.bad_file import check_output
+from robo_rl.api.evaluation import run_onnx_actor
+from robo_rl.api.runs import load_trained, make_env
+from robo_rl.cli.arguments import add_task_param_argument, add_threads_argument
 from robo_rl.cli.progress import terminal
-from robo_rl.cli.run_loading import add_task_param_argument, load_trained, make_env
-from robo_rl.cli.threads import add_threads_argument
 from robo_rl.envs import INFO_SUCCESS, BatchedEnv, RenderableEnv
 
 VIDEO_SUFFIXES = (".gif", ".mp4")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -82,17 +80,6 @@ class TrainingProgress:
 def terminal() -> Console:
     """The CLI's console. Soft wrap: paths and commands stay on one line, so they can be copied from logs."""
     return Console(soft_wrap=True)
-
-
-def seconds_since_process_start() -> float | None:
-    """Seconds since this process started (interpreter start-up and imports included), from /proc; None where
-    /proc is missing."""
-    try:
-        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-    except (OSError, IndexError, ValueError):
-        return None
-    return uptime - start_ticks / os.sysconf("SC_CLK_TCK")
 
 
 def describe_targets(loop: Any) -> str:

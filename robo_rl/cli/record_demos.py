@@ -9,7 +9,7 @@ from typing import Any
 
 from torch import Tensor
 
-from robo_rl.cli.bad_file import check_output
+from robo_rl.api.bad_file import check_output
 from robo_rl.cli.progress import terminal
 from robo_rl.envs import BatchedEnv
 from robo_rl.hil.demos import save_demos
@@ -95,7 +95,7 @@ def main(args: argparse.Namespace) -> int:
 def _record_on_robot(args: argparse.Namespace) -> int:
     import torch
 
-    from robo_rl.cli.tasks import robot_env_factory
+    from robo_rl.api.envs import robot_env_factory
 
     operator = "demonstrator" if args.robot_link == "sim" else "none"
     make = robot_env_factory(args.robot, args.robot_namespace, link=args.robot_link, operator=operator)

@@ -7,7 +7,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from robo_rl.cli.bad_file import check_output
+from robo_rl.api.bad_file import check_output
 
 DESCRIPTION = """\
 Identify a quadrotor's thrust curve, motor time constants and inertia from a flight log, and write them as a frame

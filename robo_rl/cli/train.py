@@ -15,16 +15,17 @@ import yaml
 from rich.console import Console
 
 from robo_rl.algorithms import registry as algorithms
+from robo_rl.api.bad_file import BadFileError, check_output
+from robo_rl.api.checkpoint_file import checkpoint_errors
+from robo_rl.api.configs import resolve_config
+from robo_rl.api.envs import env_factory, robot_env_factory, task_record, teleop_factory
+from robo_rl.api.interrupt import stop_at_iteration_end
+from robo_rl.api.prior_buffer_file import prior_buffer_errors
+from robo_rl.api.runs import read_run_config
 from robo_rl.build import Runner, build_runner
-from robo_rl.cli.bad_file import BadFileError, check_output
-from robo_rl.cli.checkpoint_file import checkpoint_errors
+from robo_rl.cli.arguments import add_threads_argument
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
-from robo_rl.cli.interrupt import stop_at_iteration_end
-from robo_rl.cli.prior_buffer_file import prior_buffer_errors
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
-from robo_rl.cli.run_loading import read_run_config
-from robo_rl.cli.tasks import env_factory, resolve_config, robot_env_factory, task_record, teleop_factory
-from robo_rl.cli.threads import add_threads_argument
 from robo_rl.config import ConfigError, apply_overrides, set_values, to_dict
 from robo_rl.distributed import Reducer
 from robo_rl.envs import BatchedEnv
@@ -347,7 +348,7 @@ def train(
 ) -> TrainResult | None:
     """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None.
 
-    With `at_iteration_end` the first Ctrl-C ends training before the next iteration (robo_rl.cli.interrupt);
+    With `at_iteration_end` the first Ctrl-C ends training before the next iteration (robo_rl.api.interrupt);
     without it (several processes, which must stop at the same iteration) at once.
     """
     graceful = at_iteration_end and threading.current_thread() is threading.main_thread()  # signals: main only

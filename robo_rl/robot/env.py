@@ -96,10 +96,11 @@ class RobotEnv:
         self.episode = EpisodeManager.from_profile(profile, clock)
         profile_steps = profile.episode.max_steps if profile.episode else 0
         self.max_steps = cfg.max_steps or profile_steps or DEFAULT_MAX_STEPS
+        self.max_episode_steps = self.max_steps  # the env contract's name for it
         self.device = torch.device("cpu")
         self.dt = profile.dt
         self.obs_spec, self.action_spec = profile_specs(profile)
-        self.privileged_obs_spec = None
+        self.privileged_obs_spec: SpaceSpec | None = None
         self.actuator = profile_drive(profile)
         """What the drive action is to the car's ESC (the profile's `esc` field), recorded with the policy."""
         self.spec = link.spec

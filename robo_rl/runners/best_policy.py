@@ -3,7 +3,7 @@
 
 best.pt holds only what rebuilds the deterministic actor (`policy` for PPO, `algorithm` for the off-policy
 algorithms), the iteration and the evaluation that made it best; `robo-rl eval`, `export`, `play` and `collect`
-load it by default (`robo_rl.cli.run_loading`), `robo-rl train --resume` never does.
+load it by default (`robo_rl.api.runs`), `robo-rl train --resume` never does.
 """
 
 from __future__ import annotations

@@ -97,8 +97,9 @@ def test_train_with_two_processes_checkpoints_every_rank_and_resumes(tmp_path: P
 
 
 def test_a_person_or_an_actor_learner_cannot_be_split_across_processes() -> None:
+    from robo_rl.api.configs import resolve_config
+    from robo_rl.api.envs import env_factory
     from robo_rl.build import build_runner
-    from robo_rl.cli.tasks import env_factory, resolve_config
     from robo_rl.config import ConfigError
 
     two = ProcessGroupReducer(World(0, 2))  # the check comes before any collective

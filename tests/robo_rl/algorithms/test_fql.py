@@ -79,9 +79,10 @@ def test_export_matches_torch_in_onnxruntime_and_generated_c(tmp_path: Path) -> 
 
 
 def test_fine_tuning_a_half_cloned_flow_policy_raises_success_on_the_multimodal_task(tmp_path: Path) -> None:
+    from robo_rl.api.configs import resolve_config
+    from robo_rl.api.envs import env_factory
     from robo_rl.build import build_runner
     from robo_rl.cli.main import main
-    from robo_rl.cli.tasks import env_factory, resolve_config
 
     demos = tmp_path / "demos.npz"
     assert main(["record-demos", "point/obstacle", "--episodes", "10", "-o", str(demos)]) == 0

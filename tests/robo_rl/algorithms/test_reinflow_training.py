@@ -26,8 +26,9 @@ def demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize(("steps", "bc_steps", "seed"), [(2, 1000, 1), (4, 700, 0)])
 def test_reinflow_raises_a_half_cloned_flow_above_90_percent(demos: Path, steps: int, bc_steps: int, seed: int) -> None:
     """Clonings that stop short (the expert is cloned fully after ~2,000 steps; these end at 1-40 % success)."""
+    from robo_rl.api.configs import resolve_config
+    from robo_rl.api.envs import env_factory
     from robo_rl.build import build_runner
-    from robo_rl.cli.tasks import env_factory, resolve_config
     from robo_rl.sim import make
 
     overrides = [f"off_policy.prior_buffer={demos}", f"off_policy.bc_pretrain_steps={bc_steps}"]

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import torch
 
+from robo_rl.api.configs import resolve_config
 from robo_rl.cli.main import main
-from robo_rl.cli.tasks import resolve_config
 from robo_rl.config import load_yaml
 from robo_rl.experiment import PRESETS, ExperimentConfig, pendulum_ppo
 from robo_rl.export.onnx import read_metadata

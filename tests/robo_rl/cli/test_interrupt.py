@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from robo_rl.cli.interrupt import stop_at_iteration_end
+from robo_rl.api.interrupt import stop_at_iteration_end
 
 
 def _sigint_and_wait() -> None:

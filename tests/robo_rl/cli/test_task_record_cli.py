@@ -13,7 +13,7 @@ import onnx
 import pytest
 import yaml
 
-import robo_rl.cli.run_loading
+import robo_rl.api.runs
 from robo_rl.cli.main import main
 from robo_rl.config import config_hash, load_yaml
 from robo_rl.experiment import ExperimentConfig
@@ -51,7 +51,7 @@ def test_the_run_records_the_resolved_task_config_and_specs(run: Path) -> None:
 
 
 def test_export_reads_the_recorded_specs_and_writes_the_task_config(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(robo_rl.cli.run_loading, "make_env", _no_simulator)
+    monkeypatch.setattr(robo_rl.api.runs, "make_env", _no_simulator)
     _cli(["export", str(run)])
     props = {p.key: p.value for p in onnx.load(run / "policy.onnx").metadata_props}
     record = yaml.safe_load((run / TASK_FILE).read_text())

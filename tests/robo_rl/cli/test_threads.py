@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from robo_rl.cli import threads
+from robo_rl.api import threads
 from robo_rl.cli.main import main
 
 ROBO_RL = Path(sys.executable).with_name("robo-rl")
@@ -53,7 +53,7 @@ def test_usable_cpus_follow_the_affinity_mask(monkeypatch: pytest.MonkeyPatch) -
 def test_a_process_pinned_to_one_cpu_sees_one_cpu() -> None:
     code = (
         "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
-        "from robo_rl.cli.threads import usable_cpus; print(usable_cpus())"
+        "from robo_rl.api.threads import usable_cpus; print(usable_cpus())"
     )
     assert subprocess.run([sys.executable, "-c", code], **_text()).stdout.strip() == "1"
 
@@ -144,7 +144,7 @@ def test_a_thread_count_below_one_is_a_usage_error(capsys: pytest.CaptureFixture
 def test_the_onnx_policy_of_eval_and_play_uses_torchs_thread_count_without_spinning(
     count: int, tmp_path: Path, keep_torch_threads: None
 ) -> None:
-    from robo_rl.cli.onnx_policy import _session
+    from robo_rl.api.onnx_policy import _session
     from robo_rl.export.onnx import PolicyMetadata, export_onnx
     from robo_rl.sim import make
 

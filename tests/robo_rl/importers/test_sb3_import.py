@@ -143,7 +143,7 @@ def test_an_sb3_policy_trained_on_a_robo_rl_task_evaluates_like_sb3_in_closed_lo
     on the file gives the returns SB3's own predict gives on the same initial states."""
     import torch
 
-    from robo_rl.cli.evaluate import evaluate_policy_file
+    from robo_rl.api.evaluation import evaluate_policy_file
     from robo_rl.runners.evaluate import evaluate
     from robo_rl.sim import make
     from robo_rl.sim.gymnasium_adapter import GymnasiumEnv

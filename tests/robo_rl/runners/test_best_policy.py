@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
+from robo_rl.api.runs import load_trained
 from robo_rl.build import build_runner
-from robo_rl.cli.run_loading import load_trained
 from robo_rl.experiment import pendulum_ppo
 from robo_rl.runners.best_policy import BEST_CHECKPOINT, BEST_KEY, BestPolicy
 from robo_rl.runners.evaluate import EvalResult

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from robo_rl.api.runs import make_env
 from robo_rl.build import build_runner
-from robo_rl.cli.run_loading import make_env
 from robo_rl.config import apply_overrides
 from robo_rl.experiment import pendulum_ppo, quadrotor_hover_ppo
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker

@@ -240,7 +240,7 @@ def test_policy_trained_in_robo_rl_flies_l2f_native_crazyflie(trained_hover_run:
     """The transfer: a policy trained in robo_rl (the shared session run, trained to 90 % of robo_rl's evaluation
     flights) flies L2F's own Crazyflie, from robo_rl's evaluation states, with about the success it has in robo_rl
     (L2F 2.0.18 is the outside judge: its model is its authors' identification of a real Crazyflie)."""
-    from robo_rl.cli.l2f_transfer import evaluate_in_l2f
+    from robo_rl.api.l2f_transfer import evaluate_in_l2f
 
     result, _ = evaluate_in_l2f(trained_hover_run / "policy.onnx", "native", episodes=200, seed=1)
     assert result.episodes == 200
@@ -251,8 +251,8 @@ def test_policy_trained_in_robo_rl_flies_l2f_native_crazyflie(trained_hover_run:
 def test_policy_file_without_actuator_model_flies_with_the_linear_map_and_says_so(tmp_path: Path) -> None:
     """A policy.onnx from before `robo_rl.actuator` (no key): the gate assumes actions [-1, 1] → commands [0, 1],
     says so, and still flies the file (a random-weights policy here: only the plumbing is checked)."""
+    from robo_rl.api.l2f_transfer import evaluate_in_l2f
     from robo_rl.build import build_policy
-    from robo_rl.cli.l2f_transfer import evaluate_in_l2f
     from robo_rl.config import config_hash, to_dict
     from robo_rl.experiment import quadrotor_hover_ppo
     from robo_rl.export.onnx import PolicyMetadata, export_onnx

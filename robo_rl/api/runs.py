@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from torch import nn
 
+from robo_rl.api.bad_file import BadFileError
+from robo_rl.api.checkpoint_file import checkpoint_errors, read_checkpoint
+from robo_rl.api.envs import env_factory
 from robo_rl.build import build_deployable_actor, chunked
-from robo_rl.cli.bad_file import BadFileError
-from robo_rl.cli.checkpoint_file import checkpoint_errors, read_checkpoint
-from robo_rl.cli.tasks import env_factory
 from robo_rl.config import load_yaml
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
@@ -66,7 +65,7 @@ def run_task(run: RunDirectory, cfg: ExperimentConfig) -> TaskRecord:
         raise BadFileError(run.path / TASK_FILE, str(err)) from None
     if recorded is not None:
         return recorded
-    from robo_rl.cli.tasks import task_record
+    from robo_rl.api.envs import task_record
 
     return task_record(cfg, make_env(cfg, num_envs=1, device="cpu"))
 
@@ -88,16 +87,3 @@ def make_env(
     `extra_params` (e.g. held-out evaluation ranges); in chunks of `task.action_chunk` actions where H > 1."""
     params = (*(cfg.task.evaluation_params if evaluation else cfg.task.params), *extra_params)
     return chunked(cfg, env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params))
-
-
-def add_task_param_argument(parser: argparse.ArgumentParser, purpose: str) -> None:
-    """`--task-param KEY=VALUE` (repeatable, into `args.task_params`): task changes for `purpose`, applied after
-    the run's task.params and task.eval_params (see `make_env`)."""
-    parser.add_argument(
-        "--task-param",
-        dest="task_params",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"change the task {purpose} (repeatable; applied after the run's task.params and task.eval_params)",
-    )

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from robo_rl.cli.bad_file import BadFileError, file_errors
+from robo_rl.api.bad_file import BadFileError, file_errors
 
 OBS_INPUT = "obs"
 ACTION_OUTPUT = "action"
@@ -55,7 +55,7 @@ def onnx_actor(
 
 def _fixed_batch_of_one(session: Any) -> bool:
     shape = next((i.shape for i in session.get_inputs() if i.name == OBS_INPUT), None)
-    return bool(shape) and shape[0] == 1
+    return shape is not None and len(shape) > 0 and shape[0] == 1
 
 
 def _session(path: Path) -> Any:  # onnxruntime.InferenceSession
@@ -68,7 +68,7 @@ def _session(path: Path) -> Any:  # onnxruntime.InferenceSession
 
 
 def _options(ort: Any) -> Any:  # onnxruntime.SessionOptions
-    """As many intra-op threads as torch was given (`--threads`, robo_rl.cli.threads), one inter-op thread, and
+    """As many intra-op threads as torch was given (`--threads`, robo_rl.api.threads), one inter-op thread, and
     idle threads that sleep rather than spin: onnxruntime's default spins one thread per core, which collapses
     when another process keeps a core busy."""
     options = ort.SessionOptions()

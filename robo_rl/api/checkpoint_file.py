@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.cli.bad_file import file_errors
+from robo_rl.api.bad_file import file_errors
 from robo_rl.storage import checkpoint
 
 STATE_ERRORS: tuple[type[BaseException], ...] = (KeyError, RuntimeError, ValueError, TypeError, IndexError, OSError)

@@ -1,17 +1,16 @@
-"""The CLI's link to the simulators: building configs and envs by name.
+"""Env factories by name: the simulators, a robot on ROS or in simulated time, and the teleop devices.
 
-Only the CLI imports `robo_rl.sim`; the core receives an env factory.
+The library's link to `robo_rl.sim`: the core and the runners receive a factory, never import a simulator.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from robo_rl.build import EnvFactory, TeleopFactory
-from robo_rl.config import ConfigError, apply_overrides, load_yaml, to_dict
+from robo_rl.config import ConfigError, apply_overrides, to_dict
 from robo_rl.envs import BatchedEnv, task_specs
-from robo_rl.experiment import PRESETS, ExperimentConfig
+from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import TeleopDevice
 from robo_rl.task_record import TaskRecord
 
@@ -124,14 +123,3 @@ def _ros_teleop(env: BatchedEnv, namespace: str) -> TeleopDevice:
     except ModuleNotFoundError as err:
         raise ConfigError(f"hil.teleop=ros needs {err.name} here: train from .venv-ros (make ros-venv)") from None
     return RosTeleop(env.num_envs, env.action_spec.dim, namespace)
-
-
-def resolve_config(source: str, overrides: list[str]) -> ExperimentConfig:
-    """`source` is a YAML file or a preset name; `overrides` are `key=value` strings applied last."""
-    if Path(source).suffix in (".yaml", ".yml") or Path(source).is_file():
-        cfg = load_yaml(ExperimentConfig, source, allow_empty=False)
-    elif source in PRESETS:
-        cfg = PRESETS[source]()
-    else:
-        raise ConfigError(f"{source}: neither a YAML file nor a preset (presets: {', '.join(sorted(PRESETS))})")
-    return apply_overrides(cfg, overrides)

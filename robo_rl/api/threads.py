@@ -18,7 +18,6 @@ can change at any time. This module imports torch only inside `apply_threads`.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Mapping, MutableMapping
@@ -87,21 +86,3 @@ def apply_threads(requested: int | None, environ: Mapping[str, str]) -> int | No
     threads = choose_threads(requested, usable_cpus(), local_processes(environ))
     torch.set_num_threads(threads)
     return threads
-
-
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def add_threads_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--threads",
-        type=positive_int,
-        metavar="N",
-        help="torch CPU threads (default: OMP_NUM_THREADS if set, else the CPUs this process may use less one, "
-        "split between the processes of --nproc, at least 1); idle threads sleep (OMP_WAIT_POLICY=PASSIVE unless "
-        "set), so a core taken by another process costs its share of the speed, not most of it",
-    )

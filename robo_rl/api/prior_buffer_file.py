@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import CodeType, TracebackType
 
-from robo_rl.cli.bad_file import as_bad_file
-from robo_rl.cli.checkpoint_file import STATE_ERRORS
+from robo_rl.api.bad_file import as_bad_file
+from robo_rl.api.checkpoint_file import STATE_ERRORS
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.runners.off_policy import load_prior_buffer
 

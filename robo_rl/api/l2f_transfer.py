@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from robo_rl.actuator import ACTUATOR_KEY, ActuatorError, MotorActuator
+from robo_rl.api.onnx_policy import onnx_actor, policy_artifact
 from robo_rl.artifact import PolicyArtifact
-from robo_rl.cli.onnx_policy import onnx_actor, policy_artifact
 from robo_rl.config import ConfigError, from_dict
 from robo_rl.sim.quadrotor.hover import HoverConfig
 from robo_rl.sim.quadrotor.l2f_gate import INTEGRAL_NAMES, L2FResult, L2FUnavailableError, fly, native_params
