@@ -140,7 +140,7 @@ demo: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 # training tests do not end up queued behind each other; the 20 slowest tests are listed at the end.
 # Lint (ruff), format check and type check (mypy, on the files [tool.mypy] lists) come first, then the tests.
 TEST_WORKERS ?= 2
-LINTED := robo_rl tests bench
+LINTED := robo_rl tests bench docs/package_map.py
 test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2

@@ -33,3 +33,25 @@ def test_the_check_sees_a_missing_part() -> None:
     block = _layout_block()
     assert not re.search(r"(?<![\w/])nonexistent_part/", block)
     assert "sim/" in _parts() and "envs.py" in _parts()
+
+
+def _package_map() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("package_map", ROOT / "docs" / "package_map.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_architecture_picture_is_what_the_code_imports() -> None:
+    """docs/ARCHITECTURE.md's package map is generated from the code (docs/package_map.py): it must be current."""
+    package_map = _package_map()
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    fresh = package_map.render(package_map.import_counts())  # type: ignore[attr-defined]
+    assert package_map.current(doc) == fresh, "run python docs/package_map.py"  # type: ignore[attr-defined]
+    assert set(package_map.GROUP_OF) == set(package_map.parts())  # type: ignore[attr-defined]
+    # the picture draws real edges: sim imports the env contract, the core imports no simulator
+    counts = package_map.import_counts()  # type: ignore[attr-defined]
+    assert counts["sim", "envs"] > 0 and counts["envs", "sim"] == 0
