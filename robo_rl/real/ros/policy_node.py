@@ -29,18 +29,11 @@ the weighted mean of the chunks' predictions for now; or "receding": chunk_execu
 then the newest observation's), ensemble_decay (m of the weights exp(-m i), i = 0 the oldest; ACT's 0.01). When
 every queued action is in the past, the safe command goes out ("action chunk spent").
 
-PX4 (a px4_msgs command type, real/px4.py; PX4 v1.15+): the setpoint's `timestamp` in microseconds,
-OffboardControlMode on fmu/in/offboard_control_mode at 10 Hz with the setpoint's flag while setpoints flow. On a
-fault, never the zero-thrust "safe" setpoint: for a VehicleRatesSetpoint, zero body rates at the hold thrust (the
-profile's px4.hover_thrust, or the thrust of the last setpoint sent without a fault) for the profile's
-px4.fault_hold s (0.2) with the heartbeat, then neither, so that PX4's offboard-loss failsafe takes over with that
-benign setpoint as the last one; other setpoint types go silent at once. Parameters px4_target_system and
-px4_target_component (1, 1: PX4's MAV_SYS_ID and autopilot component) address the VehicleCommands; PX4's
-VehicleCommandAck (fmu/out/vehicle_command_ack) is read, a refused or unanswered request is sent again, 3 sends at
-most, and /diagnostics reports each request (`px4_request_offboard`, `px4_request_arm`). px4_version ("1.16", or
-"1.15"): on 1.16 VehicleStatus is read from fmu/out/vehicle_status_v1 (`px4_armed`, `px4_nav_state` in
-/diagnostics); v1.15's VehicleStatus is another message version, not read. ActuatorMotors fields written in
-robo_rl's rotor order are moved to PX4's motor order (the profile's px4.motor_order).
+Outputs: what goes out for each decision is the profile's command type's adapter (real/ros/outputs.py): the
+command message with its stamp and joint names, and for PX4 (a px4_msgs command type) the offboard protocol around
+it: microsecond timestamps, the OffboardControlMode heartbeat, the fault hold then silence, VehicleCommand requests
+only when px4_offboard / px4_arm ask (px4_target_system, px4_target_component, acks and resends), VehicleStatus on
+px4_version's topic (`px4_armed`, `px4_nav_state` in /diagnostics), ActuatorMotors in PX4's motor order.
 
 Safety: whatever goes wrong (any input stale or missing for longer than the profile's staleness_timeout, NaN/inf in
 an observation or the policy's action, e-stop), the profile's safe command is sent instead, within one control
@@ -72,14 +65,15 @@ from typing import Any
 
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
-from robo_rl.real import px4
 from robo_rl.real.controller import PolicyController
 from robo_rl.real.loop import ControlLoop
 from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore
-from robo_rl.real.profile import CommandSpec, ProfileError, Px4Settings, RobotProfile, load_profile
+from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
 from robo_rl.real.ros.inputs import TopicInput, topic_inputs
-from robo_rl.real.ros.messages import MessageTypeError, message_class, set_fields
+from robo_rl.real.ros.messages import MessageTypeError
+from robo_rl.real.ros.outputs import Output, make_output
+from robo_rl.real.ros.outputs import declare_parameters as declare_output_parameters
 from robo_rl.real.ros.spin import StartupInputError, positive_seconds, run
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
 
@@ -95,15 +89,9 @@ class PolicyNode(LifecycleNode):
         self.profile: RobotProfile | None = None
         self.core: PolicyNodeCore | None = None
         self.counters = NodeCounters()
-        self.command_type: type | None = None
-        self.command_publisher: Any = None
+        self.output: Output | None = None
         self.subscriptions_: list[Any] = []
         self.watchdog_timer: Any = None
-        self.px4: px4.OffboardLink | None = None
-        self.px4_hold: px4.FaultHold | None = None
-        self.px4_motors: tuple[int, ...] | None = None
-        self.px4_status: dict[str, object] = {}
-        self.px4_timer: Any = None
         self.loop: ControlLoop | None = None
         self.loop_thread: threading.Thread | None = None
         self.loop_stop = threading.Event()
@@ -134,11 +122,7 @@ class PolicyNode(LifecycleNode):
         self.declare_parameter("diagnostics_period", 1.0)
         self.declare_parameter("threads", threads)
         self.declare_parameter("command_type", "auto")
-        self.declare_parameter("px4_offboard", False)
-        self.declare_parameter("px4_arm", False)
-        self.declare_parameter("px4_target_system", 1)
-        self.declare_parameter("px4_target_component", 1)
-        self.declare_parameter("px4_version", "1.16")
+        declare_output_parameters(self)
         self.declare_parameter("chunk_execution", "ensemble")
         self.declare_parameter("ensemble_decay", 0.01)
         self.declare_parameter("chunk_execute", 0)
@@ -181,10 +165,8 @@ class PolicyNode(LifecycleNode):
             command_type=str(self.get_parameter("command_type").value),
             chunk_execution=settings.chunks(runtime.action_chunk),
         )
-        command_type = message_class(controller.command_spec.type)
-        self._message_extras(command_type.get_fields_and_field_types(), controller.command_spec, profile.dt)
-        self._px4_link(controller.command_spec, profile)
-        self.profile, self.command_type = profile, command_type
+        self.output = make_output(self, controller.command_spec, profile, self._set_status)
+        self.profile = profile
         self.core = PolicyNodeCore(
             controller,
             settings,
@@ -195,7 +177,6 @@ class PolicyNode(LifecycleNode):
             now_ros_ns=lambda: self.get_clock().now().nanoseconds,
             counters=self.counters,
         )
-        self.command_publisher = self.create_lifecycle_publisher(command_type, controller.command_spec.topic, 10)
         self._subscribe(inputs)
         info = runtime.info
         chunk = f" × {runtime.action_chunk} steps ({settings.chunk_execution})" if runtime.action_chunk > 1 else ""
@@ -204,94 +185,6 @@ class PolicyNode(LifecycleNode):
             f"{runtime.action_dim} actions{chunk}, onnxruntime {runtime.threads} thread(s)) on profile {profile.name}; "
             f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {settings.trigger}"
         )
-
-    def _message_extras(self, field_types: dict[str, str], spec: CommandSpec, dt: float) -> None:
-        """What each command message gets besides its fields: a header stamp, PX4's microsecond timestamp, the
-        profile's joint names (a point's duration is among the fields)."""
-        self.stamped = "header" in field_types
-        self.px4_stamped = px4.is_px4(spec.type) and "timestamp" in field_types
-        self.joint_names = list(spec.joint_names) if "joint_names" in field_types else None
-
-    def _px4_link(self, spec: CommandSpec, profile: RobotProfile) -> None:
-        """For a PX4 setpoint: the fault hold, the motor order, the OffboardControlMode heartbeat and VehicleCommand
-        publishers (requests only when the parameters px4_offboard / px4_arm ask), the VehicleCommandAck and
-        VehicleStatus subscriptions."""
-        self.px4 = None
-        self.px4_refusal_reported = False
-        if not px4.is_px4(spec.type):
-            return
-        self.px4_mode = px4.offboard_mode(spec.type)
-        settings = profile.px4 or Px4Settings()
-        status_topic = px4.status_topic(str(self.get_parameter("px4_version").value))
-        self.px4_target = (self._id_parameter("px4_target_system"), self._id_parameter("px4_target_component"))
-        self.px4_hold = px4.FaultHold(settings.fault_hold, settings.hover_thrust, spec.type == px4.RATES_SETPOINT)
-        self.px4_motors = px4.motor_permutation(settings.motor_order) if spec.type == px4.ACTUATOR_MOTORS else None
-        offboard, arm = bool(self.get_parameter("px4_offboard").value), bool(self.get_parameter("px4_arm").value)
-        self.px4 = px4.OffboardLink(offboard, arm, staleness=profile.staleness_timeout)
-        self.px4_mode_type = message_class("px4_msgs/msg/OffboardControlMode")
-        self.px4_command_type = message_class("px4_msgs/msg/VehicleCommand")
-        self.px4_mode_publisher = self.create_lifecycle_publisher(self.px4_mode_type, px4.OFFBOARD_MODE_TOPIC, 10)
-        self.px4_command_publisher = self.create_lifecycle_publisher(
-            self.px4_command_type, px4.VEHICLE_COMMAND_TOPIC, 10
-        )
-        self._px4_subscribe(status_topic)
-
-    def _id_parameter(self, name: str) -> int:
-        value = int(self.get_parameter(name).value)
-        if not 0 <= value <= 255:
-            raise ValueError(f"parameter '{name}': a MAVLink id in [0, 255], got {value}")
-        return value
-
-    def _px4_subscribe(self, status_topic: str) -> None:
-        """PX4's answers to the commands, and its VehicleStatus where the px4_version's message matches ours."""
-        from rclpy.qos import qos_profile_sensor_data
-
-        ack_type = message_class("px4_msgs/msg/VehicleCommandAck")
-        self.subscriptions_.append(
-            self.create_subscription(ack_type, px4.VEHICLE_COMMAND_ACK_TOPIC, self.on_px4_ack, qos_profile_sensor_data)
-        )
-        self.px4_status = {}
-        if status_topic:
-            status_type = message_class("px4_msgs/msg/VehicleStatus")
-            self.subscriptions_.append(
-                self.create_subscription(status_type, status_topic, self.on_px4_status, qos_profile_sensor_data)
-            )
-
-    def on_px4_ack(self, message: Any) -> None:
-        link = self.px4
-        answer = link.on_ack(int(message.command), int(message.result)) if link is not None else ""
-        if not answer or link is None:
-            return
-        self.get_logger().info(f"PX4: VehicleCommand {message.command} {answer}")
-        self._px4_gave_up(link)
-
-    def on_px4_status(self, message: Any) -> None:
-        self.px4_status = {
-            "px4_armed": int(message.arming_state) == int(message.ARMING_STATE_ARMED),
-            "px4_nav_state": int(message.nav_state),
-            "px4_failsafe": bool(message.failsafe),
-        }
-
-    def _px4_gave_up(self, link: px4.OffboardLink) -> None:
-        """Once, when a request has run out of sends: logged, and the status says so until the next change."""
-        refused = link.gave_up()
-        if refused is not None and not self.px4_refusal_reported:
-            self.px4_refusal_reported = True
-            self.get_logger().error(f"PX4 {refused.request.name}: {refused.report()}; not sent again")
-            self._set_status(WARN, f"PX4 {refused.request.name}: {refused.report()}")
-
-    def _px4_heartbeat(self) -> None:
-        if self.px4 is None or not self.px4.heartbeat_due(time.monotonic()):
-            return
-        now_us = px4.timestamp_us(self.get_clock().now().nanoseconds)
-        mode = self.px4_mode_type(timestamp=now_us, **self.px4_mode)
-        self.px4_mode_publisher.publish(mode)
-        for request, confirmation in self.px4.requests(time.monotonic()):
-            fields = request.fields(now_us, *self.px4_target, confirmation=confirmation)
-            self.px4_command_publisher.publish(self.px4_command_type(**fields))
-            sent = f"{request.command} ({request.name}, send {confirmation + 1})"
-            self.get_logger().warning(f"PX4: sent VehicleCommand {sent}")
-        self._px4_gave_up(self.px4)
 
     def _subscribe(self, inputs: Sequence[TopicInput]) -> None:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
@@ -313,9 +206,8 @@ class PolicyNode(LifecycleNode):
     def on_activate(self, state: Any) -> Any:
         assert self.core is not None and self.profile is not None
         self.core.activate()
-        if self.px4 is not None and self.px4_hold is not None:
-            self.px4_hold.restart()
-            self.px4_timer = self.create_timer(1.0 / px4.HEARTBEAT_HZ, self._px4_heartbeat)
+        if self.output is not None:
+            self.output.start()
         if self.core.settings.trigger == "timer":
             self._start_loop(self.core, self.profile.dt)
         else:
@@ -352,10 +244,9 @@ class PolicyNode(LifecycleNode):
             self.get_logger().info(f"{reason}: safe command sent, control stopped")
 
     def _halt(self) -> None:
-        """Stop the watchdog timer, the PX4 heartbeat and the control loop's thread."""
-        if self.px4_timer is not None:
-            self.destroy_timer(self.px4_timer)
-            self.px4_timer = None
+        """Stop the watchdog timer, the output's timers (PX4's heartbeat) and the control loop's thread."""
+        if self.output is not None:
+            self.output.halt()
         if self.watchdog_timer is not None:
             self.destroy_timer(self.watchdog_timer)
             self.watchdog_timer = None
@@ -368,13 +259,9 @@ class PolicyNode(LifecycleNode):
         for subscription in self.subscriptions_:
             self.destroy_subscription(subscription)
         self.subscriptions_ = []
-        if self.command_publisher is not None:
-            self.destroy_lifecycle_publisher(self.command_publisher)
-            self.command_publisher = None
-        if self.px4 is not None:
-            self.destroy_lifecycle_publisher(self.px4_mode_publisher)
-            self.destroy_lifecycle_publisher(self.px4_command_publisher)
-            self.px4 = None
+        if self.output is not None:
+            self.output.release()
+            self.output = None
         self.core = None
 
     def _start_loop(self, core: PolicyNodeCore, period: float) -> None:
@@ -430,34 +317,8 @@ class PolicyNode(LifecycleNode):
             self.get_logger().error(f"intervention ignored: {err}", throttle_duration_sec=1.0)
 
     def _publish(self, fields: dict[str, float], fault: str) -> None:
-        assert self.command_type is not None
-        if self.px4 is not None:
-            held = self._px4_setpoint(self.px4, fields, fault)
-            if held is None:
-                return  # PX4: silence (no setpoint, no heartbeat); its offboard-loss failsafe takes over
-            fields = held
-        message = set_fields(self.command_type(), fields)
-        if self.stamped:
-            message.header.stamp = self.get_clock().now().to_msg()
-        if self.px4_stamped:
-            message.timestamp = px4.timestamp_us(self.get_clock().now().nanoseconds)
-        if self.joint_names is not None:
-            message.joint_names = self.joint_names  # time_from_start comes with the fields (the controller's)
-        self.command_publisher.publish(message)
-
-    def _px4_setpoint(self, link: px4.OffboardLink, fields: dict[str, float], fault: str) -> dict[str, float] | None:
-        """What PX4 gets for this decision: the setpoint, the fault hold's (with a heartbeat as the hold begins), or
-        None; ActuatorMotors moved to PX4's motor order."""
-        assert self.px4_hold is not None
-        now = time.monotonic()
-        starting = bool(fault) and self.px4_hold.fault_since is None
-        sent = self.px4_hold.setpoint(fields, fault, now)
-        link.on_command(sent is not None, bool(fault), now)
-        if sent is None:
-            return None
-        if starting and self.px4_timer is not None:
-            self._px4_heartbeat()
-        return px4.reorder_motors(sent, self.px4_motors) if self.px4_motors is not None else sent
+        if self.output is not None:
+            self.output.send(fields, fault)
 
     def _fault_status(self, level: int, message: str) -> None:
         # rclpy refuses two severities from one call site, hence two calls.
@@ -481,9 +342,8 @@ class PolicyNode(LifecycleNode):
         loop_missed = self.loop.missed_deadlines if self.loop else 0
         core = self.core
         values = core.diagnostics(loop_missed) if core else self.counters.values(False, loop_missed)
-        if self.px4 is not None and self.px4_hold is not None:
-            values |= {"px4_fault_phase": self.px4_hold.phase(time.monotonic()), **self.px4.diagnostics()}
-            values |= self.px4_status
+        if self.output is not None:
+            values |= self.output.diagnostics()
         self.diagnostics.publish(diagnostic_array(self, level, message, hardware, values))
 
 

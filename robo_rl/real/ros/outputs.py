@@ -1,0 +1,209 @@
+"""What policy_node sends for each command decision, chosen by the profile's command type: `CommandOutput` publishes
+the profile's command message; `Px4Output` adds PX4's offboard protocol around it (real/px4.py). policy_node knows
+only the `Output` interface: a new vehicle protocol is one more adapter here, not branches in the node.
+
+PX4 (a px4_msgs command type; PX4 v1.15+): OffboardControlMode on fmu/in/offboard_control_mode at 10 Hz with the
+setpoint's flag while setpoints flow. On a fault, never the zero-thrust "safe" setpoint: for a VehicleRatesSetpoint,
+zero body rates at the hold thrust (the profile's px4.hover_thrust, or the thrust of the last setpoint sent without a
+fault) for the profile's px4.fault_hold s (0.2) with the heartbeat, then neither, so that PX4's offboard-loss
+failsafe takes over with that benign setpoint as the last one; other setpoint types go silent at once. VehicleCommands
+(offboard, arm) only when the parameters px4_offboard / px4_arm ask, addressed to px4_target_system and
+px4_target_component; PX4's VehicleCommandAck is read and a refused or unanswered request is sent again, 3 sends at
+most. VehicleStatus is read on v1.16's fmu/out/vehicle_status_v1 (px4_version "1.16"). ActuatorMotors fields written
+in robo_rl's rotor order are moved to PX4's motor order (the profile's px4.motor_order).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from robo_rl.real import px4
+from robo_rl.real.profile import CommandSpec, Px4Settings, RobotProfile
+from robo_rl.real.ros.diagnostics import WARN
+from robo_rl.real.ros.messages import message_class, set_fields
+
+StatusSink = Callable[[int, str], None]
+"""Where an adapter reports a status change (level, message): policy_node's /diagnostics."""
+
+
+class Output(Protocol):
+    """What policy_node does with the command of each decision, and around it."""
+
+    def send(self, fields: dict[str, float], fault: str) -> None:
+        """One decision: the command's message fields, and its fault ("" for the policy's own command)."""
+
+    def start(self) -> None:
+        """Control starts (activation)."""
+
+    def halt(self) -> None:
+        """Control stops (before the last safe command goes out): stop the adapter's own timers."""
+
+    def release(self) -> None:
+        """The node is cleaned up: destroy the adapter's publishers and subscriptions."""
+
+    def diagnostics(self) -> dict[str, object]:
+        """The adapter's key values for /diagnostics."""
+
+
+def declare_parameters(node: Any) -> None:
+    """The adapters' parameters, declared whatever the profile (they are set before configure)."""
+    node.declare_parameter("px4_offboard", False)
+    node.declare_parameter("px4_arm", False)
+    node.declare_parameter("px4_target_system", 1)
+    node.declare_parameter("px4_target_component", 1)
+    node.declare_parameter("px4_version", "1.16")
+
+
+def make_output(node: Any, spec: CommandSpec, profile: RobotProfile, report: StatusSink) -> Output:
+    """The adapter for the profile's command type: PX4's protocol for px4_msgs types, else the plain message."""
+    command = CommandOutput(node, spec, profile.dt)
+    return Px4Output(node, command, spec, profile, report) if px4.is_px4(spec.type) else command
+
+
+class CommandOutput:
+    """Publishes the command message: the fields, a header stamp (now), PX4's microsecond `timestamp`, the
+    profile's joint names (a JointTrajectory point's duration is among the fields)."""
+
+    def __init__(self, node: Any, spec: CommandSpec, dt: float) -> None:
+        self.node = node
+        self.message_type = message_class(spec.type)
+        field_types = self.message_type.get_fields_and_field_types()
+        self.stamped = "header" in field_types
+        self.px4_stamped = px4.is_px4(spec.type) and "timestamp" in field_types
+        self.joint_names = list(spec.joint_names) if "joint_names" in field_types else None
+        self.publisher = node.create_lifecycle_publisher(self.message_type, spec.topic, 10)
+
+    def send(self, fields: dict[str, float], fault: str) -> None:
+        message = set_fields(self.message_type(), fields)
+        if self.stamped:
+            message.header.stamp = self.node.get_clock().now().to_msg()
+        if self.px4_stamped:
+            message.timestamp = px4.timestamp_us(self.node.get_clock().now().nanoseconds)
+        if self.joint_names is not None:
+            message.joint_names = self.joint_names  # time_from_start comes with the fields (the controller's)
+        self.publisher.publish(message)
+
+    def start(self) -> None:
+        pass
+
+    def halt(self) -> None:
+        pass
+
+    def release(self) -> None:
+        self.node.destroy_lifecycle_publisher(self.publisher)
+
+    def diagnostics(self) -> dict[str, object]:
+        return {}
+
+
+class Px4Output:
+    """PX4's offboard protocol around the setpoint (the module docstring): the fault hold, the motor order, the
+    OffboardControlMode heartbeat, the VehicleCommand requests with their acks, VehicleStatus."""
+
+    def __init__(self, node: Any, command: CommandOutput, spec: CommandSpec, profile: RobotProfile, report: StatusSink):
+        self.node, self.command, self.report = node, command, report
+        settings = profile.px4 or Px4Settings()
+        self.mode = px4.offboard_mode(spec.type)
+        self.target = (_mavlink_id(node, "px4_target_system"), _mavlink_id(node, "px4_target_component"))
+        self.hold = px4.FaultHold(settings.fault_hold, settings.hover_thrust, spec.type == px4.RATES_SETPOINT)
+        self.motors = px4.motor_permutation(settings.motor_order) if spec.type == px4.ACTUATOR_MOTORS else None
+        offboard, arm = bool(node.get_parameter("px4_offboard").value), bool(node.get_parameter("px4_arm").value)
+        self.link = px4.OffboardLink(offboard, arm, staleness=profile.staleness_timeout)
+        self.refusal_reported = False
+        self.status: dict[str, object] = {}
+        self.timer: Any = None
+        self.mode_type = message_class("px4_msgs/msg/OffboardControlMode")
+        self.command_type = message_class("px4_msgs/msg/VehicleCommand")
+        self.mode_publisher = node.create_lifecycle_publisher(self.mode_type, px4.OFFBOARD_MODE_TOPIC, 10)
+        self.command_publisher = node.create_lifecycle_publisher(self.command_type, px4.VEHICLE_COMMAND_TOPIC, 10)
+        self.subscriptions = self._subscribe(px4.status_topic(str(node.get_parameter("px4_version").value)))
+
+    def _subscribe(self, status_topic: str) -> list[Any]:
+        """PX4's answers to the commands, and its VehicleStatus where the px4_version's message matches ours."""
+        from rclpy.qos import qos_profile_sensor_data
+
+        ack_type = message_class("px4_msgs/msg/VehicleCommandAck")
+        found = [
+            self.node.create_subscription(ack_type, px4.VEHICLE_COMMAND_ACK_TOPIC, self.on_ack, qos_profile_sensor_data)
+        ]
+        if status_topic:
+            status_type = message_class("px4_msgs/msg/VehicleStatus")
+            found.append(
+                self.node.create_subscription(status_type, status_topic, self.on_status, qos_profile_sensor_data)
+            )
+        return found
+
+    def send(self, fields: dict[str, float], fault: str) -> None:
+        """The setpoint, the fault hold's (with a heartbeat as the hold begins), or silence (no setpoint, no
+        heartbeat: PX4's offboard-loss failsafe takes over); ActuatorMotors in PX4's motor order."""
+        now = time.monotonic()
+        starting = bool(fault) and self.hold.fault_since is None
+        sent = self.hold.setpoint(fields, fault, now)
+        self.link.on_command(sent is not None, bool(fault), now)
+        if sent is None:
+            return
+        if starting and self.timer is not None:
+            self.heartbeat()
+        self.command.send(px4.reorder_motors(sent, self.motors) if self.motors is not None else sent, fault)
+
+    def heartbeat(self) -> None:
+        """OffboardControlMode while setpoints flow, with the requests due."""
+        if not self.link.heartbeat_due(time.monotonic()):
+            return
+        now_us = px4.timestamp_us(self.node.get_clock().now().nanoseconds)
+        self.mode_publisher.publish(self.mode_type(timestamp=now_us, **self.mode))
+        for request, confirmation in self.link.requests(time.monotonic()):
+            fields = request.fields(now_us, *self.target, confirmation=confirmation)
+            self.command_publisher.publish(self.command_type(**fields))
+            sent = f"{request.command} ({request.name}, send {confirmation + 1})"
+            self.node.get_logger().warning(f"PX4: sent VehicleCommand {sent}")
+        self._gave_up()
+
+    def on_ack(self, message: Any) -> None:
+        answer = self.link.on_ack(int(message.command), int(message.result))
+        if answer:
+            self.node.get_logger().info(f"PX4: VehicleCommand {message.command} {answer}")
+            self._gave_up()
+
+    def on_status(self, message: Any) -> None:
+        self.status = {
+            "px4_armed": int(message.arming_state) == int(message.ARMING_STATE_ARMED),
+            "px4_nav_state": int(message.nav_state),
+            "px4_failsafe": bool(message.failsafe),
+        }
+
+    def _gave_up(self) -> None:
+        """Once, when a request has run out of sends: logged, and the status says so until the next change."""
+        refused = self.link.gave_up()
+        if refused is not None and not self.refusal_reported:
+            self.refusal_reported = True
+            self.node.get_logger().error(f"PX4 {refused.request.name}: {refused.report()}; not sent again")
+            self.report(WARN, f"PX4 {refused.request.name}: {refused.report()}")
+
+    def start(self) -> None:
+        self.hold.restart()
+        self.timer = self.node.create_timer(1.0 / px4.HEARTBEAT_HZ, self.heartbeat)
+
+    def halt(self) -> None:
+        if self.timer is not None:
+            self.node.destroy_timer(self.timer)
+            self.timer = None
+
+    def release(self) -> None:
+        for subscription in self.subscriptions:
+            self.node.destroy_subscription(subscription)
+        self.node.destroy_lifecycle_publisher(self.mode_publisher)
+        self.node.destroy_lifecycle_publisher(self.command_publisher)
+        self.command.release()
+
+    def diagnostics(self) -> dict[str, object]:
+        return {"px4_fault_phase": self.hold.phase(time.monotonic()), **self.link.diagnostics(), **self.status}
+
+
+def _mavlink_id(node: Any, name: str) -> int:
+    value = int(node.get_parameter(name).value)
+    if not 0 <= value <= 255:
+        raise ValueError(f"parameter '{name}': a MAVLink id in [0, 255], got {value}")
+    return value
