@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from robo_rl.api.configs import resolve_config
+from robo_rl.api.configs import resolve_config, stale_preset_files
 from robo_rl.cli.main import main
 from robo_rl.config import load_yaml
 from robo_rl.experiment import PRESETS, ExperimentConfig, pendulum_ppo
@@ -96,6 +96,12 @@ def test_installed_entry_point_reports_config_error_in_one_line(tmp_path: Path) 
     assert len(lines) == 1, proc.stderr
     assert "ppo.lerning_rate" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+def test_the_preset_files_are_current() -> None:
+    """robo_rl/configs/*.yaml are written from the presets (`python -m robo_rl.api.configs --write`): only what
+    differs from the defaults, one file per preset, none without one."""
+    assert stale_preset_files() == [], "run python -m robo_rl.api.configs --write"
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
