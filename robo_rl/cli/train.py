@@ -42,8 +42,8 @@ WORLD_SIZE_FILE = "world_size"
 DESCRIPTION = """\
 Train a policy. CONFIG is a preset name (default: pendulum_ppo) or a YAML file whose keys map onto the
 experiment config (robo_rl/configs/*.yaml: what each preset changes from the defaults). Each run gets a directory
-RUNS_ROOT/NAME/<time>-seed<N> with config.yaml, meta.json (git hash, seed, versions), metrics.jsonl, TensorBoard scalars in tb/, checkpoints/ and
-learning_curve.png. Ctrl-C saves a checkpoint; continue with --resume RUN_DIR.
+RUNS_ROOT/NAME/<time>-seed<N> with config.yaml, meta.json (git hash, seed, versions), metrics.jsonl, TensorBoard
+scalars in tb/, checkpoints/ and learning_curve.png. Ctrl-C saves a checkpoint; continue with --resume RUN_DIR.
 """
 
 
