@@ -60,6 +60,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -69,6 +70,7 @@ from robo_rl.real.controller import PolicyController
 from robo_rl.real.loop import ControlLoop
 from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore
 from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
+from robo_rl.real.ros import parameters
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
 from robo_rl.real.ros.inputs import TopicInput, topic_inputs
 from robo_rl.real.ros.messages import MessageTypeError
@@ -76,6 +78,18 @@ from robo_rl.real.ros.outputs import Output, make_output
 from robo_rl.real.ros.outputs import declare_parameters as declare_output_parameters
 from robo_rl.real.ros.spin import StartupInputError, positive_seconds, run
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
+
+
+@dataclass(frozen=True)
+class PolicyNodeParameters:
+    """policy_node's own parameters (the control ones are `NodeSettings`, the outputs' in real/ros/outputs.py)."""
+
+    policy: str = "policy.onnx"
+    profile: str = ""
+    autostart: bool = False
+    diagnostics_period: float = 1.0
+    threads: int = 0
+    command_type: str = "auto"
 
 
 class PolicyNode(LifecycleNode):
@@ -98,10 +112,11 @@ class PolicyNode(LifecycleNode):
         self.status: tuple[int, str] = (WARN, "unconfigured")
         self.diagnostics = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
         self._subscribe_go_home()
-        period = positive_seconds("diagnostics_period", float(self.get_parameter("diagnostics_period").value))
+        own = parameters.read(self, PolicyNodeParameters)
+        period = positive_seconds("diagnostics_period", own.diagnostics_period)
         self.create_timer(period, self.publish_diagnostics)
         self.configure_error = ""
-        if self.get_parameter("autostart").value:
+        if own.autostart:
             self._autostart()
 
     def _autostart(self) -> None:
@@ -112,20 +127,9 @@ class PolicyNode(LifecycleNode):
         self.trigger_activate()
 
     def _declare_parameters(self, threads: int) -> None:
-        self.declare_parameter("policy", "policy.onnx")
-        self.declare_parameter("profile", "")
-        self.declare_parameter("target", [0.0, 0.0, 0.0])
-        self.declare_parameter("trigger", "observation")
-        self.declare_parameter("max_missed_deadlines", 10)
-        self.declare_parameter("deadline", 0.0)
-        self.declare_parameter("autostart", False)
-        self.declare_parameter("diagnostics_period", 1.0)
-        self.declare_parameter("threads", threads)
-        self.declare_parameter("command_type", "auto")
+        parameters.declare(self, PolicyNodeParameters, {"threads": threads})
+        parameters.declare(self, NodeSettings)
         declare_output_parameters(self)
-        self.declare_parameter("chunk_execution", "ensemble")
-        self.declare_parameter("ensemble_decay", 0.01)
-        self.declare_parameter("chunk_execute", 0)
 
     # ------------------------------------------------------------------------------------------------ lifecycle
 
@@ -134,7 +138,7 @@ class PolicyNode(LifecycleNode):
             self._configure()
         except (ProfileError, PolicyFileError, ProfileMismatchError, MessageTypeError, ValueError) as err:
             self.configure_error = f"configure failed: {err}"
-            if not self.get_parameter("autostart").value:  # with autostart, run() prints it as the one error line
+            if not parameters.read(self, PolicyNodeParameters).autostart:  # else run() prints it as the one error
                 self.get_logger().error(self.configure_error)
             self._set_status(ERROR, f"configure failed: {err}")
             return TransitionCallbackReturn.FAILURE
@@ -142,27 +146,17 @@ class PolicyNode(LifecycleNode):
         return TransitionCallbackReturn.SUCCESS
 
     def _configure(self) -> None:
-        profile_name = str(self.get_parameter("profile").value)
-        if not profile_name:
+        own = parameters.read(self, PolicyNodeParameters)
+        if not own.profile:
             raise ValueError("parameter 'profile' is empty (a bundled profile name or a profile YAML path)")
-        settings = NodeSettings(
-            trigger=str(self.get_parameter("trigger").value),
-            target=tuple(self.get_parameter("target").value),
-            deadline=float(self.get_parameter("deadline").value),
-            max_missed_deadlines=int(self.get_parameter("max_missed_deadlines").value),
-            chunk_execution=str(self.get_parameter("chunk_execution").value),
-            ensemble_decay=float(self.get_parameter("ensemble_decay").value),
-            chunk_execute=int(self.get_parameter("chunk_execute").value),
-        )
-        profile = load_profile(profile_name)
-        runtime = PolicyRuntime(
-            str(self.get_parameter("policy").value), profile, int(self.get_parameter("threads").value)
-        )
+        settings = parameters.read(self, NodeSettings)
+        profile = load_profile(own.profile)
+        runtime = PolicyRuntime(own.policy, profile, own.threads)
         inputs = topic_inputs(profile)
         controller = PolicyController(
             runtime,
             profile,
-            command_type=str(self.get_parameter("command_type").value),
+            command_type=own.command_type,
             chunk_execution=settings.chunks(runtime.action_chunk),
         )
         self.output = make_output(self, controller.command_spec, profile, self._set_status)
