@@ -29,7 +29,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--num-envs", "0"], "task: num_envs must be at least 1, got 0"),
+        (["--num-envs", "0"], "task: num_envs must be between 1 and 1,048,576 (2**20), got 0"),
         (["--set", "ppo.gamma=1.5"], "ppo: gamma must lie in [0, 1], got 1.5"),
         (["--set", "ppo.num_minibatches=0"], "ppo: num_minibatches must be at least 1, got 0"),
         (["--set", "runner.eval_episodes=0"], "runner: eval_episodes must be at least 1, got 0"),
