@@ -150,8 +150,8 @@ def read_determinism(data: dict[str, Any]) -> Verdict:
 
 def read_suite(data: dict[str, Any]) -> Verdict:
     seconds = data["seconds"]
-    text = f"{data['summary']} in {seconds / 60:.1f} min ({_ratio(seconds, 600)})"
-    return text, data["returncode"] == 0 and seconds <= 600 * TIME_SLACK
+    text = f"{data['summary']} in {seconds / 60:.1f} min ({_ratio(seconds, 480)})"
+    return text, data["returncode"] == 0 and seconds <= 480 * TIME_SLACK
 
 
 def robust_runs() -> list[Path]:
@@ -223,7 +223,7 @@ CLAIMS = (
     ),
     Claim(
         "test-suite",
-        "The test suite takes about 10 min on 2 cores",
+        "The test suite takes about 8 min on 2 cores",
         None,
         "claims.py --suite {out}",
         read_suite,
