@@ -66,6 +66,9 @@ class RobotEnvConfig:
 class RobotEnv:
     """See the module docstring. `clock` is monotonic seconds; the link's `wait_until` advances through it."""
 
+    resumable = False
+    """No `state_dict`: a robot cannot be rewound: a resumed run starts a new episode."""
+
     num_envs = 1
 
     def __init__(

@@ -54,6 +54,9 @@ class FromGymnasium:
     `reset(seed)` seeds copy i with `seed + i` (Gymnasium's vector rule), so a seed reproduces every stream.
     """
 
+    resumable = False
+    """No `state_dict`: Gymnasium envs have no state to save: a resumed run restarts their episodes."""
+
     privileged_obs_spec: SpaceSpec | None = None
 
     def __init__(

@@ -83,6 +83,9 @@ class IsaacLabEnv:
         config: group names, action bounds and final-observation source.
     """
 
+    resumable = False
+    """No `state_dict`: Isaac Lab and mjlab envs are not checkpointed here: a resumed run restarts their episodes."""
+
     def __init__(self, env: Any, config: IsaacLabConfig = IsaacLabConfig()) -> None:
         self.env = getattr(env, "unwrapped", env)
         self.config = config

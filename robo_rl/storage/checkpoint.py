@@ -185,9 +185,19 @@ def load_latest(
 
 
 def env_state(env: object) -> dict[str, Any] | None:
-    """The env's own `state_dict()` when it has one (simulators do; real robots cannot be rewound)."""
+    """The env's own `state_dict()` (the simulators' episodes, steps and random state: exact resume); None for an
+    env that declares `resumable = False` (a robot cannot be rewound, an adapter's foreign simulator has no state
+    to save). TypeError for an env that does neither: a task that forgot `state_dict` would silently lose exact
+    resume."""
     state_dict = getattr(env, "state_dict", None)
-    return None if state_dict is None else state_dict()
+    if state_dict is not None:
+        return state_dict()
+    if getattr(env, "resumable", True) is False:
+        return None
+    raise TypeError(
+        f"{type(env).__name__} has no state_dict(): give it state_dict/load_state_dict (exact resume) or declare "
+        "`resumable = False` (a resumed run restarts its episodes)"
+    )
 
 
 def restore_env_state(env: object, state: dict[str, Any] | None) -> None:

@@ -193,6 +193,9 @@ class RacecarGoal:
     resumed run starts fresh episodes instead.
     """
 
+    resumable = False
+    """No `state_dict`: PyBullet restores a state only in the client that saved it; a resumed run restarts episodes."""
+
     dtype: torch.dtype = torch.float32
     privileged_obs_spec: SpaceSpec | None = None
 
