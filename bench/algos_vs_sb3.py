@@ -44,9 +44,10 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 
+from robo_rl.api.configs import preset
 from robo_rl.build import Runner, build_runner
 from robo_rl.config import apply_overrides
-from robo_rl.experiment import PRESETS, ExperimentConfig
+from robo_rl.experiment import ExperimentConfig
 from robo_rl.sim import make
 
 RESULTS = Path(__file__).parent / "results" / "algos_vs_sb3.json"
@@ -175,7 +176,7 @@ class Evaluator:
 
 def robo_config(task_name: str, algo: str, seed: int) -> ExperimentConfig:
     task = TASKS[task_name]
-    cfg = PRESETS[f"pendulum_{algo}"]()
+    cfg = preset(f"pendulum_{algo}")
     cfg = apply_overrides(cfg, [f"task.name={task.robo_task}", f"seed={seed}", *ROBO_OVERRIDES[task_name][algo]])
     return apply_overrides(cfg, [f"{cfg.loop_section}.target_return=null", f"{cfg.loop_section}.eval_interval=0"])
 

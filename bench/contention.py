@@ -81,12 +81,12 @@ def worker(config: ThreadConfig, iterations: int, seconds: float, warmup: int) -
 
     if config.wait_policy == "cli":
         threads.prefer_passive_waiting(os.environ)  # before torch loads, as robo-rl's entry point does
+    from robo_rl.api.configs import preset
     from robo_rl.build import build_runner
     from robo_rl.config import apply_overrides
-    from robo_rl.experiment import PRESETS
     from robo_rl.sim import make
 
-    cfg = apply_overrides(PRESETS[PRESET](), ["runner.eval_interval=0", f"runner.max_iterations={10**6}"])
+    cfg = apply_overrides(preset(PRESET), ["runner.eval_interval=0", f"runner.max_iterations={10**6}"])
     runner = build_runner(cfg, make)
     used = threads.apply_threads(config.threads, os.environ)
     stamps: list[tuple[float, int]] = [(time.perf_counter(), 0)]

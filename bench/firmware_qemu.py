@@ -41,14 +41,14 @@ def export_random_quadrotor_policy(path: Path) -> Path:
     """The quadrotor_hover_robust_ppo actor with random weights, exported as training would export it."""
     import torch
 
+    from robo_rl.api.configs import preset
     from robo_rl.build import build_policy
     from robo_rl.config import config_hash
-    from robo_rl.experiment import quadrotor_hover_robust_ppo
     from robo_rl.export.onnx import PolicyMetadata, export_onnx
     from robo_rl.sim import make
 
-    cfg = quadrotor_hover_robust_ppo()
-    env = make(cfg.task.name, num_envs=1, seed=0, params=cfg.task.params)
+    cfg = preset("quadrotor_hover_robust_ppo")
+    env = make(cfg.task.name, num_envs=1, seed=0, config=cfg.task.config)
     torch.manual_seed(0)
     policy = build_policy(cfg, env)
     metadata = PolicyMetadata(env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "bench")

@@ -145,7 +145,7 @@ def run_on_policy(cfg: Any, learner: str, args: argparse.Namespace) -> dict[str,
 
 def _on_policy_runner(cfg: Any, policy: Any, eval_env: Any, learner: str, args: argparse.Namespace) -> OnPolicyRunner:
     num_envs, rollout = ON_POLICY[cfg.task.name]
-    env = make(cfg.task.name, num_envs=num_envs, device=cfg.task.device, seed=cfg.seed, params=cfg.task.params)
+    env = make(cfg.task.name, num_envs=num_envs, device=cfg.task.device, seed=cfg.seed, config=cfg.task.config)
     if learner == "reinflow":
         # the adaptive schedule only ever lowers the rate here (its maximum is the rate): while the actor is frozen
         # the KL is zero and an unbounded schedule would climb to 1e-2, which wrecks the cloned flow once it thaws

@@ -31,11 +31,12 @@ from typing import Any
 
 from machine import machine_info, warn_if_busy
 
+from robo_rl.api.configs import preset
 from robo_rl.api.envs import env_factory, teleop_factory
 from robo_rl.build import build_runner
 from robo_rl.cli.main import main as cli
 from robo_rl.config import apply_overrides
-from robo_rl.experiment import ExperimentConfig, quadrotor_hover_sac
+from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil.config import HilConfig
 from robo_rl.hil.simulated import SimulatedHumanConfig
 
@@ -52,9 +53,9 @@ HIL_OVERRIDES = ["sac.bc_weight=1.0"]
 
 
 def base_config(task: str, seed: int, target: float, eval_episodes: int) -> ExperimentConfig:
-    cfg = quadrotor_hover_sac()
-    evaluation = cfg.task.eval_params if task == cfg.task.name else ()  # the numba step is the hover task's
-    task_cfg = replace(cfg.task, name=task, eval_params=evaluation)
+    cfg = preset("quadrotor_hover_sac")
+    evaluation = cfg.task.eval_config if task == cfg.task.name else None  # the numba step is the hover task's
+    task_cfg = replace(cfg.task, name=task, config=None, eval_config=evaluation)
     cfg = replace(cfg, name=f"hil_{task.replace('/', '_')}", seed=seed, task=task_cfg)
     return apply_overrides(
         cfg,

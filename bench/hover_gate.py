@@ -42,13 +42,13 @@ GATE_SEED_OFFSET = 1_000_003
 
 def worker_robo(algo: str, seed: int, budget: float) -> dict[str, Any]:
     """Train preset quadrotor_hover_<algo> until the gate (or `budget` s of training); report timings."""
+    from robo_rl.api.configs import preset
     from robo_rl.api.process_time import seconds_since_process_start
     from robo_rl.build import build_runner
     from robo_rl.config import apply_overrides
-    from robo_rl.experiment import PRESETS
     from robo_rl.sim import make
 
-    cfg = apply_overrides(PRESETS[f"quadrotor_hover_{algo}"](), [f"seed={seed}"])
+    cfg = apply_overrides(preset(f"quadrotor_hover_{algo}"), [f"seed={seed}"])
     runner = build_runner(cfg, make)
     last_rate: list[float | None] = [None]
 
@@ -80,17 +80,17 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
 
+    from robo_rl.api.configs import preset
     from robo_rl.api.process_time import seconds_since_process_start
-    from robo_rl.experiment import PRESETS
     from robo_rl.runners.evaluate import evaluate
     from robo_rl.sim import make
     from robo_rl.sim.gymnasium_adapter import GymnasiumVectorEnv
 
-    cfg = PRESETS["quadrotor_hover_ppo"]()
+    cfg = preset("quadrotor_hover_ppo")
     ppo = cfg.ppo
     env = GymnasiumVectorToSB3(GymnasiumVectorEnv(make(cfg.task.name, cfg.task.num_envs, seed=seed)))
     env.seed(seed)
-    eval_env = make(cfg.task.name, GATE_EPISODES, params=cfg.task.evaluation_params)  # robo_rl's own evaluator
+    eval_env = make(cfg.task.name, GATE_EPISODES, config=cfg.task.evaluation_config)  # robo_rl's own evaluator
     batch = cfg.task.num_envs * ppo.num_steps
     model = PPO(
         "MlpPolicy",

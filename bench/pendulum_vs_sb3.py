@@ -8,7 +8,7 @@ and, per method, median wall-clock, median env-steps and successes; ratio = medi
 / median of robo_rl (target: ≥ 10).
 
 Contenders:
-- robo_rl: the `pendulum_ppo()` preset (batched torch envs on the CPU; the JSON records its whole config).
+- robo_rl: the `preset("pendulum_ppo")` preset (batched torch envs on the CPU; the JSON records its whole config).
   Its time is the runner's `TrainResult.wall_time`, which INCLUDES its periodic 100-episode evaluations.
 - SB3 SAC and SB3 PPO with rl-baselines3-zoo's tuned Pendulum-v1 hyperparameters (`SAC_ZOO`, `PPO_ZOO`;
   the JSON records them and the effective values SB3 used), on `make_vec_env("Pendulum-v1")`, device cpu.
@@ -50,8 +50,9 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.logger import Logger
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.experiment import pendulum_ppo, with_seed
+from robo_rl.experiment import with_seed
 from robo_rl.sim import make
 
 RESULTS = Path(__file__).parent / "results" / "pendulum_vs_sb3.json"
@@ -134,8 +135,8 @@ class RunRow:
 
 
 def run_robo(seed: int, max_iterations: int) -> RunRow:
-    """Train the `pendulum_ppo()` preset; time is the runner's own, evaluations included."""
-    cfg = with_seed(pendulum_ppo(), seed)
+    """Train the `preset("pendulum_ppo")` preset; time is the runner's own, evaluations included."""
+    cfg = with_seed(preset("pendulum_ppo"), seed)
     cfg = replace(cfg, runner=replace(cfg.runner, max_iterations=max_iterations, target_return=TARGET_RETURN))
     result = build_runner(cfg, make).learn()
     final = None if result.final_eval is None else result.final_eval.mean_return
@@ -280,7 +281,7 @@ def print_summary(summary: dict[str, dict[str, Any]], best: str | None, ratio: f
 def hyperparameters(methods: list[str], robo_max_iterations: int) -> dict[str, Any]:
     used: dict[str, Any] = {}
     if "robo" in methods:
-        cfg = pendulum_ppo()
+        cfg = preset("pendulum_ppo")
         used["robo"] = {"preset": "pendulum_ppo", "config": asdict(cfg), "max_iterations": robo_max_iterations}
     for method in methods:
         if method in SB3_SPECS:
@@ -307,7 +308,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--robo-max-iterations",
         type=int,
-        default=pendulum_ppo().runner.max_iterations,
+        default=preset("pendulum_ppo").runner.max_iterations,
         help="iteration cap of each robo_rl run (default: the preset's)",
     )
     parser.add_argument(
@@ -356,7 +357,7 @@ def main() -> None:
         "load_average_1min": {"start": load_at_start, "end": os.getloadavg()[0]},
         "target_return": TARGET_RETURN,
         "sb3_eval": {"episodes": EVAL_EPISODES, "seeds": list(EVAL_SEEDS), "eval_time": "excluded"},
-        "robo_eval": {"episodes": pendulum_ppo().runner.eval_episodes, "eval_time": "included"},
+        "robo_eval": {"episodes": preset("pendulum_ppo").runner.eval_episodes, "eval_time": "included"},
         "hyperparameters": hyperparameters(methods, args.robo_max_iterations),
         "runs": [asdict(r) for r in rows],
         "summary": summary,

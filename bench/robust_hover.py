@@ -43,7 +43,7 @@ CURVES = Path(__file__).parents[1] / "docs" / "robust_hover_curves.png"
 GATE = 0.95
 EVAL_SEED = 12345
 
-HELD_OUT = {  # field -> held-out value (`task.eval_params` of the preset)
+HELD_OUT = {  # field -> held-out value (`task.eval_config` of the preset)
     "randomization.mass": "0.3",
     "randomization.inertia": "0.3",
     "randomization.thrust_coefficient": "0.2",
@@ -87,7 +87,7 @@ ROWS: dict[str, list[str]] = {
         "randomization.torque_coefficient=0.3",
     ],
 }
-"""Evaluation rows: task params applied after the run's task.params and task.eval_params (the held-out set)."""
+"""Evaluation rows: task params applied after the run's task.config and task.eval_config (the held-out set)."""
 SHORT_ROWS = ("all held-out ranges together",)
 
 

@@ -32,9 +32,9 @@ from pathlib import Path
 import torch
 from machine import machine_info, warn_if_busy
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.config import config_hash
-from robo_rl.experiment import quadrotor_hover_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.real.ros.netns import LOOPBACK_NETNS
 from robo_rl.sim import make
@@ -46,7 +46,7 @@ BUSY_LOOP = "import os, sys\nos.sched_setaffinity(0, {int(sys.argv[1])})\nwhile 
 
 
 def export_policy(path: Path) -> Path:
-    cfg = quadrotor_hover_ppo()
+    cfg = preset("quadrotor_hover_ppo")
     env = make(cfg.task.name, num_envs=1)
     torch.manual_seed(0)
     policy = build_policy(cfg, env)

@@ -43,9 +43,9 @@ from machine import machine_info, warn_if_busy
 from ros_latency import ROOT, ROS_PYTHON, busy_cores
 
 from robo_rl.actuator import actuator_of
+from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.config import config_hash
-from robo_rl.experiment import quadrotor_hover_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.real.ros.netns import LOOPBACK_NETNS
 from robo_rl.sim import make
@@ -69,8 +69,8 @@ TASK_PARAMS = {"scenario_px4.py": ("action_mode=ctbr", "position_integral_limit=
 def export_policy(path: Path, params: tuple[str, ...] = ()) -> Path:
     """A randomly initialized quadrotor_hover_ppo actor with the metadata the scenario's profile checks (the
     preset's task parameters and `params`, the actuator model); weights do not change the timing."""
-    cfg = quadrotor_hover_ppo()
-    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
+    cfg = preset("quadrotor_hover_ppo")
+    env = make(cfg.task.name, num_envs=1, config=cfg.task.config, params=params)
     torch.manual_seed(0)
     policy = build_policy(cfg, env)
     metadata = PolicyMetadata(

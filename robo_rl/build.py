@@ -34,8 +34,17 @@ from robo_rl.task_record import TaskSpecs
 
 
 class EnvFactory(Protocol):
+    """Builds task `name`: `config` is its typed config (or a mapping of changes, or None for its defaults), `params`
+    `"key=value"` text laid over it (from a command line or a profile)."""
+
     def __call__(
-        self, name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
+        self,
+        name: str,
+        num_envs: int,
+        device: str = "cpu",
+        seed: int | None = None,
+        params: Sequence[str] = (),
+        config: Any = None,
     ) -> BatchedEnv: ...
 
 
@@ -159,7 +168,7 @@ def build_runner(
     world = reducer.world
     _check_distributable(cfg, world.size)
     seed = world.seed(cfg.seed)
-    env = chunked(cfg, make_env(task.name, num_envs=task.num_envs, device=task.device, seed=seed, params=task.params))
+    env = chunked(cfg, make_env(task.name, num_envs=task.num_envs, device=task.device, seed=seed, config=task.config))
     if task.action_chunk > 1 and (cfg.hil.real_time or cfg.hil.teleop != "none"):
         raise ValueError("task.action_chunk > 1 does not combine with hil.real_time or hil.teleop yet")
     if cfg.hil.real_time:
@@ -176,7 +185,7 @@ def build_runner(
                 num_envs=loop.eval_episodes,
                 device=task.device,
                 seed=cfg.seed + EVAL_SEED_OFFSET,
-                params=task.evaluation_params,
+                config=task.evaluation_config,
             ),
         )
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces

@@ -2,7 +2,10 @@
 
 Field types come from the dataclass annotations (`typing.get_type_hints`, so `from __future__ import
 annotations` works). Supported: `bool`, `int`, `float`, `str`, `Literal[...]`, `X | None`, `tuple[X, ...]`,
-fixed tuples `tuple[X, Y]` and nested dataclasses (given as mappings; missing keys keep their defaults).
+fixed tuples `tuple[X, Y]` and nested dataclasses (given as mappings; missing keys keep their defaults). A field
+annotated `Any` holds a config whose class is decided elsewhere (a task's own config, by the task's name): a
+dataclass instance, or as read from a file a mapping of changes, or None; whoever knows the class validates it.
+A dataclass may define `__config_dict__()` to choose its plain form (`to_dict` calls it).
 Unknown keys, wrong types and nulls for non-optional fields raise `ConfigError`, whose message is one line
 naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fast'`.
 
@@ -67,7 +70,41 @@ def to_dict(cfg: Any) -> dict[str, Any]:
     """The config as plain dicts, lists and scalars, ready for `yaml.safe_dump` or `json.dumps`."""
     if not (dataclasses.is_dataclass(cfg) and not isinstance(cfg, type)):
         raise TypeError(f"to_dict needs a dataclass instance, got {cfg!r}")
+    custom = getattr(cfg, "__config_dict__", None)
+    if custom is not None:
+        return dict(custom())
+    return plain_fields(cfg)
+
+
+def plain_fields(cfg: Any) -> dict[str, Any]:
+    """The dataclass instance `cfg`'s init fields as plain data (what `to_dict` gives without a `__config_dict__`)."""
     return {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.init}
+
+
+def differences(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The keys of plain config data `values` whose values differ from `defaults`, nested mappings only where
+    something in them differs: what a file needs to say to turn `defaults` into `values` (with `merge`)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        default = defaults.get(key)
+        if isinstance(value, Mapping) and isinstance(default, Mapping):
+            nested = differences(value, default)
+            if nested:
+                out[key] = nested
+        elif value != default:
+            out[key] = value
+    return out
+
+
+def deep_update(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with the (nested) mapping `update` laid over it: a nested mapping updates only the keys it names."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_update(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def read_yaml(path: str | os.PathLike[str]) -> Any:
@@ -133,21 +170,11 @@ def merge(cfg: T, data: Mapping[str, Any], source: str = "") -> T:
     if not isinstance(data, Mapping):
         error = _mismatch("a mapping", data, _TOP_LEVEL)
         raise ConfigError(f"{source}: {error}" if source else str(error))
-    merged = _deep_update(to_dict(cfg), data)
+    merged = deep_update(to_dict(cfg), data)
     try:
         return from_dict(type(cfg), merged)
     except ConfigError as err:
         raise ConfigError(f"{source}: {err}" if source else str(err)) from None
-
-
-def _deep_update(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _deep_update(out[key], value)
-        else:
-            out[key] = value
-    return out
 
 
 def config_hash(cfg: Any, task_config: Mapping[str, Any] | None = None) -> str:
@@ -166,6 +193,8 @@ def config_hash(cfg: Any, task_config: Mapping[str, Any] | None = None) -> str:
 def _convert(tp: Any, value: Any, path: str) -> Any:
     """`value` checked (and converted, e.g. list to tuple) against the annotation `tp`."""
     origin = get_origin(tp)
+    if tp is Any:
+        return _open_config(value, path)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return from_dict(tp, value, path)
     if origin in (Union, types.UnionType):
@@ -179,6 +208,15 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     if tp in _SCALARS:
         return _SCALARS[tp](value, path)
     raise TypeError(f"{path}: unsupported config field type {tp!r}")
+
+
+def _open_config(value: Any, path: str) -> Any:
+    """A field whose config class is decided elsewhere: an instance as given, a mapping copied, or None."""
+    if value is None or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): item for key, item in value.items()}
+    raise _mismatch("a mapping of config keys", value, path)
 
 
 def _convert_union(tp: Any, value: Any, path: str) -> Any:
@@ -262,6 +300,8 @@ def _plain(value: Any) -> Any:
         return to_dict(value)
     if isinstance(value, (tuple, list)):
         return [_plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
     return value
 
 

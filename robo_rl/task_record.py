@@ -1,5 +1,5 @@
 """The task a run trained on, as resolved at training time: its registered name, its typed config after
-`task.params` (as plain data), and the specs of its observations and actions.
+`task.config` (as plain data), and the specs of its observations and actions.
 
 `robo-rl train` writes it into the run directory (RUN/task.yaml). Export reads the specs from it instead of
 rebuilding the simulator, writes the resolved config into the policy's metadata, and hashes it with the experiment
@@ -66,7 +66,7 @@ class TaskRecord:
     name: str
     """Registered task name."""
     config: Mapping[str, Any]
-    """The task's config dataclass after `task.params`, as plain data (`robo_rl.config.to_dict`)."""
+    """The task's config dataclass as `task.config` sets it, as plain data (`robo_rl.config.to_dict`)."""
     specs: TaskSpecs
 
     def to_dict(self) -> dict[str, Any]:

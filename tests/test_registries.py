@@ -12,8 +12,9 @@ import pytest
 
 import robo_rl.sim
 from robo_rl.algorithms import registry as algorithms
+from robo_rl.api.configs import preset_names
 from robo_rl.config import ConfigError, from_dict
-from robo_rl.experiment import PRESETS, ExperimentConfig
+from robo_rl.experiment import ExperimentConfig
 from robo_rl.firmware_export import boards
 from robo_rl.firmware_export.board import Board
 from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, QEMU_TARGETS, TARGETS
@@ -81,6 +82,6 @@ def test_readme_lists_every_task_and_preset() -> None:
         assert f"`{name}`" in table, f"README's simulator table lacks {name}"
     presets = README[README.index("`CONFIG` is a preset name") :]
     presets = presets[: presets.index("or a YAML file")]
-    for name in PRESETS:
+    for name in preset_names():
         assert f"`{name}`" in presets, f"README's preset list lacks {name}"
         assert (ROOT / "robo_rl" / "configs" / f"{name}.yaml").is_file(), f"no robo_rl/configs/{name}.yaml"

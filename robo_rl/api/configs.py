@@ -1,60 +1,202 @@
-"""An experiment config from a preset name or a YAML file, with `key=value` overrides."""
+"""Experiment configs where they are read: a preset name or a YAML file, `key=value` overrides, older files' keys.
+
+The edge where text becomes typed config: a task's settings (`task.config`, `task.eval_config`) arrive from YAML or
+`--set` as mappings and leave as the task's own config class (`resolve_task`). Shorthands and older keys are
+rewritten here and nowhere else:
+- `--set task.KEY=VALUE`, KEY not a field of `TaskConfig`: `task.config.KEY=VALUE`;
+- `task.params: [KEY=VALUE, ...]` and `task.eval_params` (run configs and files from before typed task configs):
+  `task.config` and `task.eval_config`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from robo_rl.config import ConfigError, apply_overrides, load_yaml
-from robo_rl.experiment import PRESETS, ExperimentConfig
+import yaml
 
-
-def resolve_config(source: str, overrides: list[str]) -> ExperimentConfig:
-    """`source` is a YAML file or a preset name; `overrides` are `key=value` strings applied last."""
-    if Path(source).suffix in (".yaml", ".yml") or Path(source).is_file():
-        cfg = load_yaml(ExperimentConfig, source, allow_empty=False)
-    elif source in PRESETS:
-        cfg = PRESETS[source]()
-    else:
-        raise ConfigError(f"{source}: neither a YAML file nor a preset (presets: {', '.join(sorted(PRESETS))})")
-    return apply_overrides(cfg, overrides)
-
+from robo_rl.config import (
+    ConfigError,
+    apply_overrides,
+    differences,
+    from_dict,
+    read_yaml,
+    set_values,
+    to_dict,
+)
+from robo_rl.experiment import ExperimentConfig, TaskConfig
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-"""The presets as YAML files (robo_rl/configs/NAME.yaml), to read and to copy."""
+"""The presets as YAML files (robo_rl/configs/NAME.yaml): what `robo-rl train NAME` reads; to read and to copy."""
 HEADER = (
-    "# The preset {name}: what it changes from ExperimentConfig's defaults (robo_rl/experiment.py);\n"
-    "# a run's config.yaml shows every key. Written by `python -m robo_rl.api.configs --write` (tests check it).\n"
+    "# The preset {name}, written from robo_rl/sim/*/presets.py by `python -m robo_rl.api.configs --write`\n"
+    "# (tests check it): what it changes from ExperimentConfig's defaults (robo_rl/experiment.py); task.config:\n"
+    "# what it changes from the task's defaults; task.eval_config: what evaluation changes from task.config.\n"
+    "# A run's config.yaml has every key.\n"
 )
+_TASK_FIELDS = frozenset(field.name for field in dataclasses.fields(TaskConfig))
+_OLD_TASK_KEYS = {"params": "config", "eval_params": "eval_config"}
 
 
-def preset_yaml(name: str) -> str:
-    """The text of robo_rl/configs/NAME.yaml: the preset's keys whose values differ from the defaults, nested
-    sections only where something in them differs. `load_yaml` reads it back equal to the preset."""
-    import yaml
-
-    from robo_rl.config import to_dict
-
-    changed = _differences(to_dict(PRESETS[name]()), to_dict(ExperimentConfig()))
-    return HEADER.format(name=name) + yaml.safe_dump(changed, sort_keys=False)
+def preset_names() -> list[str]:
+    """The presets `robo-rl train NAME` knows, sorted (their files in robo_rl/configs)."""
+    return sorted(path.stem for path in CONFIGS.glob("*.yaml"))
 
 
-def _differences(values: dict[str, object], defaults: dict[str, object]) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in values.items():
-        default = defaults.get(key)
-        if isinstance(value, dict) and isinstance(default, dict):
-            nested = _differences(value, default)
-            if nested:
-                out[key] = nested
-        elif value != default:
-            out[key] = value
+def resolve_config(
+    source: str, overrides: Sequence[str] = (), values: Mapping[str, Any] | None = None
+) -> ExperimentConfig:
+    """`source` is a YAML file or a preset name; `values` (typed, by dotted key) then `overrides` (`key=value`
+    strings) are applied last. The task's settings come back typed."""
+    if Path(source).suffix in (".yaml", ".yml") or Path(source).is_file():
+        cfg = load_config_file(source)
+    elif (CONFIGS / f"{source}.yaml").is_file():
+        cfg = load_config_file(CONFIGS / f"{source}.yaml")
+    else:
+        raise ConfigError(f"{source}: neither a YAML file nor a preset (presets: {', '.join(preset_names())})")
+    return override(cfg, overrides, values)
+
+
+def preset(name: str) -> ExperimentConfig:
+    """The preset `name`, as `robo-rl train NAME` runs it."""
+    if not (CONFIGS / f"{name}.yaml").is_file():
+        raise ConfigError(f"{name}: no such preset (presets: {', '.join(preset_names())})")
+    return resolve_config(name)
+
+
+def load_config_file(path: str | os.PathLike[str]) -> ExperimentConfig:
+    """A YAML experiment config (older keys upgraded, the task's settings typed); ConfigError naming the file."""
+    data = read_yaml(path)
+    if data is None:
+        raise ConfigError(f"{path}: empty config file (no keys)")
+    try:
+        return resolve_task(from_dict(ExperimentConfig, upgrade_keys(data)))
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def override(
+    cfg: ExperimentConfig, overrides: Sequence[str] = (), values: Mapping[str, Any] | None = None
+) -> ExperimentConfig:
+    """`cfg` with typed `values` by dotted key, then `key=value` `overrides` (shorthands expanded), the task's
+    settings typed again. A change to `task.config` reaches the evaluation env too, whose `eval_config` says only
+    what differs."""
+    if values:
+        cfg = set_values(cfg, {_task_key(key): value for key, value in values.items()})
+    if overrides:
+        cfg = apply_overrides(cfg, expand_overrides(overrides))
+    return resolve_task(cfg) if values or overrides else cfg
+
+
+def resolve_task(cfg: ExperimentConfig) -> ExperimentConfig:
+    """`cfg` with `task.config` and `task.eval_config` as the task's config class (mappings of changes laid over its
+    defaults and over `task.config`); ConfigError naming the field that does not fit."""
+    from robo_rl.sim import task_settings
+
+    task = cfg.task
+    try:
+        config = task_settings(task.name, task.config)
+    except ValueError as err:  # an unknown task
+        raise ConfigError(f"task.name: {err}") from None
+    evaluation = task.eval_config
+    if evaluation is not None:
+        base = config if isinstance(evaluation, Mapping) else None
+        evaluation = (
+            task_settings(task.name, evaluation, "task.eval_config") if base is None else _over(base, evaluation)
+        )
+    config = None if task.config is None else config
+    return dataclasses.replace(cfg, task=dataclasses.replace(task, config=config, eval_config=evaluation))
+
+
+def _over(base: Any, changes: Mapping[str, Any]) -> Any:
+    from robo_rl.config import merge
+
+    return merge(base, changes, "task.eval_config")
+
+
+def upgrade_keys(data: Any) -> Any:
+    """Raw config data with older keys rewritten: `task.params` / `task.eval_params` ("key=value" lists) become
+    `task.config` / `task.eval_config` mappings."""
+    task = data.get("task") if isinstance(data, Mapping) else None
+    if not isinstance(task, Mapping) or not any(key in task for key in _OLD_TASK_KEYS):
+        return data
+    task = dict(task)
+    for old, new in _OLD_TASK_KEYS.items():
+        if old in task:
+            if new in task:
+                raise ConfigError(f"task.{old} and task.{new}: give one (task.{old} is the older spelling)")
+            task[new] = _changes(task.pop(old), f"task.{old}")
+    return {**data, "task": task}
+
+
+def expand_overrides(overrides: Sequence[str]) -> list[str]:
+    """`key=value` overrides with the task shorthands spelled out (`task.KEY=...` → `task.config.KEY=...`,
+    `task.params=[KEY=VALUE, ...]` → one `task.config.KEY=VALUE` each)."""
+    out: list[str] = []
+    for text in overrides:
+        key, sep, raw = text.partition("=")
+        old = key.strip().removeprefix("task.")
+        if sep and key.strip().startswith("task.") and old in _OLD_TASK_KEYS:
+            items = yaml.safe_load(raw) or []
+            if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+                raise ConfigError(f"{key.strip()}: expected a list of key=value strings, got {raw.strip()!r}")
+            out.extend(f"task.{_OLD_TASK_KEYS[old]}.{item.strip()}" for item in items)
+        else:
+            out.append(f"{_task_key(key.strip())}{sep}{raw}" if sep else text)
     return out
+
+
+def _task_key(key: str) -> str:
+    """`task.KEY...` → `task.config.KEY...` where KEY is not a `TaskConfig` field (the task's own setting)."""
+    parts = key.split(".")
+    if len(parts) > 1 and parts[0] == "task" and parts[1] not in _TASK_FIELDS:
+        return ".".join(["task", "config", *parts[1:]])
+    return key
+
+
+def _changes(params: Any, key: str) -> dict[str, Any]:
+    """`["a.b=1", "c=[1, 2]"]` → `{"a": {"b": 1}, "c": [1, 2]}` (values parsed as YAML)."""
+    if not isinstance(params, (list, tuple)):
+        raise ConfigError(f"{key}: expected a list of key=value strings, got {type(params).__name__}")
+    out: dict[str, Any] = {}
+    for item in params:
+        name, sep, raw = str(item).partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{key}: {item!r} is not key=value")
+        *parents, leaf = name.strip().split(".")
+        node = out
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = yaml.safe_load(raw)
+    return out
+
+
+def preset_yaml(name: str, presets: Mapping[str, Any] | None = None) -> str:
+    """The text of robo_rl/configs/NAME.yaml: the preset's keys whose values differ from the defaults (the task's
+    config from the task's defaults, its evaluation config from its config), nested sections only where something
+    in them differs. `resolve_config(NAME)` reads it back equal to the preset."""
+    from robo_rl.sim import default_config
+    from robo_rl.sim.presets import all_presets
+
+    cfg = (presets or all_presets())[name]()
+    data = to_dict(cfg)
+    if cfg.task.config is not None:
+        own = differences(to_dict(cfg.task.config), to_dict(default_config(cfg.task.name)))
+        data["task"]["config"] = own or None
+    changed = differences(data, to_dict(ExperimentConfig()))
+    return HEADER.format(name=name) + yaml.safe_dump(changed, sort_keys=False)
 
 
 def stale_preset_files() -> list[str]:
     """Preset files that are missing, out of date, or without a preset."""
-    stale = [name for name in sorted(PRESETS) if _read(CONFIGS / f"{name}.yaml") != preset_yaml(name)]
-    return stale + sorted(p.stem for p in CONFIGS.glob("*.yaml") if p.stem not in PRESETS)
+    from robo_rl.sim.presets import all_presets
+
+    presets = all_presets()
+    stale = [name for name in sorted(presets) if _read(CONFIGS / f"{name}.yaml") != preset_yaml(name, presets)]
+    return stale + sorted(p.stem for p in CONFIGS.glob("*.yaml") if p.stem not in presets)
 
 
 def _read(path: Path) -> str | None:
@@ -64,19 +206,24 @@ def _read(path: Path) -> str | None:
 def main() -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(description="Write or check robo_rl/configs/*.yaml from the presets.")
+    from robo_rl.sim.presets import all_presets
+
+    parser = argparse.ArgumentParser(
+        description="Write or check robo_rl/configs/*.yaml from the presets in robo_rl/sim/*/presets.py."
+    )
     parser.add_argument("--write", action="store_true", help="rewrite every preset file (and remove orphans)")
     args = parser.parse_args()
     if not args.write:
         stale = stale_preset_files()
         print(f"out of date: {', '.join(stale)}" if stale else "every preset file is current")
         return 1 if stale else 0
+    presets = all_presets()
     for path in CONFIGS.glob("*.yaml"):
-        if path.stem not in PRESETS:
+        if path.stem not in presets:
             path.unlink()
-    for name in sorted(PRESETS):
-        (CONFIGS / f"{name}.yaml").write_text(preset_yaml(name), encoding="utf-8")
-    print(f"wrote {len(PRESETS)} preset files to {CONFIGS}")
+    for name in sorted(presets):
+        (CONFIGS / f"{name}.yaml").write_text(preset_yaml(name, presets), encoding="utf-8")
+    print(f"wrote {len(presets)} preset files to {CONFIGS}")
     return 0
 
 

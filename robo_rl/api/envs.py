@@ -6,9 +6,10 @@ The library's link to `robo_rl.sim`: the core and the runners receive a factory,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from robo_rl.build import EnvFactory, TeleopFactory
-from robo_rl.config import ConfigError, apply_overrides, to_dict
+from robo_rl.config import ConfigError, to_dict
 from robo_rl.envs import BatchedEnv, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import TeleopDevice
@@ -41,9 +42,14 @@ def robot_env_factory(
         raise ConfigError("--operator simulated acts through --robot-link sim; on ROS the operator is teleop_node")
 
     def make(
-        name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
+        name: str,
+        num_envs: int,
+        device: str = "cpu",
+        seed: int | None = None,
+        params: Sequence[str] = (),
+        config: Any = None,
     ) -> BatchedEnv:
-        del params  # the world decides
+        del params, config  # the world decides
         if name != profile.task:
             raise ConfigError(
                 f"--robot {profile_name}: the profile runs task {profile.task!r}, the config trains {name!r}"
@@ -83,12 +89,11 @@ def robot_env_factory(
 
 
 def task_record(cfg: ExperimentConfig, env: BatchedEnv) -> TaskRecord:
-    """What `cfg.task` resolves to: the task's registered config dataclass with `task.params` applied, and `env`'s
+    """What `cfg.task` resolves to: the task's registered config dataclass as `task.config` sets it, and `env`'s
     specs (written into the run directory as RUN/task.yaml)."""
-    from robo_rl.sim import default_config
+    from robo_rl.sim import task_settings
 
-    resolved = apply_overrides(default_config(cfg.task.name), cfg.task.params)
-    return TaskRecord(cfg.task.name, to_dict(resolved), task_specs(env))
+    return TaskRecord(cfg.task.name, to_dict(task_settings(cfg.task.name, cfg.task.config)), task_specs(env))
 
 
 def teleop_factory() -> TeleopFactory:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -73,8 +74,8 @@ def evaluate_policy_file(
     task = task or artifact.task
     if task not in names():
         raise ValueError(f"{path}: its task {task!r} is not a registered task: supply --task (robo-rl tasks)")
-    recorded = recorded_task_params(artifact.task_config) if task == artifact.task else []
-    env = make(task, num_envs=episodes, device=device, params=[*recorded, *task_params])
+    recorded = recorded_task_config(artifact.task_config) if task == artifact.task else None
+    env = make(task, num_envs=episodes, device=device, params=task_params, config=recorded)
     for role, policy_spec, env_spec in (
         ("observation", artifact.obs, env.obs_spec),
         ("action", artifact.action, env.action_spec),
@@ -91,22 +92,14 @@ SPEED_ONLY_SETTINGS = ("backend", "compile")
 """Task settings that change how fast a task steps, not what it computes: not taken from a recorded config."""
 
 
-def recorded_task_params(task_config: str | None) -> list[str]:
-    """A recorded task config (canonical JSON, `robo_rl.task_config`) as `"key=value"` task params, nested keys
-    dotted; [] when the file recorded none."""
+def recorded_task_config(task_config: str | None) -> dict[str, Any] | None:
+    """A recorded task config (canonical JSON, `robo_rl.task_config`) as a mapping of task settings, less the
+    settings that only change speed; None when the file recorded none (or an import's notes)."""
     import json
 
     if not task_config:
-        return []
+        return None
     data = json.loads(task_config)
     if not isinstance(data, dict) or "imported" in data:  # an imported policy records what the import folded in
-        return []
-    return [param for key, value in data.items() if key not in SPEED_ONLY_SETTINGS for param in _flat(key, value)]
-
-
-def _flat(key: str, value: object) -> list[str]:
-    import json
-
-    if isinstance(value, dict):
-        return [param for name, item in value.items() for param in _flat(f"{key}.{name}", item)]
-    return [f"{key}={json.dumps(value)}"]
+        return None
+    return {key: value for key, value in data.items() if key not in SPEED_ONLY_SETTINGS}

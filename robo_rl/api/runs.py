@@ -10,9 +10,9 @@ from torch import nn
 
 from robo_rl.api.bad_file import BadFileError
 from robo_rl.api.checkpoint_file import checkpoint_errors, read_checkpoint
+from robo_rl.api.configs import load_config_file
 from robo_rl.api.envs import env_factory
 from robo_rl.build import build_deployable_actor, chunked
-from robo_rl.config import load_yaml
 from robo_rl.envs import BatchedEnv
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.runners.best_policy import BEST_CHECKPOINT
@@ -71,8 +71,9 @@ def run_task(run: RunDirectory, cfg: ExperimentConfig) -> TaskRecord:
 
 
 def read_run_config(run: RunDirectory) -> ExperimentConfig:
-    """The run's resolved config (RUN/config.yaml); ConfigError naming the file when it is empty or bad."""
-    return load_yaml(ExperimentConfig, run.config_file, allow_empty=False)
+    """The run's resolved config (RUN/config.yaml, older runs' keys upgraded); ConfigError naming the file when it is
+    empty or bad."""
+    return load_config_file(run.config_file)
 
 
 def make_env(
@@ -83,7 +84,10 @@ def make_env(
     extra_params: Sequence[str] = (),
     evaluation: bool = False,
 ) -> BatchedEnv:
-    """The run's task with its `task.params`, then (with `evaluation`) its `task.eval_params`, then
-    `extra_params` (e.g. held-out evaluation ranges); in chunks of `task.action_chunk` actions where H > 1."""
-    params = (*(cfg.task.evaluation_params if evaluation else cfg.task.params), *extra_params)
-    return chunked(cfg, env_factory()(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=params))
+    """The run's task with its `task.config` (with `evaluation`: its `task.eval_config`), then `extra_params`
+    (`"key=value"` text, e.g. held-out evaluation ranges); in chunks of `task.action_chunk` actions where H > 1."""
+    config = cfg.task.evaluation_config if evaluation else cfg.task.config
+    make = env_factory()
+    return chunked(
+        cfg, make(cfg.task.name, num_envs=num_envs, device=device, seed=seed, params=extra_params, config=config)
+    )

@@ -25,12 +25,12 @@ def add_threads_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_task_param_argument(parser: argparse.ArgumentParser, purpose: str) -> None:
     """`--task-param KEY=VALUE` (repeatable, into `args.task_params`): task changes for `purpose`, applied after
-    the run's task.params and task.eval_params (see `make_env`)."""
+    the run's task.config and task.eval_config (see `make_env`)."""
     parser.add_argument(
         "--task-param",
         dest="task_params",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help=f"change the task {purpose} (repeatable; applied after the run's task.params and task.eval_params)",
+        help=f"change the task {purpose} (repeatable; applied after the run's task.config and task.eval_config)",
     )

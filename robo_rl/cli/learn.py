@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from robo_rl.api.configs import resolve_config
     from robo_rl.build import build_off_policy
-    from robo_rl.config import ConfigError, apply_overrides
+    from robo_rl.config import ConfigError
     from robo_rl.hil.demos import load_demos
     from robo_rl.real.profile import load_profile
     from robo_rl.robot.env import ProfileSpecs
@@ -52,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
     except ModuleNotFoundError as err:
         raise ConfigError(f"robo-rl learn needs {err.name}: run it from .venv-ros (make ros-venv)") from None
     profile = load_profile(args.robot)
-    cfg = apply_overrides(resolve_config(args.config or f"robot_{profile.kind}_sac", []), args.overrides)
+    cfg = resolve_config(args.config or f"robot_{profile.kind}_sac", args.overrides)
     if cfg.on_policy:
         raise ConfigError(f"robo-rl learn trains off-policy algorithms; {cfg.algo} is on-policy")
     holder = ProfileSpecs.of(profile)

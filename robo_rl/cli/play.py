@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "play",
         help="write a video of a trained policy",
         description="Run the deterministic policy of RUN_DIR in one env of its task (with the task's evaluation "
-        "settings, task.eval_params) and write a video of it: GIF by default, MP4 when --output ends in .mp4. "
+        "settings, task.eval_config) and write a video of it: GIF by default, MP4 when --output ends in .mp4. "
         "Rendering is headless: matplotlib for the pendulum, quadrotor and RC car, MuJoCo offscreen (EGL, "
         "or MUJOCO_GL=osmesa) for MuJoCo tasks. Frames are taken every k control steps so that the video plays "
         "in real time at about --fps frames per second.",

@@ -13,7 +13,7 @@ DESCRIPTION = """\
 Identify a quadrotor's thrust curve, motor time constants and inertia from a flight log, and write them as a frame
 file (BASE's fields with the fitted ones replaced) for training:
   robo-rl sysid flight.csv --frame crazyflie_2_1 -o my_crazyflie.yaml
-  robo-rl train quadrotor_hover_ppo --set 'task.params=[frame=my_crazyflie.yaml]'
+  robo-rl train quadrotor_hover_ppo --set task.frame=my_crazyflie.yaml
 This is the path from a real drone: log a minute of flight, identify, train, fly.
 
 Inputs (LOG; --format picks the reader, else the extension does: .csv, or .mcap / a bag folder):

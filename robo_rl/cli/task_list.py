@@ -21,9 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Without NAME: every task registered in robo_rl.sim with its observation, action and "
         "privileged (critic-only) vector sizes, control period, episode length and whether `robo-rl play` can "
         "render it, then its element names and units. With NAME: that task in full, each element with its "
-        "bounds and unit, and its config fields with their defaults (override them with --set "
-        "'task.params=[key=value]' or task.params in a YAML config). Builds one env of each task to read "
-        "its specs.",
+        "bounds and unit, and its config fields with their defaults (override them with --set task.KEY=VALUE, "
+        "e.g. task.randomization.mass=0.2, or under task.config in a YAML config). Builds one env of each task "
+        "to read its specs.",
     )
     p.add_argument("name", nargs="?", help="a task name, e.g. quadrotor/hover")
     p.add_argument("--json", action="store_true", help="print JSON (a list of task descriptions) instead of text")
@@ -83,7 +83,7 @@ def detail_text(task: dict[str, Any]) -> str:
         for i in _indices(spec):
             low, high = spec["low"][i], spec["high"][i]
             lines.append(f"  {i:>3}  {spec['names'][i]:<{width}}  [{low:g}, {high:g}]  {spec['units'][i]}")
-    lines.append("\nconfig defaults (task.params keys):")
+    lines.append("\nconfig defaults (task.config keys):")
     lines.extend(f"  {key} = {value}" for key, value in _flatten(task["config"]))
     return "\n".join(lines)
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from robo_rl.algorithms import registry as algorithms
 from robo_rl.api.bad_file import BadFileError, check_output
 from robo_rl.api.checkpoint_file import checkpoint_errors
-from robo_rl.api.configs import resolve_config
+from robo_rl.api.configs import override, preset, preset_names, resolve_config
 from robo_rl.api.envs import env_factory, robot_env_factory, task_record, teleop_factory
 from robo_rl.api.interrupt import stop_at_iteration_end
 from robo_rl.api.prior_buffer_file import prior_buffer_errors
@@ -26,10 +26,10 @@ from robo_rl.build import Runner, build_runner
 from robo_rl.cli.arguments import add_threads_argument
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
 from robo_rl.cli.progress import TrainingProgress, describe_evaluation, terminal
-from robo_rl.config import ConfigError, apply_overrides, set_values, to_dict
+from robo_rl.config import ConfigError, to_dict
 from robo_rl.distributed import Reducer
 from robo_rl.envs import BatchedEnv
-from robo_rl.experiment import PRESETS, ExperimentConfig
+from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil.config import TELEOPS
 from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
@@ -201,9 +201,9 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
     if args.robot is not None:
         return _start_on_robot(args, reducer)
     source = args.config or _default_preset(args.algo or "ppo")
-    cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
+    cfg = resolve_config(source, args.overrides, values=_shorthands(args))
     if args.max_iterations is not None:
-        cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
+        cfg = override(cfg, values={f"{cfg.loop_section}.max_iterations": args.max_iterations})
     cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     # Before the run directory, so bad input leaves nothing behind.
     with prior_buffer_errors(cfg):
@@ -242,9 +242,9 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
         raise ConfigError("--robot trains on one robot in one process; drop --nproc")
     profile = load_profile(args.robot)
     source = args.config or f"robot_{profile.kind}_sac"
-    cfg = apply_overrides(set_values(resolve_config(source, []), _shorthands(args)), args.overrides)
+    cfg = resolve_config(source, args.overrides, values=_shorthands(args))
     if args.max_iterations is not None:
-        cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
+        cfg = override(cfg, values={f"{cfg.loop_section}.max_iterations": args.max_iterations})
     if cfg.hil.teleop in ("ros", "simulated"):
         raise ConfigError(
             f"--robot with hil.teleop={cfg.hil.teleop}: the robot already reads teleop_node's topics; "
@@ -264,15 +264,15 @@ def _default_preset(algo: str) -> str:
     """`pendulum_<algo>`: the preset `--algo` picks without CONFIG; ConfigError naming the algorithm's presets
     when it has no pendulum one."""
     name = f"pendulum_{algo}"
-    if name not in PRESETS:
-        presets = ", ".join(sorted(p for p, make in PRESETS.items() if make().algo == algo)) or "none"
+    if name not in preset_names():
+        presets = ", ".join(p for p in preset_names() if preset(p).algo == algo) or "none"
         raise ConfigError(f"--algo {algo} without CONFIG: there is no {name} preset; give a CONFIG ({presets})")
     return name
 
 
 def create_run(root: Path, cfg: ExperimentConfig, command: str, env: BatchedEnv) -> RunDirectory:
     """A new run directory with the resolved experiment config (config.yaml) and what its task resolved to
-    (task.yaml: the task's config after task.params, and `env`'s specs)."""
+    (task.yaml: the task's config as task.config sets it, and `env`'s specs)."""
     run = RunDirectory.create(root, cfg.name, cfg.seed, yaml.safe_dump(to_dict(cfg), sort_keys=False), command)
     write_task_record(run.path, task_record(cfg, env))
     return run
@@ -285,7 +285,7 @@ def _resume(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDire
     saved = read_run_config(main_run)
     cfg = saved
     if args.max_iterations is not None:
-        cfg = set_values(cfg, {f"{cfg.loop_section}.max_iterations": args.max_iterations})
+        cfg = override(cfg, values={f"{cfg.loop_section}.max_iterations": args.max_iterations})
     _check_world_size(main_run.path, reducer.world.size)
     run = main_run if reducer.world.is_main else RankRun(main_run.path, reducer.world.rank)
     latest = run.latest_checkpoint

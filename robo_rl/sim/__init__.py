@@ -6,11 +6,11 @@ from robo_rl.sim.experts import make_expert
 from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
 from robo_rl.sim.manager_based import IsaacLabConfig, from_isaaclab
 from robo_rl.sim.mjlab_env import from_mjlab
-from robo_rl.sim.registry import default_config, make, names, register
+from robo_rl.sim.registry import default_config, make, names, register, task_settings
 
 # By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built.
-register("pendulum", "robo_rl.sim.pendulum:Pendulum")
-register("point/obstacle", "robo_rl.sim.point_obstacle:PointObstacle")
+register("pendulum", "robo_rl.sim.pendulum.task:Pendulum")
+register("point/obstacle", "robo_rl.sim.point_obstacle.task:PointObstacle")
 register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover")
 register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack")
 register("rc_car/race", "robo_rl.sim.rc_car:RCCarRace")
@@ -30,4 +30,5 @@ __all__ = [
     "make_expert",
     "names",
     "register",
+    "task_settings",
 ]

@@ -9,8 +9,8 @@ from robo_rl.envs import BatchedEnv
 
 # Task → expert class by import path (loaded on first use, like the tasks themselves).
 EXPERTS = {
-    "pendulum": "robo_rl.sim.pendulum_expert:SwingUpPilot",
-    "point/obstacle": "robo_rl.sim.point_obstacle_expert:ObstacleExpert",
+    "pendulum": "robo_rl.sim.pendulum.expert:SwingUpPilot",
+    "point/obstacle": "robo_rl.sim.point_obstacle.expert:ObstacleExpert",
     "quadrotor/hover": "robo_rl.sim.quadrotor.expert:HoverPilot",
     "quadrotor/track": "robo_rl.sim.quadrotor.expert:track_pilot",
     "rc_car/race": "robo_rl.sim.rc_car.expert:RaceDriver",

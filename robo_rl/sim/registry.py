@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
-from robo_rl.config import ConfigError, apply_overrides
+from robo_rl.config import ConfigError, apply_overrides, merge
 from robo_rl.envs import BatchedEnv
 
 EnvFactory = Callable[..., BatchedEnv]
@@ -39,26 +39,44 @@ def make(
     device: str | torch.device = "cpu",
     seed: int | None = None,
     params: Sequence[str] = (),
+    config: Any = None,
     **overrides: Any,
 ) -> BatchedEnv:
     """Build `num_envs` copies of task `name` on `device`.
 
-    `params` are `"key=value"` strings on the task's config, nested keys dotted (`"randomization.mass=0.2"`),
-    parsed and validated like CLI `--set` overrides (ConfigError naming the key); `overrides` then replace
-    top-level fields by keyword.
+    `config` is the task's config (an instance of its config class, a mapping of changes to its defaults, or None:
+    the defaults; `task_settings`). `params` are `"key=value"` strings laid over it, nested keys dotted
+    (`"randomization.mass=0.2"`): text from a command line, a profile or a ROS parameter, parsed and validated like
+    CLI `--set` overrides (ConfigError naming the key). `overrides` then replace top-level fields by keyword.
     """
-    factory, default = _entry(name)
+    factory, _ = _entry(name)
+    default = task_settings(name, config)
     if params:
         try:
             default = apply_overrides(default, params)
         except ConfigError as err:
-            raise ConfigError(f"task.params of {name!r}: {err}") from None
+            raise ConfigError(f"task params of {name!r}: {err}") from None
     valid = [field.name for field in dataclasses.fields(default)]
     unknown = sorted(set(overrides) - set(valid))
     if unknown:
         raise ValueError(f"unknown config field(s) {unknown} for task {name!r}; valid fields: {valid}")
     config = dataclasses.replace(default, **overrides)
     return factory(num_envs, device=device, config=config, seed=seed)
+
+
+def task_settings(name: str, config: Any, key: str = "task.config") -> Any:
+    """Task `name`'s config from `config`: its defaults for None, an instance of its config class as it is, a mapping
+    of changes laid over the defaults (validated: ConfigError naming `key` and the field)."""
+    default = _entry(name)[1]
+    if config is None:
+        return default
+    if isinstance(config, Mapping):
+        return merge(default, config, key)
+    if type(config) is not type(default):
+        raise ConfigError(
+            f"{key}: task {name!r} takes a {type(default).__name__}, got a {type(config).__name__} (another task's?)"
+        )
+    return config
 
 
 def with_fast_step(name: str, params: Sequence[str]) -> list[str]:

@@ -12,10 +12,10 @@ import onnxruntime as ort
 import pytest
 import torch
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.chunks.env import ChunkEnv, action_chunking
 from robo_rl.config import config_hash
-from robo_rl.experiment import quadrotor_hover_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.firmware_export.build import build_host
 from robo_rl.firmware_export.codegen import generate_c
@@ -30,7 +30,7 @@ HORIZON = 8
 @pytest.fixture(scope="module")
 def chunked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The hover PPO actor trained on a chunk env (random weights): 22 observations → 8 steps × 4 rotors."""
-    cfg = quadrotor_hover_ppo()
+    cfg = preset("quadrotor_hover_ppo")
     env = ChunkEnv(make(cfg.task.name, num_envs=1), HORIZON)
     torch.manual_seed(0)
     actor = build_policy(cfg, env).deterministic_actor()

@@ -17,9 +17,9 @@ import pytest
 import torch
 from onnx import TensorProto, helper, numpy_helper
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.config import config_hash
-from robo_rl.experiment import quadrotor_hover_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.firmware_export.build import HostPolicy, build_host, build_host_library
 from robo_rl.firmware_export.codegen import CSources, generate_c
@@ -199,7 +199,7 @@ def test_random_mlps_match_onnxruntime(random_library: tuple[list[RandomMLP], di
 def _robo_rl_quadrotor_onnx(path: Path) -> Path:
     """A robo_rl quadrotor actor with random weights and non-trivial normalizer statistics, exported by
     robo_rl's own exporter (nothing is trained)."""
-    cfg = quadrotor_hover_ppo()
+    cfg = preset("quadrotor_hover_ppo")
     cfg = replace(cfg, task=replace(cfg.task, num_envs=1))
     env = make(cfg.task.name, num_envs=1, seed=0)
     torch.manual_seed(0)

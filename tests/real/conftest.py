@@ -9,19 +9,19 @@ import pytest
 import torch
 
 from robo_rl.actuator import actuator_of
+from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.config import config_hash
-from robo_rl.experiment import mujoco_arm_reach_ppo, quadrotor_hover_ppo, rc_car_race_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.sim import make
 
 # Bundled profile → (preset, task params) of the policy it deploys.
 PROFILE_TASKS = {
-    "quadrotor_crazyflie": (quadrotor_hover_ppo, ()),
-    "quadrotor_px4": (quadrotor_hover_ppo, ("action_mode=ctbr", "position_integral_limit=0")),
-    "quadrotor_crazyswarm2": (quadrotor_hover_ppo, ("action_mode=ctbr", "position_integral_limit=0")),
-    "rc_car": (rc_car_race_ppo, ()),
-    "arm": (mujoco_arm_reach_ppo, ("action_mode=position",)),
+    "quadrotor_crazyflie": (lambda: preset("quadrotor_hover_ppo"), ()),
+    "quadrotor_px4": (lambda: preset("quadrotor_hover_ppo"), ("action_mode=ctbr", "position_integral_limit=0")),
+    "quadrotor_crazyswarm2": (lambda: preset("quadrotor_hover_ppo"), ("action_mode=ctbr", "position_integral_limit=0")),
+    "rc_car": (lambda: preset("rc_car_race_ppo"), ()),
+    "arm": (lambda: preset("mujoco_arm_reach_ppo"), ("action_mode=position",)),
 }
 
 
@@ -48,7 +48,7 @@ def export_policy(profile: str, path: Path) -> Path:
     model too, as `robo-rl export` records it)."""
     preset, params = PROFILE_TASKS[profile]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
+    env = make(cfg.task.name, num_envs=1, config=cfg.task.config, params=params)
     torch.manual_seed(0)
     policy = build_policy(cfg, env)
     metadata = PolicyMetadata(
@@ -84,7 +84,7 @@ def export_linear_policy(
     in which frame and sign. Names are the task's observation and action names; the metadata is the task's."""
     preset, params = PROFILE_TASKS[profile]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
+    env = make(cfg.task.name, num_envs=1, config=cfg.task.config, params=params)
     obs, actions = env.obs_spec.names, env.action_spec.names
     linear = torch.nn.Linear(len(obs), len(actions))
     with torch.no_grad():
@@ -119,7 +119,7 @@ def export_chunk_probe(path: Path, horizon: int) -> Path:
     the steering command shows which step of which observation's chunk was sent."""
     preset, params = PROFILE_TASKS["rc_car"]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
+    env = make(cfg.task.name, num_envs=1, config=cfg.task.config, params=params)
     obs, actions = env.obs_spec.names, env.action_spec.names
     linear = torch.nn.Linear(len(obs), horizon * len(actions))
     with torch.no_grad():
@@ -140,7 +140,7 @@ def export_step_chunks(profile: str, path: Path, horizon: int, first: float, ste
     the observation: each command shows which step of a chunk was sent."""
     preset, params = PROFILE_TASKS[profile]
     cfg = preset()
-    env = make(cfg.task.name, num_envs=1, params=(*cfg.task.params, *params))
+    env = make(cfg.task.name, num_envs=1, config=cfg.task.config, params=params)
     linear = torch.nn.Linear(env.obs_spec.dim, horizon * env.action_spec.dim)
     with torch.no_grad():
         linear.weight.zero_()

@@ -11,7 +11,7 @@ import torch
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, BatchedEnv, check_step_result
 from robo_rl.sim import make, make_expert
 from robo_rl.sim.point_obstacle import PointObstacle, PointObstacleConfig
-from robo_rl.sim.point_obstacle_expert import ObstacleExpert
+from robo_rl.sim.point_obstacle.expert import ObstacleExpert
 
 DEVICES = [
     "cpu",

@@ -46,8 +46,12 @@ def test_a_task_registered_by_path_resolves_on_first_use() -> None:
 def test_unknown_task_and_bad_params_name_the_task() -> None:
     with pytest.raises(ValueError, match="unknown task 'nope'; registered tasks:"):
         make("nope", 1)
-    with pytest.raises(ConfigError, match=r"task\.params of 'pendulum'"):
+    with pytest.raises(ConfigError, match=r"task params of 'pendulum': no_such_field: unknown key"):
         make("pendulum", 1, params=("no_such_field=1",))
+    with pytest.raises(ConfigError, match=r"task\.config: no_such_field: unknown key"):
+        make("pendulum", 1, config={"no_such_field": 1})
+    with pytest.raises(ConfigError, match=r"task\.config: task 'pendulum' takes a PendulumConfig, got a HoverConfig"):
+        make("pendulum", 1, config=default_config("quadrotor/hover"))
     register("test/missing_backend", "robo_rl.sim.no_such_module:Env")
     with pytest.raises(ModuleNotFoundError, match="no_such_module"):
         make("test/missing_backend", 1)

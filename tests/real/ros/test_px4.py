@@ -16,8 +16,8 @@ import torch
 import yaml
 
 from robo_rl.actuator import actuator_of
+from robo_rl.api.configs import preset
 from robo_rl.config import config_hash
-from robo_rl.experiment import quadrotor_hover_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.sim import make
 
@@ -140,8 +140,8 @@ def _constant_motor_policy(path: Path) -> Path:
     """The motor-mode hover task's policy answering MOTOR_BIAS whatever it observes, with its actuator model
     (robo_rl.actuator): policy_node checks that control[i] = 0.5 + 0.5 * action is that model's map at
     ActuatorMotors' full scale 1 (robo_rl.real.runtime)."""
-    cfg = quadrotor_hover_ppo()
-    env = make(cfg.task.name, num_envs=1, params=cfg.task.params)
+    cfg = preset("quadrotor_hover_ppo")
+    env = make(cfg.task.name, num_envs=1, config=cfg.task.config)
     bias = torch.tensor([[MOTOR_BIAS[name] for name in env.action_spec.names]])
 
     class Constant(torch.nn.Module):

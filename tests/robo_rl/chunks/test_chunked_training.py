@@ -7,14 +7,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
 from robo_rl.chunks.env import ChunkEnv, action_chunking
-from robo_rl.experiment import pendulum_ppo
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity, read_metadata
 from robo_rl.real.runtime import PolicyRuntime
 from robo_rl.sim import make
@@ -23,13 +24,18 @@ HORIZON, EXECUTE = 4, 2
 
 
 def chunked_pendulum(
-    name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
+    name: str,
+    num_envs: int,
+    device: str = "cpu",
+    seed: int | None = None,
+    params: Sequence[str] = (),
+    config: Any = None,
 ) -> ChunkEnv:
-    return ChunkEnv(make(name, num_envs=num_envs, device=device, seed=seed, params=params), HORIZON, EXECUTE)
+    return ChunkEnv(make(name, num_envs, device, seed, params, config), HORIZON, EXECUTE)
 
 
 def test_ppo_trains_on_the_chunk_env_and_the_run_exports_a_chunked_artifact(tmp_path: Path) -> None:
-    base = pendulum_ppo()
+    base = preset("pendulum_ppo")
     cfg = replace(
         base,
         task=replace(base.task, num_envs=16),

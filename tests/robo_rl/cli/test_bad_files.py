@@ -211,7 +211,7 @@ COMMANDS: dict[str, tuple[Command, ...]] = {
         Command(
             "train",
             _in_work("track.csv"),
-            _train("rc_car_race_ppo", "--num-envs", "2", "--set", "task.params=[track=BAD]"),
+            _train("rc_car_race_ppo", "--num-envs", "2", "--set", "task.track=BAD"),
         ),
         Command(
             "record-demos",

@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 import torch
 
-from robo_rl.api.configs import resolve_config, stale_preset_files
+from robo_rl.api.configs import preset, preset_names, resolve_config, stale_preset_files
 from robo_rl.cli.main import main
 from robo_rl.config import load_yaml
-from robo_rl.experiment import PRESETS, ExperimentConfig, pendulum_ppo
+from robo_rl.experiment import ExperimentConfig
 from robo_rl.export.onnx import read_metadata
+from robo_rl.sim.presets import all_presets
 
 ROBO_RL = Path(sys.executable).with_name("robo-rl")
 
@@ -104,11 +105,17 @@ def test_the_preset_files_are_current() -> None:
     assert stale_preset_files() == [], "run python -m robo_rl.api.configs --write"
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", preset_names())
 def test_shipped_yaml_is_the_preset(name: str) -> None:
+    """The file `robo-rl train NAME` reads gives the preset's typed config back, the task's settings included."""
     shipped = files("robo_rl") / "configs" / f"{name}.yaml"
-    assert load_yaml(ExperimentConfig, shipped) == PRESETS[name]()
-    assert resolve_config(str(shipped), []) == resolve_config(name, []) == PRESETS[name]()
+    defined = all_presets()[name]()
+    assert resolve_config(str(shipped), []) == resolve_config(name, []) == preset(name) == defined
+    assert type(preset(name).task.config) is type(defined.task.config)
+
+
+def test_every_task_folder_preset_has_its_file() -> None:
+    assert sorted(all_presets()) == preset_names()
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +149,7 @@ def test_train_creates_run_directory(trained_run: dict[str, Any]) -> None:
     )
     assert (run / "checkpoints" / "latest.pt").is_file()
     assert [r["iteration"] for r in trained_run["after_train"]["rows"]] == [1, 2]
-    assert trained_run["after_train"]["rows"][-1]["env_steps"] == 2 * 32 * pendulum_ppo().ppo.num_steps
+    assert trained_run["after_train"]["rows"][-1]["env_steps"] == 2 * 32 * preset("pendulum_ppo").ppo.num_steps
     assert (run / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert any((run / "tb").iterdir())
     cfg = load_yaml(ExperimentConfig, run / "config.yaml")
@@ -163,7 +170,7 @@ def test_resume_continues_to_iteration_3(trained_run: dict[str, Any]) -> None:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in rows] == [1, 2, 3]
     assert rows[0] == trained_run["after_train"]["rows"][0]  # earlier rows untouched
-    assert rows[2]["env_steps"] == 3 * 32 * pendulum_ppo().ppo.num_steps
+    assert rows[2]["env_steps"] == 3 * 32 * preset("pendulum_ppo").ppo.num_steps
     assert load_yaml(ExperimentConfig, run / "config.yaml").runner.max_iterations == 3
 
 

@@ -34,11 +34,11 @@ def test_the_first_ctrl_c_is_a_request_the_second_a_keyboard_interrupt(
 def test_a_runner_asked_to_stop_ends_before_its_next_iteration(preset: str) -> None:
     from dataclasses import replace
 
+    from robo_rl.api.configs import preset as load_preset
     from robo_rl.build import build_runner
-    from robo_rl.experiment import PRESETS
     from robo_rl.sim import make
 
-    base = PRESETS[preset]()
+    base = load_preset(preset)
     loop = replace(getattr(base, base.loop_section), max_iterations=50)
     cfg = replace(base, task=replace(base.task, num_envs=8), **{base.loop_section: loop})
     runner = build_runner(cfg, make)

@@ -33,7 +33,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
     tiny = ["--set", "runner.eval_interval=0", "--set", "runner.eval_episodes=1", "--quiet"]
     _cli(["train", "--max-iterations", "1", "--num-envs", "4", "--runs-root", str(root), *tiny,
-          "--set", "task.params=[max_torque=2.5]"])  # fmt: skip
+          "--set", "task.max_torque=2.5"])  # fmt: skip
     return next((root / "pendulum_ppo").iterdir())
 
 
@@ -44,7 +44,7 @@ def _no_simulator(*args: object, **kwargs: object) -> None:
 def test_the_run_records_the_resolved_task_config_and_specs(run: Path) -> None:
     record = yaml.safe_load((run / TASK_FILE).read_text())
     assert record["name"] == "pendulum"
-    assert record["config"]["max_torque"] == 2.5  # task.params applied
+    assert record["config"]["max_torque"] == 2.5  # the task shorthand applied
     assert record["config"]["max_speed"] == 8.0  # a default, recorded too
     assert record["specs"]["action"] == {"names": ["torque"], "low": [-2.5], "high": [2.5], "units": ["N*m"]}
     assert record["specs"]["dt"] == 0.05 and record["specs"]["critic_obs_dim"] == 3

@@ -17,9 +17,9 @@ import torch
 from onnx.external_data_helper import uses_external_data
 
 import robo_rl
+from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.config import config_hash
-from robo_rl.experiment import pendulum_ppo
 from robo_rl.export.onnx import ACTION_OUTPUT, OBS_INPUT, PolicyMetadata, export_onnx, onnx_parity, read_metadata
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.provenance import git_hash
@@ -31,7 +31,7 @@ OBS_VAR = torch.tensor([0.3, 0.6, 9.0])
 
 def _policy_with_statistics() -> tuple[ActorCritic, Any, Any]:
     """The pendulum policy, with non-trivial normalizer statistics and an output layer large enough to saturate."""
-    cfg = replace(pendulum_ppo(), task=replace(pendulum_ppo().task, num_envs=1))
+    cfg = replace(preset("pendulum_ppo"), task=replace(preset("pendulum_ppo").task, num_envs=1))
     env = make(cfg.task.name, num_envs=1, seed=0)
     torch.manual_seed(0)
     policy = build_policy(cfg, env)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from robo_rl.algorithms.sac import SAC
+from robo_rl.api.configs import preset
 from robo_rl.cli.main import main
 from robo_rl.envs import critic_obs_dim
-from robo_rl.experiment import quadrotor_hover_sac
 from robo_rl.hil.demos import load_demos, read_meta
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.runners.evaluate import evaluate_held_out
@@ -51,7 +51,11 @@ def test_behaviour_cloning_ten_demos_makes_the_actor_hover(demos: Path) -> None:
     env = make("quadrotor/hover", num_envs=1)
     torch.manual_seed(0)
     sac = SAC(
-        22, critic_obs_dim(env), env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac
+        22,
+        critic_obs_dim(env),
+        env.action_spec.low_tensor(),
+        env.action_spec.high_tensor(),
+        preset("quadrotor_hover_sac").sac,
     )
     evaluation_env = make("quadrotor/hover", num_envs=50, seed=7)
     before = evaluate_held_out(evaluation_env, sac.actor.deterministic_actor().eval(), 0)
@@ -79,7 +83,11 @@ class SampledActor(torch.nn.Module):
 def test_runner_pretrains_from_a_demo_file_and_wsrl_drops_it(demos: Path) -> None:
     env = make("quadrotor/hover", num_envs=4, seed=0)
     sac = SAC(
-        22, critic_obs_dim(env), env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac
+        22,
+        critic_obs_dim(env),
+        env.action_spec.low_tensor(),
+        env.action_spec.high_tensor(),
+        preset("quadrotor_hover_sac").sac,
     )
     cfg = OffPolicyRunnerConfig(prior_buffer=str(demos), bc_pretrain_steps=20, keep_prior=False, warmup="policy")
     runner = OffPolicyRunner(env, sac, cfg, seed=0)
@@ -95,7 +103,11 @@ def test_runner_pretrains_from_a_demo_file_and_wsrl_drops_it(demos: Path) -> Non
 def test_critic_warmup_keeps_the_pretrained_actor_still(demos: Path) -> None:
     env = make("quadrotor/hover", num_envs=4, seed=0)
     sac = SAC(
-        22, critic_obs_dim(env), env.action_spec.low_tensor(), env.action_spec.high_tensor(), quadrotor_hover_sac().sac
+        22,
+        critic_obs_dim(env),
+        env.action_spec.low_tensor(),
+        env.action_spec.high_tensor(),
+        preset("quadrotor_hover_sac").sac,
     )
     cfg = OffPolicyRunnerConfig(
         prior_buffer=str(demos), learning_starts=0, batch_size=4, critic_warmup_steps=6, max_iterations=3

@@ -9,20 +9,25 @@ from dataclasses import replace
 import pytest
 import torch
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_deployable_actor, build_runner
-from robo_rl.experiment import PRESETS
 from robo_rl.sim.pendulum import Pendulum
 
 
 @pytest.mark.parametrize("algo", ["ppo", "sac", "td3"])
 def test_critic_sees_privileged_observations(algo: str, pendulum_with_angle: type[Pendulum]) -> None:
     def make_env(
-        name: str, num_envs: int, device: str = "cpu", seed: int | None = None, params: Sequence[str] = ()
+        name: str,
+        num_envs: int,
+        device: str = "cpu",
+        seed: int | None = None,
+        params: Sequence[str] = (),
+        config: object = None,
     ) -> Pendulum:
-        assert not params
+        assert not params and config is None
         return pendulum_with_angle(num_envs, device=device, seed=seed)
 
-    base = PRESETS[f"pendulum_{algo}"]()
+    base = preset(f"pendulum_{algo}")
     cfg = replace(base, task=replace(base.task, num_envs=8))
     cfg = replace(cfg, runner=replace(cfg.runner, max_iterations=2, eval_interval=0))
     cfg = replace(

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
+from robo_rl.api.configs import preset
 from robo_rl.api.runs import load_trained
 from robo_rl.build import build_runner
-from robo_rl.experiment import pendulum_ppo
 from robo_rl.runners.best_policy import BEST_CHECKPOINT, BEST_KEY, BestPolicy
 from robo_rl.runners.evaluate import EvalResult
 from robo_rl.runners.run_dir import RunDirectory
@@ -52,7 +52,7 @@ def test_tasks_without_success_compare_returns() -> None:
 
 
 def test_ppo_run_keeps_its_best_evaluation_and_eval_loads_it(tmp_path: Path) -> None:
-    base = pendulum_ppo()
+    base = preset("pendulum_ppo")
     cfg = replace(
         base,
         task=replace(base.task, num_envs=32),
@@ -85,9 +85,9 @@ def _yaml(cfg: object) -> str:
 
 
 def test_off_policy_best_pt_holds_the_actor_that_eval_rebuilds(tmp_path: Path) -> None:
-    from robo_rl.experiment import pendulum_sac
+    from robo_rl.api.configs import preset
 
-    base = pendulum_sac()
+    base = preset("pendulum_sac")
     cfg = replace(
         base,
         task=replace(base.task, num_envs=4),

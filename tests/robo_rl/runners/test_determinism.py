@@ -9,14 +9,14 @@ import torch
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.experiment import pendulum_ppo
 from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.sim import make
 
 
 def _ppo_returns(seed: int) -> list[float]:
-    base = pendulum_ppo()
+    base = preset("pendulum_ppo")
     cfg = replace(
         base,
         seed=seed,

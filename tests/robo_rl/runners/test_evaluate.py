@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from robo_rl.api.configs import override, preset
 from robo_rl.api.runs import make_env
 from robo_rl.build import build_runner
 from robo_rl.config import apply_overrides
-from robo_rl.experiment import pendulum_ppo, quadrotor_hover_ppo
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import eval_metrics, evaluate, evaluation_due
 from robo_rl.sim import make
@@ -82,10 +82,10 @@ def test_episode_tracker_counts_the_successes_of_finished_episodes() -> None:
 
 
 def test_on_policy_runner_logs_the_training_success_rate() -> None:
-    cfg = apply_overrides(pendulum_ppo(), ["task.num_envs=16", "ppo.num_steps=8", "runner.max_iterations=2"])
+    cfg = apply_overrides(preset("pendulum_ppo"), ["task.num_envs=16", "ppo.num_steps=8", "runner.max_iterations=2"])
     runner = build_runner(cfg, make, evaluate=False)
-    lenient = ["task.params=[max_episode_steps=4, success_angle=4.0, success_speed=100.0]"]
-    lenient_runner = build_runner(apply_overrides(cfg, lenient), make, evaluate=False)
+    lenient = ["task.max_episode_steps=4", "task.success_angle=4.0", "task.success_speed=100.0"]
+    lenient_runner = build_runner(override(cfg, lenient), make, evaluate=False)
     rows: list[dict] = []
     lenient_runner.learn(rows.append)
     assert [row["train_success_rate"] for row in rows] == [1.0, 1.0]
@@ -114,15 +114,14 @@ def test_tracking_rms_covers_every_step_of_every_episode() -> None:
     assert evaluate(make("pendulum", num_envs=2, max_episode_steps=3), _zero_torque, seed=0).tracking_rms is None
 
 
-def test_runner_evaluates_with_the_task_eval_params() -> None:
-    cfg = apply_overrides(
-        quadrotor_hover_ppo(),
+def test_runner_evaluates_with_the_task_eval_config() -> None:
+    cfg = override(
+        preset("quadrotor_hover_ppo"),
         [
             "task.num_envs=4",
             "runner.eval_episodes=3",
-            "task.params=[randomization.mass=0.1]",
-            "task.eval_params=[randomization.mass=0.3, randomization.min_action_latency=1, "
-            "randomization.max_action_latency=1]",
+            "task.config.randomization.mass=0.1",
+            "task.eval_config.randomization={mass: 0.3, min_action_latency: 1, max_action_latency: 1}",
         ],
     )
     runner = build_runner(cfg, make)

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from robo_rl.algorithms.ppo import PPO
+from robo_rl.api.configs import preset
 from robo_rl.build import build_off_policy, build_policy
 from robo_rl.distributed import LOCAL, Reducer, World
-from robo_rl.experiment import PRESETS
 from robo_rl.runners.best_policy import BEST_KEY
 from robo_rl.runners.loop import random_state, restore_random_state
 from robo_rl.runners.off_policy import OffPolicyRunner
@@ -39,7 +39,7 @@ def _runner(
     **loop: Any,
 ) -> Runner:
     """A small pendulum runner; `loop` overrides its loop settings (no targets, no saves by the clock)."""
-    base = PRESETS[f"pendulum_{algo}"]()
+    base = preset(f"pendulum_{algo}")
     settings = {"max_iterations": max_iterations, "target_return": None, "save_every_s": 0.0, **loop}
     if algo != "ppo":
         settings = {"learning_starts": 20, "batch_size": 16, **settings}

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import torch
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.experiment import pendulum_ppo
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.sim import make
 
 
 def _runner() -> OnPolicyRunner:
-    base = pendulum_ppo()
+    base = preset("pendulum_ppo")
     cfg = replace(base, task=replace(base.task, num_envs=32), ppo=replace(base.ppo, num_steps=8))
     return build_runner(cfg, make, evaluate=False)
 

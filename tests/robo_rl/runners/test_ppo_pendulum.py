@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.experiment import pendulum_ppo
 from robo_rl.sim import make
 
 
@@ -21,7 +21,7 @@ def test_ppo_pendulum_reaches_target_return() -> None:
 
 
 def _train(seed: int) -> bool:
-    base = pendulum_ppo()
+    base = preset("pendulum_ppo")
     cfg = replace(base, seed=seed, runner=replace(base.runner, max_iterations=150))
     runner = build_runner(cfg, make)
     start = time.perf_counter()

@@ -13,9 +13,10 @@ import pytest
 import torch
 import yaml
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
 from robo_rl.config import load_yaml, to_dict
-from robo_rl.experiment import ExperimentConfig, PolicyConfig, TaskConfig, pendulum_ppo
+from robo_rl.experiment import ExperimentConfig, PolicyConfig, TaskConfig
 from robo_rl.provenance import git_hash
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.runners.run_dir import RunDirectory
@@ -26,7 +27,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _config(max_iterations: int) -> ExperimentConfig:
-    base = pendulum_ppo()
+    base = preset("pendulum_ppo")
     return replace(
         base,
         task=TaskConfig(name="pendulum", num_envs=64),

@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import pytest
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.experiment import pybullet_racecar_goal_ppo
 from robo_rl.sim import make
 
 
 @pytest.mark.slow
 def test_ppo_learns_to_reach_goals() -> None:
-    preset = pybullet_racecar_goal_ppo()
-    runner_cfg = replace(preset.runner, max_iterations=50, target_success_rate=0.7)
-    cfg = replace(preset, seed=0, runner=runner_cfg)
+    base = preset("pybullet_racecar_goal_ppo")
+    runner_cfg = replace(base.runner, max_iterations=50, target_success_rate=0.7)
+    cfg = replace(base, seed=0, runner=runner_cfg)
     runner = build_runner(cfg, make)
     untrained = runner.evaluate()
     result = runner.learn()

@@ -251,14 +251,14 @@ def test_policy_trained_in_robo_rl_flies_l2f_native_crazyflie(trained_hover_run:
 def test_policy_file_without_actuator_model_flies_with_the_linear_map_and_says_so(tmp_path: Path) -> None:
     """A policy.onnx from before `robo_rl.actuator` (no key): the gate assumes actions [-1, 1] → commands [0, 1],
     says so, and still flies the file (a random-weights policy here: only the plumbing is checked)."""
+    from robo_rl.api.configs import preset
     from robo_rl.api.l2f_transfer import evaluate_in_l2f
     from robo_rl.build import build_policy
     from robo_rl.config import config_hash, to_dict
-    from robo_rl.experiment import quadrotor_hover_ppo
     from robo_rl.export.onnx import PolicyMetadata, export_onnx
     from robo_rl.sim import make
 
-    cfg = quadrotor_hover_ppo()
+    cfg = preset("quadrotor_hover_ppo")
     env = make(cfg.task.name, num_envs=1)
     torch.manual_seed(0)
     actor = build_policy(cfg, env).deterministic_actor()

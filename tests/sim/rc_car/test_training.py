@@ -8,12 +8,12 @@ from dataclasses import replace
 import pytest
 import torch
 
+from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.experiment import rc_car_race_ppo
 from robo_rl.sim import make
 from robo_rl.sim.rc_car import INFO_PROGRESS
 
-EPISODE = ("episode_length=10",)
+EPISODE = 10.0
 
 
 @torch.no_grad()
@@ -32,8 +32,8 @@ def _progress_per_episode(actor: Callable[[torch.Tensor], torch.Tensor], episode
 
 @pytest.mark.slow
 def test_ppo_drives_at_least_twice_as_far_per_episode_after_a_short_training() -> None:
-    base = rc_car_race_ppo()
-    task = replace(base.task, num_envs=256, params=(*base.task.params, *EPISODE))
+    base = preset("rc_car_race_ppo")
+    task = replace(base.task, num_envs=256, config=replace(base.task.config, episode_length=EPISODE))
     runner_config = replace(base.runner, max_iterations=30, target_success_rate=None)
     runner = build_runner(replace(base, task=task, runner=runner_config), make, evaluate=False)
     before = _progress_per_episode(runner.policy.deterministic_actor().eval())

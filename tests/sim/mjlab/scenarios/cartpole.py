@@ -32,9 +32,9 @@ from typing import Any
 import torch
 
 from robo_rl.algorithms.ppo import PPO
+from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, check_step_result
-from robo_rl.experiment import PRESETS
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity, read_metadata
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.sim import from_mjlab
@@ -86,7 +86,7 @@ def twin_obs(actions: torch.Tensor, at_step: int) -> list[list[float]]:
 
 def train_and_export(env: IsaacLabEnv, out: Path) -> dict[str, Any]:
     """2 PPO iterations on the env, then robo_rl's ONNX export and its parity with torch."""
-    base = PRESETS["pendulum_ppo"]()
+    base = preset("pendulum_ppo")
     ppo_cfg = replace(base.ppo, num_steps=16)
     runner_cfg = replace(base.runner, max_iterations=2, target_return=None, save_every_s=0.0)
     torch.manual_seed(SEED)

@@ -16,7 +16,7 @@ import torch
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
 
 if TYPE_CHECKING:  # matplotlib loads only when an env renders
-    from robo_rl.sim.pendulum_render import PendulumRenderer
+    from robo_rl.sim.pendulum.render import PendulumRenderer
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class Pendulum:
         if not 0 <= index < self.num_envs:
             raise IndexError(f"render: env index {index} out of range for {self.num_envs} envs")
         if self._renderer is None:
-            from robo_rl.sim.pendulum_render import PendulumRenderer
+            from robo_rl.sim.pendulum.render import PendulumRenderer
 
             self._renderer = PendulumRenderer(self.config.max_torque)
         theta = float(self._state[index, 0])

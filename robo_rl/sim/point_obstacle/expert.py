@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from robo_rl.sim.point_obstacle import PointObstacle
+from robo_rl.sim.point_obstacle.task import PointObstacle
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from robo_rl.sim.pendulum import Pendulum
+from robo_rl.sim.pendulum.task import Pendulum
 
 
 @dataclass(frozen=True)
