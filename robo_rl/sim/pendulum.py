@@ -106,7 +106,6 @@ class Pendulum(BatchedTask):
         """Overwrite `[theta, theta_dot]` of every env, `(num_envs, 2)`; step counters are kept."""
         self._state.copy_(state.reshape(self.num_envs, 2))
 
-
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply torques `(num_envs, 1)` in N*m for `dt`; auto-resets envs whose episode is over."""
         torque = action.to(device=self.device, dtype=self.dtype).reshape(self.num_envs)

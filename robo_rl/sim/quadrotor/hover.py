@@ -436,7 +436,7 @@ class QuadrotorHover(BatchedTask):
         return renderer.draw(state[POSITION].numpy(), rotation, reference, steps * self.dt, steps < last_steps)
 
     def _physics_state(self) -> dict[str, Any]:
-        """"state" is `(num_envs, 17)`, the other entries are internal (component-major)."""
+        """Its "state" entry is `(num_envs, 17)`, the others are internal (component-major)."""
         return {
             "state": self.state,
             "episode": self._episode.clone(),

@@ -403,7 +403,7 @@ class RCCarRace(BatchedTask):
         return self._renderer.draw(x, y, yaw, label)
 
     def _physics_state(self) -> dict[str, Any]:
-        """"state" is `(num_envs, 7)`, the other entries are internal (component-major)."""
+        """Its "state" entry is `(num_envs, 7)`, the others are internal (component-major)."""
         return {
             "state": self.state,
             "segment": self._projection.segment.clone(),
