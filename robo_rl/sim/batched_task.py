@@ -1,30 +1,23 @@
 """`BatchedTask`: the base of the batched torch tasks (episode counters, auto-reset, seeding, exact-resume state).
 
 A task on it holds `num_envs` copies of its world as torch tensors on one device and steps them together without
-host syncs (`robo_rl.envs.BatchedEnv`). The base owns what every such task needs, so that no task copies it:
-
-- `_generator`: the torch Generator on `device` that every random draw of the task uses. `reset(seed)` seeds it;
-  a task built with seed None starts from a non-deterministic seed.
-- `_steps` `(N,)` long: control steps since each env's episode started. `_tick()` counts one step,
-  `_truncated(terminated)` says which unterminated envs reached `max_episode_steps`.
-- auto-reset: `_auto_reset(done, final_obs, *draws)` zeroes the counters of the finished envs, has the task start
-  their next episodes and returns the step's observation: the new episode's first one where `done`, `final_obs`
-  elsewhere.
-- `state_dict` / `load_state_dict` (a checkpoint's env state, for exact resume): the counters and the generator
-  state, plus the task's own state from `_physics_state` / `_load_physics_state`. Subclasses may not override
-  the two (TypeError at class creation), so none can drop the shared part or forget its own.
+host syncs (`robo_rl.envs.BatchedEnv`). The base owns what every such task needs, so that none copies it:
+`_generator`, the torch Generator on `device` behind every random draw (seeded by `reset(seed)`; built with seed
+None, a non-deterministic seed); `_steps` `(N,)`, control steps since each episode started (`_tick`, `_truncated`);
+the auto-reset of finished envs (`_auto_reset`); and `state_dict` / `load_state_dict` for a checkpoint's exact
+resume: counters and generator state plus the task's own state from its hooks. Subclasses may not override those
+two (TypeError at class creation), so no task can drop the shared part or forget its own.
 
 To write a task, subclass `BatchedTask`, call `super().__init__(num_envs, device, dt, max_episode_steps, seed)`
 first in `__init__` and `self.reset(seed)` last, and implement:
 
 - `step(action)`: apply the action, `self._tick()`, compute `final_obs`, reward and `terminated`, then
   `truncated = self._truncated(terminated)` and `obs = self._auto_reset(terminated | truncated, final_obs)`.
-- `_reset_all()`: the first episode of every env (counters are zeroed, the generator seeded); returns the
-  batch-major obs `(N, obs_dim)`.
-- `_reset_where(done, *draws)`: new episodes (physics and the task's own per-episode data) where `done` `(N,)`.
-  Draw for every env and select with `torch.where`: `done.any()` would sync with the device. `draws` are what
-  `step` passed to `_auto_reset` (random numbers drawn before the step, if the task draws them there).
-- `_first_obs(done, *draws)`: the observation in the task's layout after `_reset_where` (rows where `done` count).
+- `_reset_all()`: every env's first episode (counters zeroed, generator seeded); returns obs `(N, obs_dim)`.
+- `_reset_where(done, *draws)`: new episodes where `done` `(N,)`: draw for every env and select with
+  `torch.where` (`done.any()` would sync with the device). `draws`: what `step` passed on to `_auto_reset`
+  (random numbers drawn before the transition, for a task that draws them there).
+- `_first_obs(done, *draws)`: the observation after `_reset_where` (only the rows where `done` are used).
 - `_physics_state()` / `_load_physics_state(state_dict)`: every other tensor that the next steps depend on.
 
 Set `component_major = True` where observations are `(obs_dim, N)` inside the task (transpose what you return).
@@ -38,9 +31,6 @@ from typing import Any, ClassVar
 import torch
 
 from robo_rl.envs import SpaceSpec, StepResult
-
-_OWN_KEYS = ("steps", "generator")
-"""`state_dict` entries the base writes; a task's `_physics_state` may not use them."""
 
 
 class BatchedTask(ABC):
@@ -62,8 +52,7 @@ class BatchedTask(ABC):
     def __init__(
         self, num_envs: int, device: str | torch.device, dt: float, max_episode_steps: int, seed: int | None
     ) -> None:
-        """Set the protocol's attributes, the step counters and the generator (non-deterministic if `seed` is None;
-        `reset(seed)` seeds it otherwise)."""
+        """The protocol's attributes, step counters and generator (seeded by `reset(seed)`; by chance if None)."""
         self.num_envs = num_envs
         self.device = torch.device(device)
         self.dt = dt
@@ -87,7 +76,7 @@ class BatchedTask(ABC):
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue the exact same stream: the task's state, step counters, generator state."""
         physics = self._physics_state()
-        clash = sorted(set(_OWN_KEYS) & set(physics))
+        clash = sorted({"steps", "generator"} & physics.keys())
         if clash:
             raise ValueError(f"{type(self).__name__}._physics_state uses the base's keys {clash}")
         return {**physics, "steps": self._steps.clone(), "generator": self._generator.get_state()}
