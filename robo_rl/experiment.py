@@ -140,7 +140,9 @@ class ExperimentConfig:
         return algorithm(self.algo).loop == "on_policy"
 
 
-def with_networks(cfg: ExperimentConfig, actor_hidden: tuple[int, ...], critic_hidden: tuple[int, ...]) -> ExperimentConfig:
+def with_networks(
+    cfg: ExperimentConfig, actor_hidden: tuple[int, ...], critic_hidden: tuple[int, ...]
+) -> ExperimentConfig:
     """`cfg` with the hidden layers of its algorithm's networks set: `actor_hidden` and `critic_hidden`, and
     `flow_hidden` (a flow as wide as the actor) where the algorithm's section has one; the other sections keep
     their defaults. Works for any registered algorithm whose section names its networks so."""

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.sim.batched_task import BatchedTask
 
 if TYPE_CHECKING:  # matplotlib loads only when an env renders
     from robo_rl.sim.pendulum.render import PendulumRenderer
@@ -63,7 +64,7 @@ def angle_normalize(theta: torch.Tensor) -> torch.Tensor:
     return torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
 
 
-class Pendulum:
+class Pendulum(BatchedTask):
     """`num_envs` pendulums implementing the `BatchedEnv` protocol.
 
     Observation `(num_envs, 3)`: `[cos theta, sin theta, theta_dot]`. Action `(num_envs, 1)`: torque in N*m.
@@ -71,9 +72,6 @@ class Pendulum:
     the step. Episodes never terminate; they are truncated after `max_episode_steps` and reset inside `step`.
     `info["success"]`: the pendulum is balanced (see `PendulumConfig.success_angle`) at the end of the episode.
     """
-
-    dtype: torch.dtype = torch.float32
-    privileged_obs_spec: SpaceSpec | None = None
 
     def __init__(
         self,
@@ -83,11 +81,8 @@ class Pendulum:
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` is passed to `reset`, None draws a non-deterministic seed."""
-        self.num_envs = num_envs
-        self.device = torch.device(device)
+        super().__init__(num_envs, device, config.dt, config.max_episode_steps, seed)
         self.config = config
-        self.dt = config.dt
-        self.max_episode_steps = config.max_episode_steps
         self.obs_spec = SpaceSpec(
             names=("cos_theta", "sin_theta", "theta_dot"),
             low=(-1.0, -1.0, -config.max_speed),
@@ -97,13 +92,9 @@ class Pendulum:
         self.action_spec = SpaceSpec(
             names=("torque",), low=(-config.max_torque,), high=(config.max_torque,), units=("N*m",)
         )
-        self._generator = torch.Generator(device=self.device)
         self._state = torch.zeros(num_envs, 2, dtype=self.dtype, device=self.device)
-        self._steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self._last_torque = torch.zeros(num_envs, dtype=self.dtype, device=self.device)
         self._renderer: PendulumRenderer | None = None
-        if seed is None:
-            self._generator.seed()
         self.reset(seed)
 
     @property
@@ -115,14 +106,6 @@ class Pendulum:
         """Overwrite `[theta, theta_dot]` of every env, `(num_envs, 2)`; step counters are kept."""
         self._state.copy_(state.reshape(self.num_envs, 2))
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Reset every env to theta ~ U(-pi, pi), theta_dot ~ U(-1, 1); returns obs `(num_envs, 3)`."""
-        if seed is not None:
-            self._generator.manual_seed(seed)
-        self._state = self._sample_initial_state()
-        self._steps.zero_()
-        return self._observe(self._state)
-
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply torques `(num_envs, 1)` in N*m for `dt`; auto-resets envs whose episode is over."""
         torque = action.to(device=self.device, dtype=self.dtype).reshape(self.num_envs)
@@ -132,11 +115,10 @@ class Pendulum:
         self._last_torque = torque
         final_obs = self._observe(self._state)
         success = self._balanced(self._state)
-        self._steps += 1
-        truncated = self._steps >= self.max_episode_steps
-        terminated = torch.zeros_like(truncated)
-        self._reset_where(truncated)
-        obs = torch.where(truncated.unsqueeze(-1), self._observe(self._state), final_obs)
+        self._tick()
+        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        truncated = self._truncated(terminated)
+        obs = self._auto_reset(truncated, final_obs)
         return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs, INFO_SUCCESS: success}
 
     def render(self, index: int = 0) -> np.ndarray:
@@ -151,19 +133,16 @@ class Pendulum:
         time = int(self._steps[index]) * self.dt
         return self._renderer.draw(theta, float(self._last_torque[index]), time)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the exact same stream: state, step counters, generator state."""
-        return {
-            "state": self._state.clone(),
-            "steps": self._steps.clone(),
-            "generator": self._generator.get_state(),
-        }
+    def _physics_state(self) -> dict[str, Any]:
+        return {"state": self._state.clone()}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict` saved (possibly from another device)."""
+    def _load_physics_state(self, state_dict: dict[str, Any]) -> None:
         self._state = state_dict["state"].to(device=self.device, dtype=self.dtype).clone()
-        self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
-        self._generator.set_state(state_dict["generator"].cpu())
+
+    def _reset_all(self) -> torch.Tensor:
+        """theta ~ U(-pi, pi), theta_dot ~ U(-1, 1) in every env."""
+        self._state = self._sample_initial_state()
+        return self._observe(self._state)
 
     def _sample_initial_state(self) -> torch.Tensor:
         unit = torch.rand(self.num_envs, 2, generator=self._generator, device=self.device, dtype=self.dtype)
@@ -171,10 +150,10 @@ class Pendulum:
         return (2 * unit - 1) * high
 
     def _reset_where(self, done: torch.Tensor) -> None:
-        # Sampling for every env and selecting keeps `step` free of host syncs (no `done.any()`).
-        fresh = self._sample_initial_state()
-        self._state = torch.where(done.unsqueeze(-1), fresh, self._state)
-        self._steps = torch.where(done, torch.zeros_like(self._steps), self._steps)
+        self._state = torch.where(done.unsqueeze(-1), self._sample_initial_state(), self._state)
+
+    def _first_obs(self, done: torch.Tensor) -> torch.Tensor:
+        return self._observe(self._state)
 
     def _balanced(self, state: torch.Tensor) -> torch.Tensor:
         theta, theta_dot = state.unbind(-1)

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.sim.batched_task import BatchedTask
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class PointObstacleConfig:
             raise ValueError(f"PointObstacleConfig fields must be positive: {bad}")
 
 
-class PointObstacle:
+class PointObstacle(BatchedTask):
     """`num_envs` point robots implementing the `BatchedEnv` protocol.
 
     Observation `(num_envs, 8)`: position, velocity (the last applied action), goal − position and obstacle
@@ -66,9 +67,6 @@ class PointObstacle:
     `info["success"]`: the episode ended within `goal_radius` of the goal.
     """
 
-    dtype: torch.dtype = torch.float32
-    privileged_obs_spec: SpaceSpec | None = None
-
     def __init__(
         self,
         num_envs: int,
@@ -77,11 +75,8 @@ class PointObstacle:
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` is passed to `reset`, None draws a non-deterministic seed."""
-        self.num_envs = num_envs
-        self.device = torch.device(device)
+        super().__init__(num_envs, device, config.dt, config.max_episode_steps, seed)
         self.config = config
-        self.dt = config.dt
-        self.max_episode_steps = config.max_episode_steps
         inf, v = math.inf, config.max_speed
         self.obs_spec = SpaceSpec(
             names=("x", "y", "vx", "vy", "goal_dx", "goal_dy", "obstacle_dx", "obstacle_dy"),
@@ -90,13 +85,9 @@ class PointObstacle:
             units=("m", "m", "m/s", "m/s", "m", "m", "m", "m"),
         )
         self.action_spec = SpaceSpec(names=("vx", "vy"), low=(-v, -v), high=(v, v), units=("m/s", "m/s"))
-        self._generator = torch.Generator(device=self.device)
         zeros2 = torch.zeros(num_envs, 2, dtype=self.dtype, device=self.device)
         self._position, self._velocity, self._goal, self._obstacle = (zeros2.clone() for _ in range(4))
-        self._steps = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self._episodes = torch.zeros(num_envs, dtype=torch.long, device=self.device)
-        if seed is None:
-            self._generator.seed()
         self.reset(seed)
 
     @property
@@ -119,13 +110,6 @@ class PointObstacle:
         """`(num_envs,)` long: episodes each env has started since it was built (changes on every reset)."""
         return self._episodes.clone()
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Reset every env to a fresh start, goal and obstacle; returns obs `(num_envs, 8)`."""
-        if seed is not None:
-            self._generator.manual_seed(seed)
-        self._reset_where(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
-        return self._observe()
-
     def step(self, action: torch.Tensor) -> StepResult:
         """Move at velocity `action` `(num_envs, 2)` in m/s for `dt`; auto-resets envs whose episode is over."""
         c = self.config
@@ -140,24 +124,23 @@ class PointObstacle:
             c.progress_weight * (distance_before - distance) + c.success_bonus * success - c.crash_penalty * crashed
         )
         final_obs = self._observe()
-        self._steps += 1
+        self._tick()
         terminated = success | crashed
-        truncated = (self._steps >= self.max_episode_steps) & ~terminated
-        done = terminated | truncated
-        self._reset_where(done)
-        obs = torch.where(done.unsqueeze(-1), self._observe(), final_obs)
+        truncated = self._truncated(terminated)
+        obs = self._auto_reset(terminated | truncated, final_obs)
         return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs, INFO_SUCCESS: success}
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the exact same stream: state, counters, generator state."""
-        state = {name: getattr(self, f"_{name}").clone() for name in _STATE}
-        return {**state, "generator": self._generator.get_state()}
+    def _physics_state(self) -> dict[str, Any]:
+        return {name: getattr(self, f"_{name}").clone() for name in _STATE}
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict` saved (possibly from another device)."""
+    def _load_physics_state(self, state_dict: dict[str, Any]) -> None:
         for name in _STATE:
             setattr(self, f"_{name}", state_dict[name].to(self.device).clone())
-        self._generator.set_state(state_dict["generator"].cpu())
+
+    def _reset_all(self) -> torch.Tensor:
+        """A fresh start, goal and obstacle in every env."""
+        self._reset_where(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
+        return self._observe()
 
     def _collided(self) -> torch.Tensor:
         return (self._position - self._obstacle).norm(dim=-1) < self.config.obstacle_radius
@@ -167,7 +150,6 @@ class PointObstacle:
         return torch.tensor(center, dtype=self.dtype, device=self.device) + (2 * unit - 1) * half_width
 
     def _reset_where(self, done: torch.Tensor) -> None:
-        # Sampling for every env and selecting keeps `step` free of host syncs (no `done.any()`).
         c = self.config
         fresh = {
             "_position": self._uniform((0.0, c.start_y), c.spread),
@@ -177,13 +159,15 @@ class PointObstacle:
         }
         for name, value in fresh.items():
             setattr(self, name, torch.where(done.unsqueeze(-1), value, getattr(self, name)))
-        self._steps = torch.where(done, torch.zeros_like(self._steps), self._steps)
         self._episodes = self._episodes + done.long()
+
+    def _first_obs(self, done: torch.Tensor) -> torch.Tensor:
+        return self._observe()
 
     def _observe(self) -> torch.Tensor:
         p = self._position
         return torch.cat((p, self._velocity, self._goal - p, self._obstacle - p), dim=-1)
 
 
-_STATE = ("position", "velocity", "goal", "obstacle", "steps", "episodes")
-"""Tensor attributes (without the leading underscore) that `state_dict` saves."""
+_STATE = ("position", "velocity", "goal", "obstacle", "episodes")
+"""Tensor attributes (without the leading underscore) that `state_dict` saves besides the base's."""

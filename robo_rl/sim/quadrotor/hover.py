@@ -25,6 +25,7 @@ from robo_rl.envs import (
     SpaceSpec,
     StepResult,
 )
+from robo_rl.sim.batched_task import BatchedTask
 from robo_rl.sim.quadrotor.actions import ACTION_MODES, ActionMode, CtbrConfig, make_action_map
 from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
 from robo_rl.sim.quadrotor.dynamics import (
@@ -211,7 +212,7 @@ class HoverConfig:
         return max(1, min(self.max_episode_steps, round(self.success_window / self.dt)))
 
 
-class QuadrotorHover:
+class QuadrotorHover(BatchedTask):
     """`num_envs` quadrotors flying to a reference point, implementing the `BatchedEnv` protocol.
 
     Observation `(num_envs, 18 + 4 * action_history)` (+3 with a moving reference): position error to the
@@ -237,7 +238,7 @@ class QuadrotorHover:
     everything the env returns or accepts is batch-major `(num_envs, ...)`.
     """
 
-    dtype: torch.dtype = torch.float32
+    component_major = True
 
     def __init__(
         self,
@@ -252,11 +253,8 @@ class QuadrotorHover:
 
         `reference` replaces the fixed hover point `config.target_position` (QuadrotorTrack passes a trajectory).
         """
-        self.num_envs = num_envs
-        self.device = torch.device(device)
+        super().__init__(num_envs, device, config.dt, config.max_episode_steps, seed)
         self.config = config
-        self.dt = config.dt
-        self.max_episode_steps = config.max_episode_steps
         self.params = load_frame(config.frame)
         if reference is None:
             reference = FixedPoint(config.target_position, self.device, self.dtype)
@@ -274,9 +272,6 @@ class QuadrotorHover:
         self.actuator: MotorActuator | None = getattr(self._action_map, "actuator", None)
         """What a "motor" action means physically (None in "ctbr" mode)."""
         self._make_constants()
-        self._generator = torch.Generator(device=self.device)
-        if seed is None:
-            self._generator.seed()
         self.control_steps = 0
         """Batched `step` calls since construction (not reset by `reset`): the curriculum's clock."""
         self._transition_fn = torch.compile(self._transition, dynamic=False) if config.compile else self._transition
@@ -321,14 +316,11 @@ class QuadrotorHover:
         self._state = normalize_quaternion_(state.T.contiguous())
         self.privileged_obs = self._privileged()
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Reset every env (new initial states and randomization); returns obs `(num_envs, obs_dim)`."""
-        if seed is not None:
-            self._generator.manual_seed(seed)
+    def _reset_all(self) -> torch.Tensor:
+        """New initial states and randomization in every env."""
         n = self.num_envs
         self._episode = self._sampler.nominal(n)
         self._phase = torch.zeros(n, device=self.device, dtype=self.dtype)
-        self._steps = torch.zeros(n, dtype=torch.long, device=self.device)
         self._error_sum = torch.zeros(n, device=self.device, dtype=self.dtype)
         self._history = self._hover_history.expand(-1, n).clone()
         self._integral = torch.zeros(3 if self._integrates else 0, n, device=self.device, dtype=self.dtype)
@@ -369,10 +361,7 @@ class QuadrotorHover:
         final_obs, final_privileged = self._observe(errors, rotation, noise), self._privileged()
         reward = self._reward(errors, distance, rotation, action, terminated)
         truncated, success = self._time_limit(distance, terminated)
-        done = terminated | truncated
-        self._reset_where(done, draws, fraction)
-        # The first observation of a new episode reuses this step's noise draw (its last one is only for bootstrap).
-        obs = torch.where(done, self._observe(*self._errors(), noise, done), final_obs)
+        obs = self._auto_reset(terminated | truncated, final_obs, draws, fraction)
         self.privileged_obs = self._privileged()
         info = {
             INFO_FINAL_OBS: final_obs.T.contiguous(),
@@ -446,33 +435,27 @@ class QuadrotorHover:
         rotation = quat_to_rotmat(state[QUATERNION]).numpy()
         return renderer.draw(state[POSITION].numpy(), rotation, reference, steps * self.dt, steps < last_steps)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the exact same stream; "state" is `(num_envs, 17)`, "steps" `(num_envs,)`,
-        the other entries are internal (component-major)."""
+    def _physics_state(self) -> dict[str, Any]:
+        """Its "state" entry is `(num_envs, 17)`, the others are internal (component-major)."""
         return {
             "state": self.state,
-            "steps": self._steps.clone(),
             "episode": self._episode.clone(),
             "phase": self._phase.clone(),
             "error_sum": self._error_sum.clone(),
             "history": self._history.clone(),
             "integral": self._integral.clone(),
             "action_buffer": self._action_buffer.clone(),
-            "generator": self._generator.get_state(),
             "control_steps": self.control_steps,
             "fused_seed": self._fused_seed,
         }
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict` saved (possibly from another device)."""
+    def _load_physics_state(self, state_dict: dict[str, Any]) -> None:
         for name in ("episode", "phase", "error_sum", "history", "action_buffer", "integral"):
             if name not in state_dict:  # "integral": checkpoints from before the position integral
                 continue
             setattr(self, f"_{name}", state_dict[name].to(device=self.device, dtype=self.dtype).clone())
-        self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
         self.control_steps = int(state_dict.get("control_steps", 0))
         self._fused_seed = int(state_dict.get("fused_seed", 0))
-        self._generator.set_state(state_dict["generator"].cpu())
         self._apply_episode()
         # Not set_state: renormalizing the saved quaternion would change its last bits.
         self._state = state_dict["state"].to(device=self.device, dtype=self.dtype).T.contiguous()
@@ -553,13 +536,13 @@ class QuadrotorHover:
         self._state = integrate(
             self._state, command, self._dynamics, c.dt, c.substeps, c.integrator, self._force, self._torque
         )
-        self._steps += 1
+        self._tick()
 
     def _time_limit(self, distance: torch.Tensor, terminated: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(truncated, success) `(N,)`; accumulates the position error of the episode's final window."""
         window = self.config.success_steps
         self._error_sum.addcmul_(distance, self._steps > self.max_episode_steps - window)
-        truncated = (self._steps >= self.max_episode_steps) & ~terminated
+        truncated = self._truncated(terminated)
         success = truncated & (self._error_sum < self.config.success_position_error * window)
         return truncated, success
 
@@ -649,13 +632,11 @@ class QuadrotorHover:
         return cost.neg_().add_(c.alive_reward)
 
     def _reset_where(self, done: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> None:
-        # Sampling for every env and selecting keeps `step` free of host syncs (no `done.any()`).
         if draws.episode is not None:
             self._episode = torch.where(done, self._sampler.from_uniform(draws.episode, fraction), self._episode)
         uniform = draws.init
         self._phase = torch.where(done, self._reference.phase(uniform[12]), self._phase)
         self._state = torch.where(done, self._initial_state(uniform, fraction), self._state)
-        self._steps.masked_fill_(done, 0)
         self._error_sum.masked_fill_(done, 0.0)
         if self.config.action_history > 0:
             self._history = torch.where(done, self._hover_history, self._history)
@@ -665,6 +646,10 @@ class QuadrotorHover:
             self._action_buffer = torch.where(done, self._hover_buffer, self._action_buffer)
         if self.config.randomization.enabled:
             self._apply_episode()
+
+    def _first_obs(self, done: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> torch.Tensor:
+        # The first observation of a new episode reuses this step's noise draw (its last one is only for bootstrap).
+        return self._observe(*self._errors(), self._scaled_noise(draws), done)
 
     def _initial_state(self, uniform: torch.Tensor, fraction: float | torch.Tensor) -> torch.Tensor:
         """`(17, N)` initial states around the reference at time 0 (uses `self._phase`), from U(0, 1) `(13, N)`,

@@ -23,6 +23,7 @@ from robo_rl.envs import (
     SpaceSpec,
     StepResult,
 )
+from robo_rl.sim.batched_task import BatchedTask
 from robo_rl.sim.rc_car.dynamics import (
     STATE_DIM,
     VX,
@@ -148,7 +149,7 @@ class RaceConfig:
         return max(1, round(self.stall_time / self.dt)) if self.stall_time > 0 else 0
 
 
-class RCCarRace:
+class RCCarRace(BatchedTask):
     """`num_envs` RC cars racing on one track, implementing the `BatchedEnv` and `RenderableEnv` protocols.
 
     Observation `(num_envs, 2 * lookahead_points + 7 + 2 * action_history)`, in the car's body frame (x forward,
@@ -180,7 +181,7 @@ class RCCarRace:
     everything the env returns or accepts is batch-major `(num_envs, ...)`.
     """
 
-    dtype: torch.dtype = torch.float32
+    component_major = True
 
     def __init__(
         self,
@@ -190,11 +191,8 @@ class RCCarRace:
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` is passed to `reset`, None draws a non-deterministic seed."""
-        self.num_envs = num_envs
-        self.device = torch.device(device)
+        super().__init__(num_envs, device, config.dt, config.max_episode_steps, seed)
         self.config = config
-        self.dt = config.dt
-        self.max_episode_steps = config.max_episode_steps
         self._params = load_car(config.car)
         self._track = load_track(config.track, config.track_spacing, self.device, self.dtype)
         nominal_latency = round(self._params.latency / config.dt)
@@ -209,9 +207,6 @@ class RCCarRace:
         self._lookahead = config.lookahead_spacing * torch.arange(
             1, config.lookahead_points + 1, device=self.device, dtype=self.dtype
         )
-        self._generator = torch.Generator(device=self.device)
-        if seed is None:
-            self._generator.seed()
         self._renderer: Any = None
         self._fused: Any = None
         self._fused_seed = self._fused_steps = 0
@@ -294,15 +289,12 @@ class RCCarRace:
         self._projection = self._track.project(self._state[:2].T)
         self.privileged_obs = self._episode.T.contiguous()
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Reset every env to a random place on the track; returns obs `(num_envs, obs_dim)`."""
-        if seed is not None:
-            self._generator.manual_seed(seed)
+    def _reset_all(self) -> torch.Tensor:
+        """Every car at a random place on the track."""
         n, c = self.num_envs, self.config
         self._episode = self._sampler.nominal(n)
         self._state = torch.zeros(STATE_DIM, n, device=self.device, dtype=self.dtype)
         self._projection = self._track.project(self._state[:2].T)
-        self._steps = torch.zeros(n, dtype=torch.long, device=self.device)
         self._distance = torch.zeros(n, device=self.device, dtype=self.dtype)
         self._laps = torch.zeros(n, dtype=torch.long, device=self.device)
         self._lap_start = torch.zeros(n, device=self.device, dtype=self.dtype)
@@ -330,13 +322,11 @@ class RCCarRace:
         off_track, stalled = self._off_track(), self._stalled()
         terminated = off_track | stalled
         reward = self._reward(progress, action, previous_steering, off_track, stalled)
-        truncated = (self._steps >= self.max_episode_steps) & ~terminated
+        truncated = self._truncated(terminated)
         success = truncated & (self._laps >= self.config.success_laps)
         laps = self._laps.clone()
         final_obs, final_privileged = self._observe(), self._episode.T.contiguous()
-        done = terminated | truncated
-        self._reset_where(done, *draws)
-        obs = torch.where(done, self._observe(), final_obs)
+        obs = self._auto_reset(terminated | truncated, final_obs, *draws)
         self.privileged_obs = self._episode.T.contiguous()
         info = {
             INFO_FINAL_OBS: final_obs.T.contiguous(),
@@ -412,12 +402,10 @@ class RCCarRace:
         label = f"{self._track.name}  {vx:4.1f} m/s  lap {int(self._laps[index]) + 1}"
         return self._renderer.draw(x, y, yaw, label)
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the exact same stream; "state" is `(num_envs, 7)`, the other entries are
-        internal (component-major)."""
+    def _physics_state(self) -> dict[str, Any]:
+        """Its "state" entry is `(num_envs, 7)`, the others are internal (component-major)."""
         return {
             "state": self.state,
-            "steps": self._steps.clone(),
             "segment": self._projection.segment.clone(),
             "projection": torch.stack(tuple(self._projection[:4])),
             "episode": self._episode.clone(),
@@ -429,13 +417,11 @@ class RCCarRace:
             "last_action": self._last_action.clone(),
             "action_buffer": self._buffer.clone(),
             "drive_command": self._drive_command.clone(),
-            "generator": self._generator.get_state(),
             "fused_seed": self._fused_seed,
             "fused_steps": self._fused_steps,
         }
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict` saved (possibly from another device)."""
+    def _load_physics_state(self, state_dict: dict[str, Any]) -> None:
         for name, attribute in (("episode", "_episode"), ("distance", "_distance"), ("lap_start", "_lap_start")):
             setattr(self, attribute, state_dict[name].to(device=self.device, dtype=self.dtype).clone())
         self._history = state_dict["history"].to(device=self.device, dtype=self.dtype).clone()
@@ -443,10 +429,8 @@ class RCCarRace:
         self._buffer = state_dict["action_buffer"].to(device=self.device, dtype=self.dtype).clone()
         drive_command = state_dict.get("drive_command", torch.zeros(self.num_envs))
         self._drive_command = drive_command.to(device=self.device, dtype=self.dtype).clone()
-        self._steps = state_dict["steps"].to(device=self.device, dtype=torch.long).clone()
         self._laps = state_dict["laps"].to(device=self.device, dtype=torch.long).clone()
         self._slow_steps = state_dict["slow_steps"].to(device=self.device, dtype=torch.long).clone()
-        self._generator.set_state(state_dict["generator"].cpu())
         self._fused_seed = int(state_dict.get("fused_seed", 0))
         self._fused_steps = int(state_dict.get("fused_steps", 0))
         self._apply_episode()
@@ -505,7 +489,7 @@ class RCCarRace:
         if self.config.action_history > 0:
             self._history = torch.cat((action, self._history[:-2]))
         self._last_action = action
-        self._steps += 1
+        self._tick()
         self._s_before = self._projection.s
         self._projection = self._track.project(self._state[:2].T, hint=self._projection.segment)
 
@@ -574,7 +558,6 @@ class RCCarRace:
         return torch.cat((local, state[VX:STATE_DIM], track, self._history))
 
     def _reset_where(self, done: torch.Tensor, init: torch.Tensor, episode: torch.Tensor | None) -> None:
-        # Sampling for every env and selecting keeps `step` free of host syncs (no `done.any()`).
         if episode is not None:
             self._episode = torch.where(done, self._sampler.from_uniform(episode), self._episode)
         self._apply_episode()
@@ -582,7 +565,6 @@ class RCCarRace:
         self._state = torch.where(done, fresh, self._state)
         hint = torch.where(done, segment, self._projection.segment)
         self._projection = self._track.project(self._state[:2].T, hint=hint)
-        self._steps.masked_fill_(done, 0)
         self._distance.masked_fill_(done, 0.0)
         self._laps.masked_fill_(done, 0)
         self._lap_start.masked_fill_(done, 0.0)
@@ -590,6 +572,9 @@ class RCCarRace:
         self._history = self._history.masked_fill(done, 0.0)
         self._last_action = self._last_action.masked_fill(done, 0.0)
         self._buffer = self._buffer.masked_fill(done, 0.0)
+
+    def _first_obs(self, done: torch.Tensor, init: torch.Tensor, episode: torch.Tensor | None) -> torch.Tensor:
+        return self._observe()
 
     def _initial_state(self, uniform: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(`(7, N)` states at random places of the track from U(0, 1) `(4, N)`, their segments `(N,)`)."""
