@@ -13,7 +13,7 @@ L2F_VERSION := 2.0.18
 L2F := l2f==$(L2F_VERSION)
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench claims install system-deps ros-venv mjlab-venv lint clean
+.PHONY: demo test bench claims install system-deps ros-venv mjlab-venv lint docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -141,7 +141,7 @@ demo: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 # Lint (ruff), format check and type check (mypy on the whole package, less pyproject's ignore list) come first,
 # then the tests.
 TEST_WORKERS ?= 2
-LINTED := robo_rl tests bench docs/package_map.py
+LINTED := robo_rl tests bench docs/package_map.py docs/readme_lists.py
 test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2
@@ -171,6 +171,13 @@ bench: $(STAMP) $(NUMBA_STAMP) $(ROS_STAMP)
 CLAIMS_ARGS ?=
 claims: $(STAMP) $(NUMBA_STAMP)
 	cd bench && ../$(PY) claims.py $(CLAIMS_ARGS)
+
+# The generated files: the presets' YAML (robo_rl/configs), README's task table and preset list, the package map in
+# docs/ARCHITECTURE.md. `make test` checks each is current; run this after adding a task, a preset or an import.
+docs: $(STAMP)
+	$(PY) -m robo_rl.api.configs --write
+	$(PY) docs/readme_lists.py
+	$(PY) docs/package_map.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)

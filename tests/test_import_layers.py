@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from robo_rl.sim.presets import defines_presets
+
 ROOT = Path(__file__).parents[1]
 PACKAGE = ROOT / "robo_rl"
 CORE = tuple(
@@ -133,9 +135,15 @@ builds `ExperimentConfig`s, so it imports the experiment and the runners' config
 
 
 def _presets_module(module: str) -> bool:
-    """A task folder's presets.py, or robo_rl.sim.presets, which collects them."""
+    """A task folder's presets.py (or the folder's own module where a one-file task defines `PRESETS` there), or
+    robo_rl.sim.presets, which collects them."""
     parts = module.split(".")
-    return parts[:2] == ["robo_rl", "sim"] and parts[-1] == "presets" and len(parts) in (3, 4)
+    if parts[:2] != ["robo_rl", "sim"]:
+        return False
+    if parts[-1] == "presets" and len(parts) in (3, 4):
+        return True
+    folder_module = PACKAGE / "sim" / parts[2] / "__init__.py"
+    return len(parts) == 3 and folder_module.is_file() and defines_presets(folder_module)
 
 
 def _modules() -> dict[str, Path]:

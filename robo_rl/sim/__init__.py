@@ -6,23 +6,55 @@ from robo_rl.sim.experts import make_expert
 from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
 from robo_rl.sim.manager_based import IsaacLabConfig, from_isaaclab
 from robo_rl.sim.mjlab_env import from_mjlab
-from robo_rl.sim.registry import default_config, make, names, register, task_settings
+from robo_rl.sim.registry import about, default_config, make, names, register, task_settings
 
-# By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built.
-register("pendulum", "robo_rl.sim.pendulum.task:Pendulum")
-register("point/obstacle", "robo_rl.sim.point_obstacle.task:PointObstacle")
-register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover")
-register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack")
-register("rc_car/race", "robo_rl.sim.rc_car:RCCarRace")
-register("pybullet/racecar_goal", "robo_rl.sim.pybullet:RacecarGoal")
-register("mujoco/cartpole_swingup", "robo_rl.sim.mujoco:CartpoleSwingup")
-register("mujoco/arm_reach", "robo_rl.sim.mujoco:ArmReach")
+# By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built. The backend
+# and the description are README's task table (docs/readme_lists.py writes it; tasks with the same pair share a row).
+_MUJOCO = "MuJoCo (`mujoco.rollout` on CPU threads; MJX with `backend=mjx` where JAX is installed)"
+_QUADROTOR = "Crazyflie-class quadrotor: hover from random states, figure-eight tracking"
+_MUJOCO_TASKS = "cart-pole swing-up; 4-DoF arm reaching targets with joint torques or joint positions"
+register("pendulum", "robo_rl.sim.pendulum.task:Pendulum", about="Gymnasium's Pendulum-v1 swing-up, batched")
+register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover", about=_QUADROTOR)
+register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack", about=_QUADROTOR)
+register(
+    "rc_car/race",
+    "robo_rl.sim.rc_car:RCCarRace",
+    about="F1TENTH-class car (dynamic bicycle, magic-formula tires, latency) racing laps on a track (built-in "
+    "`oval`, `kidney`, `technical`, or a CSV of `x_m,y_m,width_m`); `robo_rl.sim.rc_car.PurePursuit` is the "
+    "baseline and scripted expert",
+)
+register("mujoco/cartpole_swingup", "robo_rl.sim.mujoco:CartpoleSwingup", _MUJOCO, _MUJOCO_TASKS)
+register("mujoco/arm_reach", "robo_rl.sim.mujoco:ArmReach", _MUJOCO, _MUJOCO_TASKS)
+register(
+    "pybullet/racecar_goal",
+    "robo_rl.sim.pybullet:RacecarGoal",
+    "PyBullet (one DIRECT client per env)",
+    "pybullet_data's racecar driving to random goals",
+)
+register(
+    "point/obstacle",
+    "robo_rl.sim.point_obstacle.task:PointObstacle",
+    about="a point robot reaching a goal past an obstacle, left or right: its scripted expert's demonstrations are "
+    "bimodal, and their average drives into the obstacle",
+)
+register(
+    "double_integrator",
+    "robo_rl.sim.double_integrator:DoubleIntegrator",
+    about="a cart on a rail brought to rest at the origin (Newton's law, exactly): the smallest task, written as the "
+    "example of a new one",
+)
 for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
-    register(f"gym/{_gym_id}", partial(FromGymnasium, config=GymnasiumTaskConfig(env_id=_gym_id)))
+    register(
+        f"gym/{_gym_id}",
+        partial(FromGymnasium, config=GymnasiumTaskConfig(env_id=_gym_id)),
+        "Gymnasium",
+        "Gymnasium tasks stepped by Gymnasium, as batched envs",
+    )
 
 __all__ = [
     "IsaacLabConfig",
+    "about",
     "default_config",
     "from_isaaclab",
     "from_mjlab",

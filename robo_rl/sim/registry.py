@@ -23,14 +23,23 @@ from robo_rl.envs import BatchedEnv
 EnvFactory = Callable[..., BatchedEnv]
 
 _TASKS: dict[str, tuple[EnvFactory, Any] | str] = {}
+_ABOUT: dict[str, tuple[str, str]] = {}
 
 
-def register(name: str, factory: EnvFactory | str) -> None:
+def register(name: str, factory: EnvFactory | str, backend: str = "torch", about: str = "") -> None:
     """Register `factory` (or its import path `"module:Name"`, imported on first use) under `name`; its
-    `config` parameter default is the task's default config."""
+    `config` parameter default is the task's default config. `backend` and `about` are README's task table row
+    (tasks with the same pair share a row; docs/readme_lists.py writes it)."""
     if name in _TASKS:
         raise ValueError(f"task {name!r} is already registered")
     _TASKS[name] = factory if isinstance(factory, str) else (factory, _default_config(factory))
+    _ABOUT[name] = (backend, about)
+
+
+def about(name: str) -> tuple[str, str]:
+    """(backend, one-line description) of task `name`, as registered."""
+    _entry(name)
+    return _ABOUT[name]
 
 
 def make(
@@ -91,6 +100,11 @@ def with_fast_step(name: str, params: Sequence[str]) -> list[str]:
 def default_config(name: str) -> Any:
     """The default config dataclass instance of task `name` (what `make` overrides)."""
     return _entry(name)[1]
+
+
+def in_registration_order() -> list[str]:
+    """Registered task names in the order they were registered."""
+    return list(_TASKS)
 
 
 def names() -> list[str]:
