@@ -23,7 +23,7 @@ DOC = ROOT / "docs" / "ARCHITECTURE.md"
 BEGIN, END = "<!-- package-map:begin (docs/package_map.py writes this) -->", "<!-- package-map:end -->"
 GROUPS: dict[str, tuple[str, ...]] = {
     "cli": ("cli",),
-    "root": ("api", "build", "experiment", "launch"),
+    "root": ("api", "build", "experiment", "presets", "launch"),
     "training": ("runners", "hil"),
     "robot": ("robot",),
     "import / export": ("importers", "export", "firmware_export"),
@@ -49,24 +49,51 @@ GROUPS: dict[str, tuple[str, ...]] = {
 """The layers, from the top; every part of robo_rl belongs to one (a new part must be placed here)."""
 
 
+PRESETS = "presets"
+"""A part of its own: the tasks' presets (robo_rl/sim/TASK/presets.py, a one-file task's module that defines PRESETS,
+and robo_rl/sim/presets.py, which collects them). They live in the task folders but build training configs, so they
+sit in the root layer, above the simulators they configure."""
+
+
 def parts() -> list[str]:
-    """The subpackages and top-level modules of robo_rl/."""
+    """The subpackages and top-level modules of robo_rl/, and the presets."""
     found = [p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()]
     found += [p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"]
-    return sorted(found)
+    return sorted([*found, PRESETS])
 
 
 def part_of(module: str) -> str | None:
     """The part a dotted module name belongs to; None outside robo_rl (or robo_rl itself)."""
     pieces = module.split(".")
+    if pieces[:2] == ["robo_rl", "sim"] and pieces[-1] == "presets" and len(pieces) in (3, 4):
+        return PRESETS
     return pieces[1] if len(pieces) > 1 and pieces[0] == "robo_rl" else None
+
+
+def _source_part(path: Path) -> str:
+    """The part of the file `path` (a presets module, or the part of its first folder under robo_rl/)."""
+    relative = path.relative_to(PACKAGE)
+    if relative.parts[0] == "sim" and (path.stem == "presets" or _defines_presets(path)):
+        return PRESETS
+    return relative.parts[0].removesuffix(".py")
+
+
+def _defines_presets(path: Path) -> bool:
+    """A one-file task: a sim folder's __init__.py that assigns PRESETS at its top level."""
+    if path.name != "__init__.py" or len(path.relative_to(PACKAGE).parts) != 3:
+        return False
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(
+        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PRESETS" for t in node.targets)
+        for node in tree.body
+    )
 
 
 def import_counts() -> Counter[tuple[str, str]]:
     """(importing part, imported part) → import statements, between different parts."""
     counts: Counter[tuple[str, str]] = Counter()
     for path in PACKAGE.rglob("*.py"):
-        source = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+        source = _source_part(path)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
             if isinstance(node, ast.Import):
