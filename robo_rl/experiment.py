@@ -18,7 +18,8 @@ from robo_rl.algorithms.td3 import TD3Config
 from robo_rl.chunks.spec import check_horizon
 from robo_rl.hil.config import HilConfig
 from robo_rl.modules.actor_critic import PolicyConfig
-from robo_rl.runners.off_policy import OffPolicyRunnerConfig
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
 Algorithm = str
@@ -98,8 +99,15 @@ class ExperimentConfig:
 
     @property
     def loop_section(self) -> str:
-        """Config section holding the training loop's settings (max_iterations, target_return, ...)."""
+        """Config section of the active runner (`runner` or `off_policy`), whose `loop` holds the training loop's
+        settings: override keys are `f"{cfg.loop_section}.loop.max_iterations"`."""
         return algorithm(self.algo).loop_section
+
+    @property
+    def loop(self) -> LoopConfig:
+        """The active runner's loop settings (max_iterations, target_return, ...): `runner.loop` or
+        `off_policy.loop`."""
+        return self.runner.loop if self.on_policy else self.off_policy.loop
 
     @property
     def on_policy(self) -> bool:
@@ -128,7 +136,7 @@ def pendulum_ppo() -> ExperimentConfig:
             value_clip=False,
             entropy_coef=0.005,
         ),
-        runner=RunnerConfig(max_iterations=300, target_return=-200.0, eval_interval=5),
+        runner=RunnerConfig(loop=LoopConfig(max_iterations=300, target_return=-200.0, eval_interval=5)),
     )
 
 
@@ -154,7 +162,9 @@ def _pendulum_off_policy(algo: Algorithm) -> ExperimentConfig:
         task=TaskConfig(name="pendulum", num_envs=1),
         **_off_policy_networks(algo, actor_hidden=(64, 64), critic_hidden=(64, 64)),
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
+            loop=replace(OFF_POLICY_LOOP, max_iterations=20_000, target_return=-200.0, eval_interval=1_000),
+            learning_starts=1_000,
+            batch_size=64,
         ),
     )
 
@@ -186,13 +196,12 @@ def _point_obstacle_off_policy(algo: Algorithm) -> ExperimentConfig:
         task=TaskConfig(name="point/obstacle", num_envs=16),
         **_off_policy_networks(algo, actor_hidden=(128, 128), critic_hidden=(128, 128)),
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=20_000,
+            loop=replace(
+                OFF_POLICY_LOOP, max_iterations=20_000, target_success_rate=0.95, eval_interval=250, eval_episodes=200
+            ),
             learning_starts=1_000,
             updates_per_step=2,
             batch_size=256,
-            target_success_rate=0.95,
-            eval_interval=250,
-            eval_episodes=200,
         ),
     )
 
@@ -221,7 +230,9 @@ def point_obstacle_reinflow() -> ExperimentConfig:
         task=TaskConfig(name="point/obstacle", num_envs=64),
         reinflow=ReinFlowTrainConfig(),
         ppo=PPOConfig(num_steps=32, learning_rate=3e-4, max_learning_rate=3e-4),
-        runner=RunnerConfig(max_iterations=200, eval_interval=5, eval_episodes=200, target_success_rate=0.95),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=200, eval_interval=5, eval_episodes=200, target_success_rate=0.95)
+        ),
     )
 
 
@@ -259,11 +270,13 @@ def quadrotor_hover_ppo() -> ExperimentConfig:
         policy=PolicyConfig(init_log_std=-1.0),
         ppo=PPOConfig(num_steps=16, gamma=0.99, lam=0.95, num_epochs=4, num_minibatches=4, value_clip=False),
         runner=RunnerConfig(
-            max_iterations=1000,
-            target_success_rate=0.95,
-            eval_interval=1,
-            eval_min_train_success=0.5,
-            eval_episodes=1000,
+            loop=LoopConfig(
+                max_iterations=1000,
+                target_success_rate=0.95,
+                eval_interval=1,
+                eval_min_train_success=0.5,
+                eval_episodes=1000,
+            )
         ),
     )
 
@@ -279,15 +292,18 @@ def _quadrotor_hover_off_policy(algo: Algorithm) -> ExperimentConfig:
         task=TaskConfig(name="quadrotor/hover", num_envs=64, eval_params=("backend=auto",)),
         **_off_policy_networks(algo, actor_hidden=(64, 64), critic_hidden=(128, 128)),
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=100_000,
+            loop=replace(
+                OFF_POLICY_LOOP,
+                max_iterations=100_000,
+                target_success_rate=0.95,
+                eval_interval=250,
+                eval_min_train_success=0.5,
+                eval_episodes=1000,
+            ),
             learning_starts=10_000,
             updates_per_step=2,
             batch_size=512,
             buffer_capacity=2_000_000,
-            target_success_rate=0.95,
-            eval_interval=250,
-            eval_min_train_success=0.5,
-            eval_episodes=1000,
         ),
     )
 
@@ -308,7 +324,7 @@ def quadrotor_track_ppo() -> ExperimentConfig:
         base,
         name="quadrotor_track_ppo",
         task=TaskConfig(name="quadrotor/track", num_envs=1024),
-        runner=replace(base.runner, max_iterations=1500, eval_interval=10),
+        runner=replace(base.runner, loop=replace(base.runner.loop, max_iterations=1500, eval_interval=10)),
     )
 
 
@@ -364,7 +380,10 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
         # learning rate (KL ~ step^2 / std^2) shrank with it to 1e-4, and the held-out success stalled at 88-92 %
         # (docs/BENCHMARKS.md, robustness section).
         policy=replace(base.policy, min_log_std=-2.5),
-        runner=replace(base.runner, max_iterations=4000, eval_interval=25, eval_min_train_success=0.5),
+        runner=replace(
+            base.runner,
+            loop=replace(base.runner.loop, max_iterations=4000, eval_interval=25, eval_min_train_success=0.5),
+        ),
     )
 
 
@@ -396,7 +415,13 @@ def rc_car_race_ppo() -> ExperimentConfig:
         policy=PolicyConfig(actor_hidden=(128, 128), critic_hidden=(128, 128), init_log_std=-0.5),
         ppo=PPOConfig(num_steps=32, gamma=0.99, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
         runner=RunnerConfig(
-            max_iterations=300, target_success_rate=1.0, eval_interval=10, eval_min_train_success=0.9, eval_episodes=100
+            loop=LoopConfig(
+                max_iterations=300,
+                target_success_rate=1.0,
+                eval_interval=10,
+                eval_min_train_success=0.9,
+                eval_episodes=100,
+            )
         ),
     )
 
@@ -409,7 +434,9 @@ def mujoco_arm_reach_ppo() -> ExperimentConfig:
         name="mujoco_arm_reach_ppo",
         task=TaskConfig(name="mujoco/arm_reach", num_envs=64, params=("action_mode=position",)),
         ppo=PPOConfig(num_steps=50, gamma=0.98, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
-        runner=RunnerConfig(max_iterations=300, target_return=-10.0, eval_interval=10, eval_episodes=64),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=300, target_return=-10.0, eval_interval=10, eval_episodes=64)
+        ),
     )
 
 
@@ -420,7 +447,9 @@ def pybullet_racecar_goal_ppo() -> ExperimentConfig:
         name="pybullet_racecar_goal_ppo",
         task=TaskConfig(name="pybullet/racecar_goal", num_envs=32),
         ppo=PPOConfig(num_steps=64, gamma=0.99, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
-        runner=RunnerConfig(max_iterations=200, target_success_rate=0.9, eval_interval=10, eval_episodes=32),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=200, target_success_rate=0.9, eval_interval=10, eval_episodes=32)
+        ),
     )
 
 
@@ -435,13 +464,11 @@ def _robot_off_policy(name: str, task: TaskConfig, max_iterations: int) -> Exper
         task=task,
         **_off_policy_networks("sac", actor_hidden=(128, 128), critic_hidden=(256, 256)),
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=max_iterations,
+            loop=replace(OFF_POLICY_LOOP, max_iterations=max_iterations, eval_interval=0, save_every_s=30.0),
             learning_starts=500,
             updates_per_step=1,
             batch_size=256,
             buffer_capacity=200_000,
-            eval_interval=0,
-            save_every_s=30.0,
             actor_learner=True,
         ),
     )

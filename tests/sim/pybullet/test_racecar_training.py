@@ -14,7 +14,7 @@ from robo_rl.sim import make
 @pytest.mark.slow
 def test_ppo_learns_to_reach_goals() -> None:
     preset = pybullet_racecar_goal_ppo()
-    runner_cfg = replace(preset.runner, max_iterations=50, target_success_rate=0.7)
+    runner_cfg = replace(preset.runner, loop=replace(preset.runner.loop, max_iterations=50, target_success_rate=0.7))
     cfg = replace(preset, seed=0, runner=runner_cfg)
     runner = build_runner(cfg, make)
     untrained = runner.evaluate()
