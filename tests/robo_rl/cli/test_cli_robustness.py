@@ -32,7 +32,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
         (["--num-envs", "0"], "task: num_envs must be between 1 and 1,048,576 (2**20), got 0"),
         (["--set", "ppo.gamma=1.5"], "ppo: gamma must lie in [0, 1], got 1.5"),
         (["--set", "ppo.num_minibatches=0"], "ppo: num_minibatches must be at least 1, got 0"),
-        (["--set", "runner.loop.eval_episodes=0"], "runner: eval_episodes must be at least 1, got 0"),
+        (["--set", "runner.loop.eval_episodes=0"], "runner.loop: eval_episodes must be at least 1, got 0"),
         (["--set", "task.name=no_such_task"], "unknown task 'no_such_task'"),
         (["--device", "cuda:x"], "task.device: 'cuda:x' is not a torch device"),
         (["missing_file.yaml"], "missing_file.yaml: cannot read"),
