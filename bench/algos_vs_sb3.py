@@ -178,7 +178,9 @@ def robo_config(task_name: str, algo: str, seed: int) -> ExperimentConfig:
     task = TASKS[task_name]
     cfg = preset(f"pendulum_{algo}")
     cfg = apply_overrides(cfg, [f"task.name={task.robo_task}", f"seed={seed}", *ROBO_OVERRIDES[task_name][algo]])
-    return apply_overrides(cfg, [f"{cfg.loop_section}.target_return=null", f"{cfg.loop_section}.eval_interval=0"])
+    return apply_overrides(
+        cfg, [f"{cfg.loop_section}.loop.target_return=null", f"{cfg.loop_section}.loop.eval_interval=0"]
+    )
 
 
 def robo_chunk(cfg: ExperimentConfig) -> int:
@@ -209,7 +211,7 @@ def run_robo(task_name: str, algo: str, seed: int) -> RunRow:
     evaluator = Evaluator(task.gym_id)
     chunk, score = robo_chunk(cfg), -math.inf
     while runner.env_steps < cap:
-        runner.cfg = replace(runner.cfg, max_iterations=runner.iteration + chunk)
+        runner.cfg = replace(runner.cfg, loop=replace(runner.cfg.loop, max_iterations=runner.iteration + chunk))
         runner.learn()
         score = evaluator.mean_return(robo_predict(runner))
         if score >= task.threshold:

@@ -86,7 +86,7 @@ def worker(config: ThreadConfig, iterations: int, seconds: float, warmup: int) -
     from robo_rl.config import apply_overrides
     from robo_rl.sim import make
 
-    cfg = apply_overrides(preset(PRESET), ["runner.eval_interval=0", f"runner.max_iterations={10**6}"])
+    cfg = apply_overrides(preset(PRESET), ["runner.loop.eval_interval=0", f"runner.loop.max_iterations={10**6}"])
     runner = build_runner(cfg, make)
     used = threads.apply_threads(config.threads, os.environ)
     stamps: list[tuple[float, int]] = [(time.perf_counter(), 0)]

@@ -34,8 +34,8 @@ def train(preset: str, seed: int, iterations: int, threads: int, root: Path) -> 
     """The metrics rows of one `robo-rl train` run in its own process."""
     robo_rl = str(Path(sys.executable).parent / "robo-rl")
     command = [robo_rl, "train", preset, "--seed", str(seed), "--max-iterations", str(iterations), "--quiet"]
-    command += ["--threads", str(threads), "--runs-root", str(root), "--set", "runner.eval_interval=0"]
-    command += ["--set", "runner.target_success_rate=null", "--set", "runner.target_return=null"]
+    command += ["--threads", str(threads), "--runs-root", str(root), "--set", "runner.loop.eval_interval=0"]
+    command += ["--set", "runner.loop.target_success_rate=null", "--set", "runner.loop.target_return=null"]
     subprocess.run(command, check=True, capture_output=True)
     (run,) = (root / preset).iterdir()
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]

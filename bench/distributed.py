@@ -64,7 +64,7 @@ def train(preset: str, nproc: int, threads: int | None, device: str, root: Path)
 def _stopped_early(last: dict[str, Any], preset: str) -> bool:
     """The run reached its preset's target: it stopped at an evaluation before its last iteration."""
     cfg = resolve_config(preset, [])
-    return last.get("eval_return") is not None and last["iteration"] < getattr(cfg, cfg.loop_section).max_iterations
+    return last.get("eval_return") is not None and last["iteration"] < cfg.loop.max_iterations
 
 
 def main() -> None:

@@ -48,6 +48,7 @@ from robo_rl.envs import critic_obs_dim
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.modules.reinflow import ReinFlowConfig, ReinFlowPolicy
 from robo_rl.runners.evaluate import evaluate_held_out
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import OnPolicyRunner, RunnerConfig
 from robo_rl.sim import make
 
@@ -66,11 +67,11 @@ def learner_config(task: str, learner: str, demos: Path, args: argparse.Namespac
         f"seed={seed}",
         f"off_policy.prior_buffer={demos}",
         f"off_policy.bc_pretrain_steps={args.bc_steps}",
-        f"off_policy.max_iterations={0 if learner.startswith('bc-') or learner == 'reinflow' else args.iterations}",
-        f"off_policy.eval_interval={args.eval_interval}",
-        f"off_policy.eval_episodes={args.eval_episodes}",
-        "off_policy.eval_min_train_success=null",
-        "off_policy.target_success_rate=null",
+        f"off_policy.loop.max_iterations={0 if learner.startswith(('bc-', 'reinflow')) else args.iterations}",
+        f"off_policy.loop.eval_interval={args.eval_interval}",
+        f"off_policy.loop.eval_episodes={args.eval_episodes}",
+        "off_policy.loop.eval_min_train_success=null",
+        "off_policy.loop.target_success_rate=null",
         *(GAUSSIAN_RECIPE if learner in ("sac", "bc-gaussian") else []),
     ]
     if task == "point/obstacle":
@@ -100,7 +101,7 @@ def run(cfg: Any, learner: str, args: argparse.Namespace) -> dict[str, Any]:
                 }
             )
 
-    if cfg.off_policy.max_iterations > 0:
+    if cfg.off_policy.loop.max_iterations > 0:
         runner.learn(on_iteration)
     return {"setup_seconds": setup, "seconds": runner.wall_time, "curve": curve}
 
@@ -160,11 +161,13 @@ def _on_policy_runner(cfg: Any, policy: Any, eval_env: Any, learner: str, args: 
     else:
         ppo_cfg = PPOConfig(num_steps=rollout)  # robo_rl's PPO defaults (adaptive rate from 1e-3)
     runner_cfg = RunnerConfig(
-        max_iterations=args.reinflow_iterations,
-        eval_interval=args.reinflow_eval_interval,
-        eval_episodes=args.eval_episodes,
-        save_interval=0,
-        save_every_s=0.0,
+        loop=LoopConfig(
+            max_iterations=args.reinflow_iterations,
+            eval_interval=args.reinflow_eval_interval,
+            eval_episodes=args.eval_episodes,
+            save_interval=0,
+            save_every_s=0.0,
+        )
     )
     return OnPolicyRunner(env, policy, PPO(policy, ppo_cfg), runner_cfg, cfg.seed, eval_env=eval_env)
 

@@ -60,12 +60,12 @@ def base_config(task: str, seed: int, target: float, eval_episodes: int) -> Expe
     return apply_overrides(
         cfg,
         [
-            f"off_policy.target_success_rate={target}",
-            "off_policy.eval_min_train_success=0",
-            "off_policy.eval_interval=250",
-            f"off_policy.eval_episodes={eval_episodes}",
+            f"off_policy.loop.target_success_rate={target}",
+            "off_policy.loop.eval_min_train_success=0",
+            "off_policy.loop.eval_interval=250",
+            f"off_policy.loop.eval_episodes={eval_episodes}",
             "off_policy.learning_starts=640",
-            "off_policy.max_iterations=1000000",
+            "off_policy.loop.max_iterations=1000000",
         ],
     )
 
@@ -110,10 +110,12 @@ def run(cfg: ExperimentConfig, max_seconds: float) -> dict[str, Any]:
         episodes += int(metrics.get("episodes") or 0)
         if metrics.get("eval_success_rate") is not None:
             rows.append({"iteration": metrics["iteration"], "episodes": episodes, **_pick(metrics)})
-            if reached is None and metrics["eval_success_rate"] >= cfg.off_policy.target_success_rate:
+            if reached is None and metrics["eval_success_rate"] >= cfg.off_policy.loop.target_success_rate:
                 reached = rows[-1]
         if time.perf_counter() - start > max_seconds:
-            runner.cfg = replace(runner.cfg, max_iterations=runner.iteration)  # stop after this iteration
+            runner.cfg = replace(
+                runner.cfg, loop=replace(runner.cfg.loop, max_iterations=runner.iteration)
+            )  # stop after this iteration
 
     start_eval = runner.evaluate().success_rate if runner.eval_env is not None else None  # e.g. after BC
     runner.learn(on_iteration)

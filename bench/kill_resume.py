@@ -51,12 +51,16 @@ def train_argv(algo: str, root: Path, save_every_s: float) -> list[str]:
     """`robo-rl train` of a small pendulum run that never stops on its own (no target, no periodic evaluation)."""
     common = ["--max-iterations", "1000000", "--runs-root", str(root), "--quiet"]
     if algo == "ppo":
-        sets = ["runner.target_return=null", "runner.eval_interval=0", f"runner.save_every_s={save_every_s}"]
+        sets = [
+            "runner.loop.target_return=null",
+            "runner.loop.eval_interval=0",
+            f"runner.loop.save_every_s={save_every_s}",
+        ]
         return ["train", "pendulum_ppo", "--num-envs", "16", *common, *_sets(sets)]
     sets = [
-        "off_policy.target_return=null",
-        "off_policy.eval_interval=0",
-        f"off_policy.save_every_s={save_every_s}",
+        "off_policy.loop.target_return=null",
+        "off_policy.loop.eval_interval=0",
+        f"off_policy.loop.save_every_s={save_every_s}",
         "off_policy.learning_starts=100",
         "off_policy.buffer_capacity=3000",  # the ring wraps within a few seconds
     ]
@@ -421,7 +425,7 @@ def table(records: list[Kill]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kills", type=int, default=20)
-    parser.add_argument("--save-every-s", type=float, default=1.0, help="runner/off_policy.save_every_s")
+    parser.add_argument("--save-every-s", type=float, default=1.0, help="runner/off_policy.loop.save_every_s")
     parser.add_argument("--seed", type=int, default=0, help="seeds the kill delays")
     parser.add_argument("--launcher", choices=("fork", "exec"), default="exec")
     parser.add_argument("--root", type=Path, help="where the runs go (default: a temporary directory)")

@@ -19,7 +19,7 @@ Contenders:
 
 Fairness: where the two sides differ, the choice favours SB3. SB3's evaluation time is not counted
 (robo_rl's is); SB3 passes on a 10-episode mean (robo_rl needs a 100-episode one, harder to pass on a lucky
-draw); robo_rl only checks every `runner.eval_interval` iterations, so it can train a few iterations past its
+draw); robo_rl only checks every `runner.loop.eval_interval` iterations, so it can train a few iterations past its
 first passing policy. Model construction is untimed on both sides. Every method runs with the same
 torch thread count (`--threads`, default 2). A run that never reaches the target is recorded as not
 reached, with the time and steps at its cap; medians treat it as infinite, so a method that misses in
@@ -137,7 +137,12 @@ class RunRow:
 def run_robo(seed: int, max_iterations: int) -> RunRow:
     """Train the `preset("pendulum_ppo")` preset; time is the runner's own, evaluations included."""
     cfg = with_seed(preset("pendulum_ppo"), seed)
-    cfg = replace(cfg, runner=replace(cfg.runner, max_iterations=max_iterations, target_return=TARGET_RETURN))
+    cfg = replace(
+        cfg,
+        runner=replace(
+            cfg.runner, loop=replace(cfg.runner.loop, max_iterations=max_iterations, target_return=TARGET_RETURN)
+        ),
+    )
     result = build_runner(cfg, make).learn()
     final = None if result.final_eval is None else result.final_eval.mean_return
     return RunRow("robo", seed, result.reached_target, result.wall_time, result.env_steps, final, 0.0)
@@ -308,7 +313,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--robo-max-iterations",
         type=int,
-        default=preset("pendulum_ppo").runner.max_iterations,
+        default=preset("pendulum_ppo").runner.loop.max_iterations,
         help="iteration cap of each robo_rl run (default: the preset's)",
     )
     parser.add_argument(
@@ -357,7 +362,7 @@ def main() -> None:
         "load_average_1min": {"start": load_at_start, "end": os.getloadavg()[0]},
         "target_return": TARGET_RETURN,
         "sb3_eval": {"episodes": EVAL_EPISODES, "seeds": list(EVAL_SEEDS), "eval_time": "excluded"},
-        "robo_eval": {"episodes": preset("pendulum_ppo").runner.eval_episodes, "eval_time": "included"},
+        "robo_eval": {"episodes": preset("pendulum_ppo").runner.loop.eval_episodes, "eval_time": "included"},
         "hyperparameters": hyperparameters(methods, args.robo_max_iterations),
         "runs": [asdict(r) for r in rows],
         "summary": summary,

@@ -96,7 +96,7 @@ def train(seed: int, root: Path, max_iterations: int, keep_training: bool) -> Pa
     command = [str(Path(sys.executable).parent / "robo-rl"), "train", PRESET, "--seed", str(seed), "--quiet"]
     command += ["--max-iterations", str(max_iterations), "--runs-root", str(root), "--threads", "1"]
     if keep_training:
-        command += ["--set", "runner.target_success_rate=null"]
+        command += ["--set", "runner.loop.target_success_rate=null"]
     before = set((root / PRESET).glob(f"*-seed{seed}*")) if (root / PRESET).is_dir() else set()
     print(f"seed {seed}: {' '.join(command)}", flush=True)
     subprocess.run(command, check=True)

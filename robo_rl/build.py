@@ -175,14 +175,13 @@ def build_runner(
         env = RealTimeEnv(env, cfg.hil.rate_hz or None)
     if cfg.hil.teleop != "none":
         env = _with_teleop(cfg, env, make_teleop)
-    loop = getattr(cfg, cfg.loop_section)
     eval_env = None
     if evaluate and world.is_main:
         eval_env = chunked(
             cfg,
             make_env(
                 task.name,
-                num_envs=loop.eval_episodes,
+                num_envs=cfg.loop.eval_episodes,
                 device=task.device,
                 seed=cfg.seed + EVAL_SEED_OFFSET,
                 config=task.evaluation_config,

@@ -7,7 +7,10 @@ annotated `Any` holds a config whose class is decided elsewhere (a task's own co
 dataclass instance, or as read from a file a mapping of changes, or None; whoever knows the class validates it.
 A dataclass may define `__config_dict__()` to choose its plain form (`to_dict` calls it).
 Unknown keys, wrong types and nulls for non-optional fields raise `ConfigError`, whose message is one line
-naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fast'`.
+naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fast'`. A nested section's missing
+keys take the field's default (its `default_factory`'s values, which may differ from the nested class's own
+defaults). A dataclass that renamed or moved fields may define a classmethod `upgrade_keys(data) -> dict`, which
+rewrites older keys into the current ones before anything is checked (see `robo_rl.runners.loop_config`).
 
 Only the standard library and PyYAML are used, so `robo_rl.real` (no torch) can load configs too.
 """
@@ -31,6 +34,9 @@ T = TypeVar("T")
 
 _TOP_LEVEL = "(top level)"
 
+UPGRADE_HOOK = "upgrade_keys"
+"""Name of the optional classmethod of a config dataclass that rewrites older keys (see the module docstring)."""
+
 # PyYAML implements YAML 1.1, whose floats need a dot and a signed exponent: `1e-3`, `3e4` and `1.0e5` load
 # as *strings*, while YAML 1.2 (and every reader) sees numbers. Numeric fields accept exactly that shape;
 # any other string ('fast', or a deliberately quoted '0.5') is still an error.
@@ -50,13 +56,16 @@ def from_dict(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
         raise TypeError(f"from_dict needs a dataclass type, got {cls!r}")
     if not isinstance(data, Mapping):
         raise _mismatch("a mapping", data, path or _TOP_LEVEL)
+    upgrade = getattr(cls, UPGRADE_HOOK, None)
+    if upgrade is not None:
+        data = upgrade(data)
     hints = get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
             raise ConfigError(_unknown_key_message(_join(path, key), str(key), sorted(fields)))
-        kwargs[key] = _convert(hints[key], value, _join(path, key))
+        kwargs[key] = _convert(hints[key], _over_default(fields[key], value), _join(path, key))
     for name, f in fields.items():
         if name not in kwargs and f.default is f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{_join(path, name)}: missing required key")
@@ -64,6 +73,21 @@ def from_dict(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
         return cls(**kwargs)
     except ValueError as err:  # a __post_init__ check; name where it failed
         raise ConfigError(f"{path or _TOP_LEVEL}: {_one_line(str(err))}") from err
+
+
+def _over_default(f: dataclasses.Field[Any], value: Any) -> Any:
+    """A partial mapping for a nested-dataclass field laid over the field's default (one level: the nested
+    `from_dict` does the same for its own fields), so that `off_policy: {loop: {max_iterations: 5}}` keeps the
+    off-policy runner's other loop defaults rather than `LoopConfig`'s. Anything else comes back as it is."""
+    if not isinstance(value, Mapping):
+        return value
+    if f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        default = f.default
+    if not (dataclasses.is_dataclass(default) and not isinstance(default, type)):
+        return value
+    return {**to_dict(default), **value}
 
 
 def to_dict(cfg: Any) -> dict[str, Any]:

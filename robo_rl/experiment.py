@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+import yaml
+
 from robo_rl.algorithms.dsrl import DSRLConfig
 from robo_rl.algorithms.fql import FQLConfig
 from robo_rl.algorithms.ppo import PPOConfig
@@ -19,10 +21,11 @@ from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3Config
 from robo_rl.chunks.spec import check_horizon
-from robo_rl.config import deep_update, differences, merge, plain_fields, to_dict
+from robo_rl.config import ConfigError, deep_update, differences, merge, plain_fields, to_dict
 from robo_rl.hil.config import HilConfig
 from robo_rl.modules.actor_critic import PolicyConfig
-from robo_rl.runners.off_policy import OffPolicyRunnerConfig
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
 Algorithm = str
@@ -71,6 +74,20 @@ class TaskConfig:
         """Actions executed per chunk (H when `chunk_execute` is 0)."""
         return self.chunk_execute or self.action_chunk
 
+    @classmethod
+    def upgrade_keys(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Older configs' `params` / `eval_params` ("key=value" lists, nested keys dotted) laid over `config` /
+        `eval_config` as mappings of changes (robo_rl.config's hook)."""
+        out = dict(data)
+        for old, new in (("params", "config"), ("eval_params", "eval_config")):
+            if old in out:
+                changes = params_as_changes(out.pop(old), f"task.{old}")
+                base = out.get(new)
+                out[new] = (
+                    deep_update(base, changes) if isinstance(base, Mapping) else changes if base is None else base
+                )
+        return out
+
     @property
     def evaluation_config(self) -> TaskSettings:
         """The settings of the evaluation env: `eval_config`, or `config` where there is none; a mapping of changes
@@ -90,6 +107,33 @@ class TaskConfig:
         if self.eval_config is not None and not isinstance(self.eval_config, Mapping):
             data["eval_config"] = differences(data["eval_config"], _plain_settings(self.config, self.eval_config))
         return data
+
+
+def _lay_over(base: TaskSettings, changes: dict[str, Any]) -> TaskSettings:
+    """`changes` laid over task settings `base` (None, a mapping of changes, or a config instance)."""
+    if base is None:
+        return changes
+    return deep_update(base, changes) if isinstance(base, Mapping) else merge(base, changes)
+
+
+def params_as_changes(params: Any, key: str) -> dict[str, Any]:
+    """`["a.b=1", "c=[1, 2]"]` → `{"a": {"b": 1}, "c": [1, 2]}` (values parsed as YAML); ConfigError naming `key`."""
+    if not isinstance(params, (list, tuple)):
+        raise ConfigError(f"{key}: expected a list of key=value strings, got {type(params).__name__}")
+    out: dict[str, Any] = {}
+    for item in params:
+        name, sep, raw = str(item).partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{key}: {item!r} is not key=value")
+        *parents, leaf = name.strip().split(".")
+        node = out
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        try:
+            node[leaf] = yaml.safe_load(raw)
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{key}: cannot parse {item!r} ({' '.join(str(err).split())})") from None
+    return out
 
 
 def _plain_settings(config: TaskSettings, like: Any) -> dict[str, Any]:
@@ -131,8 +175,15 @@ class ExperimentConfig:
 
     @property
     def loop_section(self) -> str:
-        """Config section holding the training loop's settings (max_iterations, target_return, ...)."""
+        """Config section of the active runner (`runner` or `off_policy`), whose `loop` holds the training loop's
+        settings: override keys are `f"{cfg.loop_section}.loop.max_iterations"`."""
         return algorithm(self.algo).loop_section
+
+    @property
+    def loop(self) -> LoopConfig:
+        """The active runner's loop settings (max_iterations, target_return, ...): `runner.loop` or
+        `off_policy.loop`."""
+        return self.runner.loop if self.on_policy else self.off_policy.loop
 
     @property
     def on_policy(self) -> bool:
@@ -162,13 +213,11 @@ def robot_off_policy(name: str, task: TaskConfig, max_iterations: int) -> Experi
         algo="sac",
         task=task,
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=max_iterations,
+            loop=replace(OFF_POLICY_LOOP, max_iterations=max_iterations, eval_interval=0, save_every_s=30.0),
             learning_starts=500,
             updates_per_step=1,
             batch_size=256,
             buffer_capacity=200_000,
-            eval_interval=0,
-            save_every_s=30.0,
             actor_learner=True,
         ),
     )

@@ -81,7 +81,7 @@ def trained_hover_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not policies:
             argv = [sys.executable, "-m", "robo_rl.cli.main", "train", "quadrotor_hover_ppo", "--seed", "0"]
             argv += ["--runs-root", str(root), "--export", "--quiet", "--threads", "1"]
-            argv += ["--set", f"runner.target_success_rate={HOVER_RUN_TARGET}"]
+            argv += ["--set", f"runner.loop.target_success_rate={HOVER_RUN_TARGET}"]
             done = subprocess.run(argv, capture_output=True, text=True, timeout=3000)
             assert done.returncode == 0, done.stderr[-2000:]
             policies = sorted(root.glob("quadrotor_hover_ppo/*/policy.onnx"))

@@ -128,7 +128,12 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     ),
 )
 KNOWN: set[tuple[str, str]] = set()
-PRESETS_MAY_IMPORT = ("robo_rl.experiment", "robo_rl.runners.on_policy", "robo_rl.runners.off_policy")
+PRESETS_MAY_IMPORT = (
+    "robo_rl.experiment",
+    "robo_rl.runners.loop_config",
+    "robo_rl.runners.on_policy",
+    "robo_rl.runners.off_policy",
+)
 """A task folder's presets.py (robo_rl/sim/TASK/presets.py) is the one place in a simulator that knows training: it
 builds `ExperimentConfig`s, so it imports the experiment and the runners' config classes, and no more of training
 (never the composition root, the API, the CLI or HIL)."""

@@ -1,11 +1,10 @@
 """Experiment configs where they are read: a preset name or a YAML file, `key=value` overrides, older files' keys.
 
 The edge where text becomes typed config: a task's settings (`task.config`, `task.eval_config`) arrive from YAML or
-`--set` as mappings and leave as the task's own config class (`resolve_task`). Shorthands and older keys are
-rewritten here and nowhere else:
-- `--set task.KEY=VALUE`, KEY not a field of `TaskConfig`: `task.config.KEY=VALUE`;
-- `task.params: [KEY=VALUE, ...]` and `task.eval_params` (run configs and files from before typed task configs):
-  `task.config` and `task.eval_config`.
+`--set` as mappings and leave as the task's own config class (`resolve_task`). `--set task.KEY=VALUE`, KEY not a
+field of `TaskConfig`, is short for `task.config.KEY=VALUE`. Older keys are upgraded where any config is read
+(`robo_rl.config`'s `upgrade_keys` hook): `task.params` / `task.eval_params` ("key=value" lists, from before typed
+task configs) by `TaskConfig.upgrade_keys`, flat loop keys by `robo_rl.runners.loop_config.nest_loop_keys`.
 """
 
 from __future__ import annotations
@@ -22,8 +21,7 @@ from robo_rl.config import (
     ConfigError,
     apply_overrides,
     differences,
-    from_dict,
-    read_yaml,
+    load_yaml,
     set_values,
     to_dict,
 )
@@ -37,8 +35,7 @@ HEADER = (
     "# what it changes from the task's defaults; task.eval_config: what evaluation changes from task.config.\n"
     "# A run's config.yaml has every key.\n"
 )
-_TASK_FIELDS = frozenset(field.name for field in dataclasses.fields(TaskConfig))
-_OLD_TASK_KEYS = {"params": "config", "eval_params": "eval_config"}
+_TASK_FIELDS = frozenset(field.name for field in dataclasses.fields(TaskConfig)) | {"params", "eval_params"}
 
 
 def preset_names() -> list[str]:
@@ -69,11 +66,9 @@ def preset(name: str) -> ExperimentConfig:
 
 def load_config_file(path: str | os.PathLike[str]) -> ExperimentConfig:
     """A YAML experiment config (older keys upgraded, the task's settings typed); ConfigError naming the file."""
-    data = read_yaml(path)
-    if data is None:
-        raise ConfigError(f"{path}: empty config file (no keys)")
+    cfg = load_yaml(ExperimentConfig, path, allow_empty=False)
     try:
-        return resolve_task(from_dict(ExperimentConfig, upgrade_keys(data)))
+        return resolve_task(cfg)
     except ConfigError as err:
         raise ConfigError(f"{path}: {err}") from None
 
@@ -94,13 +89,12 @@ def override(
 def resolve_task(cfg: ExperimentConfig) -> ExperimentConfig:
     """`cfg` with `task.config` and `task.eval_config` as the task's config class (mappings of changes laid over its
     defaults and over `task.config`); ConfigError naming the field that does not fit."""
-    from robo_rl.sim import task_settings
+    from robo_rl.sim import names, task_settings
 
     task = cfg.task
-    try:
-        config = task_settings(task.name, task.config)
-    except ValueError as err:  # an unknown task
-        raise ConfigError(f"task.name: {err}") from None
+    if task.name not in names():
+        raise ConfigError(f"task.name: unknown task {task.name!r} (robo-rl tasks lists them: {', '.join(names())})")
+    config = task_settings(task.name, task.config)
     evaluation = task.eval_config
     if evaluation is not None:
         base = config if isinstance(evaluation, Mapping) else None
@@ -117,35 +111,12 @@ def _over(base: Any, changes: Mapping[str, Any]) -> Any:
     return merge(base, changes, "task.eval_config")
 
 
-def upgrade_keys(data: Any) -> Any:
-    """Raw config data with older keys rewritten: `task.params` / `task.eval_params` ("key=value" lists) become
-    `task.config` / `task.eval_config` mappings."""
-    task = data.get("task") if isinstance(data, Mapping) else None
-    if not isinstance(task, Mapping) or not any(key in task for key in _OLD_TASK_KEYS):
-        return data
-    task = dict(task)
-    for old, new in _OLD_TASK_KEYS.items():
-        if old in task:
-            if new in task:
-                raise ConfigError(f"task.{old} and task.{new}: give one (task.{old} is the older spelling)")
-            task[new] = _changes(task.pop(old), f"task.{old}")
-    return {**data, "task": task}
-
-
 def expand_overrides(overrides: Sequence[str]) -> list[str]:
-    """`key=value` overrides with the task shorthands spelled out (`task.KEY=...` → `task.config.KEY=...`,
-    `task.params=[KEY=VALUE, ...]` → one `task.config.KEY=VALUE` each)."""
+    """`key=value` overrides with the task shorthand spelled out (`task.KEY=...` → `task.config.KEY=...`)."""
     out: list[str] = []
     for text in overrides:
         key, sep, raw = text.partition("=")
-        old = key.strip().removeprefix("task.")
-        if sep and key.strip().startswith("task.") and old in _OLD_TASK_KEYS:
-            items = yaml.safe_load(raw) or []
-            if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
-                raise ConfigError(f"{key.strip()}: expected a list of key=value strings, got {raw.strip()!r}")
-            out.extend(f"task.{_OLD_TASK_KEYS[old]}.{item.strip()}" for item in items)
-        else:
-            out.append(f"{_task_key(key.strip())}{sep}{raw}" if sep else text)
+        out.append(f"{_task_key(key.strip())}{sep}{raw}" if sep else text)
     return out
 
 
@@ -155,23 +126,6 @@ def _task_key(key: str) -> str:
     if len(parts) > 1 and parts[0] == "task" and parts[1] not in _TASK_FIELDS:
         return ".".join(["task", "config", *parts[1:]])
     return key
-
-
-def _changes(params: Any, key: str) -> dict[str, Any]:
-    """`["a.b=1", "c=[1, 2]"]` → `{"a": {"b": 1}, "c": [1, 2]}` (values parsed as YAML)."""
-    if not isinstance(params, (list, tuple)):
-        raise ConfigError(f"{key}: expected a list of key=value strings, got {type(params).__name__}")
-    out: dict[str, Any] = {}
-    for item in params:
-        name, sep, raw = str(item).partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(f"{key}: {item!r} is not key=value")
-        *parents, leaf = name.strip().split(".")
-        node = out
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[leaf] = yaml.safe_load(raw)
-    return out
 
 
 def preset_yaml(name: str, presets: Mapping[str, Any] | None = None) -> str:

@@ -69,9 +69,7 @@ def main(args: argparse.Namespace) -> int:
     cfg = resolve_config(args.preset, [f"seed={args.seed}", f"task.device={args.device}"])
     runner = build_runner(cfg, env_factory())
     runner.run = run = create_run(args.runs_root, cfg, "robo-rl demo", runner.env)
-    console.rule(
-        f"1/5 train {cfg.algo.upper()} on {cfg.task.name} ({describe_targets(getattr(cfg, cfg.loop_section))})"
-    )
+    console.rule(f"1/5 train {cfg.algo.upper()} on {cfg.task.name} ({describe_targets(cfg.loop)})")
     console.print(f"{cfg.task.num_envs} envs on {cfg.task.device}; run directory: {run.path}")
     start = time.perf_counter()
     result = train(runner, run, console)

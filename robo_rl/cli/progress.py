@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from robo_rl.runners.evaluate import EvalResult
+from robo_rl.runners.loop_config import LoopConfig
 
 
 def _fmt(value: float | None, digits: int = 1) -> str:
@@ -82,12 +83,12 @@ def terminal() -> Console:
     return Console(soft_wrap=True)
 
 
-def describe_targets(loop: Any) -> str:
-    """'target: mean return >= X, success rate >= Y' from a runner config."""
+def describe_targets(loop: LoopConfig) -> str:
+    """'target: mean return >= X, success rate >= Y' from a runner's loop settings."""
     parts = []
-    if getattr(loop, "target_return", None) is not None:
+    if loop.target_return is not None:
         parts.append(f"mean return ≥ {loop.target_return:g}")
-    if getattr(loop, "target_success_rate", None) is not None:
+    if loop.target_success_rate is not None:
         parts.append(f"success rate ≥ {loop.target_success_rate:.0%} over {loop.eval_episodes} episodes")
     return "target: " + (", ".join(parts) if parts else "none, all iterations")
 

@@ -82,7 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--max-iterations",
         type=int,
-        help="iterations to train (runner.max_iterations for ppo, off_policy.max_iterations otherwise)",
+        help="iterations to train (runner.loop.max_iterations for ppo, off_policy.loop.max_iterations otherwise)",
     )
     p.add_argument("--runs-root", type=Path, default=Path("runs"), help="where run directories go (default: runs)")
     p.add_argument(
@@ -203,7 +203,7 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
     source = args.config or _default_preset(args.algo or "ppo")
     cfg = resolve_config(source, args.overrides, values=_shorthands(args))
     if args.max_iterations is not None:
-        cfg = override(cfg, values={f"{cfg.loop_section}.max_iterations": args.max_iterations})
+        cfg = override(cfg, values={f"{cfg.loop_section}.loop.max_iterations": args.max_iterations})
     cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     # Before the run directory, so bad input leaves nothing behind.
     with prior_buffer_errors(cfg):
@@ -244,7 +244,7 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
     source = args.config or f"robot_{profile.kind}_sac"
     cfg = resolve_config(source, args.overrides, values=_shorthands(args))
     if args.max_iterations is not None:
-        cfg = override(cfg, values={f"{cfg.loop_section}.max_iterations": args.max_iterations})
+        cfg = override(cfg, values={f"{cfg.loop_section}.loop.max_iterations": args.max_iterations})
     if cfg.hil.teleop in ("ros", "simulated"):
         raise ConfigError(
             f"--robot with hil.teleop={cfg.hil.teleop}: the robot already reads teleop_node's topics; "
@@ -285,7 +285,7 @@ def _resume(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDire
     saved = read_run_config(main_run)
     cfg = saved
     if args.max_iterations is not None:
-        cfg = override(cfg, values={f"{cfg.loop_section}.max_iterations": args.max_iterations})
+        cfg = override(cfg, values={f"{cfg.loop_section}.loop.max_iterations": args.max_iterations})
     _check_world_size(main_run.path, reducer.world.size)
     run = main_run if reducer.world.is_main else RankRun(main_run.path, reducer.world.rank)
     latest = run.latest_checkpoint
@@ -372,7 +372,7 @@ def train(
 def _learn(runner: Runner, console: Console, quiet: bool) -> TrainResult:
     if quiet:
         return runner.learn()
-    with TrainingProgress(runner.cfg.max_iterations, runner.iteration, console) as progress:
+    with TrainingProgress(runner.cfg.loop.max_iterations, runner.iteration, console) as progress:
         return runner.learn(progress)
 
 

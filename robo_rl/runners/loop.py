@@ -22,6 +22,7 @@ from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import EvalResult, eval_metrics, evaluate_held_out, evaluation_due, targets_reached
 from robo_rl.runners.gate_test import SequentialGate
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.storage import checkpoint
@@ -75,23 +76,11 @@ def on_interval(iteration: int, interval: int) -> bool:
     return interval > 0 and iteration % interval == 0
 
 
-class LoopConfig(Protocol):
-    """The settings of `RunnerConfig` and `OffPolicyRunnerConfig` that the shared loop reads."""
+class RunnerSettings(Protocol):
+    """What the shared loop needs of a runner's config (`RunnerConfig`, `OffPolicyRunnerConfig`): its `loop`."""
 
     @property
-    def max_iterations(self) -> int: ...
-    @property
-    def target_return(self) -> float | None: ...
-    @property
-    def target_success_rate(self) -> float | None: ...
-    @property
-    def eval_interval(self) -> int: ...
-    @property
-    def eval_min_train_success(self) -> float | None: ...
-    @property
-    def save_interval(self) -> int: ...
-    @property
-    def save_every_s(self) -> float: ...
+    def loop(self) -> LoopConfig: ...
 
 
 class Cadence(Protocol):
@@ -115,7 +104,7 @@ class Cadence(Protocol):
         ...
 
 
-ConfigT = TypeVar("ConfigT", bound=LoopConfig)
+ConfigT = TypeVar("ConfigT", bound=RunnerSettings)
 Losses = Mapping[str, float | torch.Tensor]
 """An iteration's losses; tensors (no host sync per update) are read only when a metrics row is made."""
 
@@ -126,7 +115,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
 
     Args:
         env: training env.
-        cfg: loop settings (the runner's config).
+        cfg: the runner's config; the loop reads its `loop` settings.
         seed: seeds torch and the env stream.
         eval_env: env for deterministic evaluation (its num_envs = episodes per evaluation); None skips it.
         run: run directory to log and checkpoint into; None keeps everything in memory (tests).
@@ -152,7 +141,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.iteration = self.env_steps = 0
         self.wall_time = 0.0
-        self.schedule = SaveSchedule(cfg.save_every_s, reducer)
+        self.schedule = SaveSchedule(cfg.loop.save_every_s, reducer)
         self.best = BestPolicy()
         """The best evaluation so far; its policy is checkpoints/best.pt."""
         self.stop_requested: Callable[[], bool] = _never
@@ -198,7 +187,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
             start = time.perf_counter()
             losses = self._train_iteration()
             self.iteration += 1
-            row = self.cadence.row_due(self.iteration, self.cfg, on_iteration is not None, self.run is not None)
+            row = self.cadence.row_due(self.iteration, self.cfg.loop, on_iteration is not None, self.run is not None)
             stats = self.tracker.flush() if row else None
             evaluation = self._maybe_evaluate(stats)
             self.wall_time += time.perf_counter() - start
@@ -206,7 +195,9 @@ class TrainingLoop(ABC, Generic[ConfigT]):
             if stats is not None:
                 if evaluation is not None:
                     last_eval = evaluation
-                    reached = targets_reached(evaluation, self.cfg.target_return, self.cfg.target_success_rate)
+                    reached = targets_reached(
+                        evaluation, self.cfg.loop.target_return, self.cfg.loop.target_success_rate
+                    )
                     self.best.offer(evaluation, self.iteration, self._policy_state, self._checkpoints())
                 reached = self._agree(reached)
                 metrics = self._metrics(stats, evaluation, losses, time.perf_counter() - start)
@@ -230,13 +221,14 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         """Deterministic evaluation on the eval env with a fixed seed (same initial states every time); with
         `eval_sequential` and a success target alone, stopped as soon as the gate is decided."""
         gate = None
-        target = self.cfg.target_success_rate
-        if getattr(self.cfg, "eval_sequential", False) and target is not None and self.cfg.target_return is None:
+        loop = self.cfg.loop
+        target = loop.target_success_rate
+        if loop.eval_sequential and target is not None and loop.target_return is None:
             gate = SequentialGate(target=target)
         return evaluate_held_out(self.eval_env, self._deterministic_actor().eval(), self.seed, gate)
 
     def _stops(self, reached: bool) -> bool:
-        return self.iteration >= self.cfg.max_iterations or reached or self._estop() or self.stop_requested()
+        return self.iteration >= self.cfg.loop.max_iterations or reached or self._estop() or self.stop_requested()
 
     def _estop(self) -> bool:
         """The operator's e-stop (an InterventionEnv's `estop`) ends training."""
@@ -248,7 +240,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
     def _maybe_evaluate(self, stats: EpisodeStats | None) -> EvalResult | None:
         """Evaluate on a row's iteration of the evaluation grid, unless the training success is below
         eval_min_train_success; never without an eval env (ranks other than 0)."""
-        cfg = self.cfg
+        cfg = self.cfg.loop
         if stats is None or self.eval_env is None:
             return None
         due = evaluation_due(
@@ -259,7 +251,8 @@ class TrainingLoop(ABC, Generic[ConfigT]):
     def _agree(self, reached: bool) -> bool:
         """Rank 0's `reached` on every rank on the evaluation grid, where rank 0 may have evaluated (whatever the
         training success); this rank's own elsewhere."""
-        possible = evaluation_due(self.iteration, self.cfg.max_iterations, self.cfg.eval_interval)
+        loop = self.cfg.loop
+        possible = evaluation_due(self.iteration, loop.max_iterations, loop.eval_interval)
         return rank0_decides(reached, self.reducer, possible)
 
     def _metrics(
@@ -290,10 +283,10 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         if self.run is None:
             return
         by_time = self.schedule.due(iteration_s)  # collective: every rank, every iteration
-        snapshot = self.cadence.snapshot_due(self.iteration, self.cfg)
+        snapshot = self.cadence.snapshot_due(self.iteration, self.cfg.loop)
         if snapshot:
             self.save(self.run.checkpoints / f"model_{self.iteration:06d}.pt")
-        if snapshot or by_time or self.cadence.latest_due(self.iteration, self.cfg):
+        if snapshot or by_time or self.cadence.latest_due(self.iteration, self.cfg.loop):
             latest = self.run.latest_checkpoint
             self.schedule.save(lambda: self.save(latest), self.env.device)
 

@@ -9,7 +9,8 @@ conditions, evaluations, logging, checkpoints) is `robo_rl.runners.loop.Training
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -33,7 +34,8 @@ from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.runners.evaluate import evaluation_due
-from robo_rl.runners.loop import LoopConfig, Losses, TrainingLoop, critic_observation, on_interval
+from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
+from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
 from robo_rl.storage.replay import (
@@ -88,10 +90,18 @@ class OffPolicyAlgorithm(Protocol):
     def load_state_dict(self, state: dict) -> None: ...
 
 
+OFF_POLICY_LOOP = LoopConfig(max_iterations=20_000, eval_interval=1_000, eval_episodes=20, save_interval=10_000)
+"""The off-policy runner's loop defaults: an iteration is a single env step, so the intervals are far longer than
+on-policy; fewer evaluation episodes; latest.pt (with the replay buffer) every 10,000 iterations."""
+
+
 @dataclass(frozen=True)
 class OffPolicyRunnerConfig:
-    max_iterations: int = 20_000
-    """Upper bound on env steps of the whole batch (iterations)."""
+    """The off-policy runner's settings. An iteration is one `env.step` of every env (num_envs transitions into
+    the replay buffer) and the gradient steps that follow it."""
+
+    loop: LoopConfig = field(default_factory=lambda: OFF_POLICY_LOOP)
+    """When to stop, evaluate and save (off-policy defaults: `OFF_POLICY_LOOP`)."""
     learning_starts: int = 1_000
     """Transitions collected with uniformly random actions before the first update."""
     updates_per_step: int = 1
@@ -105,30 +115,6 @@ class OffPolicyRunnerConfig:
     """Transitions per gradient step."""
     buffer_capacity: int = 1_000_000
     """Replay capacity in transitions (preallocated on the env's device)."""
-    target_return: float | None = None
-    """Stop once a deterministic evaluation's mean return reaches this; None trains all iterations."""
-    target_success_rate: float | None = None
-    """Stop once an evaluation's success rate (tasks that define success) reaches this, e.g. 0.95; with
-    target_return too, both must be reached. None: no success target."""
-    eval_interval: int = 1_000
-    """Iterations between deterministic evaluations (0: only at the end)."""
-    eval_min_train_success: float | None = None
-    """Skip a due periodic evaluation while the success rate of the training episodes that ended since the last
-    log is below this (tasks that report success). The stochastic training policy usually does worse than the
-    deterministic evaluated one, so set it below the target. None: evaluate whenever due."""
-    eval_sequential: bool = False
-    """Stop an evaluation for the success gate (`target_success_rate`, without a `target_return`) at the step
-    whose finished episodes make its outcome certain (robo_rl.runners.gate_test; the same outcome as the whole
-    evaluation): a failing policy costs its first crashes instead of whole episodes. Its metrics then cover the
-    episodes that had finished (`eval_gate`: 1 pass, 0 fail)."""
-    eval_episodes: int = 20
-    """Episodes per evaluation, run in parallel."""
-    save_interval: int = 10_000
-    """Iterations between refreshes of checkpoints/latest.pt (the replay buffer is saved with it)."""
-    save_every_s: float = 60.0
-    """Also refresh latest.pt before more than this many seconds of training (replay buffer included) would be
-    lost to a crash (SIGKILL, power cut); its replay buffer is written incrementally, only the transitions added
-    since the last save. 0: by save_interval only."""
     prior_buffer: str | None = None
     """Replay buffer file of demonstrations or interventions (`robo-rl collect` writes one): RLPD-style
     symmetric sampling draws `prior_fraction` of every batch from it. None trains from online data only."""
@@ -160,16 +146,14 @@ class OffPolicyRunnerConfig:
     policy itself (WSRL's warm-up rollouts)."""
 
     def __post_init__(self) -> None:
-        if self.updates_per_step < 0 or self.learning_starts < 0 or self.max_iterations < 0:
-            raise ValueError("updates_per_step, learning_starts and max_iterations must not be negative")
+        if self.updates_per_step < 0 or self.learning_starts < 0:
+            raise ValueError("updates_per_step and learning_starts must not be negative")
         if self.update_to_data is not None and not 0.0 <= self.update_to_data <= 1000.0:
             raise ValueError(
                 f"update_to_data must be in [0, 1000] gradient steps per transition, got {self.update_to_data}"
             )
-        if not self.save_every_s >= 0:
-            raise ValueError(f"save_every_s must not be negative, got {self.save_every_s}")
-        if self.batch_size < 1 or self.buffer_capacity < 1 or self.eval_episodes < 1:
-            raise ValueError("batch_size, buffer_capacity and eval_episodes must be at least 1")
+        if self.batch_size < 1 or self.buffer_capacity < 1:
+            raise ValueError("batch_size and buffer_capacity must be at least 1")
         if not 0.0 <= self.prior_fraction <= 1.0:
             raise ValueError(f"prior_fraction must be in [0, 1], got {self.prior_fraction}")
         if self.bc_pretrain_steps < 0 or self.critic_warmup_steps < 0:
@@ -184,6 +168,11 @@ class OffPolicyRunnerConfig:
             raise ValueError("learner_transport=ros is where the learner runs: it needs actor_learner=true")
         if not self.keep_prior and self.bc_pretrain_steps == 0:
             raise ValueError("keep_prior=false drops the demonstrations: set bc_pretrain_steps > 0 to learn from them")
+
+    @classmethod
+    def upgrade_keys(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Older configs' flat loop keys (`off_policy.eval_interval`) moved into `loop` (robo_rl.config's hook)."""
+        return nest_loop_keys(data)
 
 
 def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffer:

@@ -6,7 +6,8 @@ this module plugs in the rollout, the PPO update and PPO's cadence (`SnapshotCad
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,10 @@ from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.actor_critic import ActorCritic
 from robo_rl.runners.evaluate import evaluation_due
-from robo_rl.runners.loop import LoopConfig, TrainingLoop, critic_observation, on_interval
+from robo_rl.runners.loop import TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop import TrainResult as TrainResult
 from robo_rl.runners.loop import reset_critic_observation as reset_critic_observation
+from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
 from robo_rl.storage.rollout import RolloutStorage
@@ -28,44 +30,21 @@ from robo_rl.storage.rollout import RolloutStorage
 
 @dataclass(frozen=True)
 class RunnerConfig:
-    max_iterations: int = 300
-    """Upper bound on collect-and-update iterations."""
-    target_return: float | None = None
-    """Stop as soon as a deterministic evaluation's mean return reaches this; None trains all iterations."""
-    target_success_rate: float | None = None
-    """Stop once an evaluation's success rate (tasks that define success) reaches this, e.g. 0.95; with
-    target_return too, both must be reached. None: no success target."""
-    eval_interval: int = 5
-    """Iterations between deterministic evaluations (0: evaluate only at the end)."""
-    eval_min_train_success: float | None = None
-    """Skip a due periodic evaluation while the success rate of the training episodes that ended since the last
-    log is below this (tasks that report success). The stochastic training policy usually does worse than the
-    deterministic evaluated one, so set it below the target. None: evaluate whenever due."""
-    eval_sequential: bool = False
-    """Stop an evaluation for the success gate (`target_success_rate`, without a `target_return`) at the step
-    whose finished episodes make its outcome certain (robo_rl.runners.gate_test; the same outcome as the whole
-    evaluation): a failing policy costs its first crashes instead of whole episodes. Its metrics then cover the
-    episodes that had finished (`eval_gate`: 1 pass, 0 fail)."""
-    eval_episodes: int = 100
-    """Episodes per evaluation, run in parallel as one batched env."""
-    save_interval: int = 50
-    """Iterations between numbered checkpoint snapshots; latest.pt is refreshed at every evaluation too."""
-    save_every_s: float = 60.0
-    """Also refresh latest.pt before more than this many seconds of training would be lost to a crash (SIGKILL,
-    power cut). 0: at save_interval and evaluations only."""
+    """The on-policy runner's settings. An iteration is one rollout of `ppo.num_steps` steps of every env and the
+    PPO update on it."""
 
-    def __post_init__(self) -> None:
-        if self.max_iterations < 0 or self.eval_interval < 0 or self.save_interval < 0:
-            raise ValueError("max_iterations, eval_interval and save_interval must not be negative")
-        if not self.save_every_s >= 0:
-            raise ValueError(f"save_every_s must not be negative, got {self.save_every_s}")
-        if self.eval_episodes < 1:
-            raise ValueError(f"eval_episodes must be at least 1, got {self.eval_episodes}")
+    loop: LoopConfig = field(default_factory=LoopConfig)
+    """When to stop, evaluate and save (on-policy defaults: LoopConfig's own)."""
+
+    @classmethod
+    def upgrade_keys(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Older configs' flat loop keys (`runner.max_iterations`) moved into `loop` (robo_rl.config's hook)."""
+        return nest_loop_keys(data)
 
 
 @dataclass(frozen=True)
 class SnapshotCadence:
-    """PPO's cadence: a metrics row every iteration, every row logged; a numbered snapshot every save_interval
+    """PPO's cadence: a metrics row every iteration, every row logged; a numbered snapshot every `save_interval`
     iterations; latest.pt with it and on every iteration of the evaluation grid, whether rank 0 evaluated or skipped
     (so every rank saves on the same iterations)."""
 

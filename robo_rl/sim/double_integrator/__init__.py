@@ -21,6 +21,7 @@ import torch
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
 from robo_rl.experiment import ExperimentConfig, TaskConfig
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.batched_task import BatchedTask
 
@@ -114,7 +115,9 @@ def double_integrator_ppo() -> ExperimentConfig:
         name="double_integrator_ppo",
         task=TaskConfig(name="double_integrator", num_envs=256),
         ppo=PPOConfig(num_steps=16, gamma=0.98, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
-        runner=RunnerConfig(max_iterations=200, target_success_rate=0.95, eval_interval=5, eval_episodes=200),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=200, target_success_rate=0.95, eval_interval=5, eval_episodes=200)
+        ),
     )
 
 

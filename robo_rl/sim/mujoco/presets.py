@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.mujoco.arm_reach import ArmReachConfig
 
@@ -16,7 +17,9 @@ def mujoco_arm_reach_ppo() -> ExperimentConfig:
         name="mujoco_arm_reach_ppo",
         task=TaskConfig(name="mujoco/arm_reach", num_envs=64, config=ArmReachConfig(action_mode="position")),
         ppo=PPOConfig(num_steps=50, gamma=0.98, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
-        runner=RunnerConfig(max_iterations=300, target_return=-10.0, eval_interval=10, eval_episodes=64),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=300, target_return=-10.0, eval_interval=10, eval_episodes=64)
+        ),
     )
 
 

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.experiment import Algorithm, ExperimentConfig, TaskConfig, with_networks
-from robo_rl.runners.off_policy import OffPolicyRunnerConfig
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
 
@@ -32,7 +33,7 @@ def pendulum_ppo() -> ExperimentConfig:
             value_clip=False,
             entropy_coef=0.005,
         ),
-        runner=RunnerConfig(max_iterations=300, target_return=-200.0, eval_interval=5),
+        runner=RunnerConfig(loop=LoopConfig(max_iterations=300, target_return=-200.0, eval_interval=5)),
     )
 
 
@@ -43,7 +44,9 @@ def _pendulum_off_policy(algo: Algorithm) -> ExperimentConfig:
         algo=algo,
         task=TaskConfig(name="pendulum", num_envs=1),
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
+            loop=replace(OFF_POLICY_LOOP, max_iterations=20_000, target_return=-200.0, eval_interval=1_000),
+            learning_starts=1_000,
+            batch_size=64,
         ),
     )
     return with_networks(cfg, actor_hidden=(64, 64), critic_hidden=(64, 64))

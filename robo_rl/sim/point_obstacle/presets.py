@@ -3,10 +3,13 @@ demonstrations."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.experiment import Algorithm, ExperimentConfig, TaskConfig, with_networks
-from robo_rl.runners.off_policy import OffPolicyRunnerConfig
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
 
@@ -19,13 +22,12 @@ def _point_obstacle_off_policy(algo: Algorithm) -> ExperimentConfig:
         algo=algo,
         task=TaskConfig(name="point/obstacle", num_envs=16),
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=20_000,
+            loop=replace(
+                OFF_POLICY_LOOP, max_iterations=20_000, target_success_rate=0.95, eval_interval=250, eval_episodes=200
+            ),
             learning_starts=1_000,
             updates_per_step=2,
             batch_size=256,
-            target_success_rate=0.95,
-            eval_interval=250,
-            eval_episodes=200,
         ),
     )
     return with_networks(cfg, actor_hidden=(128, 128), critic_hidden=(128, 128))
@@ -55,7 +57,9 @@ def point_obstacle_reinflow() -> ExperimentConfig:
         task=TaskConfig(name="point/obstacle", num_envs=64),
         reinflow=ReinFlowTrainConfig(),
         ppo=PPOConfig(num_steps=32, learning_rate=3e-4, max_learning_rate=3e-4),
-        runner=RunnerConfig(max_iterations=200, eval_interval=5, eval_episodes=200, target_success_rate=0.95),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=200, eval_interval=5, eval_episodes=200, target_success_rate=0.95)
+        ),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
 
@@ -14,7 +15,9 @@ def pybullet_racecar_goal_ppo() -> ExperimentConfig:
         name="pybullet_racecar_goal_ppo",
         task=TaskConfig(name="pybullet/racecar_goal", num_envs=32),
         ppo=PPOConfig(num_steps=64, gamma=0.99, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
-        runner=RunnerConfig(max_iterations=200, target_success_rate=0.9, eval_interval=10, eval_episodes=32),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=200, target_success_rate=0.9, eval_interval=10, eval_episodes=32)
+        ),
     )
 
 

@@ -8,7 +8,8 @@ from dataclasses import replace
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.experiment import Algorithm, ExperimentConfig, TaskConfig, with_networks
 from robo_rl.modules.actor_critic import PolicyConfig
-from robo_rl.runners.off_policy import OffPolicyRunnerConfig
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
 from robo_rl.sim.quadrotor.hover import HoverConfig
@@ -50,11 +51,13 @@ def quadrotor_hover_ppo() -> ExperimentConfig:
         policy=PolicyConfig(init_log_std=-1.0),
         ppo=PPOConfig(num_steps=16, gamma=0.99, lam=0.95, num_epochs=4, num_minibatches=4, value_clip=False),
         runner=RunnerConfig(
-            max_iterations=1000,
-            target_success_rate=0.95,
-            eval_interval=1,
-            eval_min_train_success=0.5,
-            eval_episodes=1000,
+            loop=LoopConfig(
+                max_iterations=1000,
+                target_success_rate=0.95,
+                eval_interval=1,
+                eval_min_train_success=0.5,
+                eval_episodes=1000,
+            )
         ),
     )
 
@@ -69,15 +72,18 @@ def _quadrotor_hover_off_policy(algo: Algorithm) -> ExperimentConfig:
         algo=algo,
         task=TaskConfig(name="quadrotor/hover", num_envs=64, eval_config=HoverConfig(backend="auto")),
         off_policy=OffPolicyRunnerConfig(
-            max_iterations=100_000,
+            loop=replace(
+                OFF_POLICY_LOOP,
+                max_iterations=100_000,
+                target_success_rate=0.95,
+                eval_interval=250,
+                eval_min_train_success=0.5,
+                eval_episodes=1000,
+            ),
             learning_starts=10_000,
             updates_per_step=2,
             batch_size=512,
             buffer_capacity=2_000_000,
-            target_success_rate=0.95,
-            eval_interval=250,
-            eval_min_train_success=0.5,
-            eval_episodes=1000,
         ),
     )
     return with_networks(cfg, actor_hidden=(64, 64), critic_hidden=(128, 128))
@@ -99,7 +105,7 @@ def quadrotor_track_ppo() -> ExperimentConfig:
         base,
         name="quadrotor_track_ppo",
         task=TaskConfig(name="quadrotor/track", num_envs=1024),
-        runner=replace(base.runner, max_iterations=1500, eval_interval=10),
+        runner=replace(base.runner, loop=replace(base.runner.loop, max_iterations=1500, eval_interval=10)),
     )
 
 
@@ -159,7 +165,10 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
         # learning rate (KL ~ step^2 / std^2) shrank with it to 1e-4, and the held-out success stalled at 88-92 %
         # (docs/BENCHMARKS.md, robustness section).
         policy=replace(base.policy, min_log_std=-2.5),
-        runner=replace(base.runner, max_iterations=4000, eval_interval=25, eval_min_train_success=0.5),
+        runner=replace(
+            base.runner,
+            loop=replace(base.runner.loop, max_iterations=4000, eval_interval=25, eval_min_train_success=0.5),
+        ),
     )
 
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
 from robo_rl.modules.actor_critic import PolicyConfig
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.rc_car.race import RaceConfig
 
@@ -41,7 +42,13 @@ def rc_car_race_ppo() -> ExperimentConfig:
         policy=PolicyConfig(actor_hidden=(128, 128), critic_hidden=(128, 128), init_log_std=-0.5),
         ppo=PPOConfig(num_steps=32, gamma=0.99, lam=0.95, num_epochs=5, num_minibatches=4, value_clip=False),
         runner=RunnerConfig(
-            max_iterations=300, target_success_rate=1.0, eval_interval=10, eval_min_train_success=0.9, eval_episodes=100
+            loop=LoopConfig(
+                max_iterations=300,
+                target_success_rate=1.0,
+                eval_interval=10,
+                eval_min_train_success=0.9,
+                eval_episodes=100,
+            )
         ),
     )
 

@@ -89,10 +89,10 @@ def test_fine_tuning_a_half_cloned_flow_policy_raises_success_on_the_multimodal_
     overrides = [
         f"off_policy.prior_buffer={demos}",
         "off_policy.bc_pretrain_steps=1200",  # short of the 2,000 that clone the expert fully
-        "off_policy.max_iterations=300",
-        "off_policy.eval_interval=0",
-        "off_policy.eval_episodes=100",
-        "off_policy.target_success_rate=null",
+        "off_policy.loop.max_iterations=300",
+        "off_policy.loop.eval_interval=0",
+        "off_policy.loop.eval_episodes=100",
+        "off_policy.loop.target_success_rate=null",
     ]
     runner = build_runner(resolve_config("point_obstacle_fql", overrides), env_factory())
     before = runner.evaluate()

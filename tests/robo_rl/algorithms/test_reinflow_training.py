@@ -11,6 +11,7 @@ from robo_rl.algorithms.ppo import PPO, PPOConfig
 from robo_rl.envs import critic_obs_dim
 from robo_rl.modules.reinflow import ReinFlowConfig, ReinFlowPolicy
 from robo_rl.runners.evaluate import evaluate_held_out
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import OnPolicyRunner, RunnerConfig
 
 
@@ -32,7 +33,7 @@ def test_reinflow_raises_a_half_cloned_flow_above_90_percent(demos: Path, steps:
     from robo_rl.sim import make
 
     overrides = [f"off_policy.prior_buffer={demos}", f"off_policy.bc_pretrain_steps={bc_steps}"]
-    overrides += ["off_policy.max_iterations=0", "off_policy.eval_episodes=200", f"seed={seed}"]
+    overrides += ["off_policy.loop.max_iterations=0", "off_policy.loop.eval_episodes=200", f"seed={seed}"]
     cloning = build_runner(resolve_config("point_obstacle_fql", overrides), env_factory())
     policy = ReinFlowPolicy(
         cloning.algorithm.actor.flow, critic_obs_dim(cloning.env), ReinFlowConfig(steps=steps, warmup_iterations=2)
@@ -40,7 +41,7 @@ def test_reinflow_raises_a_half_cloned_flow_above_90_percent(demos: Path, steps:
     before = evaluate_held_out(cloning.eval_env, policy.deterministic_actor().eval(), seed)
     env = make("point/obstacle", num_envs=64, seed=seed)
     ppo = PPO(policy, PPOConfig(num_steps=32, learning_rate=3e-4, max_learning_rate=3e-4))  # type: ignore[arg-type]
-    runner_cfg = RunnerConfig(max_iterations=20, eval_interval=0, eval_episodes=200, save_every_s=0.0)
+    runner_cfg = RunnerConfig(loop=LoopConfig(max_iterations=20, eval_interval=0, eval_episodes=200, save_every_s=0.0))
     runner = OnPolicyRunner(env, policy, ppo, runner_cfg, seed, eval_env=cloning.eval_env)  # type: ignore[arg-type]
     runner.learn()
     after = evaluate_held_out(cloning.eval_env, policy.deterministic_actor().eval(), seed)

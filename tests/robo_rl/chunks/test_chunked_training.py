@@ -40,7 +40,9 @@ def test_ppo_trains_on_the_chunk_env_and_the_run_exports_a_chunked_artifact(tmp_
         base,
         task=replace(base.task, num_envs=16),
         ppo=replace(base.ppo, num_steps=8),
-        runner=replace(base.runner, max_iterations=2, eval_interval=0, target_return=None),
+        runner=replace(
+            base.runner, loop=replace(base.runner.loop, max_iterations=2, eval_interval=0, target_return=None)
+        ),
     )
     runner = build_runner(cfg, chunked_pendulum, evaluate=False)
     before = [p.detach().clone() for p in runner.policy.parameters()]

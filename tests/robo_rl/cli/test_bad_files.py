@@ -70,7 +70,7 @@ def _cli(argv: list[str]) -> None:
 @pytest.fixture(scope="module")
 def good_files(tmp_path_factory: pytest.TempPathFactory) -> GoodFiles:
     root = tmp_path_factory.mktemp("good")
-    tiny = ["--set", "runner.eval_interval=0", "--set", "runner.eval_episodes=1", "--quiet"]
+    tiny = ["--set", "runner.loop.eval_interval=0", "--set", "runner.loop.eval_episodes=1", "--quiet"]
     _cli(["train", "--max-iterations", "1", "--num-envs", "4", "--runs-root", str(root / "runs"), *tiny])
     run = next((root / "runs" / "pendulum_ppo").iterdir())
     _cli(["export", str(run)])

@@ -171,7 +171,7 @@ def test_resume_continues_to_iteration_3(trained_run: dict[str, Any]) -> None:
     assert [r["iteration"] for r in rows] == [1, 2, 3]
     assert rows[0] == trained_run["after_train"]["rows"][0]  # earlier rows untouched
     assert rows[2]["env_steps"] == 3 * 32 * preset("pendulum_ppo").ppo.num_steps
-    assert load_yaml(ExperimentConfig, run / "config.yaml").runner.max_iterations == 3
+    assert load_yaml(ExperimentConfig, run / "config.yaml").runner.loop.max_iterations == 3
 
 
 def test_resume_rejects_overrides(trained_run: dict[str, Any]) -> None:

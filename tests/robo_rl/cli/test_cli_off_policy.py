@@ -39,7 +39,7 @@ def test_train_export_eval_with_off_policy_algorithm(algo: str, tmp_path: Path) 
             "--set",
             "off_policy.learning_starts=100",
             "--set",
-            "off_policy.eval_interval=0",
+            "off_policy.loop.eval_interval=0",
             "--runs-root",
             str(tmp_path),
             "--quiet",
@@ -47,7 +47,7 @@ def test_train_export_eval_with_off_policy_algorithm(algo: str, tmp_path: Path) 
     )
     (run,) = (tmp_path / f"pendulum_{algo}").iterdir()
     cfg = load_yaml(ExperimentConfig, run / "config.yaml")
-    assert cfg.algo == algo and cfg.off_policy.max_iterations == 300 and cfg.runner == ExperimentConfig().runner
+    assert cfg.algo == algo and cfg.off_policy.loop.max_iterations == 300 and cfg.runner == ExperimentConfig().runner
     assert (run / "checkpoints" / "latest.pt").is_file() and (run / "learning_curve.png").is_file()
     assert "(ok)" in _run(["export", str(run)])
     torch_eval = _run(["eval", str(run), "--episodes", "4"])

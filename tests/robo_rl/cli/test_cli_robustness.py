@@ -32,7 +32,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
         (["--num-envs", "0"], "task: num_envs must be between 1 and 1,048,576 (2**20), got 0"),
         (["--set", "ppo.gamma=1.5"], "ppo: gamma must lie in [0, 1], got 1.5"),
         (["--set", "ppo.num_minibatches=0"], "ppo: num_minibatches must be at least 1, got 0"),
-        (["--set", "runner.eval_episodes=0"], "runner: eval_episodes must be at least 1, got 0"),
+        (["--set", "runner.loop.eval_episodes=0"], "runner.loop: eval_episodes must be at least 1, got 0"),
         (["--set", "task.name=no_such_task"], "unknown task 'no_such_task'"),
         (["--device", "cuda:x"], "task.device: 'cuda:x' is not a torch device"),
         (["missing_file.yaml"], "missing_file.yaml: cannot read"),
@@ -70,7 +70,7 @@ def _wait_for_run_dir(root: Path, proc: subprocess.Popen, timeout: float) -> Pat
 def test_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path: Path) -> None:
     root = tmp_path / "runs"
     train = [ROBO_RL, "train", "--num-envs", "16", "--max-iterations", "100000", "--runs-root", str(root)]
-    train += ["--set", "runner.target_return=null", "--set", "runner.eval_interval=0", "--quiet"]
+    train += ["--set", "runner.loop.target_return=null", "--set", "runner.loop.eval_interval=0", "--quiet"]
     proc = subprocess.Popen(train, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     run = _wait_for_run_dir(root, proc, timeout=120)
     proc.send_signal(signal.SIGINT)

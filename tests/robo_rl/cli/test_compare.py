@@ -32,7 +32,7 @@ def test_compare_writes_one_png_for_several_runs(tmp_path: Path) -> None:
                 "--seed",
                 seed,
                 "--set",
-                "runner.eval_interval=1",
+                "runner.loop.eval_interval=1",
                 "--runs-root",
                 str(tmp_path / "runs"),
                 "--quiet",

@@ -16,7 +16,11 @@ from robo_rl.cli.main import main
 def test_demos_train_export_and_compile(preset: str, tmp_path: Path) -> None:
     demos = tmp_path / "demos.npz"
     assert main(["record-demos", "point/obstacle", "--episodes", "4", "-o", str(demos)]) == 0
-    settings = [f"off_policy.prior_buffer={demos}", "off_policy.bc_pretrain_steps=300", "off_policy.eval_episodes=10"]
+    settings = [
+        f"off_policy.prior_buffer={demos}",
+        "off_policy.bc_pretrain_steps=300",
+        "off_policy.loop.eval_episodes=10",
+    ]
     argv = ["train", preset, "--max-iterations", "80", "--runs-root", str(tmp_path), "--quiet", "--export"]
     assert main([*argv, *(arg for s in settings for arg in ("--set", s))]) == 0
     (run,) = (tmp_path / preset).iterdir()

@@ -39,8 +39,8 @@ def test_a_runner_asked_to_stop_ends_before_its_next_iteration(preset: str) -> N
     from robo_rl.sim import make
 
     base = load_preset(preset)
-    loop = replace(getattr(base, base.loop_section), max_iterations=50)
-    cfg = replace(base, task=replace(base.task, num_envs=8), **{base.loop_section: loop})
+    section = replace(getattr(base, base.loop_section), loop=replace(base.loop, max_iterations=50))
+    cfg = replace(base, task=replace(base.task, num_envs=8), **{base.loop_section: section})
     runner = build_runner(cfg, make)
     seen: list[int] = []
 

@@ -19,13 +19,13 @@ TRAIN = [
     "16",
     "--quiet",
     "--set",
-    "runner.target_return=null",
+    "runner.loop.target_return=null",
     "--set",
-    "runner.eval_interval=0",
+    "runner.loop.eval_interval=0",
     "--set",
-    "runner.eval_episodes=2",
+    "runner.loop.eval_episodes=2",
     "--set",
-    "runner.save_every_s=1e-9",  # latest.pt after every iteration
+    "runner.loop.save_every_s=1e-9",  # latest.pt after every iteration
 ]
 
 

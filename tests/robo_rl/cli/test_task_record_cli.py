@@ -31,7 +31,7 @@ def _cli(argv: list[str]) -> str:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("runs")
-    tiny = ["--set", "runner.eval_interval=0", "--set", "runner.eval_episodes=1", "--quiet"]
+    tiny = ["--set", "runner.loop.eval_interval=0", "--set", "runner.loop.eval_episodes=1", "--quiet"]
     _cli(["train", "--max-iterations", "1", "--num-envs", "4", "--runs-root", str(root), *tiny,
           "--set", "task.max_torque=2.5"])  # fmt: skip
     return next((root / "pendulum_ppo").iterdir())

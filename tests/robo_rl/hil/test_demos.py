@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from robo_rl.envs import critic_obs_dim
 from robo_rl.hil.demos import load_demos, read_meta
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.runners.evaluate import evaluate_held_out
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.sim import make
 
 
@@ -110,7 +111,11 @@ def test_critic_warmup_keeps_the_pretrained_actor_still(demos: Path) -> None:
         preset("quadrotor_hover_sac").sac,
     )
     cfg = OffPolicyRunnerConfig(
-        prior_buffer=str(demos), learning_starts=0, batch_size=4, critic_warmup_steps=6, max_iterations=3
+        loop=replace(OFF_POLICY_LOOP, max_iterations=3),
+        prior_buffer=str(demos),
+        learning_starts=0,
+        batch_size=4,
+        critic_warmup_steps=6,
     )
     runner = OffPolicyRunner(env, sac, cfg, seed=0)
     actor_before = [p.detach().clone() for p in sac.actor.parameters()]

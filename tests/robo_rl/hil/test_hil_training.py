@@ -3,12 +3,14 @@ policy alone succeeds more."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.hil import InterventionEnv, SimulatedHuman, SimulatedHumanConfig
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.sim import make, make_expert
 
 
@@ -20,7 +22,9 @@ def test_intervention_rate_falls_and_success_rises() -> None:
     torch.manual_seed(0)
     sac = SAC(3, 3, low, high, SACConfig(actor_hidden=(64, 64), critic_hidden=(64, 64)))
     cfg = OffPolicyRunnerConfig(
-        max_iterations=3000, learning_starts=500, batch_size=64, eval_interval=500, eval_episodes=20
+        loop=replace(OFF_POLICY_LOOP, max_iterations=3000, eval_interval=500, eval_episodes=20),
+        learning_starts=500,
+        batch_size=64,
     )
     evaluation_env = make("pendulum", num_envs=20, seed=7)
     runner = OffPolicyRunner(InterventionEnv(env, human), sac, cfg, seed=0, eval_env=evaluation_env)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from robo_rl.hil import INFO_EXECUTED_ACTION, INFO_INTERVENED, InterventionEnv, TeleopCommand
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP
 from robo_rl.sim import make
 
 
@@ -65,7 +68,9 @@ def test_off_policy_runner_stores_executed_actions_flagged_and_copies_them_to_th
     low, high = inner.action_spec.low_tensor(), inner.action_spec.high_tensor()
     torch.manual_seed(0)
     sac = SAC(3, 3, low, high, SACConfig(actor_hidden=(16,), critic_hidden=(16,)))
-    cfg = OffPolicyRunnerConfig(max_iterations=30, learning_starts=20, batch_size=32, eval_interval=0)
+    cfg = OffPolicyRunnerConfig(
+        loop=replace(OFF_POLICY_LOOP, max_iterations=30, eval_interval=0), learning_starts=20, batch_size=32
+    )
     runner = OffPolicyRunner(InterventionEnv(inner, ScheduledDevice(4)), sac, cfg, seed=0)
     assert runner.prior is None
     runner.learn()
@@ -100,7 +105,9 @@ def test_the_operators_estop_ends_training_with_a_checkpoint(tmp_path) -> None: 
     inner = make("pendulum", num_envs=2, seed=0)
     low, high = inner.action_spec.low_tensor(), inner.action_spec.high_tensor()
     sac = SAC(3, 3, low, high, SACConfig(actor_hidden=(16,), critic_hidden=(16,)))
-    cfg = OffPolicyRunnerConfig(max_iterations=500, learning_starts=20, batch_size=16, eval_interval=0)
+    cfg = OffPolicyRunnerConfig(
+        loop=replace(OFF_POLICY_LOOP, max_iterations=500, eval_interval=0), learning_starts=20, batch_size=16
+    )
     run = RunDirectory.create(tmp_path, "estop", 0, "{}", "test")
     env = InterventionEnv(inner, EstopAt(2, press=37))
     result = OffPolicyRunner(env, sac, cfg, seed=0, run=run).learn()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from robo_rl.cli.main import main
 from robo_rl.hil import realtime
 from robo_rl.hil.actor_learner import ActorLearner
 from robo_rl.hil.realtime import RealTimeEnv
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.sim import make
 
 
@@ -81,12 +82,9 @@ def test_sac_learns_the_pendulum_with_the_learner_in_its_own_process() -> None:
     torch.manual_seed(0)
     sac = SAC(3, 3, low, high, SACConfig(actor_hidden=(64, 64), critic_hidden=(64, 64)))
     cfg = OffPolicyRunnerConfig(
-        max_iterations=6000,
+        loop=replace(OFF_POLICY_LOOP, max_iterations=6000, eval_interval=500, eval_episodes=20, target_return=-400.0),
         learning_starts=500,
         batch_size=64,
-        eval_interval=500,
-        eval_episodes=20,
-        target_return=-400.0,
         actor_learner=True,
     )
     runner = OffPolicyRunner(env, sac, cfg, seed=0, eval_env=make("pendulum", num_envs=20, seed=7))

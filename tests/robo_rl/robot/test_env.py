@@ -4,7 +4,7 @@ the e-stop and the episode buttons. The ROS link itself is tested with sim_bridg
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 import numpy as np
@@ -19,7 +19,7 @@ from robo_rl.real.command import select_command
 from robo_rl.real.profile import CommandSpec, RobotProfile, history_source, load_profile, profile_from_dict
 from robo_rl.robot.env import RobotEnv, RobotEnvConfig
 from robo_rl.robot.rewards import rc_car_progress
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
 
 
 def _car_fields(profile: RobotProfile, speed: float = 2.0) -> dict[str, float]:
@@ -125,11 +125,13 @@ def test_a_stale_step_is_invalid_and_not_stored_by_the_runner() -> None:
     sac = SAC(
         env.obs_spec.dim, env.obs_spec.dim, env.action_spec.low_tensor(), env.action_spec.high_tensor(), SACConfig()
     )
-    runner = OffPolicyRunner(env, sac, OffPolicyRunnerConfig(max_iterations=12, learning_starts=100), seed=0)
+    runner = OffPolicyRunner(
+        env, sac, OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, max_iterations=12), learning_starts=100), seed=0
+    )
     runner.learn()
     stored_before = len(runner.buffer)
     link.stale = ["track"]
-    runner.cfg = OffPolicyRunnerConfig(max_iterations=18, learning_starts=100)
+    runner.cfg = OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, max_iterations=18), learning_starts=100)
     runner.learn()
     assert stored_before == 12 and len(runner.buffer) == 12 and runner.invalid_steps == 6
 

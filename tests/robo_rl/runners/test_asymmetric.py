@@ -29,9 +29,15 @@ def test_critic_sees_privileged_observations(algo: str, pendulum_with_angle: typ
 
     base = preset(f"pendulum_{algo}")
     cfg = replace(base, task=replace(base.task, num_envs=8))
-    cfg = replace(cfg, runner=replace(cfg.runner, max_iterations=2, eval_interval=0))
+    cfg = replace(cfg, runner=replace(cfg.runner, loop=replace(cfg.runner.loop, max_iterations=2, eval_interval=0)))
     cfg = replace(
-        cfg, off_policy=replace(cfg.off_policy, max_iterations=40, learning_starts=16, batch_size=8, eval_interval=0)
+        cfg,
+        off_policy=replace(
+            cfg.off_policy,
+            loop=replace(cfg.off_policy.loop, max_iterations=40, eval_interval=0),
+            learning_starts=16,
+            batch_size=8,
+        ),
     )
     runner = build_runner(cfg, make_env, evaluate=False)
     runner.learn()

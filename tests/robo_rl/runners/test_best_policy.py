@@ -56,7 +56,10 @@ def test_ppo_run_keeps_its_best_evaluation_and_eval_loads_it(tmp_path: Path) -> 
     cfg = replace(
         base,
         task=replace(base.task, num_envs=32),
-        runner=replace(base.runner, max_iterations=12, eval_interval=1, eval_episodes=8, target_return=None),
+        runner=replace(
+            base.runner,
+            loop=replace(base.runner.loop, max_iterations=12, eval_interval=1, eval_episodes=8, target_return=None),
+        ),
     )
     runner = build_runner(cfg, make)
     runner.run = RunDirectory.create(tmp_path, "x", 0, "{}\n", "test")
@@ -92,7 +95,10 @@ def test_off_policy_best_pt_holds_the_actor_that_eval_rebuilds(tmp_path: Path) -
         base,
         task=replace(base.task, num_envs=4),
         off_policy=replace(
-            base.off_policy, max_iterations=120, learning_starts=40, batch_size=32, eval_interval=30, eval_episodes=4
+            base.off_policy,
+            loop=replace(base.off_policy.loop, max_iterations=120, eval_interval=30, eval_episodes=4),
+            learning_starts=40,
+            batch_size=32,
         ),
     )
     runner = build_runner(cfg, make)

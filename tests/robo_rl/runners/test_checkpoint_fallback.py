@@ -3,6 +3,7 @@ an off-policy latest.pt writes its replay buffer incrementally and resumes exact
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,8 @@ from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.distributed import LOCAL
 from robo_rl.runners import save_schedule
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
-from robo_rl.runners.on_policy import RunnerConfig
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.sim import make
@@ -190,10 +191,9 @@ def test_schedule_with_zero_seconds_never_saves_by_time(monkeypatch: pytest.Monk
     assert not schedule.due(iteration_s=1.0)
 
 
-@pytest.mark.parametrize("config", [RunnerConfig, OffPolicyRunnerConfig])
-def test_save_every_s_must_not_be_negative(config: type) -> None:
+def test_save_every_s_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="save_every_s must not be negative"):
-        config(save_every_s=-1.0)
+        LoopConfig(save_every_s=-1.0)
 
 
 def _recorded_saves(runner: OffPolicyRunner) -> list[int]:
@@ -211,7 +211,8 @@ def _recorded_saves(runner: OffPolicyRunner) -> list[int]:
 def test_off_policy_runner_saves_by_time_between_save_intervals(tmp_path: Path) -> None:
     """A save_every_s shorter than any iteration saves after every iteration, whatever save_interval says."""
     cfg = OffPolicyRunnerConfig(
-        max_iterations=5, learning_starts=10, eval_interval=0, save_interval=0, save_every_s=1e-9
+        loop=replace(OFF_POLICY_LOOP, max_iterations=5, eval_interval=0, save_interval=0, save_every_s=1e-9),
+        learning_starts=10,
     )
     runner = _runner("td3", cfg)
     runner.run = RunDirectory.create(tmp_path, "x", 0, "{}\n", "test")
@@ -225,7 +226,10 @@ def test_off_policy_runner_saves_by_time_between_save_intervals(tmp_path: Path) 
 
 def _off_policy_cfg(iterations: int) -> OffPolicyRunnerConfig:
     return OffPolicyRunnerConfig(
-        max_iterations=iterations, learning_starts=20, batch_size=16, eval_interval=0, buffer_capacity=60
+        loop=replace(OFF_POLICY_LOOP, max_iterations=iterations, eval_interval=0),
+        learning_starts=20,
+        batch_size=16,
+        buffer_capacity=60,
     )
 
 
@@ -252,10 +256,17 @@ def test_off_policy_resume_through_latest_and_its_chunks_is_exact(tmp_path: Path
 def test_saves_write_only_new_transitions_and_merge_small_chunks(tmp_path: Path) -> None:
     """Capacity 320: a chunk of fewer than 10 transitions (1/32) is merged into the next save's chunk."""
     latest = tmp_path / "latest.pt"
-    runner = _runner("sac", OffPolicyRunnerConfig(max_iterations=0, learning_starts=1000, buffer_capacity=320))
+    runner = _runner(
+        "sac",
+        OffPolicyRunnerConfig(
+            loop=replace(OFF_POLICY_LOOP, max_iterations=0), learning_starts=1000, buffer_capacity=320
+        ),
+    )
     files: list[list[str]] = []
     for iterations in (100, 103, 106, 109):
-        runner.cfg = OffPolicyRunnerConfig(max_iterations=iterations, learning_starts=1000, buffer_capacity=320)
+        runner.cfg = OffPolicyRunnerConfig(
+            loop=replace(OFF_POLICY_LOOP, max_iterations=iterations), learning_starts=1000, buffer_capacity=320
+        )
         runner.learn()  # one transition per iteration (1 env)
         runner.save(latest)
         files.append(sorted(p.name.split(".")[0] for p in (tmp_path / "replay").iterdir()))

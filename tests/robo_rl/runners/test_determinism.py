@@ -11,7 +11,7 @@ from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.sim import make
 
 
@@ -21,7 +21,9 @@ def _ppo_returns(seed: int) -> list[float]:
         base,
         seed=seed,
         task=replace(base.task, num_envs=64),
-        runner=replace(base.runner, max_iterations=15, eval_interval=5, eval_episodes=8),
+        runner=replace(
+            base.runner, loop=replace(base.runner.loop, max_iterations=15, eval_interval=5, eval_episodes=8)
+        ),
     )
     rows: list[float] = []
     build_runner(cfg, make).learn(lambda m: rows.append(m["eval_return"]) if m["eval_return"] is not None else None)
@@ -35,7 +37,9 @@ def _off_policy_returns(name: str, seed: int) -> list[float]:
     small = {"actor_hidden": (32, 32), "critic_hidden": (32, 32)}
     algorithm = SAC(3, 3, low, high, SACConfig(**small)) if name == "sac" else TD3(3, 3, low, high, TD3Config(**small))
     cfg = OffPolicyRunnerConfig(
-        max_iterations=150, learning_starts=200, batch_size=32, eval_interval=50, eval_episodes=8
+        loop=replace(OFF_POLICY_LOOP, max_iterations=150, eval_interval=50, eval_episodes=8),
+        learning_starts=200,
+        batch_size=32,
     )
     rows: list[float] = []
     runner = OffPolicyRunner(env, algorithm, cfg, seed, eval_env=make("pendulum", num_envs=8, seed=seed + 1))

@@ -60,7 +60,9 @@ def _rows_and_rewards(cfg: ExperimentConfig) -> tuple[list[dict[str, Any]], list
 
 
 def test_on_policy_runner_logs_the_mean_reward_of_each_iteration() -> None:
-    cfg = apply_overrides(preset("pendulum_ppo"), ["task.num_envs=4", "ppo.num_steps=8", "runner.max_iterations=3"])
+    cfg = apply_overrides(
+        preset("pendulum_ppo"), ["task.num_envs=4", "ppo.num_steps=8", "runner.loop.max_iterations=3"]
+    )
     rows, rewards = _rows_and_rewards(cfg)
     per_iteration = torch.stack(rewards).reshape(3, 8 * 4).mean(dim=1)
     assert [row["train_reward_per_step"] for row in rows] == pytest.approx(per_iteration.tolist())
@@ -68,6 +70,6 @@ def test_on_policy_runner_logs_the_mean_reward_of_each_iteration() -> None:
 
 
 def test_off_policy_runner_logs_the_mean_reward_of_each_step() -> None:
-    cfg = apply_overrides(preset("pendulum_sac"), ["task.num_envs=2", "off_policy.max_iterations=3"])
+    cfg = apply_overrides(preset("pendulum_sac"), ["task.num_envs=2", "off_policy.loop.max_iterations=3"])
     rows, rewards = _rows_and_rewards(cfg)
     assert [row["train_reward_per_step"] for row in rows] == pytest.approx([r.mean().item() for r in rewards])

@@ -82,7 +82,9 @@ def test_episode_tracker_counts_the_successes_of_finished_episodes() -> None:
 
 
 def test_on_policy_runner_logs_the_training_success_rate() -> None:
-    cfg = apply_overrides(preset("pendulum_ppo"), ["task.num_envs=16", "ppo.num_steps=8", "runner.max_iterations=2"])
+    cfg = apply_overrides(
+        preset("pendulum_ppo"), ["task.num_envs=16", "ppo.num_steps=8", "runner.loop.max_iterations=2"]
+    )
     runner = build_runner(cfg, make, evaluate=False)
     lenient = ["task.max_episode_steps=4", "task.success_angle=4.0", "task.success_speed=100.0"]
     lenient_runner = build_runner(override(cfg, lenient), make, evaluate=False)
@@ -119,7 +121,7 @@ def test_runner_evaluates_with_the_task_eval_config() -> None:
         preset("quadrotor_hover_ppo"),
         [
             "task.num_envs=4",
-            "runner.eval_episodes=3",
+            "runner.loop.eval_episodes=3",
             "task.config.randomization.mass=0.1",
             "task.eval_config.randomization={mass: 0.3, min_action_latency: 1, max_action_latency: 1}",
         ],

@@ -41,13 +41,11 @@ def _runner(
     """A small pendulum runner; `loop` overrides its loop settings (no targets, no saves by the clock)."""
     base = preset(f"pendulum_{algo}")
     settings = {"max_iterations": max_iterations, "target_return": None, "save_every_s": 0.0, **loop}
+    runner_cfg = getattr(base, base.loop_section)
+    changes: dict[str, Any] = {"loop": replace(base.loop, **settings)}
     if algo != "ppo":
-        settings = {"learning_starts": 20, "batch_size": 16, **settings}
-    cfg = replace(
-        base,
-        ppo=replace(base.ppo, num_steps=8),
-        **{base.loop_section: replace(getattr(base, base.loop_section), **settings)},
-    )
+        changes |= {"learning_starts": 20, "batch_size": 16}
+    cfg = replace(base, ppo=replace(base.ppo, num_steps=8), **{base.loop_section: replace(runner_cfg, **changes)})
     seed = cfg.seed + reducer.world.rank
     env = make("pendulum", num_envs=4, seed=seed)
     eval_env = make("pendulum", num_envs=2, seed=seed + 1) if evaluate else None

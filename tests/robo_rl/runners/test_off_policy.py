@@ -13,7 +13,7 @@ from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.envs import INFO_FINAL_OBS, task_specs
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.sim import make
 from robo_rl.task_record import TaskRecord, write_task_record
@@ -32,7 +32,7 @@ def _algorithm(name: str, seed: int, hidden: tuple[int, ...] = SMALL) -> SAC | T
 
 def _runner(name: str, cfg: OffPolicyRunnerConfig, seed: int = 0, max_episode_steps: int = 200) -> OffPolicyRunner:
     env = make("pendulum", num_envs=1, seed=seed, max_episode_steps=max_episode_steps)
-    eval_env = make("pendulum", num_envs=cfg.eval_episodes, seed=seed + 7)
+    eval_env = make("pendulum", num_envs=cfg.loop.eval_episodes, seed=seed + 7)
     return OffPolicyRunner(env, _algorithm(name, seed), cfg, seed, eval_env=eval_env)
 
 
@@ -42,11 +42,10 @@ def _runner(name: str, cfg: OffPolicyRunnerConfig, seed: int = 0, max_episode_st
 @pytest.mark.parametrize(("name", "max_steps"), [("sac", 12_000), ("td3", 12_000)])
 def test_learns_pendulum_within_a_step_budget(name: str, max_steps: int) -> None:
     cfg = OffPolicyRunnerConfig(
-        max_iterations=max_steps,
+        loop=replace(
+            OFF_POLICY_LOOP, max_iterations=max_steps, target_return=-200.0, eval_interval=1_000, eval_episodes=20
+        ),
         learning_starts=1_000,
-        target_return=-200.0,
-        eval_interval=1_000,
-        eval_episodes=20,
         batch_size=64,
     )
     result = _runner(name, cfg).learn()
@@ -65,7 +64,10 @@ def _flat_state(runner: OffPolicyRunner) -> dict[str, torch.Tensor]:
 def test_resume_through_a_checkpoint_is_exact(name: str, tmp_path: Path) -> None:
     def cfg(iterations: int) -> OffPolicyRunnerConfig:
         return OffPolicyRunnerConfig(
-            max_iterations=iterations, learning_starts=50, batch_size=16, eval_interval=0, buffer_capacity=120
+            loop=replace(OFF_POLICY_LOOP, max_iterations=iterations, eval_interval=0),
+            learning_starts=50,
+            batch_size=16,
+            buffer_capacity=120,
         )  # the ring buffer wraps before the checkpoint
 
     straight = _runner(name, cfg(260))
@@ -84,7 +86,7 @@ def test_resume_through_a_checkpoint_is_exact(name: str, tmp_path: Path) -> None
 
 
 def test_time_out_transitions_store_the_final_observation() -> None:
-    cfg = OffPolicyRunnerConfig(max_iterations=5, learning_starts=100, eval_interval=0)
+    cfg = OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, max_iterations=5, eval_interval=0), learning_starts=100)
     runner = _runner("sac", cfg, max_episode_steps=5)
     for _ in range(4):
         runner.step()
@@ -103,7 +105,12 @@ def test_time_out_transitions_store_the_final_observation() -> None:
 
 @pytest.mark.parametrize("name", ["sac", "td3"])
 def test_trained_actor_exports_to_onnx_with_parity(name: str, tmp_path: Path) -> None:
-    runner = _runner(name, OffPolicyRunnerConfig(max_iterations=80, learning_starts=40, batch_size=16, eval_interval=0))
+    runner = _runner(
+        name,
+        OffPolicyRunnerConfig(
+            loop=replace(OFF_POLICY_LOOP, max_iterations=80, eval_interval=0), learning_starts=40, batch_size=16
+        ),
+    )
     runner.learn()
     env = runner.env
     actor = runner.algorithm.actor.deterministic_actor()
@@ -119,8 +126,8 @@ def test_trained_actor_exports_to_onnx_with_parity(name: str, tmp_path: Path) ->
 
 def test_checkpoints_follow_save_interval_off_the_log_cadence(tmp_path: Path) -> None:
 
-    settings = {"learning_starts": 50, "batch_size": 16, "eval_interval": 0, "save_interval": 70}
-    cfg = OffPolicyRunnerConfig(max_iterations=160, **settings)
+    loop = replace(OFF_POLICY_LOOP, max_iterations=160, eval_interval=0, save_interval=70)
+    cfg = OffPolicyRunnerConfig(loop=loop, learning_starts=50, batch_size=16)
     runner = _runner("td3", cfg)
     runner.run = RunDirectory.create(tmp_path, "x", 0, "{}\n", "test")
     saved_at: list[int] = []
@@ -137,11 +144,17 @@ def test_checkpoints_follow_save_interval_off_the_log_cadence(tmp_path: Path) ->
 
 
 def test_init_from_starts_with_another_run_s_weights_and_checks_the_names(tmp_path: Path) -> None:
-    cfg = OffPolicyRunnerConfig(max_iterations=120, learning_starts=50, batch_size=16, eval_interval=0)
+    cfg = OffPolicyRunnerConfig(
+        loop=replace(OFF_POLICY_LOOP, max_iterations=120, eval_interval=0), learning_starts=50, batch_size=16
+    )
     trained = _runner("sac", cfg)
     trained.learn()
     trained.save(tmp_path / "run" / "checkpoints" / "latest.pt")
-    fresh = _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "run"), eval_interval=0), seed=1)
+    fresh = _runner(
+        "sac",
+        OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, eval_interval=0), init_from=str(tmp_path / "run")),
+        seed=1,
+    )
     pairs = ((fresh.algorithm.actor, trained.algorithm.actor), (fresh.algorithm.critic, trained.algorithm.critic))
     for ours, theirs in pairs:
         for key, value in theirs.state_dict().items():
@@ -151,16 +164,27 @@ def test_init_from_starts_with_another_run_s_weights_and_checks_the_names(tmp_pa
     renamed = replace(env.obs_spec, names=("x", "y", "z"))
     write_task_record(tmp_path / "run", TaskRecord("pendulum", {}, replace(task_specs(env), obs=renamed)))
     with pytest.raises(ValueError, match="observation names"):
-        _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "run"), eval_interval=0))
+        _runner(
+            "sac",
+            OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, eval_interval=0), init_from=str(tmp_path / "run")),
+        )
     with pytest.raises(FileNotFoundError, match="init_from"):
-        _runner("sac", OffPolicyRunnerConfig(init_from=str(tmp_path / "nowhere"), eval_interval=0))
+        _runner(
+            "sac",
+            OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, eval_interval=0), init_from=str(tmp_path / "nowhere")),
+        )
 
 
 def test_a_learner_on_the_ros_graph_needs_the_actor_learner_split() -> None:
     with pytest.raises(ValueError, match="actor_learner=true"):
         OffPolicyRunnerConfig(learner_transport="ros")
     with pytest.raises(ValueError, match="needs the robot through ROS"):  # a simulator has no ROS link
-        _runner("sac", OffPolicyRunnerConfig(learner_transport="ros", actor_learner=True, eval_interval=0))
+        _runner(
+            "sac",
+            OffPolicyRunnerConfig(
+                loop=replace(OFF_POLICY_LOOP, eval_interval=0), learner_transport="ros", actor_learner=True
+            ),
+        )
 
 
 @pytest.mark.parametrize(
@@ -169,7 +193,9 @@ def test_a_learner_on_the_ros_graph_needs_the_actor_learner_split() -> None:
 def test_update_to_data_sets_gradient_steps_per_stored_transition(
     num_envs: int, ratio: float, iterations: int, expected: int
 ) -> None:
-    cfg = OffPolicyRunnerConfig(learning_starts=0, batch_size=8, eval_interval=0, update_to_data=ratio)
+    cfg = OffPolicyRunnerConfig(
+        loop=replace(OFF_POLICY_LOOP, eval_interval=0), learning_starts=0, batch_size=8, update_to_data=ratio
+    )
     env = make("pendulum", num_envs=num_envs, seed=0)
     runner = OffPolicyRunner(env, _algorithm("td3", 0), cfg, 0)
     runner.step()  # enough stored for the first batch

@@ -22,13 +22,13 @@ def test_ppo_pendulum_reaches_target_return() -> None:
 
 def _train(seed: int) -> bool:
     base = preset("pendulum_ppo")
-    cfg = replace(base, seed=seed, runner=replace(base.runner, max_iterations=150))
+    cfg = replace(base, seed=seed, runner=replace(base.runner, loop=replace(base.runner.loop, max_iterations=150)))
     runner = build_runner(cfg, make)
     start = time.perf_counter()
     result = runner.learn()
     elapsed = time.perf_counter() - start
     assert result.final_eval is not None
-    assert len(result.final_eval.returns) == cfg.runner.eval_episodes
+    assert len(result.final_eval.returns) == cfg.runner.loop.eval_episodes
     assert result.reached_target == (result.final_eval.mean_return >= -200.0)
     mean_return, iterations = result.final_eval.mean_return, result.iterations
     print(f"seed {seed}: eval return {mean_return:.1f} after {iterations} iterations ({elapsed:.0f} s)")

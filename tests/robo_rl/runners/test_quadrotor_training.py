@@ -20,7 +20,7 @@ def test_hover_success_rate_rises_past_the_gate(trained_hover_run: Path) -> None
     rows = [json.loads(line) for line in (trained_hover_run / "metrics.jsonl").read_text().splitlines()]
     evaluations = [row["eval_success_rate"] for row in rows if row.get("eval_success_rate") is not None]
     assert evaluations[0] < 0.1  # the untrained policy's evaluation (iteration 1)
-    target = yaml.safe_load((trained_hover_run / "config.yaml").read_text())["runner"]["target_success_rate"]
+    target = yaml.safe_load((trained_hover_run / "config.yaml").read_text())["runner"]["loop"]["target_success_rate"]
     assert target >= 0.9 and evaluations[-1] >= target
     assert (trained_hover_run / "checkpoints" / "best.pt").is_file()
 

@@ -33,7 +33,7 @@ def _config(max_iterations: int) -> ExperimentConfig:
         task=TaskConfig(name="pendulum", num_envs=64),
         policy=PolicyConfig(actor_hidden=(32, 32), critic_hidden=(32, 32)),
         ppo=replace(base.ppo, num_steps=8),
-        runner=replace(base.runner, max_iterations=max_iterations, target_return=None),
+        runner=replace(base.runner, loop=replace(base.runner.loop, max_iterations=max_iterations, target_return=None)),
     )
 
 

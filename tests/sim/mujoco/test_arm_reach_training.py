@@ -17,7 +17,7 @@ def test_ppo_learns_to_reach_targets() -> None:
     # Return = sum over 150 steps of -distance (m) + 1 per step within 2 cm: -10 means an average distance of
     # at most ~7 cm over the episode, including the approach from the home pose.
     base = preset("mujoco_arm_reach_ppo")
-    cfg = replace(base, seed=0, runner=replace(base.runner, max_iterations=120))
+    cfg = replace(base, seed=0, runner=replace(base.runner, loop=replace(base.runner.loop, max_iterations=120)))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # small networks and batches: one thread is fastest, and immune to a busy machine
     try:

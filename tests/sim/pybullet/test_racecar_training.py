@@ -14,7 +14,7 @@ from robo_rl.sim import make
 @pytest.mark.slow
 def test_ppo_learns_to_reach_goals() -> None:
     base = preset("pybullet_racecar_goal_ppo")
-    runner_cfg = replace(base.runner, max_iterations=50, target_success_rate=0.7)
+    runner_cfg = replace(base.runner, loop=replace(base.runner.loop, max_iterations=50, target_success_rate=0.7))
     cfg = replace(base, seed=0, runner=runner_cfg)
     runner = build_runner(cfg, make)
     untrained = runner.evaluate()

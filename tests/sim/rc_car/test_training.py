@@ -34,7 +34,7 @@ def _progress_per_episode(actor: Callable[[torch.Tensor], torch.Tensor], episode
 def test_ppo_drives_at_least_twice_as_far_per_episode_after_a_short_training() -> None:
     base = preset("rc_car_race_ppo")
     task = replace(base.task, num_envs=256, config=replace(base.task.config, episode_length=EPISODE))
-    runner_config = replace(base.runner, max_iterations=30, target_success_rate=None)
+    runner_config = replace(base.runner, loop=replace(base.runner.loop, max_iterations=30, target_success_rate=None))
     runner = build_runner(replace(base, task=task, runner=runner_config), make, evaluate=False)
     before = _progress_per_episode(runner.policy.deterministic_actor().eval())
     runner.learn()

@@ -88,7 +88,9 @@ def train_and_export(env: IsaacLabEnv, out: Path) -> dict[str, Any]:
     """2 PPO iterations on the env, then robo_rl's ONNX export and its parity with torch."""
     base = preset("pendulum_ppo")
     ppo_cfg = replace(base.ppo, num_steps=16)
-    runner_cfg = replace(base.runner, max_iterations=2, target_return=None, save_every_s=0.0)
+    runner_cfg = replace(
+        base.runner, loop=replace(base.runner.loop, max_iterations=2, target_return=None, save_every_s=0.0)
+    )
     torch.manual_seed(SEED)
     policy = build_policy(base, env)
     before = [p.detach().clone() for p in policy.parameters()]

@@ -1,0 +1,81 @@
+"""The training loop's settings, shared by both runners: when to stop, evaluate and save.
+
+`RunnerConfig` (PPO, ReinFlow) and `OffPolicyRunnerConfig` (SAC, TD3, FQL, DSRL) each hold one as their `loop`
+field, with defaults of their own; `robo_rl.runners.loop.TrainingLoop` reads it. An *iteration* is one turn of the
+loop, and its size depends on the runner:
+
+- on-policy: one rollout of `ppo.num_steps` steps of every env, then the PPO update;
+- off-policy: one `env.step` of every env, then `updates_per_step` (or `update_to_data`) gradient steps.
+
+Configs written before the loop settings had a section of their own kept them flat in the runner's section
+(`runner.max_iterations`); `nest_loop_keys` moves such keys into `loop`, so old files, old runs' config.yaml and
+old `--set` overrides keep loading. Only the standard library is used (`robo_rl.real` loads configs without torch).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    max_iterations: int = 300
+    """Upper bound on iterations (see the module docstring for what an iteration is)."""
+    target_return: float | None = None
+    """Stop as soon as a deterministic evaluation's mean return reaches this; None trains all iterations."""
+    target_success_rate: float | None = None
+    """Stop once an evaluation's success rate (tasks that define success) reaches this, e.g. 0.95; with
+    target_return too, both must be reached. None: no success target."""
+    eval_interval: int = 5
+    """Iterations between deterministic evaluations (0: evaluate only at the end)."""
+    eval_min_train_success: float | None = None
+    """Skip a due periodic evaluation while the success rate of the training episodes that ended since the last
+    log is below this (tasks that report success). The stochastic training policy usually does worse than the
+    deterministic evaluated one, so set it below the target. None: evaluate whenever due."""
+    eval_sequential: bool = False
+    """Stop an evaluation for the success gate (`target_success_rate`, without a `target_return`) at the step
+    whose finished episodes make its outcome certain (robo_rl.runners.gate_test; the same outcome as the whole
+    evaluation): a failing policy costs its first crashes instead of whole episodes. Its metrics then cover the
+    episodes that had finished (`eval_gate`: 1 pass, 0 fail)."""
+    eval_episodes: int = 100
+    """Episodes per evaluation, run in parallel as one batched env."""
+    save_interval: int = 50
+    """Iterations between scheduled checkpoints (0: none). What a checkpoint is differs, because an off-policy
+    checkpoint carries the replay buffer: on-policy, a numbered snapshot checkpoints/model_XXXXXX.pt and
+    latest.pt with it (latest.pt is also refreshed on every iteration of the evaluation grid); off-policy,
+    latest.pt only, replay buffer included (no numbered snapshots)."""
+    save_every_s: float = 60.0
+    """Also refresh latest.pt before more than this many seconds of training would be lost to a crash (SIGKILL,
+    power cut); off-policy, its replay buffer is written incrementally, only the transitions added since the last
+    save. 0: by save_interval (and, on-policy, evaluations) only."""
+
+    def __post_init__(self) -> None:
+        if self.max_iterations < 0 or self.eval_interval < 0 or self.save_interval < 0:
+            raise ValueError("max_iterations, eval_interval and save_interval must not be negative")
+        if not self.save_every_s >= 0:
+            raise ValueError(f"save_every_s must not be negative, got {self.save_every_s}")
+        if self.eval_episodes < 1:
+            raise ValueError(f"eval_episodes must be at least 1, got {self.eval_episodes}")
+
+
+LOOP_FIELDS = frozenset(f.name for f in fields(LoopConfig))
+"""The loop settings' names, which older configs kept flat in the runner's section."""
+
+
+def nest_loop_keys(section: Mapping[str, Any]) -> dict[str, Any]:
+    """A runner section (`runner` or `off_policy`, as plain data) with its flat loop keys (`max_iterations`, ...:
+    configs older than `LoopConfig`) moved into its `loop` mapping; a section without them comes back equal.
+
+    A flat key wins over the same key in `loop`: `apply_overrides` lays `--set runner.max_iterations=5` over a
+    config's full data, where `loop` already holds the old value. A `loop` that is not a mapping is left as it is,
+    for the config check to report.
+    """
+    flat = {key: value for key, value in section.items() if key in LOOP_FIELDS}
+    loop = section.get("loop", {})
+    if not flat or not isinstance(loop, Mapping):  # a malformed `loop` is left for the config check to name
+        return dict(section)
+    out = {key: value for key, value in section.items() if key not in LOOP_FIELDS}
+    out["loop"] = {**loop, **flat}
+    return out
