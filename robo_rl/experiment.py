@@ -6,7 +6,8 @@ resolved config is written into the run directory.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from robo_rl.algorithms.dsrl import DSRLConfig
 from robo_rl.algorithms.fql import FQLConfig
@@ -132,18 +133,16 @@ def pendulum_ppo() -> ExperimentConfig:
     )
 
 
-def _off_policy_networks(
-    algo: Algorithm, actor_hidden: tuple[int, ...], critic_hidden: tuple[int, ...]
-) -> dict[str, SACConfig | TD3Config | FQLConfig | DSRLConfig]:
-    """The `sac`, `td3`, `fql` and `dsrl` sections: the given network sizes for `algo` (the flows as wide as
-    the actors), defaults for the others."""
-    networks = {"actor_hidden": actor_hidden, "critic_hidden": critic_hidden}
-    return {
-        "sac": SACConfig(**networks) if algo == "sac" else SACConfig(),
-        "td3": TD3Config(**networks) if algo == "td3" else TD3Config(),
-        "fql": FQLConfig(**networks, flow_hidden=actor_hidden) if algo == "fql" else FQLConfig(),
-        "dsrl": DSRLConfig(**networks, flow_hidden=actor_hidden) if algo == "dsrl" else DSRLConfig(),
-    }
+def _networks(algo: Algorithm, actor_hidden: tuple[int, ...], critic_hidden: tuple[int, ...]) -> dict[str, Any]:
+    """`algo`'s config section (found in the registry) with these actor and critic widths, and its flow (where its
+    config has one) as wide as the actor; `ExperimentConfig(**...)` leaves the other sections at their defaults."""
+    section = algorithm(algo).config
+    widths = {"actor_hidden": actor_hidden, "critic_hidden": critic_hidden, "flow_hidden": actor_hidden}
+    names = {item.name for item in fields(section)}
+    missing = {"actor_hidden", "critic_hidden"} - names
+    if missing:
+        raise ValueError(f"algo {algo!r}: its config {section.__name__} has no {', '.join(sorted(missing))}")
+    return {algo: section(**{name: width for name, width in widths.items() if name in names})}
 
 
 def _pendulum_off_policy(algo: Algorithm) -> ExperimentConfig:
@@ -152,7 +151,7 @@ def _pendulum_off_policy(algo: Algorithm) -> ExperimentConfig:
         name=f"pendulum_{algo}",
         algo=algo,
         task=TaskConfig(name="pendulum", num_envs=1),
-        **_off_policy_networks(algo, actor_hidden=(64, 64), critic_hidden=(64, 64)),
+        **_networks(algo, actor_hidden=(64, 64), critic_hidden=(64, 64)),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=20_000, learning_starts=1_000, batch_size=64, target_return=-200.0, eval_interval=1_000
         ),
@@ -184,7 +183,7 @@ def _point_obstacle_off_policy(algo: Algorithm) -> ExperimentConfig:
         name=f"point_obstacle_{algo}",
         algo=algo,
         task=TaskConfig(name="point/obstacle", num_envs=16),
-        **_off_policy_networks(algo, actor_hidden=(128, 128), critic_hidden=(128, 128)),
+        **_networks(algo, actor_hidden=(128, 128), critic_hidden=(128, 128)),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=20_000,
             learning_starts=1_000,
@@ -277,7 +276,7 @@ def _quadrotor_hover_off_policy(algo: Algorithm) -> ExperimentConfig:
         name=f"quadrotor_hover_{algo}",
         algo=algo,
         task=TaskConfig(name="quadrotor/hover", num_envs=64, eval_params=("backend=auto",)),
-        **_off_policy_networks(algo, actor_hidden=(64, 64), critic_hidden=(128, 128)),
+        **_networks(algo, actor_hidden=(64, 64), critic_hidden=(128, 128)),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=100_000,
             learning_starts=10_000,
@@ -433,7 +432,7 @@ def _robot_off_policy(name: str, task: TaskConfig, max_iterations: int) -> Exper
         name=name,
         algo="sac",
         task=task,
-        **_off_policy_networks("sac", actor_hidden=(128, 128), critic_hidden=(256, 256)),
+        **_networks("sac", actor_hidden=(128, 128), critic_hidden=(256, 256)),
         off_policy=OffPolicyRunnerConfig(
             max_iterations=max_iterations,
             learning_starts=500,

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from robo_rl.distributed import LOCAL, Reducer
+from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
 from robo_rl.modules.distributions import StochasticPolicy
 from robo_rl.storage.rollout import Minibatch, RolloutStorage
 
@@ -223,3 +224,21 @@ class PPO:
         self.learning_rate = float(state["learning_rate"])
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate
+
+
+def build_policy(
+    obs_dim: int,
+    critic_obs_dim: int,
+    action_low: torch.Tensor,
+    action_high: torch.Tensor,
+    cfg: PolicyConfig,
+    *,
+    seed: int = 0,
+    nominal_action: torch.Tensor | None = None,
+    device: str | torch.device = "cpu",
+) -> ActorCritic:
+    """PPO's policy (the registry's `build_policy`): the Gaussian actor-critic of the `policy` section, its mean
+    starting at `nominal_action` where `cfg.init_mean` asks for it (`seed` is not used: torch's global seed
+    initializes the networks)."""
+    policy = ActorCritic(obs_dim, action_low, action_high, cfg, critic_obs_dim, nominal_action)
+    return policy.to(device)

@@ -12,6 +12,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+
 from robo_rl.distributed import LOCAL, Reducer, update_normalizer
 from robo_rl.modules.distributions import DiagonalGaussian
 from robo_rl.modules.mlp import Activation, init_orthogonal, mlp

@@ -31,8 +31,8 @@ from torch import nn
 from torch.distributions import Normal
 
 from robo_rl.distributed import LOCAL, Reducer, update_normalizer
-from robo_rl.modules.flow import FlowPolicy
 from robo_rl.modules.distributions import gaussian_kl
+from robo_rl.modules.flow import FlowPolicy
 from robo_rl.modules.mlp import Activation, init_orthogonal, mlp
 from robo_rl.modules.normalizer import EmpiricalNormalizer, make_normalizer
 

@@ -98,7 +98,10 @@ class RolloutStorage:
             for i in range(num_minibatches):
                 rows = table.index_select(0, perm[i * size : (i + 1) * size])
                 parts = rows.split(widths, dim=1)
-                fields = {name: part.squeeze(1) if name in scalar else part for name, part in zip(names, parts[: len(names)], strict=True)}
+                fields = {
+                    name: part.squeeze(1) if name in scalar else part
+                    for name, part in zip(names, parts[: len(names)], strict=True)
+                }
                 old = {
                     name: part.reshape(len(part), *shape)
                     for name, part, shape in zip(params, parts[len(names) :], shapes, strict=True)

@@ -170,7 +170,9 @@ def test_ppo_updates_the_chain_policy_with_a_ratio_of_one_before_its_first_step(
                 dones=zeros,
             )
     chains = storage.actions.flatten(0, 1)
-    ratio = torch.exp(policy.distribution(storage.obs.flatten(0, 1), chains).log_prob(chains) - storage.log_probs.flatten())
+    ratio = torch.exp(
+        policy.distribution(storage.obs.flatten(0, 1), chains).log_prob(chains) - storage.log_probs.flatten()
+    )
     assert torch.allclose(ratio, torch.ones_like(ratio), atol=1e-4)
     before = [p.detach().clone() for p in policy.actor_parameters()]
     metrics = ppo.update(storage)
