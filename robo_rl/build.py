@@ -159,7 +159,8 @@ def build_runner(
         policy = build_policy(cfg, env)
         prepare_policy(cfg, policy, env)
         broadcast_module(policy, reducer)
-        update = algorithm(cfg.algo).build(policy, getattr(cfg, algorithm(cfg.algo).section("build")))
+        entry = algorithm(cfg.algo)
+        update = entry.build(policy, getattr(cfg, entry.section("build")))
         update.reducer = reducer
         return OnPolicyRunner(env, policy, update, cfg.runner, seed, eval_env=eval_env, run=run, reducer=reducer)
     learner = build_off_policy(cfg, env)
