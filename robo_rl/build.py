@@ -5,27 +5,21 @@ The env factory is injected (the CLI passes `robo_rl.sim.make`), so the core nev
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 import torch
 from torch import nn
 
-from robo_rl.algorithms.ppo import PPO
-from robo_rl.algorithms.registry import algorithm
+from robo_rl.algorithms.registry import algorithm, entries
 from robo_rl.chunks.env import ChunkEnv
 from robo_rl.config import ConfigError
 from robo_rl.distributed import LOCAL, Reducer, broadcast_module
 from robo_rl.envs import BatchedEnv, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
-from robo_rl.hil.demos import load_demos
-from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.hil.realtime import RealTimeEnv
-from robo_rl.modules.actor_critic import ActorCritic
-from robo_rl.modules.flow import FlowPolicy
-from robo_rl.modules.reinflow import ReinFlowPolicy
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
@@ -76,25 +70,37 @@ def check_device(device: str, key: str = "task.device") -> None:
         raise ValueError(f"{key}: {device!r} cannot run the simulators ({str(err).strip()})") from None
 
 
-def build_policy(
-    cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, device: str | torch.device | None = None
-) -> ActorCritic:
-    """The on-policy policy for `task` (an env, or the specs a run recorded), on `device` (default: the env's, or
-    cpu): the Gaussian actor-critic, or for `reinflow` the (uncloned) flow with its noise and critic networks."""
+def build_policy(cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, device: str | torch.device | None = None) -> Any:
+    """The policy of the on-policy algorithm `cfg.algo` for `task` (an env, or the specs a run recorded), on `device`
+    (default: the env's, or cpu), from its registry entry's `build_policy` and config section: an `nn.Module` that
+    is a `robo_rl.modules.distributions.StochasticPolicy`, not yet prepared (`prepare_policy`)."""
+    entry = algorithm(cfg.algo)
+    if entry.build_policy is None:
+        raise ValueError(f"algo {cfg.algo!r} is not an on-policy algorithm")
     specs, device = _specs_and_device(task, device)
     spec = specs.action
     if not spec.is_bounded:
         raise ValueError(f"task {cfg.task.name!r}: action bounds must be finite to scale the policy onto them")
-    if cfg.algo == "reinflow":
-        return _reinflow_policy(cfg, specs).to(device)  # type: ignore[return-value]  (ActorCritic's interface)
-    return ActorCritic(
+    return entry.build_policy(
         specs.obs.dim,
+        specs.critic_obs_dim,
         spec.low_tensor(),
         spec.high_tensor(),
-        cfg.policy,
-        critic_obs_dim=specs.critic_obs_dim,
+        getattr(cfg, entry.section("policy")),
+        seed=cfg.seed,
         nominal_action=_nominal_action(task),
-    ).to(device)
+        device=device,
+    )
+
+
+def prepare_policy(cfg: ExperimentConfig, policy: nn.Module, env: BatchedEnv) -> None:
+    """Run the registry entry's `prepare` hook, if it has one, on a fresh `policy` (e.g. clone it on demos)."""
+    entry = algorithm(cfg.algo)
+    if entry.prepare is None:
+        return
+    module, _, name = entry.prepare.partition(":")
+    hook = getattr(importlib.import_module(module), name)
+    hook(policy, getattr(cfg, entry.section("policy")), env, cfg.seed)
 
 
 def _nominal_action(task: BatchedEnv | TaskSpecs) -> torch.Tensor | None:
@@ -102,37 +108,6 @@ def _nominal_action(task: BatchedEnv | TaskSpecs) -> torch.Tensor | None:
     recorded run's specs have none (its weights are loaded anyway)."""
     nominal = None if isinstance(task, TaskSpecs) else getattr(task, "nominal_action", None)
     return None if nominal is None else torch.as_tensor(nominal, dtype=torch.float32)
-
-
-def _reinflow_policy(cfg: ExperimentConfig, specs: TaskSpecs) -> ReinFlowPolicy:
-    settings = cfg.reinflow
-    flow = FlowPolicy(
-        specs.obs.dim,
-        specs.action.low_tensor(),
-        specs.action.high_tensor(),
-        settings.flow_hidden,
-        settings.flow_activation,
-        steps=settings.chain.steps,
-        normalize_obs=settings.normalize_obs,
-        noise_seed=cfg.seed,
-    )
-    return ReinFlowPolicy(flow, specs.critic_obs_dim, settings.chain)
-
-
-def _clone_reinflow(cfg: ExperimentConfig, policy: ReinFlowPolicy, env: BatchedEnv) -> None:
-    """Behaviour-clone the flow of a fresh ReinFlow policy on `reinflow.demos` (before PPO starts)."""
-    settings = cfg.reinflow
-    if settings.bc_steps == 0:
-        return
-    if settings.demos is None:
-        raise ValueError(
-            "reinflow clones its flow on demonstrations first: --set reinflow.demos=FILE (from robo-rl "
-            "record-demos), or reinflow.bc_steps=0 for an untrained flow"
-        )
-    demos = load_demos(Path(settings.demos), env)
-    policy.freeze_actor(False)  # the warm-up freezes it for PPO, not for cloning
-    behaviour_clone(policy.flow, demos, settings.bc_steps, settings.bc_batch_size, settings.bc_learning_rate, cfg.seed)
-    policy.apply_warmup()
 
 
 def _specs_and_device(
@@ -190,18 +165,18 @@ def build_runner(
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.on_policy:
         policy = build_policy(cfg, env)
-        if isinstance(policy, ReinFlowPolicy):
-            _clone_reinflow(cfg, policy, env)
+        prepare_policy(cfg, policy, env)
         broadcast_module(policy, reducer)
-        ppo = PPO(policy, cfg.ppo)
-        ppo.reducer = reducer
-        return OnPolicyRunner(env, policy, ppo, cfg.runner, seed, eval_env=eval_env, run=run, reducer=reducer)
-    algorithm = build_off_policy(cfg, env)
-    for module in vars(algorithm).values():
+        entry = algorithm(cfg.algo)
+        update = entry.build(policy, getattr(cfg, entry.section("build")))
+        update.reducer = reducer
+        return OnPolicyRunner(env, policy, update, cfg.runner, seed, eval_env=eval_env, run=run, reducer=reducer)
+    learner = build_off_policy(cfg, env)
+    for module in vars(learner).values():
         if isinstance(module, nn.Module):
             broadcast_module(module, reducer)
-    algorithm.reducer = reducer
-    return OffPolicyRunner(env, algorithm, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer)
+    learner.reducer = reducer
+    return OffPolicyRunner(env, learner, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer)
 
 
 def _check_distributable(cfg: ExperimentConfig, processes: int) -> None:
@@ -215,9 +190,9 @@ def _check_distributable(cfg: ExperimentConfig, processes: int) -> None:
 
 def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFactory | None) -> BatchedEnv:
     if cfg.on_policy:
+        off_policy = ", ".join(entry.name for entry in entries() if entry.loop == "off_policy")
         raise ConfigError(
-            f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; "
-            "use an off-policy algo (sac, td3, fql, dsrl)"
+            f"hil.teleop={cfg.hil.teleop}: interventions are off-policy data; use an off-policy algo ({off_policy})"
         )
     if make_teleop is None:
         raise ConfigError(f"hil.teleop={cfg.hil.teleop}: no teleoperation device factory given")
@@ -233,11 +208,13 @@ def build_off_policy(
 ) -> Any:
     """The off-policy algorithm `cfg.algo`, from its registry entry and its config section."""
     entry = algorithm(cfg.algo)
-    if entry.build is None:
+    if entry.loop != "off_policy":
         raise ValueError(f"algo {cfg.algo!r} is not an off-policy algorithm")
     specs, device = _specs_and_device(task, device)
     bounds = (specs.action.low_tensor(), specs.action.high_tensor())
-    return entry.build(specs.obs.dim, specs.critic_obs_dim, *bounds, getattr(cfg, cfg.algo), device=device)
+    return entry.build(
+        specs.obs.dim, specs.critic_obs_dim, *bounds, getattr(cfg, entry.section("build")), device=device
+    )
 
 
 def build_deployable_actor(
@@ -249,6 +226,6 @@ def build_deployable_actor(
         policy = build_policy(cfg, task, device)
         policy.load_state_dict(state["policy"])
         return policy.deterministic_actor().eval()
-    algorithm = build_off_policy(cfg, task, device)
-    algorithm.actor.load_state_dict(state["algorithm"]["actor"])
-    return algorithm.actor.deterministic_actor().eval()
+    learner = build_off_policy(cfg, task, device)
+    learner.actor.load_state_dict(state["algorithm"]["actor"])
+    return learner.actor.deterministic_actor().eval()

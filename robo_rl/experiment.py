@@ -200,6 +200,9 @@ def with_networks(
     section = getattr(cfg, cfg.algo)
     sizes = {"actor_hidden": actor_hidden, "critic_hidden": critic_hidden, "flow_hidden": actor_hidden}
     known = {f.name for f in fields(section)}
+    missing = {"actor_hidden", "critic_hidden"} - known
+    if missing:
+        raise ValueError(f"algo {cfg.algo!r}: its config {type(section).__name__} has no {', '.join(sorted(missing))}")
     return replace(cfg, **{cfg.algo: replace(section, **{k: v for k, v in sizes.items() if k in known})})
 
 

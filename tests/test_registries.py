@@ -4,6 +4,7 @@ README agree with them."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import pkgutil
 import re
 import subprocess
@@ -44,13 +45,39 @@ def test_algo_outside_the_registry_is_a_config_error_naming_the_registered() -> 
         from_dict(ExperimentConfig, {"algo": "a2c"})
 
 
-def test_an_algorithm_registers_once_and_off_policy_needs_a_builder() -> None:
-    sac = algorithms.algorithm("sac")
+def test_an_algorithm_registers_once_with_its_builders() -> None:
+    sac, ppo = algorithms.algorithm("sac"), algorithms.algorithm("ppo")
     with pytest.raises(ValueError, match="already registered"):
         algorithms.register(sac)
-    with pytest.raises(ValueError, match="need a builder"):
-        algorithms.register(dataclasses.replace(sac, name="sac2", build=None))
-    assert algorithms.algorithm("ppo").loop_section == "runner" and sac.loop_section == "off_policy"
+    with pytest.raises(ValueError, match="every algorithm needs a builder"):
+        algorithms.register(dataclasses.replace(sac, name="sac2", build=None))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="on-policy algorithms, and only they, need a policy builder"):
+        algorithms.register(dataclasses.replace(ppo, name="ppo2", build_policy=None))
+    with pytest.raises(ValueError, match="on-policy algorithms, and only they, need a policy builder"):
+        algorithms.register(dataclasses.replace(sac, name="sac2", build_policy=ppo.build_policy))
+    with pytest.raises(ValueError, match="'module:function' hook"):
+        algorithms.register(dataclasses.replace(ppo, name="ppo2", prepare="robo_rl.hil.reinflow_clone.clone_flow"))
+    assert ppo.loop_section == "runner" and sac.loop_section == "off_policy"
+    assert "ppo2" not in algorithms.names() and "sac2" not in algorithms.names()
+
+
+def test_every_algorithm_builds_from_its_entry_and_sections() -> None:
+    """Every entry's builders read sections that exist, and a `prepare` hook names a function that imports."""
+    fields = {field.name for field in dataclasses.fields(ExperimentConfig)}
+    for entry in algorithms.entries():
+        assert callable(entry.build) and entry.section("build") in fields
+        if entry.loop == "on_policy":
+            assert callable(entry.build_policy) and entry.section("policy") in fields
+        if entry.prepare is not None:
+            module, _, name = entry.prepare.partition(":")
+            assert callable(getattr(importlib.import_module(module), name)), entry.prepare
+
+
+def test_the_composition_root_names_no_algorithm() -> None:
+    """robo_rl/build.py dispatches through the registry: no registered name appears in it."""
+    source = (ROOT / "robo_rl" / "build.py").read_text().lower()
+    named = [name for name in algorithms.names() if re.search(rf"\b{name}\b", source)]
+    assert not named, f"robo_rl/build.py names {named}: give the registry entry a builder or hook instead"
 
 
 def test_cli_choices_and_readme_come_from_the_registries() -> None:

@@ -13,7 +13,8 @@ import torch
 from torch import nn
 
 from robo_rl.distributed import LOCAL, Reducer
-from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
+from robo_rl.modules.distributions import StochasticPolicy
 from robo_rl.storage.rollout import Minibatch, RolloutStorage
 
 
@@ -127,11 +128,6 @@ def value_loss(
     return torch.max(unclipped, (clipped_values - returns).square()).mean()
 
 
-def gaussian_kl(mean0: torch.Tensor, std0: torch.Tensor, mean1: torch.Tensor, std1: torch.Tensor) -> torch.Tensor:
-    """KL(N0 || N1) of diagonal Gaussians `(B, A)`, summed over actions → `(B,)`."""
-    return (torch.log(std1 / std0) + (std0.square() + (mean0 - mean1).square()) / (2 * std1.square()) - 0.5).sum(-1)
-
-
 def adapt_learning_rate(lr: float, kl: float, cfg: PPOConfig) -> float:
     """Shrink the LR by 1.5 when the KL overshoots 2× its target; grow it by 1.5 under half the target."""
     if kl > 2.0 * cfg.desired_kl:
@@ -142,9 +138,11 @@ def adapt_learning_rate(lr: float, kl: float, cfg: PPOConfig) -> float:
 
 
 class PPO:
-    """Runs PPO updates on an `ActorCritic` from a filled `RolloutStorage`."""
+    """Runs PPO updates on a policy from a filled `RolloutStorage`. The policy's distribution
+    (`robo_rl.modules.distributions.ActionDistribution`) gives the log-probabilities, the entropy and the KL from
+    the distribution that collected the rollout, so PPO assumes no family (Gaussian, a ReinFlow chain, ...)."""
 
-    def __init__(self, policy: ActorCritic, cfg: PPOConfig) -> None:
+    def __init__(self, policy: StochasticPolicy, cfg: PPOConfig) -> None:
         self.policy = policy
         self.cfg = cfg
         self.learning_rate = cfg.learning_rate
@@ -179,9 +177,11 @@ class PPO:
 
     def _step(self, batch: Minibatch) -> dict[str, float]:
         cfg = self.cfg
-        log_probs, entropy, mean, std = self.policy.evaluate(batch.obs, batch.actions)
+        distribution = self.policy.distribution(batch.obs, batch.actions)
+        log_probs, entropy = distribution.log_prob(batch.actions), distribution.entropy()
         with torch.no_grad():
-            kl = self.reducer.mean(gaussian_kl(batch.old_mean, batch.old_std, mean, std).mean())
+            old = type(distribution).from_params(batch.old_distribution)
+            kl = self.reducer.mean(old.kl(distribution).mean())
         if cfg.schedule == "adaptive":
             self.learning_rate = adapt_learning_rate(self.learning_rate, kl.item(), cfg)
             for group in self.optimizer.param_groups:
@@ -224,3 +224,21 @@ class PPO:
         self.learning_rate = float(state["learning_rate"])
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate
+
+
+def build_policy(
+    obs_dim: int,
+    critic_obs_dim: int,
+    action_low: torch.Tensor,
+    action_high: torch.Tensor,
+    cfg: PolicyConfig,
+    *,
+    seed: int = 0,
+    nominal_action: torch.Tensor | None = None,
+    device: str | torch.device = "cpu",
+) -> ActorCritic:
+    """PPO's policy (the registry's `build_policy`): the Gaussian actor-critic of the `policy` section, its mean
+    starting at `nominal_action` where `cfg.init_mean` asks for it (`seed` is not used: torch's global seed
+    initializes the networks)."""
+    policy = ActorCritic(obs_dim, action_low, action_high, cfg, critic_obs_dim, nominal_action)
+    return policy.to(device)

@@ -1,10 +1,12 @@
 """The algorithms `robo-rl train --algo` can run, registered in one place.
 
 Each entry names its training loop (on-policy: the PPO runner; off-policy: the replay runner), its config class
-(the `ExperimentConfig` section of the same name) and, for off-policy algorithms, the builder the composition root
-calls. CLI choices, help text, config validation and the README command line read this registry.
+(the `ExperimentConfig` section of the same name) and the builders the composition root (`robo_rl.build`) calls, so
+that it names no algorithm: off-policy, `build` makes the algorithm; on-policy, `build_policy` makes the policy,
+`prepare` (optional) readies it before training (e.g. ReinFlow's cloning on demonstrations) and `build` makes its
+update (PPO). CLI choices, help text, config validation and the README command line read this registry too.
 Adding an algorithm: its module in `robo_rl/algorithms/`, one `register(...)` line below, and its config section
-on `ExperimentConfig` (a test checks that every registered algorithm has one).
+on `ExperimentConfig` (a test checks that every registered algorithm has one); docs/ARCHITECTURE.md has the steps.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from robo_rl.algorithms import ppo, reinflow
 from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.algorithms.fql import FQL, FQLConfig
-from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.algorithms.ppo import PPO, PPOConfig
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
@@ -33,8 +36,26 @@ class AlgorithmEntry:
     """Its config dataclass."""
     summary: str
     """One line for `--help`."""
-    build: Callable[..., Any] | None = None
-    """Off-policy: `build(obs_dim, critic_obs_dim, action_low, action_high, cfg, device=...)` → the algorithm."""
+    build: Callable[..., Any]
+    """Off-policy: `build(obs_dim, critic_obs_dim, action_low, action_high, cfg, device=...)` → the algorithm, `cfg`
+    its section (`name`). On-policy: `build(policy, cfg)` → its update (e.g. `PPO`), `cfg` the section
+    `build_section`."""
+    build_policy: Callable[..., Any] | None = None
+    """On-policy only: `build_policy(obs_dim, critic_obs_dim, action_low, action_high, cfg, *, seed,
+    nominal_action, device)` → the policy (an `nn.Module` that is a `robo_rl.modules.distributions.StochasticPolicy`),
+    `cfg` the section `policy_section`."""
+    build_section: str = ""
+    """The `ExperimentConfig` section `build` reads; "": `name`."""
+    policy_section: str = ""
+    """The `ExperimentConfig` section `build_policy` reads; "": `name`."""
+    prepare: str | None = None
+    """On-policy, optional: "module:function" of a hook `function(policy, cfg, env, seed)` run on a fresh policy
+    before training (`cfg` the section `policy_section`), e.g. behaviour cloning. Named, not imported: such a hook may
+    need a layer above the core (`robo_rl.hil`); the composition root (`robo_rl.build`) imports it."""
+
+    def section(self, role: Literal["build", "policy"]) -> str:
+        """The `ExperimentConfig` section that `build` ("build") or `build_policy` ("policy") reads."""
+        return (self.build_section if role == "build" else self.policy_section) or self.name
 
     @property
     def loop_section(self) -> str:
@@ -48,8 +69,12 @@ _ALGORITHMS: dict[str, AlgorithmEntry] = {}
 def register(entry: AlgorithmEntry) -> None:
     if entry.name in _ALGORITHMS:
         raise ValueError(f"algorithm {entry.name!r} is already registered")
-    if (entry.loop == "off_policy") != (entry.build is not None):
-        raise ValueError(f"algorithm {entry.name!r}: off-policy algorithms, and only they, need a builder")
+    if not callable(entry.build):
+        raise ValueError(f"algorithm {entry.name!r}: every algorithm needs a builder (`build`)")
+    if (entry.loop == "on_policy") != (entry.build_policy is not None):
+        raise ValueError(f"algorithm {entry.name!r}: on-policy algorithms, and only they, need a policy builder")
+    if entry.prepare is not None and (entry.loop != "on_policy" or entry.prepare.count(":") != 1):
+        raise ValueError(f"algorithm {entry.name!r}: prepare is an on-policy algorithm's 'module:function' hook")
     _ALGORITHMS[entry.name] = entry
 
 
@@ -69,7 +94,11 @@ def entries() -> tuple[AlgorithmEntry, ...]:
     return tuple(_ALGORITHMS.values())
 
 
-register(AlgorithmEntry("ppo", "on_policy", PPOConfig, "PPO on batched rollouts"))
+register(
+    AlgorithmEntry(
+        "ppo", "on_policy", PPOConfig, "PPO on batched rollouts", PPO, ppo.build_policy, policy_section="policy"
+    )
+)
 register(AlgorithmEntry("sac", "off_policy", SACConfig, "soft actor-critic", SAC))
 register(AlgorithmEntry("td3", "off_policy", TD3Config, "twin delayed DDPG", TD3))
 register(
@@ -92,5 +121,9 @@ register(
         "on_policy",
         ReinFlowTrainConfig,
         "ReinFlow: PPO fine-tuning a flow policy cloned from demonstrations, with learned noise in its K steps",
+        PPO,
+        reinflow.build_policy,
+        build_section="ppo",
+        prepare="robo_rl.hil.reinflow_clone:clone_flow",
     )
 )

@@ -1,14 +1,18 @@
 """ReinFlow as a `robo-rl train --algo reinflow` algorithm: a flow policy cloned from demonstrations, then fine-tuned
 by PPO (`robo_rl.algorithms.ppo`, the `ppo` and `runner` sections) with learned noise in each of its K Euler steps
-(`robo_rl.modules.reinflow`). This module holds its config section; the composition root builds the policy
-(`robo_rl.build.build_policy`) and clones it on `demos` before training starts."""
+(`robo_rl.modules.reinflow`). This module holds its config section and its policy builder; the registry's `prepare`
+hook (`robo_rl.hil.reinflow_clone`, a layer that may read demonstrations) clones the flow on `demos` before training
+starts."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import torch
+
+from robo_rl.modules.flow import FlowPolicy
 from robo_rl.modules.mlp import Activation
-from robo_rl.modules.reinflow import ReinFlowConfig
+from robo_rl.modules.reinflow import ReinFlowConfig, ReinFlowPolicy
 
 
 @dataclass(frozen=True)
@@ -31,3 +35,29 @@ class ReinFlowTrainConfig:
     def __post_init__(self) -> None:
         if self.bc_steps < 0 or self.bc_batch_size < 1 or not self.bc_learning_rate > 0:
             raise ValueError("reinflow: bc_steps must be >= 0, bc_batch_size >= 1 and bc_learning_rate > 0")
+
+
+def build_policy(
+    obs_dim: int,
+    critic_obs_dim: int,
+    action_low: torch.Tensor,
+    action_high: torch.Tensor,
+    cfg: ReinFlowTrainConfig,
+    *,
+    seed: int = 0,
+    nominal_action: torch.Tensor | None = None,
+    device: str | torch.device = "cpu",
+) -> ReinFlowPolicy:
+    """ReinFlow's policy (the registry's `build_policy`): an uncloned flow, its fixed noise drawn from `seed`, with
+    the noise and value networks of `cfg.chain` (a flow has no nominal action to start from)."""
+    flow = FlowPolicy(
+        obs_dim,
+        action_low,
+        action_high,
+        cfg.flow_hidden,
+        cfg.flow_activation,
+        steps=cfg.chain.steps,
+        normalize_obs=cfg.normalize_obs,
+        noise_seed=seed,
+    )
+    return ReinFlowPolicy(flow, critic_obs_dim, cfg.chain).to(device)

@@ -12,9 +12,9 @@ from typing import Literal
 
 import torch
 from torch import nn
-from torch.distributions import Normal
 
 from robo_rl.distributed import LOCAL, Reducer, update_normalizer
+from robo_rl.modules.distributions import DiagonalGaussian
 from robo_rl.modules.mlp import Activation, init_orthogonal, mlp
 from robo_rl.modules.normalizer import EmpiricalNormalizer, make_normalizer
 
@@ -62,7 +62,7 @@ class ActionScaler(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """Gaussian policy and value function for PPO.
+    """Gaussian policy and value function for PPO (a `StochasticPolicy`, `robo_rl.modules.distributions`).
 
     Args:
         obs_dim: actor observation size.
@@ -115,19 +115,14 @@ class ActorCritic(nn.Module):
             mean, log_std = out[:, : self.action_dim], out[:, self.action_dim :]
         return mean, log_std.clamp(self.cfg.min_log_std, self.cfg.max_log_std).exp()
 
-    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample normalized actions; returns `(action, log_prob, mean, std)`."""
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, DiagonalGaussian]:
+        """Sample normalized actions; returns `(action, distribution)`."""
         mean, std = self.mean_and_std(obs)
-        action = mean + std * torch.randn_like(mean)
-        return action, Normal(mean, std).log_prob(action).sum(-1), mean, std
+        return mean + std * torch.randn_like(mean), DiagonalGaussian(mean, std)
 
-    def evaluate(
-        self, obs: torch.Tensor, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-prob `(N,)`, entropy `(N,)`, mean and std of `action` under the current policy."""
-        mean, std = self.mean_and_std(obs)
-        dist = Normal(mean, std)
-        return dist.log_prob(action).sum(-1), dist.entropy().sum(-1), mean, std
+    def distribution(self, obs: torch.Tensor, actions: torch.Tensor | None = None) -> DiagonalGaussian:
+        """The current Gaussian at `obs` (it does not depend on the `actions` to evaluate)."""
+        return DiagonalGaussian(*self.mean_and_std(obs))
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
         """State value `(N,)` from raw critic observations `(N, critic_obs_dim)`."""

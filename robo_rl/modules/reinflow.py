@@ -12,8 +12,9 @@ env gets the chain's last point): the rollout stores the chain, the update re-ev
 stored points. The start point is the flow's fixed noise by default (log p(x_0) = 0), the point the exported policy
 starts from; then K = 1 is exactly a Gaussian policy, mean x_0 + v(obs, x_0, 0), std σ(obs, x_0, 0).
 
-`ReinFlowPolicy` has `ActorCritic`'s interface (`act`, `evaluate`, `value`, `scaler`, `deterministic_actor`, ...),
-so `robo_rl.algorithms.ppo.PPO` and `OnPolicyRunner` train it unchanged. The noise-free chain from the fixed noise
+`ReinFlowPolicy` is a `StochasticPolicy` (`robo_rl.modules.distributions`: `act`, `distribution`, `value`, `scaler`,
+`deterministic_actor`, ...) whose distribution is a `GaussianChain`, so `robo_rl.algorithms.ppo.PPO` and
+`OnPolicyRunner` train it unchanged. The noise-free chain from the fixed noise
 is the flow's own deterministic sampler with K steps: it exports to ONNX and to C as before.
 """
 
@@ -30,6 +31,7 @@ from torch import nn
 from torch.distributions import Normal
 
 from robo_rl.distributed import LOCAL, Reducer, update_normalizer
+from robo_rl.modules.distributions import gaussian_kl
 from robo_rl.modules.flow import FlowPolicy
 from robo_rl.modules.mlp import Activation, init_orthogonal, mlp
 from robo_rl.modules.normalizer import EmpiricalNormalizer, make_normalizer
@@ -99,6 +101,41 @@ class ChainScaler(nn.Module):
         return self.flow.scaler((end * self.flow.action_scale + self.flow.action_loc).clamp(-1.0, 1.0))
 
 
+class GaussianChain:
+    """The law of a chain x_0 … x_K `(N, (K+1)·A)` along given points: the start's (a fixed point, or N(0, I) with
+    `random_start`) times K Gaussian transitions N(x_{k+1}; mean_k, std_k²), whose means and stds `(N, K, A)` were
+    computed at the chain's own points x_k. So it evaluates the chain it was built along (the one `act` sampled, or
+    the stored one `ReinFlowPolicy.distribution` was given); its entropy and the KL between two of them are summed
+    over the transitions at those points, a one-sample estimate of the chains' (the start's law is the same for every
+    policy: no KL term, and nothing of it is stored)."""
+
+    def __init__(self, mean: torch.Tensor, std: torch.Tensor, random_start: bool = False) -> None:
+        self.mean, self.std, self.random_start = mean, std, random_start
+
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
+        n, k, a = self.mean.shape
+        points = actions.view(n, k + 1, a)
+        log_prob = Normal(self.mean, self.std).log_prob(points[:, 1:]).view(n, k * a).sum(-1)
+        if self.random_start:
+            log_prob = log_prob + Normal(torch.zeros_like(points[:, 0]), 1.0).log_prob(points[:, 0]).sum(-1)
+        return log_prob
+
+    def entropy(self) -> torch.Tensor:
+        n, k, a = self.mean.shape
+        return Normal(self.mean, self.std).entropy().view(n, k * a).sum(-1)
+
+    def kl(self, other: GaussianChain) -> torch.Tensor:
+        return gaussian_kl(self.mean, self.std, other.mean, other.std).sum(-1)
+
+    def params(self) -> dict[str, torch.Tensor]:
+        return {"mean": self.mean, "std": self.std}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, torch.Tensor]) -> GaussianChain:
+        """The stored transitions (for the KL; the start's law is not stored, it never changes)."""
+        return cls(params["mean"], params["std"])
+
+
 class ReinFlowPolicy(nn.Module):
     """A flow policy with learned step noise, and a critic, for PPO (module docstring).
 
@@ -144,45 +181,28 @@ class ReinFlowPolicy(nn.Module):
         inputs = torch.cat([features, x, t], dim=-1)
         return x + self.flow.net(inputs) / self.steps, self.noise(features, x, t)
 
-    def _start_stats(self, x0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Mean, std and log-probability of the start point (a fixed start: itself, std 1, log-prob 0)."""
-        if self.cfg.start == "random":
-            zeros = torch.zeros_like(x0)
-            return zeros, torch.ones_like(x0), Normal(zeros, 1.0).log_prob(x0).sum(-1)
-        return x0, torch.ones_like(x0), torch.zeros(x0.shape[0], device=x0.device)
-
-    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Sample chains `(N, (K+1)·A)`; returns `(chain, log_prob, means, stds)`, the means/stds of every point
-        (the start's, then each transition's), for PPO's KL estimate."""
+    def act(self, obs: torch.Tensor) -> tuple[torch.Tensor, GaussianChain]:
+        """Sample chains `(N, (K+1)·A)`; returns the chains and their distribution (the transitions along them)."""
         features = self.flow.obs_normalizer(obs)
         x = self._start(obs.shape[0], obs.device)
-        mean0, std0, log_prob = self._start_stats(x)
-        points, means, stds = [x], [mean0], [std0]
+        points, means, stds = [x], [], []
         for k in range(self.steps):
             mean, std = self.transition(features, x, self.times[k].expand(obs.shape[0], 1))
             x = mean + std * torch.randn_like(mean)
-            log_prob = log_prob + Normal(mean, std).log_prob(x).sum(-1)
             points.append(x)
             means.append(mean)
             stds.append(std)
-        return torch.cat(points, -1), log_prob, torch.cat(means, -1), torch.cat(stds, -1)
+        distribution = GaussianChain(torch.stack(means, 1), torch.stack(stds, 1), self.cfg.start == "random")
+        return torch.cat(points, -1), distribution
 
-    def evaluate(
-        self, obs: torch.Tensor, chain: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Log-probability `(N,)` of stored chains under the current networks (every transition at once),
-        the summed entropy of the transitions `(N,)`, and the means/stds of every point."""
+    def distribution(self, obs: torch.Tensor, actions: torch.Tensor) -> GaussianChain:
+        """The current transitions along the stored chains `actions` `(N, (K+1)·A)` (every transition at once)."""
         n, k, a = obs.shape[0], self.steps, self.step_dim
-        points = chain.view(n, k + 1, a)
+        points = actions.view(n, k + 1, a)
         features = self.flow.obs_normalizer(obs).unsqueeze(1).expand(n, k, -1).reshape(n * k, -1)
         times = self.times.view(1, k, 1).expand(n, k, 1).reshape(n * k, 1)
         mean, std = self.transition(features, points[:, :-1].reshape(n * k, a), times)
-        dist = Normal(mean, std)
-        log_prob = dist.log_prob(points[:, 1:].reshape(n * k, a)).view(n, k * a).sum(-1)
-        mean0, std0, start_log_prob = self._start_stats(points[:, 0])
-        means = torch.cat([mean0, mean.view(n, k * a)], -1)
-        stds = torch.cat([std0, std.view(n, k * a)], -1)
-        return log_prob + start_log_prob, dist.entropy().view(n, k * a).sum(-1), means, stds
+        return GaussianChain(mean.view(n, k, a), std.view(n, k, a), self.cfg.start == "random")
 
     def value(self, critic_obs: torch.Tensor) -> torch.Tensor:
         """State value `(N,)` from raw critic observations."""

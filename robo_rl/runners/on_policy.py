@@ -17,7 +17,7 @@ from torch import nn
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
-from robo_rl.modules.actor_critic import ActorCritic
+from robo_rl.modules.distributions import StochasticPolicy
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop import TrainResult as TrainResult
@@ -66,7 +66,7 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
 
     Args:
         env: training env.
-        policy: actor-critic being trained.
+        policy: the policy being trained (`ActorCritic`, `ReinFlowPolicy`, ...).
         algorithm: PPO instance wrapping `policy`.
         cfg: loop settings.
         seed: seeds torch and the env stream.
@@ -77,7 +77,7 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
     def __init__(
         self,
         env: BatchedEnv,
-        policy: ActorCritic,
+        policy: StochasticPolicy,
         algorithm: PPO,
         cfg: RunnerConfig,
         seed: int,
@@ -99,7 +99,7 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         policy, storage, env = self.policy, self.storage, self.env
         value = policy.value(self.critic_obs)
         for _ in range(storage.num_steps):
-            action, log_prob, mean, std = policy.act(self.obs)
+            action, distribution = policy.act(self.obs)
             next_obs, reward, terminated, truncated, info = env.step(policy.scaler(action))
             done = terminated | truncated
             next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
@@ -111,11 +111,10 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
                 obs=self.obs,
                 critic_obs=self.critic_obs,
                 actions=action,
-                log_probs=log_prob,
+                log_probs=distribution.log_prob(action),
                 values=value,
                 next_values=torch.where(done, final_value, next_value),
-                mean=mean,
-                std=std,
+                distribution=distribution.params(),
                 rewards=reward,
                 terminated=terminated,
                 dones=done,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -17,8 +17,8 @@ class Minibatch:
     actions: torch.Tensor
     old_log_probs: torch.Tensor
     old_values: torch.Tensor
-    old_mean: torch.Tensor
-    old_std: torch.Tensor
+    old_distribution: dict[str, torch.Tensor]
+    """The parameters of the distribution that collected the actions (`ActionDistribution.params()`)."""
     advantages: torch.Tensor
     returns: torch.Tensor
 
@@ -51,8 +51,9 @@ class RolloutStorage:
         self.log_probs = zeros()
         self.values = zeros()
         self.next_values = zeros()
-        self.mean = zeros(action_dim)
-        self.std = zeros(action_dim)
+        self.distribution: dict[str, torch.Tensor] = {}
+        """The parameters of each step's action distribution (`ActionDistribution.params()`, for PPO's KL):
+        allocated at the first `add`, which knows their shapes."""
         self.rewards = zeros()
         self.terminated = zeros(dtype=torch.bool)
         self.dones = zeros(dtype=torch.bool)
@@ -60,12 +61,18 @@ class RolloutStorage:
         self.returns = zeros()
         self.step = 0
 
-    def add(self, **fields: torch.Tensor) -> None:
-        """Store one step; keyword names are the buffer attributes (obs, actions, rewards, ...)."""
+    def add(self, distribution: Mapping[str, torch.Tensor] | None = None, **fields: torch.Tensor) -> None:
+        """Store one step; keyword names are the buffer attributes (obs, actions, rewards, ...), `distribution`
+        the parameters of the distribution the actions were drawn from."""
         if self.step >= self.num_steps:
             raise RuntimeError("rollout storage is full; call clear() after the update")
         for name, value in fields.items():
             getattr(self, name)[self.step].copy_(value)
+        for name, value in (distribution or {}).items():
+            if name not in self.distribution:
+                shape = (self.num_steps, *value.shape)
+                self.distribution[name] = torch.zeros(shape, dtype=value.dtype, device=self.obs.device)
+            self.distribution[name][self.step].copy_(value)
         self.step += 1
 
     def clear(self) -> None:
@@ -77,9 +84,12 @@ class RolloutStorage:
         """Shuffled minibatches over all `num_steps * num_envs` transitions, `num_epochs` passes."""
         total = self.num_steps * self.num_envs
         size = total // num_minibatches
-        names = ("obs", "critic_obs", "actions", "log_probs", "values", "mean", "std", "advantages", "returns")
+        names = ("obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns")
+        params = tuple(self.distribution)
         columns = [getattr(self, name).reshape(total, -1) for name in names]
-        # One packed table, copied once per update: a minibatch is then one row gather instead of nine.
+        columns += [self.distribution[name].reshape(total, -1) for name in params]
+        shapes = [self.distribution[name].shape[2:] for name in params]
+        # One packed table, copied once per update: a minibatch is then one row gather instead of one per field.
         table = torch.cat(columns, dim=1)
         widths = [column.shape[1] for column in columns]
         scalar = {"log_probs", "values", "advantages", "returns"}
@@ -87,16 +97,22 @@ class RolloutStorage:
             perm = torch.randperm(total, device=self.obs.device, generator=generator)
             for i in range(num_minibatches):
                 rows = table.index_select(0, perm[i * size : (i + 1) * size])
-                parts = dict(zip(names, rows.split(widths, dim=1), strict=True))
-                fields = {name: part.squeeze(1) if name in scalar else part for name, part in parts.items()}
+                parts = rows.split(widths, dim=1)
+                fields = {
+                    name: part.squeeze(1) if name in scalar else part
+                    for name, part in zip(names, parts[: len(names)], strict=True)
+                }
+                old = {
+                    name: part.reshape(len(part), *shape)
+                    for name, part, shape in zip(params, parts[len(names) :], shapes, strict=True)
+                }
                 yield Minibatch(
                     obs=fields["obs"],
                     critic_obs=fields["critic_obs"],
                     actions=fields["actions"],
                     old_log_probs=fields["log_probs"],
                     old_values=fields["values"],
-                    old_mean=fields["mean"],
-                    old_std=fields["std"],
+                    old_distribution=old,
                     advantages=fields["advantages"],
                     returns=fields["returns"],
                 )

@@ -34,7 +34,8 @@ def rollout(seed: int, envs: int) -> dict[str, torch.Tensor]:
     policy = make_policy()
     obs = torch.randn(STEPS, envs, OBS, generator=generator)
     with torch.no_grad():
-        action, log_prob, mean, std = policy.act(obs.flatten(0, 1))
+        action, distribution = policy.act(obs.flatten(0, 1))
+        log_prob, mean, std = distribution.log_prob(action), distribution.mean, distribution.std
         values = policy.value(obs.flatten(0, 1))
     shape = (STEPS, envs)
     return {
@@ -56,7 +57,8 @@ def storage(data: dict[str, torch.Tensor]) -> RolloutStorage:
     envs = data["obs"].shape[1]
     storage = RolloutStorage(STEPS, envs, OBS, OBS, ACT, "cpu")
     for step in range(STEPS):
-        storage.add(**{name: value[step] for name, value in data.items()})
+        distribution = {name: data[name][step] for name in ("mean", "std")}
+        storage.add(distribution, **{name: value[step] for name, value in data.items() if name not in distribution})
     return storage
 
 

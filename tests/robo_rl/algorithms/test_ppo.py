@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from torch.distributions import Normal, kl_divergence
 
 from robo_rl.algorithms.ppo import (
     PPO,
@@ -13,10 +14,10 @@ from robo_rl.algorithms.ppo import (
     adapt_learning_rate,
     clipped_surrogate_loss,
     gae,
-    gaussian_kl,
     value_loss,
 )
 from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
+from robo_rl.modules.distributions import DiagonalGaussian, gaussian_kl
 from robo_rl.storage.rollout import RolloutStorage
 
 GAMMA, LAM = 0.9, 0.8  # gamma * lam = 0.72
@@ -147,17 +148,16 @@ def _filled_storage(policy: ActorCritic, num_steps: int, num_envs: int, mean_off
     with torch.no_grad():
         for t in range(num_steps):
             obs = torch.randn(num_envs, 3, generator=gen)
-            action, log_prob, mean, std = policy.act(obs)
+            action, distribution = policy.act(obs)
             value = policy.value(obs)
             storage.add(
                 obs=obs,
                 critic_obs=obs,
                 actions=action,
-                log_probs=log_prob,
+                log_probs=distribution.log_prob(action),
                 values=value,
                 next_values=value + 0.1,
-                mean=mean + mean_offset,
-                std=std,
+                distribution={"mean": distribution.mean + mean_offset, "std": distribution.std},
                 rewards=torch.randn(num_envs, generator=gen),
                 terminated=torch.zeros(num_envs, dtype=torch.bool),
                 dones=torch.full((num_envs,), t == 1),
@@ -216,3 +216,30 @@ def test_ppo_state_dict_round_trip_restores_lr_into_optimizer() -> None:
     fresh.load_state_dict(algorithm.state_dict())
     assert fresh.learning_rate == algorithm.learning_rate != 1e-3
     assert fresh.optimizer.param_groups[0]["lr"] == algorithm.learning_rate
+
+
+def test_the_gaussian_kl_is_the_closed_form_of_torch_distributions() -> None:
+    gen = torch.Generator().manual_seed(3)
+    mean0, mean1 = torch.randn(50, 4, generator=gen), torch.randn(50, 4, generator=gen)
+    std0, std1 = torch.rand(50, 4, generator=gen) + 0.1, torch.rand(50, 4, generator=gen) + 0.1
+    expected = kl_divergence(Normal(mean0, std0), Normal(mean1, std1)).sum(-1)
+    old = DiagonalGaussian.from_params(DiagonalGaussian(mean0, std0).params())
+    torch.testing.assert_close(old.kl(DiagonalGaussian(mean1, std1)), expected)
+
+
+def test_ppo_kl_and_adaptive_learning_rate_follow_the_closed_form_kl() -> None:
+    """One minibatch, one epoch: the update's KL is KL(stored ‖ current) before its step, by torch.distributions,
+    and the learning rate follows it (the old distribution here is far off: the rate shrinks once)."""
+    policy = _policy()
+    storage = _filled_storage(policy, num_steps=4, num_envs=8, mean_offset=0.3)
+    gen = torch.Generator().manual_seed(4)
+    storage.distribution["std"].mul_(torch.rand(storage.distribution["std"].shape, generator=gen) + 0.5)
+    obs = storage.obs.flatten(0, 1)
+    with torch.no_grad():
+        mean, std = policy.mean_and_std(obs)
+    old = Normal(storage.distribution["mean"].flatten(0, 1), storage.distribution["std"].flatten(0, 1))
+    expected = kl_divergence(old, Normal(mean, std)).sum(-1).mean().item()
+    cfg = PPOConfig(num_steps=4, num_epochs=1, num_minibatches=1, learning_rate=1e-3, desired_kl=0.01)
+    metrics = PPO(policy, cfg).update(storage)
+    assert metrics["kl"] == pytest.approx(expected, rel=1e-5)
+    assert expected > 2 * cfg.desired_kl and metrics["learning_rate"] == pytest.approx(1e-3 / 1.5)

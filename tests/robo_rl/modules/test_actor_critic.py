@@ -80,15 +80,16 @@ def test_deterministic_actor_shares_parameters_and_statistics() -> None:
     assert not torch.equal(before, after)
 
 
-def test_act_log_prob_equals_evaluate_and_the_gaussian_formula() -> None:
+def test_act_log_prob_equals_the_evaluated_distribution_and_the_gaussian_formula() -> None:
     policy = _policy(PolicyConfig(actor_hidden=(16,), critic_hidden=(16,), init_log_std=-0.5))
     obs = torch.randn(10, 3)
     with torch.no_grad():
-        action, log_prob, mean, std = policy.act(obs)
-        eval_log_prob, entropy, eval_mean, eval_std = policy.evaluate(obs, action)
-    torch.testing.assert_close(log_prob, eval_log_prob)
-    torch.testing.assert_close(mean, eval_mean)
-    torch.testing.assert_close(std, eval_std)
+        action, sampled = policy.act(obs)
+        evaluated = policy.distribution(obs, action)
+    log_prob, entropy, mean, std = sampled.log_prob(action), evaluated.entropy(), sampled.mean, sampled.std
+    torch.testing.assert_close(log_prob, evaluated.log_prob(action))
+    torch.testing.assert_close(mean, evaluated.mean)
+    torch.testing.assert_close(std, evaluated.std)
     torch.testing.assert_close(std, torch.full((10, 2), math.exp(-0.5)))
     # log N(a; m, s) = -((a - m) / s)^2 / 2 - log s - log(2 pi) / 2, summed over the 2 actions
     by_hand = (-0.5 * ((action - mean) / std) ** 2 - torch.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
@@ -117,8 +118,8 @@ def test_state_dependent_log_std() -> None:
         obs = torch.randn(6, 3)
         raw = policy.actor(policy.obs_normalizer(obs))
         mean, std = policy.mean_and_std(obs)
-        action, log_prob, _, _ = policy.act(obs)
-        eval_log_prob, *_ = policy.evaluate(obs, action)
+        action, sampled = policy.act(obs)
+        log_prob, eval_log_prob = sampled.log_prob(action), policy.distribution(obs, action).log_prob(action)
     torch.testing.assert_close(mean, raw[:, :2])
     torch.testing.assert_close(std, raw[:, 2:].clamp(cfg.min_log_std, cfg.max_log_std).exp())
     assert std.std(dim=0).min() > 0  # differs between states

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from torch.distributions import Normal
+from torch.distributions import Normal, kl_divergence
 
 from robo_rl.algorithms.ppo import PPO, PPOConfig
 from robo_rl.export.onnx import onnx_parity
 from robo_rl.modules.flow import FlowPolicy
-from robo_rl.modules.reinflow import ReinFlowConfig, ReinFlowPolicy
+from robo_rl.modules.reinflow import GaussianChain, ReinFlowConfig, ReinFlowPolicy
 from robo_rl.storage.rollout import RolloutStorage
 
 OBS_DIM = 3
@@ -39,12 +39,14 @@ def _policy(action_dim: int, cfg: ReinFlowConfig, seed: int = 0) -> ReinFlowPoli
 def test_k1_is_a_gaussian_policy_around_the_flow_step() -> None:
     policy = _policy(2, ReinFlowConfig(steps=1))
     obs = torch.randn(64, OBS_DIM)
-    chain, log_prob, mean, std = policy.act(obs)
+    chain, distribution = policy.act(obs)
+    log_prob = distribution.log_prob(chain)
     x0 = policy.flow.fixed_noise.expand(64, -1)
-    assert torch.all(std[:, :2] == 1)  # the fixed start point's placeholder spread (the same for every policy)
+    assert distribution.mean.shape == distribution.std.shape == (64, 1, 2)  # K = 1 transition of 2 actions
     expected_mean = x0 + policy.flow.velocity(obs, x0, torch.zeros(64, 1))
     expected_std = policy.noise(policy.flow.obs_normalizer(obs), x0, torch.zeros(64, 1))
-    assert torch.allclose(chain[:, :2], x0) and torch.allclose(mean[:, 2:], expected_mean, atol=1e-6)
+    assert torch.allclose(chain[:, :2], x0) and torch.allclose(distribution.mean[:, 0], expected_mean, atol=1e-6)
+    assert torch.allclose(distribution.std[:, 0], expected_std, atol=1e-6)
     expected = Normal(expected_mean, expected_std).log_prob(chain[:, 2:]).sum(-1)
     assert torch.allclose(log_prob, expected, atol=1e-5)
     # the distribution of x_1 for one observation is that Gaussian (Monte Carlo over 20k draws)
@@ -54,13 +56,32 @@ def test_k1_is_a_gaussian_policy_around_the_flow_step() -> None:
     assert torch.allclose(draws.std(0), expected_std[0], rtol=0.03)
 
 
-def test_evaluate_reproduces_the_sampling_log_probability() -> None:
+def test_the_evaluated_distribution_reproduces_the_sampling_one() -> None:
     policy = _policy(2, ReinFlowConfig(steps=4, start="random"))
     obs = torch.randn(128, OBS_DIM)
-    chain, log_prob, mean, std = policy.act(obs)
-    again, _, mean2, std2 = policy.evaluate(obs, chain)
-    assert torch.allclose(again, log_prob, atol=1e-4)
-    assert torch.allclose(mean, mean2, atol=1e-6) and torch.allclose(std, std2, atol=1e-6)
+    chain, sampled = policy.act(obs)
+    evaluated = policy.distribution(obs, chain)
+    assert torch.allclose(evaluated.log_prob(chain), sampled.log_prob(chain), atol=1e-4)
+    assert torch.allclose(sampled.mean, evaluated.mean, atol=1e-6)
+    assert torch.allclose(sampled.std, evaluated.std, atol=1e-6)
+    assert torch.allclose(sampled.kl(evaluated), torch.zeros(128), atol=1e-6)
+
+
+def test_the_chain_kl_is_the_sum_of_the_transitions_kl() -> None:
+    """KL between two chain policies along one chain: the closed-form Gaussian KL of every transition (computed here
+    with torch.distributions), summed; the stored parameters rebuild the old distribution."""
+    policy = _policy(2, ReinFlowConfig(steps=3))
+    other = copy.deepcopy(policy)
+    with torch.no_grad():
+        for parameter in other.actor_parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
+        obs = torch.randn(32, OBS_DIM)
+        chain, old = policy.act(obs)
+        new = other.distribution(obs, chain)
+    expected = kl_divergence(Normal(old.mean, old.std), Normal(new.mean, new.std)).sum((1, 2))
+    rebuilt = GaussianChain.from_params(old.params())
+    torch.testing.assert_close(rebuilt.kl(new), expected)
+    assert expected.min() > 0
 
 
 def test_the_chain_log_probability_is_exact_by_monte_carlo() -> None:
@@ -72,8 +93,9 @@ def test_the_chain_log_probability_is_exact_by_monte_carlo() -> None:
     policy = _policy(1, cfg)
     obs = torch.randn(1, OBS_DIM).expand(400_000, -1)
     with torch.no_grad():
-        chain, log_prob, mean, std = policy.act(obs)
-    end, last = chain[:, -1].numpy(), Normal(mean[:, -1], std[:, -1])
+        chain, distribution = policy.act(obs)
+        log_prob = distribution.log_prob(chain)
+    end, last = chain[:, -1].numpy(), Normal(distribution.mean[:, -1, -1], distribution.std[:, -1, -1])
     counts, edges = np.histogram(end, bins=60)
     sampled = counts / len(end)
     # each bin's probability from the chain's last transition density, averaged over the sampled x_{K-1}
@@ -87,7 +109,7 @@ def test_the_chain_log_probability_is_exact_by_monte_carlo() -> None:
         for parameter in other.actor_parameters():
             parameter.add_(0.003 * torch.randn_like(parameter))
     with torch.no_grad():
-        other_log_prob = other.evaluate(obs, chain)[0]
+        other_log_prob = other.distribution(obs, chain).log_prob(chain)
     weights = torch.exp(other_log_prob - log_prob)
     assert weights.mean().item() == pytest.approx(1.0, abs=0.01)
     assert weights.std().item() > 0.05  # the two policies really differ
@@ -127,29 +149,29 @@ def test_the_noise_free_chain_is_the_exported_flow_sampler(tmp_path: Path) -> No
 
 def test_ppo_updates_the_chain_policy_with_a_ratio_of_one_before_its_first_step() -> None:
     policy = _policy(2, ReinFlowConfig(steps=2, warmup_iterations=0))
-    ppo = PPO(policy, PPOConfig(num_steps=8, num_epochs=2, num_minibatches=2, learning_rate=1e-3))  # type: ignore[arg-type]
+    ppo = PPO(policy, PPOConfig(num_steps=8, num_epochs=2, num_minibatches=2, learning_rate=1e-3))
     storage = RolloutStorage(8, 16, OBS_DIM, OBS_DIM, policy.action_dim, "cpu")
     with torch.no_grad():
         for _ in range(8):
             obs = torch.randn(16, OBS_DIM)
-            chain, log_prob, mean, std = policy.act(obs)
+            chain, distribution = policy.act(obs)
             reward = -policy.scaler(chain).square().sum(-1)  # prefer actions near zero
             zeros = torch.zeros(16, dtype=torch.bool)
             storage.add(
                 obs=obs,
                 critic_obs=obs,
                 actions=chain,
-                log_probs=log_prob,
+                log_probs=distribution.log_prob(chain),
                 values=policy.value(obs),
                 next_values=torch.zeros(16),
-                mean=mean,
-                std=std,
+                distribution=distribution.params(),
                 rewards=reward,
                 terminated=zeros,
                 dones=zeros,
             )
+    chains = storage.actions.flatten(0, 1)
     ratio = torch.exp(
-        policy.evaluate(storage.obs.flatten(0, 1), storage.actions.flatten(0, 1))[0] - storage.log_probs.flatten()
+        policy.distribution(storage.obs.flatten(0, 1), chains).log_prob(chains) - storage.log_probs.flatten()
     )
     assert torch.allclose(ratio, torch.ones_like(ratio), atol=1e-4)
     before = [p.detach().clone() for p in policy.actor_parameters()]

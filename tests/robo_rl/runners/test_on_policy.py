@@ -21,9 +21,10 @@ def _runner() -> OnPolicyRunner:
 def _recorded_distribution_matches_policy(runner: OnPolicyRunner) -> bool:
     storage = runner.storage
     with torch.no_grad():
-        _, _, mean, std = runner.policy.evaluate(storage.obs.flatten(0, 1), storage.actions.flatten(0, 1))
-    return torch.allclose(mean, storage.mean.flatten(0, 1), atol=1e-6) and torch.allclose(
-        std, storage.std.flatten(0, 1), atol=1e-6
+        now = runner.policy.distribution(storage.obs.flatten(0, 1), storage.actions.flatten(0, 1)).params()
+    recorded = {name: value.flatten(0, 1) for name, value in storage.distribution.items()}
+    return recorded.keys() == now.keys() and all(
+        torch.allclose(now[name], recorded[name], atol=1e-6) for name in recorded
     )
 
 
