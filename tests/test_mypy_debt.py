@@ -13,10 +13,10 @@ from pathlib import Path
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_MODULES = 33
-MAX_ERRORS = 145
+MAX_MODULES = 31
+MAX_ERRORS = 84
 """218 errors in 41 modules when the whole package came under mypy (issue 35); 145 in 33 once modules/, the env
-factories and the ONNX policy were typed;
+factories and the ONNX policy were typed; 84 in 31 once the experiment config and the composition root were;
 lower them as they shrink."""
 
 

@@ -19,7 +19,7 @@ EPISODE = 10.0
 @torch.no_grad()
 def _progress_per_episode(actor: Callable[[torch.Tensor], torch.Tensor], episodes: int = 64) -> float:
     """Mean distance in m driven along the center line in one deterministic episode of 10 s (until off track)."""
-    env = make("rc_car/race", num_envs=episodes, seed=123, params=EPISODE)
+    env = make("rc_car/race", num_envs=episodes, seed=123, episode_length=EPISODE)
     obs = env.reset(seed=123)
     total = torch.zeros(episodes)
     running = torch.ones(episodes, dtype=torch.bool)
