@@ -81,11 +81,7 @@ class TaskConfig:
         out = dict(data)
         for old, new in (("params", "config"), ("eval_params", "eval_config")):
             if old in out:
-                changes = params_as_changes(out.pop(old), f"task.{old}")
-                base = out.get(new)
-                out[new] = (
-                    deep_update(base, changes) if isinstance(base, Mapping) else changes if base is None else base
-                )
+                out[new] = _lay_over(out.get(new), params_as_changes(out.pop(old), f"task.{old}"))
         return out
 
     @property
