@@ -22,6 +22,7 @@ from robo_rl.config import (
     apply_overrides,
     differences,
     load_yaml,
+    merge,
     set_values,
     to_dict,
 )
@@ -106,8 +107,6 @@ def resolve_task(cfg: ExperimentConfig) -> ExperimentConfig:
 
 
 def _over(base: Any, changes: Mapping[str, Any]) -> Any:
-    from robo_rl.config import merge
-
     return merge(base, changes, "task.eval_config")
 
 
