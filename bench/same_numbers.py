@@ -1,0 +1,88 @@
+"""Did a refactor change what training computes? The same presets trained on an older commit and on the working
+tree, with the same seed and one thread, compared number by number.
+
+    python bench/same_numbers.py --ref a87c1cb [--iterations 10] [--presets pendulum_ppo quadrotor_hover_ppo ...]
+
+Each side runs `robo-rl train PRESET --seed 0 --threads 1 --max-iterations N` with evaluations off (the older
+commit imported through bench/before_after.py's folder of links, as there); the metrics rows (returns, losses, KL,
+learning rate, success rates: every number but times and rates per second) must be equal. Writes
+bench/results/same_numbers.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from before_after import shadow_package, worktree
+from machine import machine_info
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results" / "same_numbers.json"
+PRESETS = ("pendulum_ppo", "quadrotor_hover_ppo", "rc_car_race_ppo", "pendulum_sac", "quadrotor_hover_sac")
+"""PPO on three tasks (the task variants of hover and the race included), SAC on two."""
+NO_EVALUATION = {
+    "ppo": ["runner.eval_interval=0"],
+    "sac": ["off_policy.eval_interval=0", "off_policy.learning_starts=200"],
+}
+"""Flat loop keys, which both sides read (the newer upgrades them into `loop`); SAC updates after 200 steps."""
+TIMING = ("time", "fps", "per_s", "seconds", "wall")
+
+
+def train(tree: Path, pythonpath: Path | None, preset: str, iterations: int, root: Path) -> list[dict[str, Any]]:
+    """The metrics rows of one short training of `preset` on `tree`."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(pythonpath) if pythonpath is not None else str(ROOT)
+    overrides = [arg for o in NO_EVALUATION[preset.rsplit("_", 1)[1]] for arg in ("--set", o)]
+    command = [sys.executable, "-m", "robo_rl.cli.main", "train", preset, "--seed", "0", "--threads", "1"]
+    command += ["--max-iterations", str(iterations), "--runs-root", str(root), *overrides]
+    subprocess.run(command, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    (metrics,) = root.glob("*/*/metrics.jsonl")
+    return [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+
+
+def numbers(row: dict[str, Any]) -> dict[str, Any]:
+    """The row without wall-clock figures."""
+    return {key: value for key, value in row.items() if not any(word in key for word in TIMING)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ref", required=True, help="the older commit (e.g. the one before a refactor)")
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--presets", nargs="+", default=list(PRESETS))
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    before_tree = worktree(args.ref)
+    shadow = shadow_package(before_tree)
+    scratch = Path(tempfile.mkdtemp(prefix="same_numbers_"))
+    results = {}
+    for preset in args.presets:
+        iterations = args.iterations * (100 if preset.endswith("sac") else 1)  # off-policy: one env step each
+        before = train(before_tree, shadow, preset, iterations, scratch / f"{preset}_before")
+        after = train(ROOT, None, preset, iterations, scratch / f"{preset}_after")
+        differing = [
+            {"iteration": b.get("iteration"), "before": numbers(b), "after": numbers(a)}
+            for b, a in zip(before, after, strict=False)
+            if numbers(b) != numbers(a)
+        ]
+        results[preset] = {
+            "rows": [len(before), len(after)],
+            "identical": len(before) == len(after) and not differing,
+            "first_difference": differing[0] if differing else None,
+        }
+        print(f"{preset}: {len(before)} / {len(after)} rows, identical={results[preset]['identical']}", flush=True)
+    report = {"ref": args.ref, "iterations": args.iterations, "presets": results, "machine": machine_info()}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
