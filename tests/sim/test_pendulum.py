@@ -155,8 +155,9 @@ def test_device_trajectory_matches_cpu(device: str) -> None:
         obs = _rollout(env, actions.to(dev))
         assert obs.device.type == torch.device(dev).type
         trajectories.append(obs.cpu())
-    # Chaotic swings amplify float32 rounding differences between kernels, so compare a short horizon tightly.
-    torch.testing.assert_close(trajectories[1][:50], trajectories[0][:50], atol=1e-5, rtol=0)
+    # Chaotic swings amplify float32 rounding differences between kernels, so compare a short horizon tightly (an H100,
+    # 2026-11-27: 3.7e-5 apart at step 44 of 50).
+    torch.testing.assert_close(trajectories[1][:50], trajectories[0][:50], atol=1e-4, rtol=0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -353,14 +353,22 @@ def test_state_dict_round_trip_continues_identically(device: str) -> None:
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_device_trajectory_matches_cpu(device: str) -> None:
-    trajectories = []
+    """The same episodes on the CPU and on `device`, up to each env's first end: a crashed env starts a new episode
+    drawn from the device's own random stream (CPU and CUDA generators differ), so what follows is not comparable.
+    (On an H100, 2026-11-27, one of 32 envs crashed within the 50 steps and its next episode differed.)"""
+    trajectories, ends = [], []
     for dev in ("cpu", device):
         env = QuadrotorHover(32, device=dev, config=HoverConfig(episode_length=10.0), seed=0)
         env.set_state(QuadrotorHover(32, seed=1).state.to(dev))
-        obs = torch.stack([env.step(a)[0] for a in _random_actions(env, 50, seed=2)])
+        steps = [env.step(a) for a in _random_actions(env, 50, seed=2)]
+        obs = torch.stack([step[0] for step in steps])
         assert obs.device.type == torch.device(dev).type
         trajectories.append(obs.cpu())
-    torch.testing.assert_close(trajectories[1], trajectories[0], rtol=0, atol=1e-4)
+        ends.append(torch.stack([step[2] | step[3] for step in steps]).cpu())
+    assert torch.equal(ends[1], ends[0]), "an env ended at another step on the device"
+    running = ends[0].cumsum(0) == 0  # (steps, envs): before the env's first end
+    assert running.float().mean() > 0.8, "too few steps left to compare"
+    torch.testing.assert_close(trajectories[1][running], trajectories[0][running], rtol=0, atol=1e-4)
 
 
 def test_compiled_step_matches_eager_in_one_graph() -> None:
