@@ -26,6 +26,13 @@ register(
 register("mujoco/cartpole_swingup", "robo_rl.sim.mujoco:CartpoleSwingup", _MUJOCO, _MUJOCO_TASKS)
 register("mujoco/arm_reach", "robo_rl.sim.mujoco:ArmReach", _MUJOCO, _MUJOCO_TASKS)
 register(
+    "mujoco/peg_insert",
+    "robo_rl.sim.mujoco:PegInsert",
+    "MuJoCo (`mujoco.rollout` on CPU threads; no MJX)",
+    "the 4-DoF arm inserting a round peg into a hole with 1 mm clearance, placed at random and seen through a noisy "
+    "estimate; sparse reward (issue 36: a contact-rich task for learning with human corrections)",
+)
+register(
     "pybullet/racecar_goal",
     "robo_rl.sim.pybullet:RacecarGoal",
     "PyBullet (one DIRECT client per env)",

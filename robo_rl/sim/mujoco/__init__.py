@@ -2,7 +2,8 @@
 
 One `MjModel`, one full-physics state row per env, stepped together by `mujoco.rollout` on CPU threads
 (`engine.RolloutEngine`) or, optionally, by MJX in JAX (`mjx_engine.MjxEngine`, `backend="mjx"`). Tasks:
-`CartpoleSwingup` (`mujoco/cartpole_swingup`) and `ArmReach` (`mujoco/arm_reach`); MJCF files in `assets/`.
+`CartpoleSwingup` (`mujoco/cartpole_swingup`), `ArmReach` (`mujoco/arm_reach`) and `PegInsert`
+(`mujoco/peg_insert`); MJCF files in `assets/`.
 
 Inside this package `import mujoco` is always the real MuJoCo: imports are absolute, and this package is only
 ever importable as `robo_rl.sim.mujoco`.
@@ -13,6 +14,7 @@ from robo_rl.sim.mujoco.cartpole import CartpoleSwingup, CartpoleSwingupConfig
 from robo_rl.sim.mujoco.engine import BACKENDS, PhysicsEngine, RolloutEngine, make_engine
 from robo_rl.sim.mujoco.kinematics import SiteKinematics
 from robo_rl.sim.mujoco.model import StateLayout, asset_path, load_model
+from robo_rl.sim.mujoco.peg_insert import PegInsert, PegInsertConfig, peg_down_ik
 from robo_rl.sim.mujoco.rendering import FrameRenderer
 
 __all__ = [
@@ -23,6 +25,8 @@ __all__ = [
     "CartpoleSwingup",
     "CartpoleSwingupConfig",
     "FrameRenderer",
+    "PegInsert",
+    "PegInsertConfig",
     "PhysicsEngine",
     "RolloutEngine",
     "SiteKinematics",
@@ -30,5 +34,6 @@ __all__ = [
     "asset_path",
     "load_model",
     "make_engine",
+    "peg_down_ik",
     "use_position_servos",
 ]

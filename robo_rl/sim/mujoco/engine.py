@@ -84,11 +84,24 @@ class PhysicsEngine(Protocol):
         ...
 
 
+_CONTROL_AND_MOCAP = int(
+    mujoco.mjtState.mjSTATE_CTRL | mujoco.mjtState.mjSTATE_MOCAP_POS | mujoco.mjtState.mjSTATE_MOCAP_QUAT
+)
+"""Per-step inputs of an engine with per-env mocap poses: controls, then mocap positions, then quaternions."""
+
+
 class RolloutEngine:
     """`num_envs` copies of `model` stepped together on CPU threads by `mujoco.rollout` (see the module doc)."""
 
-    def __init__(self, model: mujoco.MjModel, num_envs: int, frame_skip: int, num_threads: int = 2) -> None:
-        """`num_threads` worker threads (0 or 1: the calling thread; also used below `MIN_ENVS_PER_THREAD`)."""
+    def __init__(
+        self, model: mujoco.MjModel, num_envs: int, frame_skip: int, num_threads: int = 2, mocap: bool = False
+    ) -> None:
+        """`num_threads` worker threads (0 or 1: the calling thread; also used below `MIN_ENVS_PER_THREAD`).
+
+        `mocap` True: every env has its own mocap body poses, `mocap_pos` `(N, nmocap, 3)` m and `mocap_quat`
+        `(N, nmocap, 4)` (initially the model's), which the task writes and `step` hands to `mujoco.rollout` with the
+        controls (mocap poses are not part of the full-physics state, so the task keeps them for its checkpoints).
+        """
         if num_envs < 1 or frame_skip < 1 or num_threads < 0:
             raise ValueError(
                 f"RolloutEngine needs num_envs >= 1, frame_skip >= 1, num_threads >= 0; "
@@ -104,7 +117,11 @@ class RolloutEngine:
         self._initial = initial_state(model)
         self._state = np.tile(self._initial, (num_envs, 1))
         # Preallocated rollout buffers: controls held over the substeps, and the states/sensors they produce.
-        self._control = np.zeros((num_envs, frame_skip, model.nu))
+        self.mocap_pos = np.tile(model.body_pos[model.body_mocapid >= 0], (num_envs, 1, 1))
+        self.mocap_quat = np.tile(model.body_quat[model.body_mocapid >= 0], (num_envs, 1, 1))
+        self._mocap = mocap and model.nmocap > 0
+        self._control_spec = _CONTROL_AND_MOCAP if self._mocap else int(mujoco.mjtState.mjSTATE_CTRL)
+        self._control = np.zeros((num_envs, frame_skip, model.nu + (7 * model.nmocap if self._mocap else 0)))
         self._trajectory = np.empty((num_envs, frame_skip, self.layout.size))
         self._sensor_trajectory = np.empty((num_envs, frame_skip, model.nsensordata)) if model.nsensordata else None
         self._sensordata = np.zeros((num_envs, model.nsensordata))
@@ -123,13 +140,19 @@ class RolloutEngine:
 
     def step(self, ctrl: np.ndarray) -> None:
         """Hold controls `(N, nu)` (in the actuators' units) for `frame_skip` physics steps of every env."""
-        self._control[:] = np.asarray(ctrl, dtype=np.float64).reshape(self.num_envs, 1, self.model.nu)
+        nu = self.model.nu
+        self._control[:, :, :nu] = np.asarray(ctrl, dtype=np.float64).reshape(self.num_envs, 1, nu)
+        if self._mocap:
+            pos_end = nu + 3 * self.model.nmocap
+            self._control[:, :, nu:pos_end] = self.mocap_pos.reshape(self.num_envs, 1, -1)
+            self._control[:, :, pos_end:] = self.mocap_quat.reshape(self.num_envs, 1, -1)
         # skip_checks: the buffers above have the shapes rollout expects; its per-call checks cost ~10 us.
         self._rollout.rollout(
             self._models,
             self._scratch,
             self._state,
             self._control,
+            control_spec=self._control_spec,
             nstep=self.frame_skip,
             state=self._trajectory,
             sensordata=self._sensor_trajectory,

@@ -16,7 +16,7 @@ import numpy as np
 FULL_PHYSICS = mujoco.mjtState.mjSTATE_FULLPHYSICS
 """State components a batched engine stores and restores per env (what `mj_step` needs to continue exactly)."""
 
-ASSETS = ("arm_reach", "cartpole")
+ASSETS = ("arm_reach", "cartpole", "peg_insert")
 """Names of the bundled MJCF files (`assets/<name>.xml`)."""
 
 
