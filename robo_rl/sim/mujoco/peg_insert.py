@@ -11,6 +11,12 @@ its mouth 0.10 m above the floor at (0.40, 0) m nominally. Contacts: peg against
 elliptic cones, multi-point convex collisions (flat peg end on flat faces), solref 4 ms critically damped, solimp
 0.95-0.99 over 0.5 mm; physics step 2 ms, implicit-fast integration. The peg points straight down when
 shoulder + elbow + wrist = -pi/2 (all three pitch about the same axis), so a round peg needs no wrist roll.
+Measured (one MjData, peg lowered by servo targets 40 mm down in 1.5 s): on the axis it slides in to the hole's
+floor with the contacts sinking at most 0.012 mm; 3 mm off the axis it lands on the top surface (at most 0.04 mm
+deep, normal forces up to 12 N, joint speeds under 0.1 rad/s), and that joint-space push slides it 14 mm sideways
+over the block, the same with a 0.5 ms step (13.7 mm, 0.03 mm): the 2 ms step is converged for these contacts.
+Speed (one thread, 2-core shared machine): 5.8-5.9k env-steps/s at 16 and 64 envs with the peg in the air,
+1.4-1.6k with every peg pressed on the block (elliptic cones and multi-point collisions cost under 10% of that).
 
 Actions are small joint-angle steps, not absolute targets: each control step the position servos (kp 30 N*m/rad,
 kd 3 N*m*s/rad, clipped to the torque limits) are sent to the measured joint angles plus the action, at most
