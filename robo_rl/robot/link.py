@@ -228,4 +228,14 @@ class RosLink:
         self._watchdog.join(1.0)
         if self._safe_fields is not None:
             self._publish(self._safe_fields)
+        self._deliver_before_leaving()
         self.node.destroy_node()
+
+    def _deliver_before_leaving(self, timeout_s: float = 2.0) -> None:
+        """Wait (bounded) until the reliable subscribers acknowledged the last safe command and the last transitions:
+        a node that leaves the graph right after publishing drops what is still unacknowledged (a recorder then misses
+        the final steps; the robot may miss the safe command)."""
+        from rclpy.duration import Duration
+
+        for publisher in (self.publisher, self.transitions):
+            publisher.wait_for_all_acked(Duration(seconds=timeout_s))
