@@ -14,6 +14,7 @@ EXPERTS = {
     "quadrotor/hover": "robo_rl.sim.quadrotor.expert:HoverPilot",
     "quadrotor/track": "robo_rl.sim.quadrotor.expert:track_pilot",
     "rc_car/race": "robo_rl.sim.rc_car.expert:RaceDriver",
+    "mujoco/peg_insert": "robo_rl.sim.mujoco.peg_expert:PegSearchExpert",
 }
 
 

@@ -1,22 +1,26 @@
 """Peg-in-hole insertion on MuJoCo: a 4-DoF arm puts the round peg it holds into a hole whose pose it only estimates.
 
-The first piece of issue 36 (a contact-rich task that RL alone fails, to be learned with human corrections later,
-as in HIL-SERL): the task, its physics and a scripted inserter; no preset yet.
+Issue 36's contact-rich task that RL alone fails, to be learned with human corrections as in HIL-SERL; its simulated
+operator is robo_rl.sim.mujoco.peg_expert, its presets in robo_rl.sim.mujoco.presets.
 
 Model (`assets/peg_insert.xml`): the arm of `arm_reach.xml` (base yaw, shoulder, elbow and wrist pitch, links 0.30 /
 0.25 / 0.10 m, gravity-compensated, joint damping 0.1 N*m*s/rad, torque limits 5 / 8 / 5 / 2 N*m) holding a round
 peg rigidly at the end of its hand: radius 10 mm, 60 mm long, its tip 0.16 m from the wrist axis. The block's hole
 is a 16-sided prism of boxes, inscribed radius 11 mm (1.0 mm radial clearance, 1.2 mm at its corners), 30 mm deep,
 its mouth 0.10 m above the floor at (0.40, 0) m nominally. Contacts: peg against block only, friction 0.5,
-elliptic cones, multi-point convex collisions (flat peg end on flat faces), solref 4 ms critically damped, solimp
-0.95-0.99 over 0.5 mm; physics step 2 ms, implicit-fast integration. The peg points straight down when
-shoulder + elbow + wrist = -pi/2 (all three pitch about the same axis), so a round peg needs no wrist roll.
-Measured (one MjData, peg lowered by servo targets 40 mm down in 1.5 s): on the axis it slides in to the hole's
-floor with the contacts sinking at most 0.012 mm; 3 mm off the axis it lands on the top surface (at most 0.04 mm
-deep, normal forces up to 12 N, joint speeds under 0.1 rad/s), and that joint-space push slides it 14 mm sideways
-over the block, the same with a 0.5 ms step (13.7 mm, 0.03 mm): the 2 ms step is converged for these contacts.
-Speed (one thread, 2-core shared machine): 5.8-5.9k env-steps/s at 16 and 64 envs with the peg in the air,
-1.4-1.6k with every peg pressed on the block (elliptic cones and multi-point collisions cost under 10% of that).
+elliptic cones, multi-point convex collisions (flat peg end on flat faces) by MuJoCo's older MPR collider (the native
+one traps a peg pressed at the mouth's plane partly over the hole between contacts of opposite normals: asked to move
+4.8 mm sideways in four search moves, it moved 0.39 mm, with MPR 2.78 mm; bench/peg_contacts.py), solref 4 ms
+critically damped, solimp 0.95-0.99 over 0.5 mm; physics step 2 ms, implicit-fast integration. The peg points
+straight down when shoulder + elbow + wrist = -pi/2 (all three pitch about the same axis), so a round peg needs no
+wrist roll. Measured (bench/peg_contacts.py; one MjData, the peg lowered by servo targets 1 mm per 0.1 s): on the
+axis it falls in to the hole's floor without touching a wall; 3 mm off the axis it lands on the top surface (contacts
+at most 0.012 mm deep, normal forces up to 5 N), and that joint-space push slides it 12 mm sideways over the block (a
+push along the transposed vertical Jacobian does not: robo_rl.sim.mujoco.peg_expert). Earlier, with the native
+collider and a 0.5 ms step, the slide was the same (13.7 vs 14 mm): the 2 ms step is converged for these contacts.
+Speed (one thread, 2-core shared machine): 5.8-5.9k env-steps/s at 16 and 64 envs with the peg in the air; with
+every peg pressed on the block MPR is about 25 % slower than the native collider (456 vs 601 env-steps/s side by side
+on a loaded machine).
 
 Actions are small joint-angle steps, not absolute targets: each control step the position servos (kp 30 N*m/rad,
 kd 3 N*m*s/rad, clipped to the torque limits) are sent to the measured joint angles plus the action, at most
