@@ -22,8 +22,8 @@ from typing import Any
 import mujoco
 import numpy as np
 import torch
-
 from machine import machine_info
+
 from robo_rl.sim.mujoco.arm_reach import use_position_servos
 from robo_rl.sim.mujoco.model import load_model
 from robo_rl.sim.mujoco.peg_expert import vertical_jacobian

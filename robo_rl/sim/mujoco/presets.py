@@ -1,12 +1,24 @@
-"""Presets of the MuJoCo arm: PPO reaching in simulation, SAC on the arm itself (joint-position commands)."""
+"""Presets of the MuJoCo arm: PPO reaching in simulation, SAC on the arm itself (joint-position commands), and peg
+insertion learned in robot time (issue 36: SAC alone, RLPD with demonstrations, and RLPD with an operator's
+corrections; bench/peg_hil.py runs them)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.algorithms.sac import SACConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
+from robo_rl.hil.config import HilConfig
+from robo_rl.hil.simulated import SimulatedHumanConfig
 from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.mujoco.arm_reach import ArmReachConfig
+from robo_rl.sim.mujoco.peg_insert import PegInsertConfig
+
+PEG_ROBOT_MINUTES = 60
+"""The budget of the peg presets in robot minutes: 36,000 steps of one arm at 10 Hz."""
 
 
 def mujoco_arm_reach_ppo() -> ExperimentConfig:
@@ -30,7 +42,47 @@ def robot_arm_sac() -> ExperimentConfig:
     return robot_off_policy("robot_arm_sac", task, max_iterations=30_000)
 
 
+def peg_insert_sac() -> ExperimentConfig:
+    """SAC alone on mujoco/peg_insert (sparse reward: 1 when inserted 2 cm deep), one arm at 10 Hz for 60 robot
+    minutes; every 10 robot minutes the deterministic policy is evaluated on 32 random holes in simulation (not
+    counted as robot time)."""
+    task = TaskConfig(name="mujoco/peg_insert", num_envs=1, config=PegInsertConfig(num_threads=1))
+    loop = replace(OFF_POLICY_LOOP, max_iterations=PEG_ROBOT_MINUTES * 600, eval_interval=6000, eval_episodes=32)
+    return ExperimentConfig(
+        name="peg_insert_sac",
+        algo="sac",
+        task=task,
+        sac=SACConfig(actor_hidden=(256, 256), critic_hidden=(256, 256)),
+        off_policy=OffPolicyRunnerConfig(loop=loop, learning_starts=1000, batch_size=256, buffer_capacity=100_000),
+    )
+
+
+def peg_insert_rlpd() -> ExperimentConfig:
+    """`peg_insert_sac` with RLPD's pieces (HIL-SERL's learner): LayerNorm critics, and half of every batch from the
+    demonstrations (`--set off_policy.prior_buffer=DEMOS.npz`, e.g. 20 episodes of `robo-rl record-demos
+    mujoco/peg_insert --episodes 20`; the operator's interventions join them). Two critics and one gradient step per
+    robot step, as HIL-SERL's SERL learner; RLPD's ten critics and two steps (`--set sac.num_critics=10 --set
+    sac.critic_subset=2 --set sac.actor_q=mean --set off_policy.updates_per_step=2`) cost four times as much CPU per
+    robot step here (bench/peg_hil.py's note)."""
+    cfg = peg_insert_sac()
+    sac = replace(cfg.sac, layer_norm=True)
+    off_policy = replace(cfg.off_policy, prior_fraction=0.5)
+    return replace(cfg, name="peg_insert_rlpd", sac=sac, off_policy=off_policy)
+
+
+def peg_insert_hil() -> ExperimentConfig:
+    """`peg_insert_rlpd` with a simulated operator (robo_rl.sim.mujoco.peg_expert) who takes over when the peg
+    scrapes the block off the mouth, searches in vain for 6 s, or strays, and hands back once it is over the mouth
+    or in the hole; a 0.1 s reaction, 2 mrad of noise on its joint steps, at most 20 % of all steps."""
+    cfg = peg_insert_rlpd()
+    human = SimulatedHumanConfig(reaction_steps=1, action_noise=0.002, budget=0.2, min_takeover_steps=5)
+    return replace(cfg, name="peg_insert_hil", hil=HilConfig(teleop="simulated", human=human))
+
+
 PRESETS = {
     "mujoco_arm_reach_ppo": mujoco_arm_reach_ppo,
     "robot_arm_sac": robot_arm_sac,
+    "peg_insert_sac": peg_insert_sac,
+    "peg_insert_rlpd": peg_insert_rlpd,
+    "peg_insert_hil": peg_insert_hil,
 }

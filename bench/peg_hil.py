@@ -1,0 +1,137 @@
+"""Peg insertion learned in robot time: success over robot minutes for (a) SAC alone, (b) RLPD + 20 demonstrations,
+(c) (b) + an operator's corrections (issue 36; HIL-SERL's claim that demonstrations and corrections make a
+contact-rich task learnable where RL alone is not).
+
+Each run is one arm at 10 Hz (`num_envs=1`: robot minutes = env steps / 600) training on mujoco/peg_insert's
+sparse reward (1 when the peg is 2 cm deep in a hole placed ±2 cm, ±10°, seen through a 2 mm-noisy estimate):
+- a: `robo-rl train peg_insert_sac`;
+- b: `robo-rl train peg_insert_rlpd` with `off_policy.prior_buffer` = 20 episodes of the simulated operator
+  (`robo-rl record-demos mujoco/peg_insert --episodes 20`; 3,000 steps, 5 robot minutes, not counted in the runs'
+  robot time);
+- c: `robo-rl train peg_insert_hil` with the same demonstrations: the simulated operator
+  (robo_rl.sim.mujoco.peg_expert) takes over when the policy heads wrong, at most 20 % of the steps; its steps
+  are stored in the online and the demonstration buffer.
+Success: the deterministic policy on 32 random holes every 10 robot minutes (in simulation, not robot time), and
+the training episodes' own success (the robot's view, with the operator's help in c). Also the operator's share of
+the steps per 10 robot minutes and over the run. The demonstrator's own success rate is measured the same way.
+
+Usage: `python bench/peg_hil.py [--minutes 60] [--seeds 0 1 2] [--parallel 2]`; results in bench/results/peg_hil.json.
+Needs about 6 CPU minutes per run and robot hour (one thread each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from machine import machine_info
+
+RESULTS = Path(__file__).parent / "results" / "peg_hil.json"
+ROBO_RL = str(Path(sys.executable).parent / "robo-rl")
+SETUPS = {"a_sac": "peg_insert_sac", "b_rlpd_demos": "peg_insert_rlpd", "c_rlpd_demos_operator": "peg_insert_hil"}
+DEMO_EPISODES = 20
+STEPS_PER_MINUTE = 600
+
+
+def run(name: str, seed: int, minutes: float, demo: Path, root: Path) -> dict[str, Any]:
+    steps = round(minutes * STEPS_PER_MINUTE)
+    cmd = [ROBO_RL, "train", SETUPS[name], "--seed", str(seed), "--max-iterations", str(steps), "--quiet"]
+    cmd += ["--runs-root", str(root / name), "--set", f"off_policy.loop.eval_interval={STEPS_PER_MINUTE * 10}"]
+    if name != "a_sac":
+        cmd += ["--set", f"off_policy.prior_buffer={demo}"]
+    subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    (metrics,) = (root / name).glob("*/*/metrics.jsonl")
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+    curve = [
+        {
+            "robot_min": row["env_steps"] / STEPS_PER_MINUTE,
+            "eval_success": row.get("eval_success_rate"),
+            "train_success": row.get("train_success_rate"),
+            "operator_share": row.get("intervention_rate"),
+        }
+        for row in rows
+        if row.get("eval_success_rate") is not None
+    ]
+    last = rows[-1]
+    return {
+        "setup": name,
+        "seed": seed,
+        "robot_min": last["env_steps"] / STEPS_PER_MINUTE,
+        "final_eval_success": last.get("eval_success_rate"),
+        "operator_share_total": last.get("intervention_rate_total", 0.0),
+        "curve": curve,
+        "train_success_by_log": [(row["env_steps"] / STEPS_PER_MINUTE, row.get("train_success_rate")) for row in rows],
+    }
+
+
+def demonstrator_success(seed: int, episodes: int = 64) -> float:
+    """The simulated operator alone on `episodes` random holes (its own success rate, for scale)."""
+    code = (
+        "import numpy as np, torch\n"
+        "from robo_rl.sim.mujoco.peg_insert import PegInsert, PegInsertConfig\n"
+        "from robo_rl.sim.mujoco.peg_expert import PegSearchExpert\n"
+        f"env = PegInsert({episodes}, config=PegInsertConfig(num_threads=1), seed={seed})\n"
+        "expert = PegSearchExpert(env); done = np.zeros(env.num_envs, bool); won = np.zeros(env.num_envs, bool)\n"
+        "for _ in range(env.max_episode_steps):\n"
+        "    _, _, term, trunc, info = env.step(expert.action())\n"
+        "    won |= info['success'].numpy() & ~done; done |= term.numpy() | trunc.numpy()\n"
+        "print(won.mean())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for name in SETUPS:
+        rows = [r for r in results if r["setup"] == name]
+        if rows:
+            finals = [r["final_eval_success"] for r in rows]
+            out[name] = {
+                "seeds": len(rows),
+                "final_eval_success": finals,
+                "seeds_at_90_percent": sum(f is not None and f >= 0.9 for f in finals),
+                "mean_operator_share": sum(r["operator_share_total"] for r in rows) / len(rows),
+            }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=60.0, help="robot minutes per run (default 60)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=list(SETUPS))
+    parser.add_argument("--parallel", type=int, default=2, help="runs at once (default 2)")
+    args = parser.parse_args()
+    results: list[dict[str, Any]] = []
+    out: dict[str, Any] = {"machine": machine_info(), "minutes": args.minutes, "demo_episodes": DEMO_EPISODES}
+    out["demonstrator_success_64_holes"] = demonstrator_success(seed=100)
+    print(f"demonstrator alone: {out['demonstrator_success_64_holes']:.0%} of 64 holes", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        demo = root / "demos.npz"
+        record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--seed", "7"]
+        subprocess.run([*record, "-o", str(demo)], check=True, capture_output=True)
+        jobs = [(name, seed) for seed in args.seeds for name in args.setups]
+        with ThreadPoolExecutor(args.parallel) as pool:  # robot time does not depend on the machine's load
+            futures = [pool.submit(run, name, seed, args.minutes, demo, root / f"seed{seed}") for name, seed in jobs]
+            for future in futures:
+                results.append(future.result())
+                row = {k: v for k, v in results[-1].items() if k not in ("curve", "train_success_by_log")}
+                print(json.dumps(row), flush=True)
+                out["results"] = results
+                out["summary"] = summary(results)
+                RESULTS.parent.mkdir(parents=True, exist_ok=True)
+                RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()
