@@ -45,15 +45,16 @@ def robot_arm_sac() -> ExperimentConfig:
 def peg_insert_sac() -> ExperimentConfig:
     """SAC alone on mujoco/peg_insert (sparse reward: 1 when inserted 2 cm deep), one arm at 10 Hz for 60 robot
     minutes; every 10 robot minutes the deterministic policy is evaluated on 32 random holes in simulation (not
-    counted as robot time)."""
+    counted as robot time). Networks of 128 x 128 and batches of 128 keep an hour of robot time near 6 CPU minutes:
+    the observation has 11 numbers."""
     task = TaskConfig(name="mujoco/peg_insert", num_envs=1, config=PegInsertConfig(num_threads=1))
     loop = replace(OFF_POLICY_LOOP, max_iterations=PEG_ROBOT_MINUTES * 600, eval_interval=6000, eval_episodes=32)
     return ExperimentConfig(
         name="peg_insert_sac",
         algo="sac",
         task=task,
-        sac=SACConfig(actor_hidden=(256, 256), critic_hidden=(256, 256)),
-        off_policy=OffPolicyRunnerConfig(loop=loop, learning_starts=1000, batch_size=256, buffer_capacity=100_000),
+        sac=SACConfig(actor_hidden=(128, 128), critic_hidden=(128, 128)),
+        off_policy=OffPolicyRunnerConfig(loop=loop, learning_starts=1000, batch_size=128, buffer_capacity=100_000),
     )
 
 
