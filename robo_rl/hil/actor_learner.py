@@ -58,6 +58,8 @@ class LearnerStats:
     """Gradient steps it made."""
     published: int
     """Weight versions it published."""
+    interventions: int = 0
+    """Intervened transitions it received, each stored in the online buffer and in the prior buffer."""
 
 
 def _learner(
@@ -78,7 +80,7 @@ def _learner(
         prior.add(prior_transitions)
     sampler = SymmetricSampler(buffer, prior, cfg.prior_fraction)
     generator = torch.Generator().manual_seed(0)
-    received = updates = published = 0
+    received = updates = published = interventions = 0
     while True:
         message = inbox.get()
         if message == STOP:
@@ -87,7 +89,9 @@ def _learner(
             continue
         buffer.add(message)
         if bool(message.intervened.any()):
-            prior.add(select_transitions(message, message.intervened.bool()))
+            intervened = select_transitions(message, message.intervened.bool())
+            prior.add(intervened)
+            interventions += len(intervened)
         received += len(message)
         if len(buffer) < max(cfg.learning_starts, cfg.batch_size):
             continue
@@ -99,7 +103,7 @@ def _learner(
             if updates % cfg.publish_every == 0:
                 _publish(algorithm.actor, shared, version, lock)
                 published += 1
-    results.put(LearnerStats(received, updates, published))
+    results.put(LearnerStats(received, updates, published, interventions))
 
 
 def _publish(actor: torch.nn.Module, shared: dict[str, torch.Tensor], version: Any, lock: Any) -> None:

@@ -125,7 +125,7 @@ class TopicLearner:
             self.prior.add(prior)
         self.sampler = SymmetricSampler(self.buffer, self.prior, cfg.prior_fraction)
         self.generator = torch.Generator().manual_seed(0)
-        self.received = self.updates = self.published = self.invalid = 0
+        self.received = self.updates = self.published = self.invalid = self.interventions = 0
         self.publisher = node.create_publisher(Float32MultiArray, WEIGHTS_TOPIC, 1)
         node.create_subscription(Float32MultiArray, TRANSITION_TOPIC, self._on_transition, 1000)
 
@@ -157,6 +157,7 @@ class TopicLearner:
         self.buffer.add(step)
         if intervened:
             self.prior.add(select_transitions(step, step.intervened))
+            self.interventions += 1
         self.received += 1
 
     def spin(self, seconds: float, stopped: Callable[[], bool] = lambda: False) -> LearnerStats:
@@ -175,7 +176,7 @@ class TopicLearner:
             if self.updates % PUBLISH_EVERY == 0:
                 self.published += 1
                 self.publisher.publish(encode_weights(self.algorithm.actor, self.published))
-        return LearnerStats(self.received, self.updates, self.published)
+        return LearnerStats(self.received, self.updates, self.published, self.interventions)
 
     def _due(self) -> bool:
         ready = len(self.buffer) >= max(self.cfg.learning_starts, self.cfg.batch_size)

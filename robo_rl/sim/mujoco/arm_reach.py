@@ -19,10 +19,10 @@ import torch
 
 from robo_rl.envs import SpaceSpec, StepResult
 from robo_rl.sim.mujoco.engine import BACKENDS, Backend, make_engine, snapshot
-from robo_rl.sim.mujoco.episodes import Episodes, controls, time_limit_result, to_torch
+from robo_rl.sim.mujoco.episodes import controls
 from robo_rl.sim.mujoco.kinematics import SiteKinematics
 from robo_rl.sim.mujoco.model import load_model
-from robo_rl.sim.mujoco.rendering import FrameRenderer
+from robo_rl.sim.mujoco.task import MujocoTask, check_int_fields
 
 ArmActionMode = Literal["torque", "position"]
 ARM_ACTION_MODES: tuple[ArmActionMode, ...] = ("torque", "position")
@@ -92,10 +92,7 @@ class ArmReachConfig:
                 f"ArmReachConfig fields out of range (positive / >= 0 as documented, ranges as (low, high) with "
                 f"0 <= distance and elevation within ±pi/2, home_pose of 4 angles): {bad}"
             )
-        for name, minimum in (("frame_skip", 1), ("num_threads", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < minimum:
-                raise ValueError(f"ArmReachConfig.{name} must be an int >= {minimum}, got {value!r}")
+        check_int_fields(self, {"frame_skip": 1, "num_threads": 0})
 
 
 def use_position_servos(model: mujoco.MjModel, kp: float, kd: float) -> None:
@@ -117,7 +114,7 @@ def use_position_servos(model: mujoco.MjModel, kp: float, kd: float) -> None:
         model.actuator_biasprm[actuator, 1:3] = (-kp, -kd)
 
 
-class ArmReach:
+class ArmReach(MujocoTask):
     """`num_envs` 4-DoF MuJoCo arms reaching random targets, implementing `BatchedEnv` and `RenderableEnv`.
 
     Observation `(num_envs, 14)`: joint angles (4, rad), joint velocities (4, rad/s), target position (3, m,
@@ -130,11 +127,9 @@ class ArmReach:
     `max_episode_steps` and reset inside `step` with a new target. `info["success"]`: the episode ended with the
     end effector within `success_distance` of the target. The target is drawn as a mocap sphere in `render`.
 
-    Beyond the protocols: `model` (the compiled `MjModel`, with position servos in "position" mode) and `engine`
-    (the batched physics, `robo_rl.sim.mujoco.engine.PhysicsEngine`).
+    Beyond the protocols: `model` (the compiled `MjModel`, with position servos in "position" mode), `engine`
+    (the batched physics, `robo_rl.sim.mujoco.engine.PhysicsEngine`), `set_joint_state` and `set_target`.
     """
-
-    privileged_obs_spec: SpaceSpec | None = None
 
     def __init__(
         self,
@@ -144,18 +139,14 @@ class ArmReach:
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` None draws a non-deterministic seed."""
-        self.num_envs, self.device, self.config = num_envs, torch.device(device), config
-        self.model = load_model("arm_reach")
-        torque_limit = self.model.actuator_ctrlrange[:, 1].copy()
+        self.config = config
+        model = load_model("arm_reach")
+        self._torque_limit = model.actuator_ctrlrange[:, 1].copy()
         if config.action_mode == "position":
-            use_position_servos(self.model, config.position_kp, config.position_kd)
-        self._torque_limit = torque_limit
-        self._ctrl_low, self._ctrl_high = self.model.actuator_ctrlrange.T.copy()
-        self.dt = float(self.model.opt.timestep) * config.frame_skip
-        self.max_episode_steps = max(1, round(config.episode_length / self.dt))
-        self.engine = make_engine(self.model, num_envs, config.frame_skip, config.backend, config.num_threads)
-        self._episodes = Episodes(self.engine, self.max_episode_steps, seed)
-        self._renderer = FrameRenderer(self.model, "fixed")
+            use_position_servos(model, config.position_kp, config.position_kd)
+        self._ctrl_low, self._ctrl_high = model.actuator_ctrlrange.T.copy()
+        engine = make_engine(model, num_envs, config.frame_skip, config.backend, config.num_threads)
+        super().__init__(num_envs, device, engine, config.episode_length, seed)
         self._end_effector = SiteKinematics(self.model, "end_effector")
         self._shoulder = self._joint_anchor("shoulder")
         self._joint_low, self._joint_high = self.model.jnt_range.T.copy()
@@ -179,18 +170,6 @@ class ArmReach:
         """`(num_envs, 3)` float64 CPU end-effector positions in m (world frame) in the current state."""
         return torch.from_numpy(self._end_effector(self.engine.qpos))
 
-    def set_joint_state(self, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        """Overwrite joint angles (rad) and velocities (rad/s), `(num_envs, 4)` each; step counters are kept."""
-        qpos_np = qpos.detach().cpu().numpy().astype(np.float64).reshape(self.num_envs, 4)
-        qvel_np = qvel.detach().cpu().numpy().astype(np.float64).reshape(self.num_envs, 4)
-        self.engine.reset(np.arange(self.num_envs), qpos_np, qvel_np)
-
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Reset every env near `home_pose` with a new target; returns obs `(num_envs, 14)`."""
-        self._episodes.reseed(seed)
-        self._restart(np.arange(self.num_envs))
-        return to_torch(self._observe(self._end_effector(self.engine.qpos)), self.device)
-
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply actions `(num_envs, 4)` (N*m or rad, see the action mode) for `dt`; auto-resets finished envs."""
         self.engine.step(controls(action, self._ctrl_low, self._ctrl_high))
@@ -200,33 +179,20 @@ class ArmReach:
         reward = self._reward(distance)
         truncated = self._episodes.tick()
         success = truncated & (distance <= self.config.success_distance)
-        obs = final_obs
-        done = np.flatnonzero(truncated)
-        if done.size > 0:
-            self._restart(done)
-            obs = self._observe(self._end_effector(self.engine.qpos))  # unfinished rows equal final_obs
-        return time_limit_result(obs, final_obs, reward, truncated, success, self.device)
+        return self._end_step(final_obs, reward, truncated, success)
 
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(480, 640, 3)` uint8 of env `index` and its target from the MJCF's fixed camera."""
         snapshot(self.engine, index, self._renderer.data, mocap_pos=self._target[index : index + 1])
         return self._renderer.render()
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the exact same stream (physics, targets, counters, random generator)."""
-        return {**self._episodes.state_dict(), "target": torch.from_numpy(self._target.copy())}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict` saved."""
-        self._episodes.load_state_dict(state_dict)
-        self._target = state_dict["target"].cpu().numpy().astype(np.float64).reshape(self.num_envs, 3)
-
-    def close(self) -> None:
-        """Stop the physics threads and free the renderer; the env cannot step afterwards."""
-        self.engine.close()
-        self._renderer.close()
-
     # ------------------------------------------------------------------------------------------------ internals
+
+    def _task_state(self) -> dict[str, Any]:
+        return {"target": torch.from_numpy(self._target.copy())}
+
+    def _load_task_state(self, state_dict: dict[str, Any]) -> None:
+        self._target = state_dict["target"].cpu().numpy().astype(np.float64).reshape(self.num_envs, 3)
 
     def _joint_anchor(self, joint: str) -> np.ndarray:
         """World position `(3,)` of `joint`'s anchor at qpos0 (the shoulder's does not move: yaw turns about it)."""
@@ -267,6 +233,9 @@ class ArmReach:
             (np.cos(elevation) * np.cos(azimuth), np.cos(elevation) * np.sin(azimuth), np.sin(elevation)), axis=1
         )
         return self._shoulder + distance[:, None] * direction
+
+    def _current_obs(self) -> np.ndarray:
+        return self._observe(self._end_effector(self.engine.qpos))
 
     def _observe(self, end_effector: np.ndarray) -> np.ndarray:
         qpos, qvel = self.engine.qpos, self.engine.qvel

@@ -15,9 +15,9 @@ import torch
 
 from robo_rl.envs import SpaceSpec, StepResult
 from robo_rl.sim.mujoco.engine import BACKENDS, Backend, make_engine, snapshot
-from robo_rl.sim.mujoco.episodes import Episodes, controls, time_limit_result, to_torch
+from robo_rl.sim.mujoco.episodes import controls
 from robo_rl.sim.mujoco.model import load_model
-from robo_rl.sim.mujoco.rendering import FrameRenderer
+from robo_rl.sim.mujoco.task import MujocoTask, check_int_fields
 
 
 @dataclass(frozen=True)
@@ -64,15 +64,12 @@ class CartpoleSwingupConfig:
                 f"CartpoleSwingupConfig fields out of range (must be positive, >= 0 for init ranges, in [0, 1] "
                 f"for control_weight): {bad}"
             )
-        for name, minimum in (("frame_skip", 1), ("num_threads", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < minimum:
-                raise ValueError(f"CartpoleSwingupConfig.{name} must be an int >= {minimum}, got {value!r}")
+        check_int_fields(self, {"frame_skip": 1, "num_threads": 0})
         if self.backend not in BACKENDS:
             raise ValueError(f"CartpoleSwingupConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
 
 
-class CartpoleSwingup:
+class CartpoleSwingup(MujocoTask):
     """`num_envs` MuJoCo cart-poles swinging up, implementing the `BatchedEnv` and `RenderableEnv` protocols.
 
     Observation `(num_envs, 5)`: cart position (m), cos and sin of the pole angle, cart velocity (m/s), pole
@@ -84,11 +81,10 @@ class CartpoleSwingup:
     they are truncated after `max_episode_steps` and reset inside `step`. `info["success"]`: balanced upright
     near the centre over the final second (see the config).
 
-    Beyond the protocols: `model` (the compiled `MjModel`) and `engine` (the batched physics,
-    `robo_rl.sim.mujoco.engine.PhysicsEngine`).
+    Beyond the protocols: `model` (the compiled `MjModel`), `engine` (the batched physics,
+    `robo_rl.sim.mujoco.engine.PhysicsEngine`), `state` / `set_state` and `set_joint_state` (cart position and pole
+    angle, their rates).
     """
-
-    privileged_obs_spec: SpaceSpec | None = None
 
     def __init__(
         self,
@@ -98,14 +94,10 @@ class CartpoleSwingup:
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` None draws a non-deterministic seed."""
-        self.num_envs, self.device, self.config = num_envs, torch.device(device), config
-        self.model = load_model("cartpole")
-        self.dt = float(self.model.opt.timestep) * config.frame_skip
-        self.max_episode_steps = max(1, round(config.episode_length / self.dt))
+        self.config = config
+        engine = make_engine(load_model("cartpole"), num_envs, config.frame_skip, config.backend, config.num_threads)
+        super().__init__(num_envs, device, engine, config.episode_length, seed)
         self._success_steps = max(1, min(self.max_episode_steps, round(config.success_window / self.dt)))
-        self.engine = make_engine(self.model, num_envs, config.frame_skip, config.backend, config.num_threads)
-        self._episodes = Episodes(self.engine, self.max_episode_steps, seed)
-        self._renderer = FrameRenderer(self.model, "fixed")
         self._force_low, self._force_high = self.model.actuator_ctrlrange[0].copy()
         self.obs_spec = SpaceSpec(
             names=("cart_position", "cos_pole_angle", "sin_pole_angle", "cart_velocity", "pole_angular_velocity"),
@@ -132,58 +124,39 @@ class CartpoleSwingup:
 
     def set_state(self, state: torch.Tensor) -> None:
         """Overwrite [cart position, pole angle, cart velocity, pole rate] `(num_envs, 4)`; step counters are kept."""
-        state = state.detach().cpu().numpy().astype(np.float64).reshape(self.num_envs, 4)
-        self.engine.reset(np.arange(self.num_envs), state[:, :2], state[:, 2:])
-
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Reset every env near hanging down (see the config); returns obs `(num_envs, 5)`."""
-        self._episodes.reseed(seed)
-        self._restart(np.arange(self.num_envs))
-        return to_torch(self._observe(), self.device)
+        state = state.reshape(self.num_envs, 4)
+        self.set_joint_state(state[:, :2], state[:, 2:])
 
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply forces `(num_envs, 1)` in N for `dt`; auto-resets envs whose episode is over."""
         force = controls(action, self._force_low.reshape(1), self._force_high.reshape(1))
         self.engine.step(force)
-        final_obs = self._observe()
+        final_obs = self._current_obs()
         reward = self._reward(force[:, 0])
         self._balanced_steps = np.where(self._balanced(), self._balanced_steps + 1, 0)
         truncated = self._episodes.tick()
         success = truncated & (self._balanced_steps >= self._success_steps)
-        obs = final_obs
-        done = np.flatnonzero(truncated)
-        if done.size > 0:
-            self._restart(done)
-            obs = self._observe()  # rows of envs that did not finish equal final_obs
-        return time_limit_result(obs, final_obs, reward, truncated, success, self.device)
+        return self._end_step(final_obs, reward, truncated, success)
 
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(480, 640, 3)` uint8 of env `index` from the MJCF's fixed camera (GL made on first call)."""
         snapshot(self.engine, index, self._renderer.data)
         return self._renderer.render()
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the exact same stream (physics, counters, random generator)."""
-        return {**self._episodes.state_dict(), "balanced_steps": torch.from_numpy(self._balanced_steps.copy())}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict` saved."""
-        self._episodes.load_state_dict(state_dict)
-        self._balanced_steps = state_dict["balanced_steps"].cpu().numpy().astype(np.int64)
-
-    def close(self) -> None:
-        """Stop the physics threads and free the renderer; the env cannot step afterwards."""
-        self.engine.close()
-        self._renderer.close()
-
     # ------------------------------------------------------------------------------------------------ internals
+
+    def _task_state(self) -> dict[str, Any]:
+        return {"balanced_steps": torch.from_numpy(self._balanced_steps.copy())}
+
+    def _load_task_state(self, state_dict: dict[str, Any]) -> None:
+        self._balanced_steps = state_dict["balanced_steps"].cpu().numpy().astype(np.int64)
 
     def _restart(self, index: np.ndarray) -> None:
         draws = self._episodes.uniform(index.size, self._init_low, self._init_high)
         self._episodes.restart(index, draws[:, :2], draws[:, 2:])
         self._balanced_steps[index] = 0
 
-    def _observe(self) -> np.ndarray:
+    def _current_obs(self) -> np.ndarray:
         (position, angle), (velocity, rate) = self.engine.qpos.T, self.engine.qvel.T
         return np.stack((position, np.cos(angle), np.sin(angle), velocity, rate), axis=-1)
 

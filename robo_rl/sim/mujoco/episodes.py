@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, StepResult
 from robo_rl.sim.mujoco.engine import PhysicsEngine
 
 
@@ -76,17 +75,3 @@ def to_torch(array: np.ndarray, device: torch.device) -> torch.Tensor:
     if array.dtype != np.bool_:
         array = array.astype(np.float32)
     return torch.from_numpy(np.ascontiguousarray(array)).to(device)
-
-
-def time_limit_result(
-    obs: np.ndarray,
-    final_obs: np.ndarray,
-    reward: np.ndarray,
-    truncated: np.ndarray,
-    success: np.ndarray,
-    device: torch.device,
-) -> StepResult:
-    """The `StepResult` on `device` of tasks whose episodes only end at the time limit (never terminated)."""
-    info = {INFO_FINAL_OBS: to_torch(final_obs, device), INFO_SUCCESS: to_torch(success, device)}
-    terminated = torch.zeros(truncated.shape[0], dtype=torch.bool, device=device)
-    return to_torch(obs, device), to_torch(reward, device), terminated, to_torch(truncated, device), info

@@ -47,13 +47,13 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.envs import SpaceSpec, StepResult
 from robo_rl.sim.mujoco.arm_reach import JOINTS, use_position_servos
 from robo_rl.sim.mujoco.engine import RolloutEngine, snapshot
-from robo_rl.sim.mujoco.episodes import Episodes, controls, to_torch
+from robo_rl.sim.mujoco.episodes import controls
 from robo_rl.sim.mujoco.kinematics import SiteKinematics
 from robo_rl.sim.mujoco.model import load_model
-from robo_rl.sim.mujoco.rendering import FrameRenderer
+from robo_rl.sim.mujoco.task import MujocoTask, check_int_fields
 
 PegReward = Literal["sparse", "shaped"]
 PEG_REWARDS: tuple[PegReward, ...] = ("sparse", "shaped")
@@ -128,10 +128,7 @@ class PegInsertConfig:
                 f"PegInsertConfig fields out of range (positive / >= 0 as documented, start_height_range as "
                 f"0 <= low <= high, success_depth at most the hole depth {HOLE_DEPTH} m): {bad}"
             )
-        for name, minimum in (("frame_skip", 1), ("num_threads", 0)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < minimum:
-                raise ValueError(f"PegInsertConfig.{name} must be an int >= {minimum}, got {value!r}")
+        check_int_fields(self, {"frame_skip": 1, "num_threads": 0})
 
 
 def peg_down_ik(tip: np.ndarray) -> np.ndarray:
@@ -153,7 +150,7 @@ def peg_down_ik(tip: np.ndarray) -> np.ndarray:
     return np.stack((yaw, shoulder, elbow, wrist), axis=1)
 
 
-class PegInsert:
+class PegInsert(MujocoTask):
     """`num_envs` arms inserting a peg into a randomly placed hole, implementing `BatchedEnv` and `RenderableEnv`.
 
     Observation `(num_envs, 11)`: joint angles (4, rad), joint velocities (4, rad/s), peg tip minus the hole
@@ -168,7 +165,8 @@ class PegInsert:
     Beyond the protocols: `model`, `engine`, `hole_pose()`, `peg_tip_position()`, `set_joint_state`, `set_hole`.
     """
 
-    privileged_obs_spec: SpaceSpec | None = None
+    engine: RolloutEngine
+    """The rollout engine with a mocap block per env (`mocap_pos`, `mocap_quat`)."""
 
     def __init__(
         self,
@@ -178,15 +176,12 @@ class PegInsert:
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` None draws a non-deterministic seed."""
-        self.num_envs, self.device, self.config = num_envs, torch.device(device), config
-        self.model = load_model("peg_insert")
-        use_position_servos(self.model, config.position_kp, config.position_kd)
-        self._joint_low, self._joint_high = self.model.jnt_range.T.copy()
-        self.dt = float(self.model.opt.timestep) * config.frame_skip
-        self.max_episode_steps = max(1, round(config.episode_length / self.dt))
-        self.engine = RolloutEngine(self.model, num_envs, config.frame_skip, config.num_threads, mocap=True)
-        self._episodes = Episodes(self.engine, self.max_episode_steps, seed)
-        self._renderer = FrameRenderer(self.model, "fixed")
+        self.config = config
+        model = load_model("peg_insert")
+        use_position_servos(model, config.position_kp, config.position_kd)
+        self._joint_low, self._joint_high = model.jnt_range.T.copy()
+        engine = RolloutEngine(model, num_envs, config.frame_skip, config.num_threads, mocap=True)
+        super().__init__(num_envs, device, engine, config.episode_length, seed)
         self._tip = SiteKinematics(self.model, "peg_tip")
         self._hole = np.zeros((num_envs, 4))
         """Per env: x, y, z of the hole's mouth centre in m and its yaw in rad (the truth)."""
@@ -217,18 +212,6 @@ class PegInsert:
         """`(num_envs, 3)` float64 CPU peg tip positions in m (world frame) in the current state."""
         return torch.from_numpy(self._tip(self.engine.qpos))
 
-    def set_joint_state(self, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
-        """Overwrite joint angles (rad) and velocities (rad/s), `(num_envs, 4)` each; step counters are kept."""
-        qpos_np = qpos.detach().cpu().numpy().astype(np.float64).reshape(self.num_envs, 4)
-        qvel_np = qvel.detach().cpu().numpy().astype(np.float64).reshape(self.num_envs, 4)
-        self.engine.reset(np.arange(self.num_envs), qpos_np, qvel_np)
-
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        """Reset every env with a new hole pose and estimate, the peg above the nominal hole; obs `(num_envs, 11)`."""
-        self._episodes.reseed(seed)
-        self._restart(np.arange(self.num_envs))
-        return to_torch(self._observe(self._tip(self.engine.qpos)), self.device)
-
     def step(self, action: torch.Tensor) -> StepResult:
         """Step the servo targets by `action` `(num_envs, 4)` rad from the measured angles for `dt`; auto-resets."""
         step = controls(action, -self._step_limit(), self._step_limit())
@@ -240,20 +223,7 @@ class PegInsert:
         if self.config.reward == "shaped":
             reward -= self.config.distance_weight * np.linalg.norm(tip - self._goal(), axis=1)
         truncated = self._episodes.tick() & ~success
-        obs = final_obs
-        done = np.flatnonzero(success | truncated)
-        if done.size > 0:
-            self._restart(done)
-            obs = self._observe(self._tip(self.engine.qpos))  # unfinished rows equal final_obs
-        info = {INFO_FINAL_OBS: to_torch(final_obs, self.device), INFO_SUCCESS: to_torch(success, self.device)}
-        terminated = to_torch(success, self.device)
-        return (
-            to_torch(obs, self.device),
-            to_torch(reward, self.device),
-            terminated,
-            to_torch(truncated, self.device),
-            info,
-        )
+        return self._end_step(final_obs, reward, truncated, success, terminated=success)
 
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(480, 640, 3)` uint8 of env `index` (arm, peg and its block) from the MJCF's fixed camera."""
@@ -262,27 +232,18 @@ class PegInsert:
         snapshot(self.engine, index, data, mocap_pos=self.engine.mocap_pos[index])
         return self._renderer.render()
 
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue the exact same stream (physics, holes, estimates, counters, generator)."""
+    # ------------------------------------------------------------------------------------------------ internals
+
+    def _task_state(self) -> dict[str, Any]:
         return {
-            **self._episodes.state_dict(),
             "hole": torch.from_numpy(self._hole.copy()),
             "estimate_error": torch.from_numpy(self._estimate_error.copy()),
         }
 
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Restore what `state_dict` saved."""
-        self._episodes.load_state_dict(state_dict)
+    def _load_task_state(self, state_dict: dict[str, Any]) -> None:
         self._hole = state_dict["hole"].cpu().numpy().astype(np.float64).reshape(self.num_envs, 4)
         self._estimate_error = state_dict["estimate_error"].cpu().numpy().astype(np.float64).reshape(self.num_envs, 3)
         self._place_blocks(np.arange(self.num_envs))
-
-    def close(self) -> None:
-        """Stop the physics threads and free the renderer; the env cannot step afterwards."""
-        self.engine.close()
-        self._renderer.close()
-
-    # ------------------------------------------------------------------------------------------------ internals
 
     def _step_limit(self) -> np.ndarray:
         return np.full(len(JOINTS), self.config.max_joint_step)
@@ -317,6 +278,9 @@ class PegInsert:
         half_yaw = self._hole[index, 3] / 2
         zeros = np.zeros_like(half_yaw)
         self.engine.mocap_quat[index, 0] = np.stack((np.cos(half_yaw), zeros, zeros, np.sin(half_yaw)), axis=1)
+
+    def _current_obs(self) -> np.ndarray:
+        return self._observe(self._tip(self.engine.qpos))
 
     def _observe(self, tip: np.ndarray) -> np.ndarray:
         estimate = self._hole[:, :3] + self._estimate_error

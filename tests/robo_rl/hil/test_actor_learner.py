@@ -104,3 +104,17 @@ def test_close_without_draining_drops_the_queued_transitions() -> None:
     start = time.monotonic()
     stats = split.close(drain=False)
     assert stats.received < 80 and time.monotonic() - start < 3.0  # not 20 more updates of 0.2 s
+
+
+def test_the_learner_stores_intervened_transitions_in_the_prior_buffer_too() -> None:
+    split, env = _start(LearnerConfig(learning_starts=10_000, queue_size=100))
+    obs = env.reset(seed=0)
+    for step in range(30):  # env k intervened where (step + k) % 3 == 0: 40 of the 120 transitions
+        action = split.act(obs)
+        result = env.step(split.actor.scaler(action))
+        intervened = (step + torch.arange(4)) % 3 == 0
+        split.send(transitions_of_step(obs, obs, action, result, is_demo=False, intervened=intervened))
+        obs = result[0]
+    stats = split.close()
+    assert split.dropped == 0 and stats.received == 120  # all of them in the online buffer...
+    assert stats.interventions == 40  # ...and the intervened ones in the prior buffer as well

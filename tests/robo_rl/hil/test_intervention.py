@@ -9,6 +9,7 @@ import torch
 from robo_rl.hil import INFO_EXECUTED_ACTION, INFO_INTERVENED, InterventionEnv, TeleopCommand
 from robo_rl.runners.off_policy import OFF_POLICY_LOOP
 from robo_rl.sim import make
+from robo_rl.storage.replay import FIELD_NAMES, select_transitions
 
 
 class ScheduledDevice:
@@ -79,10 +80,20 @@ def test_off_policy_runner_stores_executed_actions_flagged_and_copies_them_to_th
     operator = (0.5 * (torch.arange(4) + 1)).clamp(max=2.0).repeat(30)[stored.intervened.bool()]
     # Stored normalized: the pendulum's torque bound is 2, so action a is stored as a / 2.
     torch.testing.assert_close(stored.actions[stored.intervened.bool(), 0], operator / 2.0)
+    # Dual storage: the prior buffer holds exactly the intervened transitions of the online buffer, in order, every
+    # field equal (the online buffer keeps them too).
     assert runner.prior is not None and len(runner.prior) == 40
-    assert bool(runner.prior.stored().intervened.all())
+    prior, intervened = runner.prior.stored(), select_transitions(stored, stored.intervened.bool())
+    for name in FIELD_NAMES:
+        assert torch.equal(getattr(prior, name), getattr(intervened, name)), name
+    assert bool(prior.intervened.all()) and not bool(prior.is_demo.any())
+    # RLPD: exactly the first half of every batch comes from the intervention buffer, the rest from online data.
     batch = runner.sample_batch()
-    assert int(batch.intervened.sum()) >= 16  # RLPD: half of each batch from the intervention buffer
+    prior_rows = {tuple(row) for row in prior.obs.tolist()}
+    assert [tuple(row) in prior_rows for row in batch.obs[:16].tolist()] == [True] * 16
+    assert bool(batch.intervened[:16].all())
+    online_rows = {tuple(row) for row in stored.obs.tolist()}
+    assert all(tuple(row) in online_rows for row in batch.obs[16:].tolist())
 
 
 class EstopAt(ScheduledDevice):

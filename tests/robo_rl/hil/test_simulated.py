@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import torch
 
-from robo_rl.hil import InterventionEnv, SimulatedHuman, SimulatedHumanConfig
+from robo_rl.hil import INFO_INTERVENED, InterventionEnv, SimulatedHuman, SimulatedHumanConfig
 from robo_rl.sim import make, make_expert
 from robo_rl.sim.quadrotor.actions import hover_action
 from robo_rl.sim.quadrotor.params import load_frame
@@ -75,3 +75,58 @@ def test_the_track_expert_flies_the_figure_eight() -> None:
         crashes += int(env.step(expert.action())[2].sum())
     assert crashes == 0
     assert float(env.tracking_error().max()) < 1.0
+
+
+class AlwaysUnsafe:
+    """An expert whose state is never safe: the human wants every env all the time, so only the budget stops it."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.num_envs = num_envs
+
+    def action(self) -> torch.Tensor:
+        return torch.ones(self.num_envs, 1)
+
+    def unsafe(self) -> torch.Tensor:
+        return torch.ones(self.num_envs, dtype=torch.bool)
+
+    def recovered(self) -> torch.Tensor:
+        return torch.zeros(self.num_envs, dtype=torch.bool)
+
+
+def test_the_human_lets_go_everywhere_at_the_cap_and_passes_it_by_at_most_one_poll() -> None:
+    # min_takeover_steps=10 would keep a takeover going: the budget must end it anyway, at the first poll that
+    # starts at or above the cap; below the cap every env is taken at once (always unsafe, no reaction time).
+    num_envs, budget = 4, 0.25
+    config = SimulatedHumanConfig(reaction_steps=0, action_noise=0.0, budget=budget, min_takeover_steps=10)
+    human = SimulatedHuman(AlwaysUnsafe(num_envs), -torch.ones(1), torch.ones(1), num_envs, config)
+    obs = torch.zeros(num_envs, 3)
+    pattern = []
+    for _ in range(200):
+        share_before, steps_before = human.used_budget, human.steps
+        active = human.poll(obs).active
+        pattern.append(int(active.sum()))
+        assert active.tolist() == [share_before < budget] * num_envs  # all or nothing, decided by the cap
+        assert human.human_steps <= budget * steps_before + num_envs  # one poll past the cap at most
+    # Poll 1 takes all 4 (share 1), then it lets go until the share is below 1/4 again (4 / 20 after poll 5)...
+    assert pattern[:7] == [4, 0, 0, 0, 0, 4, 0]
+    # ...and over the run the share settles at the cap from above, within one poll of it.
+    assert budget <= human.used_budget <= budget + num_envs / human.steps
+
+
+def test_the_human_never_passes_the_budget_by_more_than_one_poll_on_the_quadrotor() -> None:
+    env = make("quadrotor/hover", num_envs=32, seed=0, params=("episode_length=100",))
+    low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
+    human = SimulatedHuman(make_expert("quadrotor/hover", env), low, high, 32, SimulatedHumanConfig(budget=0.1))
+    wrapped = InterventionEnv(env, human)
+    wrapped.reset(seed=0)
+    generator = torch.Generator().manual_seed(1)
+    capped_polls = 0
+    for _ in range(300):
+        share_before, steps_before = human.used_budget, human.steps
+        info = wrapped.step(_noisy_hover(None, generator))[4]
+        if share_before >= 0.1:  # at the cap: nobody is flown by the human in this step
+            capped_polls += 1
+            assert not bool(info[INFO_INTERVENED].any())
+        assert human.human_steps <= 0.1 * steps_before + 32
+    assert capped_polls > 0  # the cap was reached and held the human back
+    assert wrapped.intervention_stats()["intervention_rate"] == human.used_budget
