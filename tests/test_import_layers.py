@@ -133,10 +133,12 @@ PRESETS_MAY_IMPORT = (
     "robo_rl.runners.loop_config",
     "robo_rl.runners.on_policy",
     "robo_rl.runners.off_policy",
+    "robo_rl.hil.config",
 )
 """A task folder's presets.py (robo_rl/sim/TASK/presets.py) is the one place in a simulator that knows training: it
-builds `ExperimentConfig`s, so it imports the experiment and the runners' config classes, and no more of training
-(never the composition root, the API, the CLI or HIL)."""
+builds `ExperimentConfig`s, so it imports the experiment, the runners' config classes and the HIL section's
+(`HilConfig` and the simulated human's settings it holds), and no more of training (never the composition root, the
+API, the CLI or HIL's devices)."""
 
 
 def _presets_module(module: str) -> bool:

@@ -9,8 +9,7 @@ from dataclasses import replace
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
-from robo_rl.hil.config import HilConfig
-from robo_rl.hil.simulated import SimulatedHumanConfig
+from robo_rl.hil.config import HilConfig, SimulatedHumanConfig
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
