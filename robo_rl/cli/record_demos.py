@@ -84,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
     policy = _demonstrator(args.teleop, args.task, env, make_expert, args.gamepad)
     steps = env.max_episode_steps * (args.episodes // num_envs)
     demos = collect_demonstrations(env, policy, steps * num_envs, seed=args.seed)
-    save_demos(args.output, demos.buffer, args.task, env, demos.episodes, f"teleop={args.teleop}")
+    save_demos(args.output, demos.buffer, args.task, env, demos.episodes, f"teleop={args.teleop}", demos.success)
     ret = "none finished" if demos.mean_return is None else f"mean return {demos.mean_return:.1f}"
     console = terminal()
     console.print(f"wrote {len(demos.buffer):,} transitions to {args.output} ({demos.episodes} episodes, {ret})")
@@ -114,7 +114,8 @@ def _record_on_robot(args: argparse.Namespace) -> int:
     env.link.close()
     if len(demos.buffer) == 0:
         raise ValueError("the operator drove no valid step: nothing recorded (hold the takeover button to drive)")
-    save_demos(args.output, demos.buffer, args.task, env, demos.episodes, f"robot={args.robot} link={args.robot_link}")
+    source = f"robot={args.robot} link={args.robot_link}"
+    save_demos(args.output, demos.buffer, args.task, env, demos.episodes, source, demos.success)
     console.print(f"wrote {len(demos.buffer):,} transitions the operator drove to {args.output}")
     console.print(f"train with them: robo-rl train --robot {args.robot} --set off_policy.prior_buffer={args.output}")
     return 0

@@ -27,10 +27,23 @@ SCHEMA = "robo_rl.demos/1"
 FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
 
 
-def save_demos(path: Path, buffer: ReplayBuffer, task: str, env: BatchedEnv, episodes: int, source: str) -> None:
-    """Write the stored transitions of `buffer` to `path` (.npz) atomically, with the metadata of `env`."""
+def save_demos(
+    path: Path,
+    buffer: ReplayBuffer,
+    task: str,
+    env: BatchedEnv,
+    episodes: int,
+    source: str,
+    success: torch.Tensor | None = None,
+) -> None:
+    """Write the stored transitions of `buffer` to `path` (.npz) atomically, with the metadata of `env`, and
+    `success` `(rows,)` (info["success"] per transition, for `robo-rl train-classifier`) when given."""
     stored = buffer.stored()
     arrays = {name: getattr(stored, name).cpu().numpy() for name in FIELD_NAMES}
+    if success is not None:
+        if success.shape != (len(buffer),):
+            raise ValueError(f"success must have one flag per stored transition ({len(buffer)}), got {success.shape}")
+        arrays["success"] = success.cpu().numpy().astype(bool)
     meta = {
         "schema": SCHEMA,
         "task": task,
@@ -41,6 +54,7 @@ def save_demos(path: Path, buffer: ReplayBuffer, task: str, env: BatchedEnv, epi
         "dt": env.dt,
         "episodes": episodes,
         "source": source,
+        "num_envs": env.num_envs,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")

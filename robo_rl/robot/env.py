@@ -365,6 +365,8 @@ class ProfileSpecs:
     device: torch.device = CPU
     actuator: DriveActuator | None = None
     """What the drive action is to the car's ESC (`robo_rl.real.runtime.profile_drive`); None: not a car."""
+    num_envs: int = 1
+    """One robot."""
 
     @classmethod
     def of(cls, profile: RobotProfile) -> ProfileSpecs:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from robo_rl.envs import INFO_PRIVILEGED_OBS, INFO_VALID, BatchedEnv, critic_obs_dim
+from robo_rl.envs import INFO_PRIVILEGED_OBS, INFO_SUCCESS, INFO_VALID, BatchedEnv, critic_obs_dim
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.runners.episode_stats import EpisodeTracker
@@ -30,6 +30,9 @@ class Demonstrations:
     """Episodes that finished during collection."""
     mean_return: float | None
     """Mean return of those episodes (None when none finished)."""
+    success: torch.Tensor | None = None
+    """`(len(buffer),)` bool: `info["success"]` of each stored transition (what a success classifier learns from,
+    robo_rl.robot.classifier); None when the env does not report success."""
 
 
 @torch.no_grad()
@@ -68,6 +71,7 @@ def collect_demonstrations(
     tracker = EpisodeTracker(env.num_envs, env.device)
     obs = env.reset(seed=seed)
     critic_obs = reset_critic_observation(env, obs)
+    success: list[torch.Tensor] | None = []
     for _ in range(steps):
         if len(buffer) >= num_transitions:
             break
@@ -76,17 +80,21 @@ def collect_demonstrations(
             noise = torch.randn(action.shape, generator=generator, device=env.device) * noise_std
             action = (action + noise).clamp(-1.0, 1.0)
         result = env.step(scaler(action))
-        buffer.add(_kept(transitions_of_step(obs, critic_obs, action, result, True), result[4], scaler, operator_only))
+        step, keep = _kept(transitions_of_step(obs, critic_obs, action, result, True), result[4], scaler, operator_only)
+        buffer.add(step)
+        reported = result[4].get(INFO_SUCCESS)
+        success = None if success is None or reported is None else [*success, reported.bool()[keep].cpu()]
         obs, reward, terminated, truncated, info = result
         tracker.record(reward, terminated | truncated)
         critic_obs = critic_observation(obs, info, INFO_PRIVILEGED_OBS)
     stats = tracker.flush()
-    return Demonstrations(buffer, stats.episodes, stats.mean_return)
+    flags = None if success is None else torch.cat(success)[: len(buffer)]
+    return Demonstrations(buffer, stats.episodes, stats.mean_return, flags)
 
 
-def _kept(step: Transitions, info: dict, scaler: ActionScaler, operator_only: bool) -> Transitions:
+def _kept(step: Transitions, info: dict, scaler: ActionScaler, operator_only: bool) -> tuple[Transitions, torch.Tensor]:
     """A step's transitions as a demonstration: the operator's executed actions where it took over, without the
-    invalid steps (and, `operator_only`, without the steps it did not drive)."""
+    invalid steps (and, `operator_only`, without the steps it did not drive); and which envs' rows were kept."""
     intervened = info.get(INFO_INTERVENED)
     keep = torch.ones_like(step.terminated, dtype=torch.bool)
     if intervened is not None:
@@ -100,4 +108,4 @@ def _kept(step: Transitions, info: dict, scaler: ActionScaler, operator_only: bo
     valid = info.get(INFO_VALID)
     if valid is not None:
         keep &= valid
-    return step if bool(keep.all()) else select_transitions(step, keep)
+    return (step if bool(keep.all()) else select_transitions(step, keep)), keep.cpu()

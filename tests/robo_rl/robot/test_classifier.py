@@ -39,7 +39,7 @@ AT_START = np.array([0.0, -1.0, 0.0, 0.0, 0.0, 2.0, 0.0, 1.0], dtype=np.float32)
 
 
 class SuccessLog:
-    """The env, keeping `info["success"]` of every step (which record-demos' file does not store)."""
+    """The env, keeping `info["success"]` of every step (as record-demos' file now does too)."""
 
     def __init__(self, env: BatchedEnv) -> None:
         self.env = env

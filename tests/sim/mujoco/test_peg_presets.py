@@ -28,6 +28,9 @@ def test_demos_then_hil_training_with_the_operator_within_its_budget(tmp_path: P
     _run(["record-demos", "mujoco/peg_insert", "--episodes", "2", "--seed", "3", "-o", str(demos)])
     with np.load(demos) as data:
         assert len(data["rewards"]) == 300 and data["is_demo"].all()
+        # the file carries info["success"] per transition for `robo-rl train-classifier` (insertion terminates)
+        assert json.loads(str(data["meta"]))["num_envs"] == 2
+        assert np.array_equal(data["success"], data["terminated"].astype(bool)) and data["success"].any()
     sets = ["off_policy.learning_starts=50", "off_policy.loop.eval_episodes=2", f"off_policy.prior_buffer={demos}"]
     argv = ["train", "peg_insert_hil", "--max-iterations", "300", "--runs-root", str(tmp_path / "runs"), "--quiet"]
     _run([*argv, *(arg for item in sets for arg in ("--set", item))])
