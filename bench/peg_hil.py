@@ -109,8 +109,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=list(SETUPS))
     parser.add_argument("--parallel", type=int, default=2, help="runs at once (default 2)")
+    parser.add_argument("--merge", action="store_true", help="keep the results file's other runs")
     args = parser.parse_args()
     results: list[dict[str, Any]] = []
+    if args.merge and RESULTS.is_file():
+        jobs = {(name, seed) for seed in args.seeds for name in args.setups}
+        kept = json.loads(RESULTS.read_text()).get("results", [])
+        results = [r for r in kept if (r["setup"], r["seed"]) not in jobs]
     out: dict[str, Any] = {"machine": machine_info(), "minutes": args.minutes, "demo_episodes": DEMO_EPISODES}
     out["demonstrator_success_64_holes"] = demonstrator_success(seed=100)
     print(f"demonstrator alone: {out['demonstrator_success_64_holes']:.0%} of 64 holes", flush=True)
