@@ -44,6 +44,11 @@ class SimulatedHumanConfig:
     """Largest share of all env steps the human may control; once it is used up, the human lets go everywhere."""
     min_takeover_steps: int = 10
     """Steps the human keeps control at least once it took over."""
+    finish_takeovers: bool = False
+    """At the cap: False lets go everywhere at once; True starts no new takeover but finishes those under way (until
+    the expert's `recovered` or the episode's end), as a person who takes over for a whole manoeuvre does. Then the
+    share may pass the budget by the takeovers under way. For tasks whose rescue is long (peg insertion: a search
+    of tens of steps), where a human who lets go mid-way rescues nothing."""
 
     def __post_init__(self) -> None:
         if self.reaction_steps < 0 or self.min_takeover_steps < 0:
@@ -86,7 +91,10 @@ class SimulatedHuman:
         release = self.controlling & self.expert.recovered() & held_long_enough
         within_budget = self.used_budget < self.config.budget
         take = ~self.controlling & (self.unsafe_for > self.config.reaction_steps)
-        self.controlling = ((self.controlling & ~release) | take) & within_budget
+        if self.config.finish_takeovers:
+            self.controlling = (self.controlling & ~release) | (take & within_budget)
+        else:
+            self.controlling = ((self.controlling & ~release) | take) & within_budget
         zeros = torch.zeros_like(self.controlled_for)
         self.controlled_for = torch.where(self.controlling, self.controlled_for + 1, zeros)
         self.steps += obs.shape[0]

@@ -73,9 +73,12 @@ def peg_insert_rlpd() -> ExperimentConfig:
 def peg_insert_hil() -> ExperimentConfig:
     """`peg_insert_rlpd` with a simulated operator (robo_rl.sim.mujoco.peg_expert) who takes over when the peg
     scrapes the block off the mouth, searches in vain for 6 s, or strays, and hands back once the peg is in the
-    hole; a 0.1 s reaction, 2 mrad of noise on its joint steps, at most 20 % of all steps."""
+    hole; a 0.1 s reaction, 2 mrad of noise on its joint steps, no new takeover once it drove 20 % of all steps
+    (those under way it finishes: letting go mid-search, it rescued nothing and no training episode succeeded)."""
     cfg = peg_insert_rlpd()
-    human = SimulatedHumanConfig(reaction_steps=1, action_noise=0.002, budget=0.2, min_takeover_steps=5)
+    human = SimulatedHumanConfig(
+        reaction_steps=1, action_noise=0.002, budget=0.2, min_takeover_steps=5, finish_takeovers=True
+    )
     return replace(cfg, name="peg_insert_hil", hil=HilConfig(teleop="simulated", human=human))
 
 

@@ -113,6 +113,39 @@ def test_the_human_lets_go_everywhere_at_the_cap_and_passes_it_by_at_most_one_po
     assert budget <= human.used_budget <= budget + num_envs / human.steps
 
 
+class RecoversAfter:
+    """Always unsafe; env i is recovered from poll `after[i]` on (a takeover that ends when the rescue is done)."""
+
+    def __init__(self, after: list[int]) -> None:
+        self.after, self.polls = torch.tensor(after), 0
+
+    def action(self) -> torch.Tensor:
+        return torch.ones(len(self.after), 1)
+
+    def unsafe(self) -> torch.Tensor:
+        self.polls += 1
+        return torch.ones(len(self.after), dtype=torch.bool)
+
+    def recovered(self) -> torch.Tensor:
+        return self.polls >= self.after
+
+
+def test_with_finish_takeovers_the_human_keeps_its_takeovers_past_the_cap_and_starts_none() -> None:
+    num_envs, budget = 4, 0.25
+    config = SimulatedHumanConfig(
+        reaction_steps=0, action_noise=0.0, budget=budget, min_takeover_steps=0, finish_takeovers=True
+    )
+    human = SimulatedHuman(RecoversAfter([3, 6, 9, 12]), -torch.ones(1), torch.ones(1), 4, config)
+    obs = torch.zeros(num_envs, 3)
+    held = [human.poll(obs).active.tolist() for _ in range(14)]
+    # poll 1 takes all four (share 1 > 1/4); each is kept until its rescue is done (recovered at poll 3, 6, 9, 12)
+    assert held[0] == [True] * 4 and held[1] == [True] * 4
+    assert held[2] == [False, True, True, True] and held[5] == [False, False, True, True]
+    assert held[8] == [False, False, False, True] and held[11] == [False] * 4
+    # none is taken again while the share (26 of 48 steps after poll 12) stays above the cap
+    assert human.used_budget > budget and held[12] == held[13] == [False] * 4
+
+
 def test_the_human_never_passes_the_budget_by_more_than_one_poll_on_the_quadrotor() -> None:
     env = make("quadrotor/hover", num_envs=32, seed=0, params=("episode_length=100",))
     low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
