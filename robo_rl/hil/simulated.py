@@ -33,6 +33,9 @@ class Expert(Protocol):
         """`(N,)` bool: the state is inside the inner safe set (a human would hand back)."""
         ...
 
+    # Optional: `episode_reset(done: torch.Tensor) -> None`, called with the envs `(N,)` bool that start new episodes,
+    # for an expert that judges by time within the episode (e.g. peg insertion: no progress for 6 s).
+
 
 @dataclass(frozen=True)
 class SimulatedHumanConfig:
@@ -102,6 +105,10 @@ class SimulatedHuman:
         return TeleopCommand(self._noisy(self.expert.action()), self.controlling.clone())
 
     def episode_reset(self, done: torch.Tensor) -> None:
+        """Envs `done` start new episodes: the human lets go there (and tells an expert that keeps episode state)."""
+        new_episodes = getattr(self.expert, "episode_reset", None)
+        if new_episodes is not None:
+            new_episodes(done)
         self.controlling &= ~done
         self.unsafe_for = torch.where(done, torch.zeros_like(self.unsafe_for), self.unsafe_for)
         self.controlled_for = torch.where(done, torch.zeros_like(self.controlled_for), self.controlled_for)

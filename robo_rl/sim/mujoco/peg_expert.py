@@ -11,8 +11,8 @@ turn), so it needs no memory and a policy can represent it.
 
 When it steps in is another matter: a person watching the arm sees where the hole really is, so `unsafe` (take
 over) and `recovered` (hand back) read the true hole. The policy is heading wrong when the peg is low and scraping
-the block away from the mouth, has been low for `patience` steps without getting in, or leaves (rises high or
-strays sideways); it is back on track once the peg is in the hole.
+the block away from the mouth, has not got in `patience` steps into the episode, or leaves (rises high or strays
+sideways); it is back on track once the peg is in the hole.
 
 Measured (64 envs, seed 0, the task's defaults: ±2 cm / ±10° holes, 2 mm estimate noise, 15 s): the expert alone
 inserts 54 of 64 (84 %), a median 4.5 s into the episode; the scripted straight-down inserter aimed at the same
@@ -64,7 +64,7 @@ class PegSearchConfig:
     unsafe_distance: float = 0.008
     """...taking over when it is farther than this from the true axis there (scraping the block off the mouth)..."""
     patience: int = 60
-    """...or has stayed low and not inside for this many steps in a row (6 s: searching in vain)..."""
+    """...or the peg has not got into the hole for this many steps of the episode (6 s: getting nowhere)..."""
     unsafe_height: float = 0.1
     """...or anywhere when it rises above this over the mouth or strays `unsafe_lateral` sideways (leaving)."""
     unsafe_lateral: float = 0.06
@@ -94,7 +94,7 @@ class PegSearchExpert:
         self._phase = np.full(n, APPROACH)
         self._surface = np.zeros(n)
         self._target = np.full((n, 3), np.nan)
-        self._low_for = np.zeros(n, dtype=np.int64)
+        self._out_for = np.zeros(n, dtype=np.int64)
 
     def action(self) -> torch.Tensor:
         """`(N, 4)` joint steps in rad for this step, within the task's action bounds."""
@@ -116,18 +116,20 @@ class PegSearchExpert:
         c = self.config
         low = height < c.low
         inside = (off_axis < HOLE_RADIUS) & (height < 0)
-        self._low_for = np.where(low & ~inside, self._low_for + 1, 0)
+        self._out_for = np.where(inside, 0, self._out_for + 1)
         scraping = low & ~inside & (off_axis > c.unsafe_distance)
         leaving = (height > c.unsafe_height) | (off_axis > c.unsafe_lateral)
-        return torch.from_numpy(scraping | leaving | (self._low_for > c.patience)).to(self.env.device)
+        return torch.from_numpy(scraping | leaving | (self._out_for > c.patience)).to(self.env.device)
+
+    def episode_reset(self, done: torch.Tensor) -> None:
+        """Envs `done` start new episodes (robo_rl.hil.simulated calls this): their patience starts over."""
+        self._out_for[done.cpu().numpy()] = 0
 
     def recovered(self) -> torch.Tensor:
         """`(N,)` bool: the peg is in the hole (`recovered_depth` down); the operator may hand back."""
         off_axis, height = self._true_offsets()
         inside = (off_axis < HOLE_RADIUS) & (height < -self.config.recovered_depth)
-        done = torch.from_numpy(inside).to(self.env.device)
-        self._low_for[done.cpu().numpy()] = 0
-        return done
+        return torch.from_numpy(inside).to(self.env.device)
 
     def _true_offsets(self) -> tuple[np.ndarray, np.ndarray]:
         """The tip's distance from the true hole axis and its height above the true mouth, `(N,)` m each."""

@@ -8,6 +8,7 @@ import mujoco
 import numpy as np
 import torch
 
+from robo_rl.hil.simulated import SimulatedHuman, SimulatedHumanConfig
 from robo_rl.sim import make_expert
 from robo_rl.sim.mujoco.arm_reach import use_position_servos
 from robo_rl.sim.mujoco.model import load_model
@@ -156,8 +157,12 @@ def test_it_steps_in_where_the_policy_heads_wrong_and_hands_back_once_the_peg_is
     assert expert.recovered().tolist() == [False, False, False, False, False, True]
 
 
-def test_it_steps_in_when_the_policy_searches_low_in_vain_for_too_long() -> None:
-    expert = _placed(np.array([[0.005, 0.0, 0.002]]))  # low, 5 mm off: not scraping far, not over the mouth
+def test_it_steps_in_when_the_peg_is_not_in_after_its_patience_and_waits_again_in_a_new_episode() -> None:
+    expert = _placed(np.array([[0.005, 0.0, 0.002], [0.0, 0.0, 0.03]]))  # low 5 mm off; high over the hole
     patience = expert.config.patience
-    verdicts = [bool(expert.unsafe()[0]) for _ in range(patience + 1)]
-    assert not any(verdicts[:patience]) and verdicts[patience]
+    verdicts = [expert.unsafe().tolist() for _ in range(patience + 1)]
+    assert not any(any(v) for v in verdicts[:patience]) and verdicts[patience] == [True, True]
+    # the simulated human tells it where episodes start over (robo_rl.hil.simulated.SimulatedHuman.episode_reset)
+    human = SimulatedHuman(expert, -torch.ones(4), torch.ones(4), 2, SimulatedHumanConfig(action_noise=0.0))
+    human.episode_reset(torch.tensor([True, False]))
+    assert expert.unsafe().tolist() == [False, True]
