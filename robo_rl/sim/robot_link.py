@@ -9,12 +9,14 @@ a joint-angle step of mujoco/peg_insert, is read back against the fields measure
 over several steps keeps its absolute target as the robot's servos do), and resets by itself when its
 task ends an episode (e.g. a car off the track or stuck is put back). A step its task ends in success (e.g. the peg
 inserted) reports the final observation for that period, as the robot's sensors would show it, before the restart.
-The fields are the profile's observation
-sources, from the simulator's observation of the same name (divided by its unit factor).
+The fields are the profile's observation sources, from the simulator's observation of the same name (divided by
+its unit factor).
 
 An `operator` (e.g. `robo_rl.robot.operator.SimulatedOperator`) plays the person at teleop_node: its takeover
 action, e-stop and buttons; when the env prompts for a reset (`say`), the operator puts the robot back (the
-simulator's own reset) and presses reset.
+simulator's own reset) and presses reset. An arm that holds its measured pose (`safe_command: hold_measured`) is
+put back at the press instead: until then the env's safe command holds the pose where the episode ended, which
+would pull a pose put back earlier straight back there.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS
 from robo_rl.real.command import command_actions, select_command
-from robo_rl.real.profile import RobotProfile, history_source
+from robo_rl.real.profile import HOLD_MEASURED, RobotProfile, history_source
 from robo_rl.real.safety_box import SafetyBox
 
 LONG_EPISODE = "episode_length=1e9"
@@ -106,6 +108,7 @@ class SimLink:
         """Per lap: driven without a takeover by the operator and without leaving the profile's workspace."""
         self.box = SafetyBox.from_profile(profile)
         self._dirty = False
+        self._held = profile.safe_command == HOLD_MEASURED
 
     def _check_drive(self) -> None:
         """ValueError unless the simulated car takes what the profile's command sends its ESC (a speed setpoint of
@@ -139,18 +142,24 @@ class SimLink:
         return action
 
     def events(self) -> list[str]:
-        return [] if self.operator is None else self.operator.events(self.now)
+        events = [] if self.operator is None else self.operator.events(self.now)
+        if "reset" in events and self._held:
+            self.put_back()
+        return events
 
     def say(self, text: str) -> None:
         """The env's prompt: an operator answering a reset prompt puts the robot back first."""
         if self.operator is not None:
-            if "press reset" in text:
+            if "press reset" in text and not self._held:
                 self.put_back()
             self.operator.prompted(text, self.now)
 
     def put_back(self) -> None:
         """What the operator does before pressing reset: the simulator's own reset (a new start pose)."""
         self.obs = self.state = self.env.reset()[0].numpy()
+        if self._held:  # the held pose is gone: the next command starts from the new one
+            self.commanded = {}
+            self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.sim_resets += 1
         self._dirty = False
 
