@@ -8,7 +8,6 @@ from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.mujoco.arm_reach import ArmReachConfig
-from robo_rl.sim.mujoco.peg_insert import PegInsertConfig
 
 
 def mujoco_arm_reach_ppo() -> ExperimentConfig:
@@ -35,7 +34,7 @@ def robot_arm_sac() -> ExperimentConfig:
 def robot_arm_peg_sac() -> ExperimentConfig:
     """SAC learning mujoco/peg_insert (joint-angle steps from the measured angles, sparse reward) on the arm itself
     (profile arm_peg, 10 Hz): 20,000 steps = 33 minutes of robot time."""
-    task = TaskConfig(name="mujoco/peg_insert", num_envs=1, config=PegInsertConfig())
+    task = TaskConfig(name="mujoco/peg_insert", num_envs=1)
     return robot_off_policy("robot_arm_peg_sac", task, max_iterations=20_000)
 
 
