@@ -9,7 +9,7 @@ import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from rich.console import Console
@@ -35,6 +35,9 @@ from robo_rl.runners.on_policy import TrainResult
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
 from robo_rl.task_record import write_task_record
+
+if TYPE_CHECKING:
+    from robo_rl.real.profile import RobotProfile
 
 WORLD_SIZE_FILE = "world_size"
 """In a run directory: how many processes trained it (written by rank 0 of a --nproc / torchrun run)."""
@@ -105,7 +108,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="learn on the robot itself (bundled profile name or YAML; run from .venv-ros): the training env is the "
         "robot through ROS 2 on the profile's topics, in real time (robo_rl.robot.RobotEnv); stale steps are not "
         "stored, the operator's e-stop ends the episode and holds the safe command, teleop_node's takeover and "
-        "episode buttons act; no evaluation env. Default CONFIG: robot_<kind>_sac",
+        "episode buttons act; no evaluation env. Default CONFIG: robot_<profile>_sac where that preset exists (e.g. "
+        "robot_arm_peg_sac), else robot_<kind>_sac",
     )
     p.add_argument("--robot-namespace", default="/", help="the robot's ROS namespace (with --robot; default /)")
     p.add_argument(
@@ -234,6 +238,13 @@ def _check_robot_flags(args: argparse.Namespace) -> None:
         raise ConfigError("--robot trains on one robot in one process; drop --nproc")
 
 
+def robot_preset(profile: RobotProfile) -> str:
+    """The default config of `--robot PROFILE`: the preset made for the profile, robot_<name>_sac, where there is
+    one (a kind running several tasks: the arm reaching, the arm inserting a peg), else robot_<kind>_sac."""
+    own = f"robot_{profile.name}_sac"
+    return own if own in preset_names() else f"robot_{profile.kind}_sac"
+
+
 def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
     """`--robot PROFILE`: the robot as the one training env; no evaluation env, one process."""
     from robo_rl.real.profile import load_profile
@@ -241,7 +252,7 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
     if reducer.world.size > 1:
         raise ConfigError("--robot trains on one robot in one process; drop --nproc")
     profile = load_profile(args.robot)
-    source = args.config or f"robot_{profile.kind}_sac"
+    source = args.config or robot_preset(profile)
     cfg = resolve_config(source, args.overrides, values=_shorthands(args))
     if args.max_iterations is not None:
         cfg = override(cfg, values={f"{cfg.loop_section}.loop.max_iterations": args.max_iterations})

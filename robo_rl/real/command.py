@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from robo_rl.real.frames import FLU_TO_FRD_SIGN
-from robo_rl.real.profile import CommandSpec, RobotProfile
+from robo_rl.real.profile import CommandField, CommandSpec, RobotProfile
 
 AUTO = "auto"
 """`command_type` value: the first of the profile's commands whose package is installed."""
@@ -48,13 +48,16 @@ SPEED_FIELD = "linear.x"
 """The Twist field an `ackermann_yaw_rate` field takes the speed from."""
 
 
-def command_fields(spec: CommandSpec, action_names: Sequence[str], command: np.ndarray) -> dict[str, float]:
-    """Message field → value for a command `(action_dim,)` in action order: `offset + scale × command[action]`,
-    its sign converted from FLU to the command's body frame for body-vector components (`axis`), the yaw rate
+def command_fields(
+    spec: CommandSpec, action_names: Sequence[str], command: np.ndarray, measured: Mapping[str, float] | None = None
+) -> dict[str, float]:
+    """Message field → value for a command `(action_dim,)` in action order: `offset + scale × command[action]`
+    (a `relative_to` field: `measured[relative_to] + scale × command[action]`, ValueError when `measured` lacks
+    it), its sign converted from FLU to the command's body frame for body-vector components (`axis`), the yaw rate
     of an Ackermann car for `ackermann_yaw_rate` fields, then capped at the field's `ceiling` and sent as 0 below
     its `zero_below` (`cut_off`)."""
     index = {name: i for i, name in enumerate(action_names)}
-    linear = {f.field: f.offset + f.scale * float(command[index[f.action]]) for f in spec.fields}
+    linear = {f.field: _origin(f, measured) + f.scale * float(command[index[f.action]]) for f in spec.fields}
     values = {}
     for f in spec.fields:
         value = linear[f.field]
@@ -66,6 +69,22 @@ def command_fields(spec: CommandSpec, action_names: Sequence[str], command: np.n
     return values
 
 
+def _origin(field: CommandField, measured: Mapping[str, float] | None) -> float:
+    """What a field's action is added to: its offset, or the measured value of its `relative_to` source."""
+    if not field.relative_to:
+        return field.offset
+    value = None if measured is None else measured.get(field.relative_to)
+    if value is None:
+        raise ValueError(f"command field {field.field!r} is relative to {field.relative_to!r}, which is not measured")
+    return value
+
+
+def relative_actions(spec: CommandSpec, action_names: Sequence[str]) -> tuple[bool, ...]:
+    """Per action in `action_names` order: whether it feeds a `relative_to` field (a step from a measured value)."""
+    relative = {f.action for f in spec.fields if f.relative_to}
+    return tuple(name in relative for name in action_names)
+
+
 def cut_off(value: float, ceiling: float, zero_below: float) -> float:
     """`min(value, ceiling)`, or 0 when that lies below `zero_below` (e.g. a Crazyflie's legacy thrust: capped at
     the firmware's 60000, and 0, motors off, below the profile's cut-off)."""
@@ -73,9 +92,13 @@ def cut_off(value: float, ceiling: float, zero_below: float) -> float:
     return 0.0 if value < zero_below else value
 
 
-def command_actions(spec: CommandSpec, values: Mapping[str, float]) -> dict[str, float]:
+def command_actions(
+    spec: CommandSpec, values: Mapping[str, float], measured: Mapping[str, float] | None = None, targets: bool = False
+) -> dict[str, float]:
     """The actions a command carries (action name → value), from its message fields (`command_fields` undone): what
-    a simulated robot executes. An `ackermann_yaw_rate` field at zero speed carries no steering angle and is left
+    a simulated robot executes. A `relative_to` field gives `(value − measured[relative_to]) / scale`, the step
+    from the measured value (left out when `measured` lacks it), or with `targets` its absolute target in action
+    units, `value / scale`. An `ackermann_yaw_rate` field at zero speed carries no steering angle and is left
     out, as are fields absent from `values`. A field's `ceiling` and `zero_below` are not undone: a value sent as 0
     gives the action that maps to 0 (below the lowest action when `zero_below` > 0), which the simulator clips."""
     actions = {}
@@ -90,7 +113,13 @@ def command_actions(spec: CommandSpec, values: Mapping[str, float]) -> dict[str,
             if not speed:
                 continue
             value = math.atan(spec.wheelbase * value / speed)
-        actions[f.action] = (value - f.offset) / f.scale
+        origin = f.offset
+        if f.relative_to and not targets:
+            reference = None if measured is None else measured.get(f.relative_to)
+            if reference is None:
+                continue
+            origin = reference
+        actions[f.action] = (value - origin) / f.scale
     return actions
 
 
@@ -111,8 +140,10 @@ def measured_actions(
 ) -> list[float] | None:
     """The actions `(action_dim,)` that would command the measured pose: `held` pairs, per action in
     `action_names` order, the measured field (`joint_states.position[2]`) with the command field it feeds
-    (`RobotProfile`'s `held_joint_sources`); None unless `fields` measures every one."""
+    (`RobotProfile`'s `held_joint_sources`); None unless `fields` measures every one. An action of a
+    `relative_to` field gives its absolute target (the measured value / scale), the units `SafetyFilter` holds and
+    rate limits it in."""
     if not held or any(source not in fields for source, _ in held):
         return None
-    actions = command_actions(spec, {field: fields[source] for source, field in held})
+    actions = command_actions(spec, {field: fields[source] for source, field in held}, targets=True)
     return [actions[name] for name in action_names]

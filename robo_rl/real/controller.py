@@ -26,6 +26,7 @@ from robo_rl.real.command import (
     command_fields,
     measured_actions,
     package_available,
+    relative_actions,
     select_command,
     trajectory_timing,
 )
@@ -81,7 +82,10 @@ class PolicyController:
             profile.observations, profile.action_names, profile.safe_action, profile.dt, runtime.info.obs_high
         )
         hold = profile.safe_command == HOLD_MEASURED
-        self.safety = SafetyFilter(profile.actions, profile.dt, hold_measured=hold)
+        relative = relative_actions(self.command_spec, profile.action_names)
+        self.safety = SafetyFilter(profile.actions, profile.dt, hold_measured=hold, relative=relative)
+        self.measured_fields: dict[str, float] = {}
+        """The fields of the last complete measured pose: the values relative command fields step from."""
         self.held_sources = held_joint_sources(profile, self.command_spec) if hold else ()
         """Per action: (its joint's measured position field, the command field it feeds); empty: a fixed safe
         command."""
@@ -113,6 +117,7 @@ class PolicyController:
         pose = measured_actions(self.command_spec, self.profile.action_names, self.held_sources, fields)
         if pose is not None:  # one message with every joint: a complete measured pose
             self.safety.measure(pose)
+            self.measured_fields = dict(fields)
         if source is None:
             for watchdog in self.watchdogs.values():
                 watchdog.feed()
@@ -162,7 +167,7 @@ class PolicyController:
         point's time_from_start (the result's duration, else one period); empty when the command is withheld."""
         if result.withheld:
             return {}
-        fields = command_fields(self.command_spec, self.profile.action_names, result.command)
+        fields = command_fields(self.command_spec, self.profile.action_names, result.command, self.measured_fields)
         if self.command_spec.type == JOINT_TRAJECTORY:
             fields |= trajectory_timing(result.duration or self.profile.dt)
         return fields

@@ -179,6 +179,13 @@ class CommandField:
     zero_below: float = -math.inf
     """A value (after `ceiling`) below this is sent as 0, in the field's unit: a motor cut-off (a Crazyflie's legacy
     thrust, where 0 stops the motors and releases the firmware's thrust lock). -inf: none."""
+    relative_to: str = ""
+    """A measured source the field moves from (e.g. `joint_states.position[0]`): field = that source's latest value
+    + scale × action (a step from the measured value, e.g. a joint-angle step of mujoco/peg_insert, whose servo
+    target is the measured angle plus the action). `offset`, `axis` and `transform` stay unset; the profile must
+    hold its measured pose (`safe_command: hold_measured`), and the source must be the measured position of the
+    field's joint. The safety filter bounds the step (the action's bounds) and rate limits the absolute value sent
+    (`robo_rl.real.safety.SafetyFilter`). Empty: offset + scale × action."""
     esc: str = ""
     """For an RC car's drive: what the car's ESC receives in this field, "speed" (a speed setpoint in m/s,
     offset + scale × action: a VESC in speed mode, AckermannDriveStamped `speed`, Twist `linear.x`) or "throttle"
@@ -194,6 +201,18 @@ class CommandField:
         _require(not math.isnan(self.ceiling) and not math.isnan(self.zero_below), "ceiling", "must not be nan")
         _require(self.zero_below < self.ceiling, "zero_below", f"must be < ceiling, got {bounds}")
         _require(self.esc in ESC_COMMANDS, "esc", f"must be one of {ESC_COMMANDS}, got {self.esc!r}")
+        if self.relative_to:
+            self._check_relative()
+
+    def _check_relative(self) -> None:
+        source = self.relative_to
+        valid = bool(_FIELD_PATH.match(source)) and history_source(source) is None
+        example = "a measured message field, e.g. joint_states.position[0]"
+        _require(valid, "relative_to", f"bad source {source!r} ({example})")
+        _require(self.scale != 0, "scale", "a relative_to field needs a scale != 0")
+        unset = [key for key in ("offset", "axis", "transform", "esc") if getattr(self, key)]
+        message = f"a relative field moves from its source: {', '.join(unset)} must stay unset"
+        _require(not unset, "relative_to", message)
 
 
 @dataclass(frozen=True)
@@ -490,6 +509,7 @@ class RobotProfile:
         self._check_workspace()
         self._check_action_box()
         self._check_episode()
+        self._check_relative_fields()
         self._check_safe_command()
 
     def _check_references(self) -> None:
@@ -524,6 +544,20 @@ class RobotProfile:
         for i, action in enumerate(self.actions):
             finite = math.isfinite(action.rate_limit)
             _require(finite, f"actions[{i}].rate_limit", f"{HOLD_MEASURED} times the move home with it: give one")
+
+    def _check_relative_fields(self) -> None:
+        """A `relative_to` field reads a field the inputs provide, in a profile that holds its measured pose (its
+        safe command and rate limits need the measured values the steps start from)."""
+        for i, command in enumerate(self.commands):
+            for j, field in enumerate(command.fields):
+                if not field.relative_to:
+                    continue
+                where = f"commands[{i}].fields[{j}].relative_to"
+                problem = self._source_problem(field.relative_to)
+                _require(not problem, where, problem)
+                hold = self.safe_command == HOLD_MEASURED
+                message = f"a relative field needs safe_command: {HOLD_MEASURED} (a step from the measured pose)"
+                _require(hold, where, message)
 
     def _check_joint_commands(self) -> None:
         for i, command in enumerate(self.commands):
@@ -642,6 +676,9 @@ def held_joint_sources(profile: RobotProfile, command: CommandSpec) -> tuple[tup
         assert match is not None
         joint = command.joint_names[int(match.group(1))]
         _require(joint in measured, "joint_names", f"joint {joint!r} is in no JointState input's joints")
+        own = not field.relative_to or field.relative_to == measured[joint]
+        message = f"{field.relative_to!r} is not joint {joint!r}'s measured position {measured[joint]!r}"
+        _require(own, "fields", f"{field.field!r} ({action}): relative_to {message}")
         sources.append((measured[joint], field.field))
     return tuple(sources)
 

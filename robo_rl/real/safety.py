@@ -48,9 +48,26 @@ class SafetyFilter:
     measured since `reset()`. The rate limits then start from the measured pose: at the first command after
     `reset()` or after a safe command. `home_command` moves to the actions' `safe` values (the home pose) over
     the time the farthest joint needs at its rate limit.
+
+    `relative` marks actions that are steps from the measured pose (a profile's `relative_to` command fields, e.g.
+    mujoco/peg_insert's joint-angle steps; hold_measured only): what the arm moves to is the absolute target,
+    measured + step, so the filter works on targets there. `measure` then takes, for those elements, the measured
+    value itself (the target of a zero step, not clipped: the bounds are the step's); the step is clipped to its
+    bounds, the target it gives is rate limited against the previous target, and then clipped again to within the
+    step's bounds of the measured pose (the step bounds win: they bound the arm's push, and a target nearer to
+    where the arm is cannot make it move faster). A held pose is an absolute target, so a held command's step is
+    the held value minus the newest measured one (it may lie outside the step's bounds; it is never the policy's).
+    The home pose of a relative element is the measured value plus its `safe` step (a zero step: stay). Results
+    carry steps (policy units); `target` turns them back into absolute targets.
     """
 
-    def __init__(self, limits: Sequence[ActionLimit], dt: float, hold_measured: bool = False) -> None:
+    def __init__(
+        self,
+        limits: Sequence[ActionLimit],
+        dt: float,
+        hold_measured: bool = False,
+        relative: Sequence[bool] = (),
+    ) -> None:
         if not dt > 0:
             raise ValueError(f"dt: must be > 0, got {dt}")
         self.dt = dt
@@ -60,6 +77,11 @@ class SafetyFilter:
         self.rate_limit = np.array([a.rate_limit for a in limits], dtype=np.float64)
         self.max_step = self.rate_limit * dt
         self.hold_measured = hold_measured
+        self.relative = np.zeros(len(limits), dtype=bool) if not relative else np.asarray(relative, dtype=bool)
+        if self.relative.shape != self.safe.shape:
+            raise ValueError(f"relative: {len(self.relative)} flags for {len(self.safe)} actions")
+        if self.relative.any() and not hold_measured:
+            raise ValueError("relative actions (steps from the measured pose) need hold_measured")
         self.previous = self.safe.copy()
         self.estopped = False
         self.estop_reason = ESTOP
@@ -95,7 +117,22 @@ class SafetyFilter:
         if values.shape != self.safe.shape:
             raise ValueError(f"measured pose shape {values.shape}, expected {self.safe.shape}")
         if np.all(np.isfinite(values)):
-            self.measured = np.clip(values, self.low, self.high)
+            self.measured = np.where(self.relative, values, np.clip(values, self.low, self.high))
+
+    def step_of(self, target: np.ndarray) -> np.ndarray:
+        """The command in policy units for absolute targets `target`: the relative elements as steps from the
+        measured pose (their target minus it), the others as they are."""
+        if not self.relative.any():
+            return np.asarray(target, dtype=np.float64).copy()
+        assert self.measured is not None, "relative steps need a measured pose"
+        return np.where(self.relative, target - self.measured, target)
+
+    def target(self, command: np.ndarray) -> np.ndarray:
+        """The absolute targets of a command in policy units (`step_of` undone)."""
+        if not self.relative.any():
+            return np.asarray(command, dtype=np.float64).copy()
+        assert self.measured is not None, "relative steps need a measured pose"
+        return np.where(self.relative, self.measured + command, command)
 
     def travel_time(self, start: np.ndarray | None, end: np.ndarray) -> float:
         """Seconds a move from `start` to `end` takes with every element at most at its rate limit: the largest
@@ -127,7 +164,8 @@ class SafetyFilter:
             return self.safe_command(reason.with_detail(": no measured pose yet"))
         self.held = None
         self.restart_from_measured = True
-        return self._sent(self.safe, reason, self.travel_time(self.measured, self.safe))
+        home = self.target(self.safe)
+        return self._sent(home, reason, self.travel_time(self.measured, home))
 
     def __call__(self, action: np.ndarray, observation: np.ndarray | None = None) -> SafetyResult:
         """Filter `action` `(action_dim,)`; a non-finite `observation` also gives the safe command."""
@@ -147,18 +185,25 @@ class SafetyFilter:
                 )
             self.previous, self.held, self.restart_from_measured = self.measured.copy(), None, False
         clipped = np.clip(action, self.low, self.high)
-        limited = np.clip(clipped, self.previous - self.max_step, self.previous + self.max_step)
+        wanted = self.target(clipped)
+        limited = np.clip(wanted, self.previous - self.max_step, self.previous + self.max_step)
+        if self.relative.any():
+            assert self.measured is not None
+            within = np.clip(limited, self.measured + self.low, self.measured + self.high)  # the step bounds win
+            limited = np.where(self.relative, within, limited)
         self.previous = limited
         if self.hold_measured:
             self.sent = limited.copy()
+        command = self.step_of(limited)
         return SafetyResult(
-            limited.copy(),
+            command,
             NO_FAULT,
             clipped=bool(np.any(clipped != action)),
-            rate_limited=bool(np.any(limited != clipped)),
+            rate_limited=bool(np.any(limited != wanted)),
             duration=self.dt if self.hold_measured else 0.0,
         )
 
-    def _sent(self, command: np.ndarray, fault: Fault, duration: float) -> SafetyResult:
-        self.previous, self.sent = command.copy(), command.copy()
-        return SafetyResult(command.copy(), fault, clipped=False, rate_limited=False, duration=duration)
+    def _sent(self, target: np.ndarray, fault: Fault, duration: float) -> SafetyResult:
+        """A held pose or the move home, `target` absolute, as the command in policy units."""
+        self.previous, self.sent = target.copy(), target.copy()
+        return SafetyResult(self.step_of(target), fault, clipped=False, rate_limited=False, duration=duration)

@@ -184,7 +184,7 @@ def _steps(
                 except MissingFieldError:
                     obs = None
             action = safe.copy()
-            for name, value in command_actions(spec, _command_values(message, spec)).items():
+            for name, value in command_actions(spec, _command_values(message, spec), fields).items():
                 action[index[name]] = value
             assembler.record_action(action)
             # the operator's step: a fresh takeover that the command carries (within the box and one rate-limited

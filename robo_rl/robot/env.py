@@ -34,7 +34,7 @@ from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID
 from robo_rl.hil.device import TeleopDevice
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
-from robo_rl.real.command import command_fields, measured_actions, trajectory_timing
+from robo_rl.real.command import command_fields, measured_actions, relative_actions, trajectory_timing
 from robo_rl.real.episode import EpisodeManager
 from robo_rl.real.fault import Fault, FaultKind
 from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, RobotProfile, held_joint_sources
@@ -109,8 +109,11 @@ class RobotEnv:
         self.spec = link.spec
         self.assembler = ObservationAssembler(profile.observations, profile.action_names, profile.safe_action)
         hold = profile.safe_command == HOLD_MEASURED
-        self.safety = SafetyFilter(profile.actions, profile.dt, hold_measured=hold)
+        relative = relative_actions(self.spec, profile.action_names)
+        self.safety = SafetyFilter(profile.actions, profile.dt, hold_measured=hold, relative=relative)
         self.held = held_joint_sources(profile, self.spec) if hold else ()
+        self.measured_fields: dict[str, float] = {}
+        """The fields of the last complete measured pose: the values relative command fields step from."""
         """An arm's measured joint fields with the command fields they feed: its safe command holds that pose."""
         self.safe = np.asarray(profile.safe_action, dtype=np.float64)
         self.tick = 0.0
@@ -305,7 +308,7 @@ class RobotEnv:
             self.link.send(self._fields(result.command, result.duration))
 
     def _fields(self, command: np.ndarray, duration: float) -> dict[str, float]:
-        fields = command_fields(self.spec, self.profile.action_names, command)
+        fields = command_fields(self.spec, self.profile.action_names, command, self.measured_fields)
         if self.spec.type == JOINT_TRAJECTORY:
             fields |= trajectory_timing(duration or self.dt)
         return fields
@@ -313,14 +316,18 @@ class RobotEnv:
     def _measure(self) -> None:
         """An arm's measured pose, for its safe command, its rate limits and the link's stall watchdog (the pose
         it holds when this loop stops sending)."""
-        pose = measured_actions(self.spec, self.profile.action_names, self.held, self.link.fields())
+        fields = self.link.fields()
+        pose = measured_actions(self.spec, self.profile.action_names, self.held, fields)
         if pose is None:
             return
         self.safety.measure(pose)
-        safe_command = getattr(self.link, "safe_command", None)
         measured = self.safety.measured
+        if measured is not None:
+            self.measured_fields = dict(fields)
+        safe_command = getattr(self.link, "safe_command", None)
         if safe_command is not None and measured is not None:
-            safe_command(self._fields(measured, self.safety.travel_time(self.safety.sent, measured)))
+            hold = self.safety.step_of(measured)
+            safe_command(self._fields(hold, self.safety.travel_time(self.safety.sent, measured)))
 
     def _wait(self) -> None:
         """Until the next tick of the dt grid; a tick already past is counted as missed and the grid moves on."""

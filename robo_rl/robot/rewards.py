@@ -1,5 +1,6 @@
 """Rewards computed on the robot from the profile's observation fields: what the simulated tasks reward, from what
-the robot's topics carry. One function per profile kind; `reward_for(profile)` picks it."""
+the robot's topics carry. One function per profile kind, or per task where a kind runs several (the arm reaches or
+inserts a peg); `reward_for(profile)` picks it."""
 
 from __future__ import annotations
 
@@ -31,11 +32,33 @@ def arm_reach(fields: Mapping[str, float], dt: float) -> float:
     return -distance + float(distance <= ARM_SUCCESS_DISTANCE)
 
 
+PEG_INSERTED_DEPTH = 0.015
+"""m below the estimated hole mouth the peg tip must be for the on-robot peg reward: mujoco/peg_insert's
+`success_depth` (20 mm below the true mouth) less a margin for the estimate's error (2 mm per axis)."""
+PEG_INSERTED_RADIUS = 0.017
+"""m from the estimated hole axis within which the tip counts as in the hole: the hole's 11 mm plus 3 times the
+estimate's error. The block's top is at the mouth, so a tip that deep and that near can only be in the hole."""
+
+
+def peg_insert(fields: Mapping[str, float], dt: float) -> float:
+    """1 while the peg tip is `PEG_INSERTED_DEPTH` below the estimated hole mouth within `PEG_INSERTED_RADIUS` of its
+    axis, else 0: mujoco/peg_insert's sparse reward, from the tip-to-estimate offset the robot publishes (the true
+    hole is unknown on the robot)."""
+    del dt
+    x, y, z = (fields[f"state.peg_tip_to_hole_estimate.{a}"] for a in "xyz")
+    return float(z <= -PEG_INSERTED_DEPTH and math.hypot(x, y) <= PEG_INSERTED_RADIUS)
+
+
 REWARDS: dict[str, Reward] = {"rc_car": rc_car_progress, "arm": arm_reach}
+TASK_REWARDS: dict[str, Reward] = {"mujoco/peg_insert": peg_insert}
+"""Rewards of tasks whose kind has another task's reward."""
 
 
 def reward_for(profile: RobotProfile) -> Reward:
-    """The reward of the profile's kind; ValueError for a kind without one (the quadrotor learns in simulation)."""
+    """The reward of the profile's task, else of its kind; ValueError for a kind without one (the quadrotor learns
+    in simulation)."""
+    if profile.task in TASK_REWARDS:
+        return TASK_REWARDS[profile.task]
     if profile.kind not in REWARDS:
         raise ValueError(f"no on-robot reward for {profile.kind!r} robots (have: {', '.join(sorted(REWARDS))})")
     return REWARDS[profile.kind]

@@ -4,13 +4,19 @@ clock: sim_bridge without ROS and without waiting for the wall clock.
 `RobotEnv(profile, link, reward, clock=link.clock)` then runs exactly as on the robot (safety filter, workspace,
 resets, rewards, buttons), only as fast as the machine computes: for rehearsing a learning-on-the-robot setup, and
 for measuring it in robot time (bench/robot_hil.py). As sim_bridge does, the simulator steps once per `dt` of
-simulated time with the latest command (the inverse of the profile's command fields), and resets by itself when its
-task ends an episode (e.g. a car off the track or stuck is put back). The fields are the profile's observation
-sources, from the simulator's observation of the same name (divided by its unit factor).
+simulated time with the latest command (the inverse of the profile's command fields; a `relative_to` field, e.g.
+a joint-angle step of mujoco/peg_insert, is read back against the fields measured at that step, so a command held
+over several steps keeps its absolute target as the robot's servos do), and resets by itself when its
+task ends an episode (e.g. a car off the track or stuck is put back). A step its task ends in success (e.g. the peg
+inserted) reports the final observation for that period, as the robot's sensors would show it, before the restart.
+The fields are the profile's observation sources, from the simulator's observation of the same name (divided by
+its unit factor).
 
 An `operator` (e.g. `robo_rl.robot.operator.SimulatedOperator`) plays the person at teleop_node: its takeover
 action, e-stop and buttons; when the env prompts for a reset (`say`), the operator puts the robot back (the
-simulator's own reset) and presses reset.
+simulator's own reset) and presses reset. An arm that holds its measured pose (`safe_command: hold_measured`) is
+put back at the press instead: until then the env's safe command holds the pose where the episode ended, which
+would pull a pose put back earlier straight back there.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS
 from robo_rl.real.command import command_actions, select_command
-from robo_rl.real.profile import RobotProfile, history_source
+from robo_rl.real.profile import HOLD_MEASURED, RobotProfile, history_source
 from robo_rl.real.safety_box import SafetyBox
 
 LONG_EPISODE = "episode_length=1e9"
@@ -83,7 +90,12 @@ class SimLink:
         self.sources = observation_sources(profile, self.env.obs_spec.names)
         self.action_index = {name: i for i, name in enumerate(profile.action_names)}
         self.action = np.asarray(profile.safe_action, dtype=np.float32)
+        self.commanded: dict[str, float] = {}
+        """The last command's message fields (read back into actions at each simulated step)."""
         self.obs = self.env.reset(seed)[0].numpy()
+        self.state = self.obs
+        """The simulator's current observation (`obs` is what the fields report: a success's final observation for
+        the period it ended in)."""
         self.now = 0.0
         self.next_tick = profile.dt
         self.steps = self.sim_resets = 0
@@ -96,6 +108,7 @@ class SimLink:
         """Per lap: driven without a takeover by the operator and without leaving the profile's workspace."""
         self.box = SafetyBox.from_profile(profile)
         self._dirty = False
+        self._held = profile.safe_command == HOLD_MEASURED
 
     def _check_drive(self) -> None:
         """ValueError unless the simulated car takes what the profile's command sends its ESC (a speed setpoint of
@@ -118,8 +131,7 @@ class SimLink:
         return []
 
     def send(self, fields: dict[str, float]) -> None:
-        for name, value in command_actions(self.spec, fields).items():
-            self.action[self.action_index[name]] = value
+        self.commanded = dict(fields)
 
     def estopped(self) -> bool:
         return self.operator is not None and self.operator.estopped(self.now)
@@ -130,18 +142,24 @@ class SimLink:
         return action
 
     def events(self) -> list[str]:
-        return [] if self.operator is None else self.operator.events(self.now)
+        events = [] if self.operator is None else self.operator.events(self.now)
+        if "reset" in events and self._held:
+            self.put_back()
+        return events
 
     def say(self, text: str) -> None:
         """The env's prompt: an operator answering a reset prompt puts the robot back first."""
         if self.operator is not None:
-            if "press reset" in text:
+            if "press reset" in text and not self._held:
                 self.put_back()
             self.operator.prompted(text, self.now)
 
     def put_back(self) -> None:
         """What the operator does before pressing reset: the simulator's own reset (a new start pose)."""
-        self.obs = self.env.reset()[0].numpy()
+        self.obs = self.state = self.env.reset()[0].numpy()
+        if self._held:  # the held pose is gone: the next command starts from the new one
+            self.commanded = {}
+            self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.sim_resets += 1
         self._dirty = False
 
@@ -166,8 +184,14 @@ class SimLink:
         }
 
     def _step(self) -> None:
+        measured = {source: float(self.state[index]) / factor for source, index, factor in self.sources}
+        for name, value in command_actions(self.spec, self.commanded, measured).items():
+            self.action[self.action_index[name]] = value
         result = self.env.step(torch.as_tensor(self.action, dtype=torch.float32).unsqueeze(0))
-        self.obs = result[0][0].numpy()
+        self.obs = self.state = result[0][0].numpy()
+        success = result[4].get(INFO_SUCCESS)
+        if success is not None and bool(success[0]) and bool(result[2][0]):
+            self.obs = result[4][INFO_FINAL_OBS][0].numpy()
         self.steps += 1
         info = result[4]
         self._dirty |= bool(self.box.violations(self.fields()))

@@ -1,7 +1,8 @@
 """sim_bridge: a robo_rl simulator behind a robot's ROS topics, so the whole graph runs in simulation.
 
 Runs one env of `task` in real time (a timer at the task's dt). Every tick it applies the latest command from the
-profile's command topic (the inverse of the profile's `offset + scale × action`), steps, and publishes the
+profile's command topic (the inverse of the profile's `offset + scale × action`; a `relative_to` field's step is
+read back against this tick's measured fields, so a held command keeps its absolute target), steps, and publishes the
 profile's topic inputs: each observation the profile reads from a topic is filled from the simulator's observation
 of the same name (divided by its unit factor); the input a derived one reads carries the simulator's true state as
 the robot's driver publishes it (`robo_rl.real.derive.SOURCE_WRITERS`): for `quadrotor_state` an Odometry (pose in
@@ -76,6 +77,7 @@ class SimBridge(Node):
             raise StartupInputError(f"parameter {err}") from None
         self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.commanded = False
+        self.command_values: dict[str, float] = {}
         self.steps = self.episodes = self.crashes = self.laps = 0
         self.last_lap_s = float("nan")
         self._create_entities()
@@ -180,9 +182,7 @@ class SimBridge(Node):
         return any(spec.derive and spec.name == source_input(source) for spec in self.profile.inputs)
 
     def on_command(self, message: Any) -> None:
-        values = {key.removeprefix("cmd."): value for key, value in self.command_reader(message).items()}
-        for name, value in command_actions(self.command_spec, values).items():
-            self.action[self.action_index[name]] = value
+        self.command_values = {key.removeprefix("cmd."): value for key, value in self.command_reader(message).items()}
         self.commanded = self.answered = True
 
     def tick(self) -> None:
@@ -204,6 +204,8 @@ class SimBridge(Node):
             self.publishers_[spec.name].publish(message)
 
     def _step(self) -> None:
+        for name, value in command_actions(self.command_spec, self.command_values, self._measured()).items():
+            self.action[self.action_index[name]] = value
         action = torch.as_tensor(self.action, dtype=torch.float32).unsqueeze(0)
         obs, _, terminated, truncated, info = self.env.step(action)
         self.obs = obs[0].numpy()
@@ -216,6 +218,14 @@ class SimBridge(Node):
             self.episodes += 1
             self.crashes += int(terminated[0])
             self.get_logger().warning(f"episode ended ({'crash' if terminated[0] else 'time limit'}), reset")
+
+    def _measured(self) -> dict[str, float]:
+        """The profile's observation sources as the simulator measures them now (what relative fields step from)."""
+        return {
+            obs.source: float(self.obs[self.obs_index[obs.name]]) / obs.factor
+            for obs in self.profile.observations
+            if history_source(obs.source) is None and obs.name in self.obs_index
+        }
 
     def _paths(self, spec: InputSpec) -> list[tuple[str, int, float]]:
         """(message path, index in the task's observation, unit factor) of every observation `spec` carries."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from robo_rl.actuator import actuator_of
 from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
 from robo_rl.config import config_hash
+from robo_rl.experiment import ExperimentConfig, TaskConfig
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.sim import make
 
@@ -22,7 +24,13 @@ PROFILE_TASKS = {
     "quadrotor_crazyswarm2": (lambda: preset("quadrotor_hover_ppo"), ("action_mode=ctbr", "position_integral_limit=0")),
     "rc_car": (lambda: preset("rc_car_race_ppo"), ()),
     "arm": (lambda: preset("mujoco_arm_reach_ppo"), ("action_mode=position",)),
+    "arm_peg": (lambda: _peg_ppo(), ()),
 }
+
+
+def _peg_ppo() -> ExperimentConfig:
+    """A PPO actor for mujoco/peg_insert (no preset trains one: the arm's PPO preset on the peg task)."""
+    return replace(preset("mujoco_arm_reach_ppo"), task=TaskConfig(name="mujoco/peg_insert", num_envs=1))
 
 
 class FakeClock:

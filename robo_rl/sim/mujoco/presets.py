@@ -1,6 +1,6 @@
-"""Presets of the MuJoCo arm: PPO reaching in simulation, SAC on the arm itself (joint-position commands), and peg
-insertion learned in robot time (issue 36: SAC alone, RLPD with demonstrations, and RLPD with an operator's
-corrections; bench/peg_hil.py runs them)."""
+"""Presets of the MuJoCo arm: PPO reaching in simulation, SAC on the arm itself (joint-position commands, and
+joint-angle steps for the peg insertion), and peg insertion learned in robot time (issue 36: SAC alone, RLPD with
+demonstrations, and RLPD with an operator's corrections; bench/peg_hil.py runs them)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,13 @@ def robot_arm_sac() -> ExperimentConfig:
     steps = 10 minutes of robot time."""
     task = TaskConfig(name="mujoco/arm_reach", num_envs=1, config=ArmReachConfig(action_mode="position"))
     return robot_off_policy("robot_arm_sac", task, max_iterations=30_000)
+
+
+def robot_arm_peg_sac() -> ExperimentConfig:
+    """SAC learning mujoco/peg_insert (joint-angle steps from the measured angles, sparse reward) on the arm itself
+    (profile arm_peg, 10 Hz): 20,000 steps = 33 minutes of robot time."""
+    task = TaskConfig(name="mujoco/peg_insert", num_envs=1)
+    return robot_off_policy("robot_arm_peg_sac", task, max_iterations=20_000)
 
 
 def peg_insert_sac() -> ExperimentConfig:
@@ -86,6 +93,7 @@ def peg_insert_hil() -> ExperimentConfig:
 PRESETS = {
     "mujoco_arm_reach_ppo": mujoco_arm_reach_ppo,
     "robot_arm_sac": robot_arm_sac,
+    "robot_arm_peg_sac": robot_arm_peg_sac,
     "peg_insert_sac": peg_insert_sac,
     "peg_insert_rlpd": peg_insert_rlpd,
     "peg_insert_hil": peg_insert_hil,
