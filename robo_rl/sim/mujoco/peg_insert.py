@@ -29,8 +29,8 @@ needs millimetre moves, which a bounded step makes the policy's whole action ran
 ranges would put 1 mm at 1/3000 of it); the pressing force is bounded by kp * max_joint_step however long the policy
 pushes (a compliant insertion, no wind-up); the step is relative to what is measured, so the observation stays
 Markov; and human corrections (a spacemouse, HIL-SERL's teleop) are increments too. On the robot the command is
-still a JointTrajectory of absolute angles, measured angles + action; a robo_rl.real profile's command field is
-offset + scale * action with a constant offset, so this task has no robot profile yet.
+still a JointTrajectory of absolute angles, measured angles + action: profile `arm_peg`'s command fields are
+`relative_to` the measured joint angles (robo_rl.real.profile), and its safety filter bounds the absolute targets.
 
 Per episode the hole moves: ±`hole_xy_range` m in x and y about `hole_position`, ±`hole_yaw_range` rad about the
 vertical (the block is a mocap body per env, `RolloutEngine(mocap=True)`), and the policy sees it through an estimate
