@@ -124,7 +124,7 @@ def _success_rate(env: PegInsert, act: object) -> float:
 
 
 def test_it_inserts_most_pegs_where_aiming_at_the_estimate_mostly_fails() -> None:
-    # 32 random holes with the task's 2 mm estimate noise; measured 84 % of 64 at seed 0 (the straight-down inserter
+    # 32 random holes with the task's 2 mm estimate noise; measured 77 % of 64 at seed 0 (the straight-down inserter
     # aimed at the estimate: 12 of 64, tests/sim/mujoco/test_peg_insert.py)
     env = PegInsert(32, config=PegInsertConfig(num_threads=1), seed=0)
     expert = make_expert("mujoco/peg_insert", env)
@@ -149,7 +149,7 @@ def test_it_steps_in_where_the_policy_heads_wrong_and_hands_back_once_the_peg_is
             [0.0, 0.0, 0.12],  # leaving upwards: step in
             [0.07, 0.0, 0.05],  # straying sideways: step in
             [0.001, 0.0, 0.002],  # over the mouth: fine, but not yet in
-            [0.0005, 0.0, -0.01],  # in the hole: hand back
+            [0.0005, 0.0, -0.015],  # 15 mm down the hole: hand back
         ]
     )
     expert = _placed(tips)
