@@ -66,6 +66,10 @@ def run(name: str, seed: int, minutes: float, demo: Path, root: Path) -> dict[st
         "robot_min": last["env_steps"] / STEPS_PER_MINUTE,
         "final_eval_success": last.get("eval_success_rate"),
         "operator_share_total": last.get("intervention_rate_total", 0.0),
+        "training_episodes": sum(row.get("episodes") or 0 for row in rows),
+        "training_successes": sum(
+            round((row.get("train_success_rate") or 0) * (row.get("episodes") or 0)) for row in rows
+        ),
         "curve": curve,
         "train_success_by_log": [(row["env_steps"] / STEPS_PER_MINUTE, row.get("train_success_rate")) for row in rows],
     }
