@@ -114,7 +114,8 @@ class PegSearchExpert:
         return torch.from_numpy(np.clip(step, -limit, limit)).to(self.env.device, torch.float32)
 
     def unsafe(self) -> torch.Tensor:
-        """`(N,)` bool: the policy is heading wrong, as a person watching the arm and the real hole would judge."""
+        """`(N,)` bool: the policy is heading wrong, as a person watching the arm and the real hole would judge.
+        Call it once per step (robo_rl.hil.simulated does): it counts the steps each peg has been out of the hole."""
         off_axis, height = self._true_offsets()
         c = self.config
         low = height < c.low
