@@ -71,7 +71,6 @@ def run(name: str, seed: int, minutes: float, demo: Path, root: Path) -> dict[st
             round((row.get("train_success_rate") or 0) * (row.get("episodes") or 0)) for row in rows
         ),
         "curve": curve,
-        "train_success_by_log": [(row["env_steps"] / STEPS_PER_MINUTE, row.get("train_success_rate")) for row in rows],
     }
 
 
@@ -133,7 +132,7 @@ def main() -> None:
             futures = [pool.submit(run, name, seed, args.minutes, demo, root / f"seed{seed}") for name, seed in jobs]
             for future in futures:
                 results.append(future.result())
-                row = {k: v for k, v in results[-1].items() if k not in ("curve", "train_success_by_log")}
+                row = {k: v for k, v in results[-1].items() if k != "curve"}
                 print(json.dumps(row), flush=True)
                 out["results"] = results
                 out["summary"] = summary(results)
