@@ -19,6 +19,7 @@ from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
+from robo_rl.modules.normalizer import EmpiricalNormalizer
 from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.modules.squashed_actor import SquashedGaussianActor
 from robo_rl.storage.replay import Transitions
@@ -55,7 +56,10 @@ class SACConfig:
     activation: Activation = "relu"
     """Hidden nonlinearity for actor and critics."""
     normalize_obs: bool = False
-    """Running observation normalizer inside the actor (off: off-policy targets prefer fixed inputs)."""
+    """Normalize the actor's and the critics' observations by a mean and std fitted once from the first data (the
+    prior buffer when the run has one, else the online buffer at the first update: `fit_normalizers`) and then
+    fixed, since off-policy targets want fixed inputs. For observations of very different scales: a millimetre
+    offset next to joint angles in rad is otherwise invisible to the critics. Exported inside the actor."""
     bc_weight: float = 0.0
     """Weight of a Q-filtered behaviour-cloning term in the actor loss, on the batch's demonstration and
     intervention transitions (`sac_losses.filtered_bc_loss`), scaled by the batch's mean |Q| so it does not depend
@@ -96,7 +100,13 @@ class SAC:
         self.actor = actor.to(device)
         trainable = getattr(self.actor, "trainable_parameters", self.actor.parameters)
         self.critic = QEnsemble(
-            critic_obs_dim, action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
+            critic_obs_dim,
+            action_dim,
+            cfg.critic_hidden,
+            cfg.num_critics,
+            cfg.activation,
+            cfg.layer_norm,
+            cfg.normalize_obs,
         ).to(device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=True)
@@ -108,6 +118,24 @@ class SAC:
     @property
     def alpha(self) -> torch.Tensor:
         return self.log_alpha.detach().exp()
+
+    @property
+    def needs_normalizers(self) -> bool:
+        """True while `normalize_obs` is on and the normalizers have not been fitted (nor loaded)."""
+        normalizer = getattr(self.critic, "obs_normalizer", None)
+        return isinstance(normalizer, EmpiricalNormalizer) and float(normalizer.count) == 0.0
+
+    @torch.no_grad()
+    def fit_normalizers(self, data: Transitions) -> None:
+        """Fit the actor's and the critics' observation normalizers, once, to `data`'s observations (with
+        `normalize_obs`; a no-op otherwise or when fitted)."""
+        if not self.needs_normalizers or len(data.obs) == 0:
+            return
+        pairs = [(getattr(self.actor, "obs_normalizer", None), data.obs)]
+        pairs += [(critic.obs_normalizer, data.critic_obs) for critic in (self.critic, self.target_critic)]
+        for normalizer, obs in pairs:
+            if isinstance(normalizer, EmpiricalNormalizer):
+                normalizer.update(obs)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:

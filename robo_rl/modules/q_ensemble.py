@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from robo_rl.modules.mlp import Activation
+from robo_rl.modules.normalizer import make_normalizer
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "elu": F.elu,
@@ -41,8 +42,13 @@ class QEnsemble(nn.Module):
         num_critics: int = 2,
         activation: Activation = "relu",
         layer_norm: bool = False,
+        normalize_obs: bool = False,
     ) -> None:
+        """`normalize_obs`: an `EmpiricalNormalizer` of the critic observations (`obs_normalizer`) before the
+        first layer, whose statistics only explicit `update` calls change (SAC fits them once); off: the identity,
+        and the state dict is the one without it."""
         super().__init__()
+        self.obs_normalizer: nn.Module = make_normalizer(critic_obs_dim, normalize_obs)
         self.in_features = critic_obs_dim + action_dim
         self.num_critics = num_critics
         self.layer_norm = layer_norm
@@ -69,7 +75,7 @@ class QEnsemble(nn.Module):
             bias.uniform_(-bound, bound)
 
     def forward(self, critic_obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        x = torch.cat([critic_obs, action], dim=-1)
+        x = torch.cat([self.obs_normalizer(critic_obs), action], dim=-1)
         h = x.unsqueeze(0).expand(self.num_critics, *x.shape)
         last = len(self.weights) - 1
         for i, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):

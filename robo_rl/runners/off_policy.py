@@ -202,6 +202,13 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
     return prior
 
 
+def fit_normalizers(algorithm: Any, data: Transitions) -> None:
+    """Fit an algorithm's fixed observation normalizers to `data` the first time it asks (SAC's `normalize_obs`);
+    algorithms without them, or fitted already (resumed), are left alone."""
+    if getattr(algorithm, "needs_normalizers", False):
+        algorithm.fit_normalizers(data)
+
+
 def load_weights(algorithm: Any, source: Path, env: BatchedEnv) -> None:
     """`off_policy.init_from`: the weights of `source` (a run directory or a checkpoint file) into `algorithm`;
     ValueError naming what does not fit."""
@@ -284,6 +291,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             self.sampler = SymmetricSampler(self.buffer, self.prior, cfg.prior_fraction)
         if cfg.init_from is not None:
             load_weights(algorithm, Path(cfg.init_from), env)
+        if self.prior is not None:
+            fit_normalizers(algorithm, self.prior.stored())
         self.bc_losses: list[float] = []
         if cfg.bc_pretrain_steps > 0 and self.prior is not None:
             demos = self.prior.stored()
@@ -384,6 +393,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             return {"learner_dropped": float(self.remote.dropped), "policy_version": float(self.remote.loaded_version)}
         if self.env_steps < self.cfg.learning_starts or len(self.buffer) < self.cfg.batch_size:
             return {}
+        fit_normalizers(self.algorithm, self.buffer.stored())
         metrics: Losses = {}
         count = self._updates_due()
         if count == 0:

@@ -120,3 +120,16 @@ def test_prior_buffer_errors_name_the_problem(tmp_path: Path) -> None:
         _sac_runner(OffPolicyRunnerConfig(prior_buffer=str(tmp_path / "wide.pt")))
     with pytest.raises(ValueError, match="prior_fraction"):
         OffPolicyRunnerConfig(prior_fraction=1.5)
+
+
+def test_normalize_obs_is_fitted_to_the_prior_buffer_before_behaviour_cloning(tmp_path: Path) -> None:
+    """SAC's `normalize_obs` with a prior buffer: the normalizers hold the demonstrations' mean and variance from
+    the runner's construction on (so behaviour cloning and the first updates see normalized inputs)."""
+    path = _demo_file(tmp_path)
+    env = make("pendulum", num_envs=2, seed=0)
+    sac = SAC(3, 3, env.action_spec.low_tensor(), env.action_spec.high_tensor(), SACConfig(normalize_obs=True))
+    OffPolicyRunner(env, sac, OffPolicyRunnerConfig(prior_buffer=str(path), bc_pretrain_steps=5), seed=0)
+    demos = ReplayBuffer.load(path).stored()
+    for normalizer in (sac.actor.obs_normalizer, sac.critic.obs_normalizer, sac.target_critic.obs_normalizer):
+        torch.testing.assert_close(normalizer.mean, demos.obs.mean(0))
+        torch.testing.assert_close(normalizer.var, demos.obs.var(0, unbiased=False))

@@ -207,3 +207,34 @@ def test_update_to_data_sets_gradient_steps_per_stored_transition(
         OffPolicyRunnerConfig(update_to_data=-1.0)
     with pytest.raises(ValueError, match="learner process"):
         OffPolicyRunnerConfig(update_to_data=0.5, actor_learner=True)
+
+
+def test_sac_normalize_obs_fits_once_to_the_first_data_and_exports_inside_the_actor(tmp_path: Path) -> None:
+    """SAC's `normalize_obs`: the actor's and critics' normalizers take the mean and std of the online buffer at the
+    first update (no prior buffer here), then stay fixed; the exported actor normalizes the same way."""
+    env = make("pendulum", num_envs=1, seed=0)
+    low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
+    torch.manual_seed(0)
+    sac = SAC(3, 3, low, high, SACConfig(actor_hidden=SMALL, critic_hidden=SMALL, normalize_obs=True))
+    cfg = OffPolicyRunnerConfig(
+        loop=replace(OFF_POLICY_LOOP, max_iterations=60, eval_interval=0), learning_starts=40, batch_size=16
+    )
+    runner = OffPolicyRunner(env, sac, cfg, 0)
+    assert sac.needs_normalizers
+    runner.learn()
+    assert not sac.needs_normalizers
+    first = runner.buffer.stored().obs[:40]  # what the buffer held at the first update (iteration 40)
+    for normalizer in (sac.actor.obs_normalizer, sac.critic.obs_normalizer, sac.target_critic.obs_normalizer):
+        torch.testing.assert_close(normalizer.mean, first.mean(0))
+        torch.testing.assert_close(normalizer.var, first.var(0, unbiased=False))
+    sac.fit_normalizers(runner.buffer.stored())  # fitted: a second call changes nothing
+    torch.testing.assert_close(sac.critic.obs_normalizer.mean, first.mean(0))
+    actor = sac.actor.deterministic_actor()
+    metadata = PolicyMetadata(env.obs_spec, env.action_spec, env.dt, "pendulum", "test", "test")
+    obs = torch.randn(200, 3) * 4
+    assert onnx_parity(actor, export_onnx(actor, metadata, tmp_path / "policy.onnx"), obs) <= 1e-5
+    # the critics see the normalized observation
+    q = sac.critic(obs, torch.zeros(200, 1))
+    plain = sac.critic.obs_normalizer(obs)
+    sac.critic.obs_normalizer = torch.nn.Identity()
+    torch.testing.assert_close(q, sac.critic(plain, torch.zeros(200, 1)))
