@@ -82,8 +82,9 @@ def main(args: argparse.Namespace) -> int:
         env = RealTimeEnv(env)
         terminal().print(f"{args.teleop}: one step every {env.dt:g} s, in real time")
     policy = _demonstrator(args.teleop, args.task, env, make_expert, args.gamepad)
-    steps = env.max_episode_steps * (args.episodes // num_envs)
-    demos = collect_demonstrations(env, policy, steps * num_envs, seed=args.seed)
+    per_env = args.episodes // num_envs
+    steps = env.max_episode_steps * per_env
+    demos = collect_demonstrations(env, policy, steps * num_envs, seed=args.seed, episodes_per_env=per_env)
     save_demos(args.output, demos.buffer, args.task, env, demos.episodes, f"teleop={args.teleop}", demos.success)
     ret = "none finished" if demos.mean_return is None else f"mean return {demos.mean_return:.1f}"
     console = terminal()

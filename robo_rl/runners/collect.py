@@ -44,6 +44,7 @@ def collect_demonstrations(
     noise_std: float = 0.0,
     operator_only: bool = False,
     max_steps: int | None = None,
+    episodes_per_env: int | None = None,
 ) -> Demonstrations:
     """Step every env with `policy` (raw obs → env action) until at least `num_transitions` are stored.
 
@@ -52,7 +53,9 @@ def collect_demonstrations(
     On a robot (`robo_rl.robot.RobotEnv`) the operator demonstrates: where the env reports a takeover
     (`INFO_INTERVENED`) the executed action is stored, steps it marks invalid (`INFO_VALID`) are not, and with
     `operator_only` neither are the steps the operator did not drive. `max_steps` bounds the env steps (default:
-    enough for `num_transitions` when every step is stored).
+    enough for `num_transitions` when every step is stored). `episodes_per_env` stores only each env's first that
+    many episodes and stops once every env has finished them (whole episodes, as many as asked: an env whose
+    episode ends early would otherwise start another and record part of it).
     """
     if num_transitions < 1:
         raise ValueError(f"num_transitions must be at least 1, got {num_transitions}")
@@ -72,31 +75,42 @@ def collect_demonstrations(
     obs = env.reset(seed=seed)
     critic_obs = reset_critic_observation(env, obs)
     success: list[torch.Tensor] | None = []
+    finished = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
     for _ in range(steps):
         if len(buffer) >= num_transitions:
+            break
+        recording = None if episodes_per_env is None else finished < episodes_per_env
+        if recording is not None and not bool(recording.any()):
             break
         action = scaler.normalize(policy(obs))
         if noise_std > 0:
             noise = torch.randn(action.shape, generator=generator, device=env.device) * noise_std
             action = (action + noise).clamp(-1.0, 1.0)
         result = env.step(scaler(action))
-        step, keep = _kept(transitions_of_step(obs, critic_obs, action, result, True), result[4], scaler, operator_only)
+        step, keep = _kept(
+            transitions_of_step(obs, critic_obs, action, result, True), result[4], scaler, operator_only, recording
+        )
         buffer.add(step)
         reported = result[4].get(INFO_SUCCESS)
         success = None if success is None or reported is None else [*success, reported.bool()[keep].cpu()]
         obs, reward, terminated, truncated, info = result
-        tracker.record(reward, terminated | truncated)
+        done = terminated | truncated
+        tracker.record(reward, done if recording is None else done & recording)
+        finished += done.long()
         critic_obs = critic_observation(obs, info, INFO_PRIVILEGED_OBS)
     stats = tracker.flush()
     flags = None if success is None else torch.cat(success)[: len(buffer)]
     return Demonstrations(buffer, stats.episodes, stats.mean_return, flags)
 
 
-def _kept(step: Transitions, info: dict, scaler: ActionScaler, operator_only: bool) -> tuple[Transitions, torch.Tensor]:
+def _kept(
+    step: Transitions, info: dict, scaler: ActionScaler, operator_only: bool, recording: torch.Tensor | None = None
+) -> tuple[Transitions, torch.Tensor]:
     """A step's transitions as a demonstration: the operator's executed actions where it took over, without the
-    invalid steps (and, `operator_only`, without the steps it did not drive); and which envs' rows were kept."""
+    invalid steps (and, `operator_only`, without the steps it did not drive; without the envs not `recording`); and
+    which envs' rows were kept."""
     intervened = info.get(INFO_INTERVENED)
-    keep = torch.ones_like(step.terminated, dtype=torch.bool)
+    keep = torch.ones_like(step.terminated, dtype=torch.bool) if recording is None else recording.clone()
     if intervened is not None:
         executed = scaler.normalize(info[INFO_EXECUTED_ACTION])
         step = replace(step, actions=torch.where(intervened.unsqueeze(-1), executed, step.actions))

@@ -55,6 +55,19 @@ def test_collect_records_flagged_normalized_expert_transitions() -> None:
     assert int(stored.truncated.sum()) == 6 and not bool(stored.terminated.any())
 
 
+def test_collect_whole_episodes_stores_each_env_s_first_episodes_only() -> None:
+    """`episodes_per_env`: envs whose episodes end at different steps (pendulum time limits of 50 steps, the
+    collection asked for 160 steps per env) each store exactly their first two episodes, and collection stops once
+    all have them (without it every env goes on into a third, part-recorded episode)."""
+    env = make("pendulum", num_envs=3, max_episode_steps=50)
+    demos = collect_demonstrations(env, _energy_pumping, 480, seed=0, episodes_per_env=2)
+    stored = demos.buffer.stored()
+    assert len(demos.buffer) == 300 and demos.episodes == 6
+    assert int(stored.truncated.sum()) == 6 and bool(stored.truncated[-3:].all())
+    everything = collect_demonstrations(make("pendulum", num_envs=3, max_episode_steps=50), _energy_pumping, 480, 0)
+    assert len(everything.buffer) == 480 and everything.episodes == 9
+
+
 def test_collect_is_reproducible_by_seed_and_noise_changes_actions() -> None:
     def run(seed: int, noise: float) -> torch.Tensor:
         env = make("pendulum", num_envs=2)
