@@ -63,6 +63,7 @@ ROS_DISTRO ?= kilted
 ROS_PREFIX := $(if $(filter kilted,$(ROS_DISTRO)),ros-,ros-$(ROS_DISTRO)-)
 ROS_WHEELS := rclpy rmw-fastrtps-cpp std-msgs geometry-msgs sensor-msgs nav-msgs trajectory-msgs \
 	lifecycle-msgs diagnostic-msgs
+# mujoco: sim_bridge and `robo-rl train --robot arm|arm_peg` make or resolve MuJoCo tasks (robo_rl.sim.mujoco).
 ROS_STAMP := $(VENV_ROS)/.installed-$(ROS_DISTRO)
 
 $(ROS_STAMP): pyproject.toml
@@ -71,7 +72,7 @@ $(ROS_STAMP): pyproject.toml
 	$(PY_ROS) -m pip install --upgrade pip setuptools wheel
 	$(PY_ROS) -m pip install $(TORCH)
 	$(PY_ROS) -m pip install $(addprefix $(ROS_PREFIX),$(ROS_WHEELS)) "cyclonedds>=0.10"
-	$(PY_ROS) -m pip install -e ".[ros,train,fast,export]"
+	$(PY_ROS) -m pip install -e ".[ros,train,fast,export]" "mujoco>=3.0"
 	touch $(ROS_STAMP)
 
 # px4_msgs and ackermann_msgs, which PyPI has no wheels of (the messages of the PX4 and rc_car profiles): built from

@@ -8,7 +8,8 @@ of the same name (divided by its unit factor); the input a derived one reads car
 the robot's driver publishes it (`robo_rl.real.derive.SOURCE_WRITERS`): for `quadrotor_state` an Odometry (pose in
 the z-up world, body-frame linear velocity), for `px4_state` PX4's VehicleOdometry (NED position and velocity, FRD
 body → NED attitude, FRD body rates, microsecond `timestamp` and `timestamp_sample`). The profile's first input is
-published last, so a policy_node triggered by it sees this tick's values on the other inputs.
+published last, so a policy_node triggered by it sees this tick's values on the other inputs. A JointState input
+names the profile's joints in its order (the nodes read joints by name).
 
 With the quadrotor_px4 profile the bridge stands in for PX4 SITL: it publishes fmu/out/vehicle_odometry and flies
 the VehicleRatesSetpoint it receives (body rates and thrust back to the ctbr actions); it ignores the
@@ -20,6 +21,12 @@ Until the first command arrives the simulator does not step (it holds its initia
 so nothing falls while policy_node is still starting. /diagnostics reports steps, episodes and crashes (and laps
 with the last lap time, for tasks that count them); episodes last `episode_length` s and reset as in training
 (crashes reset at once).
+
+An arm that holds its measured pose when stopped (`safe_command: hold_measured`, e.g. arm_peg) is put back by the
+operator's `reset` on `episode_event` (teleop_node's button, in the bridge's namespace): the simulator's own reset
+(a new start pose), standing in for the person who lifts the arm back before pressing it, as SimLink does. The held
+command is dropped with it (the held pose is gone: the next command steps from the new one); /diagnostics counts
+these as `put_backs`. Other robots are put back by the simulator's own episode ends.
 
 Real time or lockstep: in real time (the default) a tick steps with whatever command arrived last, as a robot's
 motors do, so a command that answers the last observation later than one tick is applied one tick late
@@ -51,7 +58,7 @@ from rclpy.qos import qos_profile_sensor_data
 from robo_rl.real import px4
 from robo_rl.real.command import command_actions, select_command
 from robo_rl.real.derive import SOURCE_WRITERS
-from robo_rl.real.profile import InputSpec, history_source, source_input
+from robo_rl.real.profile import HOLD_MEASURED, InputSpec, history_source, source_input
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, message_class, set_fields
 from robo_rl.real.ros.spin import StartupInputError, positive_seconds, profile_parameter, run
@@ -78,7 +85,7 @@ class SimBridge(Node):
         self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.commanded = False
         self.command_values: dict[str, float] = {}
-        self.steps = self.episodes = self.crashes = self.laps = 0
+        self.steps = self.episodes = self.crashes = self.laps = self.put_backs = 0
         self.last_lap_s = float("nan")
         self._create_entities()
         self.env = self._make_env()
@@ -118,6 +125,10 @@ class SimBridge(Node):
         self.action_index = {name: i for i, name in enumerate(self.profile.action_names)}
         self.command_reader = FieldReader("cmd", [f.field for f in self.command_spec.fields])
         self.create_subscription(command_type, self.command_spec.topic, self.on_command, 10)
+        if self.profile.safe_command == HOLD_MEASURED:
+            from std_msgs.msg import String
+
+            self.create_subscription(String, "episode_event", self.on_episode_event, 10)
         self.diagnostics = self.create_publisher(_diagnostic_type(), DIAGNOSTICS_TOPIC, 10)
 
     def _make_env(self) -> Any:
@@ -185,6 +196,20 @@ class SimBridge(Node):
         self.command_values = {key.removeprefix("cmd."): value for key, value in self.command_reader(message).items()}
         self.commanded = self.answered = True
 
+    def on_episode_event(self, message: Any) -> None:
+        if message.data == "reset":
+            self.put_back()
+
+    def put_back(self) -> None:
+        """The operator's reset press on an arm that holds its pose: the simulator's own reset, the held command
+        dropped (it would pull the new pose back to the old one) until the next command arrives."""
+        self.obs = self.env.reset()[0].numpy()
+        self.command_values = {}
+        self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
+        self.commanded = self.answered = False
+        self.put_backs += 1
+        self.get_logger().info("put back by the operator's reset")
+
     def tick(self) -> None:
         if self.commanded:
             if not self.answered:
@@ -197,6 +222,8 @@ class SimBridge(Node):
         stamp, now_us = now.to_msg(), px4.timestamp_us(now.nanoseconds)
         for spec, kind in reversed(self.outputs):
             message = set_fields(kind(), self._fields(spec))
+            if spec.joints:  # a JointState names its joints: the nodes read it by name (position[i] is joints[i])
+                message.name = list(spec.joints)
             if spec.name in self.stamped:
                 message.header.stamp = stamp
             for field in self.px4_stamped.get(spec.name, ()):
@@ -247,7 +274,7 @@ class SimBridge(Node):
 
     def publish_diagnostics(self) -> None:
         values = {"steps": self.steps, "episodes": self.episodes, "crashes": self.crashes, "commanded": self.commanded}
-        values |= {"late_commands": self.late_commands, "lockstep": self.lockstep}
+        values |= {"late_commands": self.late_commands, "lockstep": self.lockstep, "put_backs": self.put_backs}
         if self.laps:
             values |= {"laps": self.laps, "last_lap_s": round(self.last_lap_s, 3)}
         self.diagnostics.publish(diagnostic_array(self, OK, "running", self.profile.name, values))
