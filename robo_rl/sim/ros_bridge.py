@@ -8,7 +8,8 @@ of the same name (divided by its unit factor); the input a derived one reads car
 the robot's driver publishes it (`robo_rl.real.derive.SOURCE_WRITERS`): for `quadrotor_state` an Odometry (pose in
 the z-up world, body-frame linear velocity), for `px4_state` PX4's VehicleOdometry (NED position and velocity, FRD
 body → NED attitude, FRD body rates, microsecond `timestamp` and `timestamp_sample`). The profile's first input is
-published last, so a policy_node triggered by it sees this tick's values on the other inputs.
+published last, so a policy_node triggered by it sees this tick's values on the other inputs. A JointState input
+(the arm profiles) names its joints, in the profile's order.
 
 With the quadrotor_px4 profile the bridge stands in for PX4 SITL: it publishes fmu/out/vehicle_odometry and flies
 the VehicleRatesSetpoint it receives (body rates and thrust back to the ctbr actions); it ignores the
@@ -109,6 +110,9 @@ class SimBridge(Node):
             for spec, kind in self.outputs
         }
         self.stamped = {spec.name for spec, kind in self.outputs if "header" in kind.get_fields_and_field_types()}
+        # A JointState carries its joints' names (the profile's order, as its position[i] fields): policy_node reads
+        # joints by name and skips a message that lacks one.
+        self.joint_names = {spec.name: list(spec.joints) for spec, _ in self.outputs if spec.joints}
         self.px4_stamped = {
             spec.name: [f for f in ("timestamp", "timestamp_sample") if f in kind.get_fields_and_field_types()]
             for spec, kind in self.outputs
@@ -197,6 +201,8 @@ class SimBridge(Node):
         stamp, now_us = now.to_msg(), px4.timestamp_us(now.nanoseconds)
         for spec, kind in reversed(self.outputs):
             message = set_fields(kind(), self._fields(spec))
+            if spec.name in self.joint_names:
+                message.name = self.joint_names[spec.name]
             if spec.name in self.stamped:
                 message.header.stamp = stamp
             for field in self.px4_stamped.get(spec.name, ()):
