@@ -5,8 +5,10 @@ one feature vector; constants are folded in while reading (initializers, `Consta
 inputs are all constant). Supported operators: Gemm (transA=0), MatMul (+ Add, folded into the bias), Relu, Tanh,
 Sigmoid, Elu, LeakyRelu, Clip (attributes or inputs, opset 6-18), Add/Sub/Mul/Div with a constant operand on
 either side (scalar or one value per feature), Concat of the graph inputs (the C entry then takes them
-concatenated in the Concat's order), Identity, Cast to float, and Flatten/Reshape that keep `(batch, features)`.
-Anything else stops with `UnsupportedOperatorError` naming the operator type and the node.
+concatenated in the Concat's order), Identity, Cast to float, Flatten/Reshape that keep `(batch, features)`, and a
+Slice of a Dense layer's features (folded into its rows: SAC's actor computes mean and log-std in one layer and its
+deterministic export slices out the mean). Anything else stops with `UnsupportedOperatorError` naming the operator
+type and the node.
 
 Only numpy and onnx are needed here (no torch, no onnxruntime).
 """
@@ -237,6 +239,7 @@ SUPPORTED_OPS = (
     "LeakyRelu",
     "Clip",
     "Concat",
+    "Slice",
     *_PASS_THROUGH,
     "Constant",
 )
@@ -502,6 +505,41 @@ def _check_reshape(reader: _GraphReader, node: onnx.NodeProto) -> None:
         )
 
 
+def _slice(reader: _GraphReader, node: onnx.NodeProto, bare_matmul: bool) -> None:
+    """A Slice of the features straight after a Dense layer: the Dense keeps only the selected rows (no layer)."""
+    last = reader.layers[-1] if reader.layers else None
+    if not isinstance(last, Dense) or reader.width != last.out_features:
+        raise UnsupportedOperatorError("Slice", node.name, "only a Slice of a Dense layer's outputs is supported")
+    starts, ends, axes, steps = _slice_arguments(reader, node)
+    if len(starts) != 1 or axes[0] not in (1, -1):
+        raise UnsupportedOperatorError("Slice", node.name, f"axes {axes}; only the feature axis (1) can be sliced")
+    if steps[0] == 0:
+        raise UnsupportedOperatorError("Slice", node.name, "step 0")
+    rows = np.arange(last.out_features)[starts[0] : ends[0] : steps[0]]  # ONNX clamps as Python slicing does
+    if rows.size == 0:
+        raise UnsupportedOperatorError("Slice", node.name, "selects no feature")
+    weight, bias = np.ascontiguousarray(last.weight[rows]), np.ascontiguousarray(last.bias[rows])
+    reader.layers[-1] = Dense(f"{last.name}+{node.name}", weight, bias)
+    reader.width = int(rows.size)
+    reader.bare_matmul = bare_matmul  # a MatMul's bias may still follow, now one per selected feature
+
+
+def _slice_arguments(reader: _GraphReader, node: onnx.NodeProto) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(starts, ends, axes, steps): attributes before opset 10, constant inputs from it on."""
+    if reader.opset < 10:
+        starts, ends = list(_attr(node, "starts", [])), list(_attr(node, "ends", []))  # type: ignore[call-overload]
+        axes = list(_attr(node, "axes", range(len(starts))))  # type: ignore[call-overload]
+        return starts, ends, axes, [1] * len(starts)
+    values: list[list[int]] = []
+    for index in range(1, 5):
+        name = node.input[index] if len(node.input) > index else ""
+        if name and name not in reader.constants:
+            raise UnsupportedOperatorError("Slice", node.name, f"input {index} is computed; it must be a constant")
+        values.append([int(v) for v in np.asarray(reader.constants[name]).reshape(-1)] if name else [])
+    starts, ends, axes, steps = values
+    return starts, ends, axes or list(range(len(starts))), steps or [1] * len(starts)
+
+
 _HANDLERS: dict[str, _Handler] = {
     "Gemm": _gemm,
     "MatMul": _matmul,
@@ -515,6 +553,7 @@ _HANDLERS: dict[str, _Handler] = {
     "Elu": _activation("elu", 1.0),
     "LeakyRelu": _activation("leaky_relu", 0.01),
     "Clip": _clip,
+    "Slice": _slice,
     **dict.fromkeys(_PASS_THROUGH, _pass_through),
 }
 

@@ -116,6 +116,8 @@ class SimBridge(Node):
             for spec, kind in self.outputs
         }
         self.stamped = {spec.name for spec, kind in self.outputs if "header" in kind.get_fields_and_field_types()}
+        # A JointState carries its joints' names (the profile's order, as its position[i] fields): policy_node reads
+        # joints by name and skips a message that lacks one.
         self.px4_stamped = {
             spec.name: [f for f in ("timestamp", "timestamp_sample") if f in kind.get_fields_and_field_types()]
             for spec, kind in self.outputs

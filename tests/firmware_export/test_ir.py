@@ -97,6 +97,77 @@ def test_matmul_followed_by_add_becomes_one_dense_layer(bias_first: bool) -> Non
     _check_against_onnxruntime(model, _obs(4))
 
 
+def _ints(name: str, values: list[int]) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.asarray(values, dtype=np.int64), name)
+
+
+@pytest.mark.parametrize(
+    ("starts", "ends", "axes", "steps", "rows"),
+    [
+        ([0], [3], [1], None, [0, 1, 2]),  # SAC's deterministic actor: the mean half of mean and log-std
+        ([2], [2**62], [-1], [1], [2, 3, 4, 5]),  # an open end, as torch exports `x[:, 2:]`
+        ([-1], [-(2**62)], [1], [-2], [5, 3, 1]),  # negative start and step
+    ],
+)
+def test_slice_of_a_gemms_features_keeps_only_those_rows(
+    starts: list[int], ends: list[int], axes: list[int], steps: list[int] | None, rows: list[int]
+) -> None:
+    weight, bias = RNG.normal(size=(6, 4)).astype(np.float32), RNG.normal(size=6).astype(np.float32)
+    arguments = [_ints("starts", starts), _ints("ends", ends), _ints("axes", axes)]
+    arguments += [_ints("steps", steps)] if steps else []
+    names = ["h", *(t.name for t in arguments)]
+    nodes = [_node("Gemm", ["obs", "W", "b"], "h", transB=1), _node("Slice", names, "s")]
+    nodes.append(_node("Tanh", ["s"], "action"))
+    model = _model(nodes, [_tensor("W", weight), _tensor("b", bias), *arguments], {"obs": 4}, {"action": len(rows)})
+    dense, tanh = load_policy(model).layers
+    assert isinstance(dense, Dense) and isinstance(tanh, Activation)
+    np.testing.assert_array_equal(dense.weight, weight[rows])
+    np.testing.assert_array_equal(dense.bias, bias[rows])
+    _check_against_onnxruntime(model, _obs(4))
+
+
+def test_slice_with_attributes_before_opset_10() -> None:
+    weight, bias = RNG.normal(size=(5, 3)).astype(np.float32), np.zeros(5, np.float32)
+    nodes = [_node("Gemm", ["obs", "W", "b"], "h", transB=1)]
+    nodes.append(_node("Slice", ["h"], "action", starts=[1], ends=[4], axes=[1]))
+    model = _model(nodes, [_tensor("W", weight), _tensor("b", bias)], {"obs": 3}, {"action": 3}, opset=9)
+    (dense,) = load_policy(model).layers
+    assert isinstance(dense, Dense)
+    np.testing.assert_array_equal(dense.weight, weight[1:4])
+    _check_against_onnxruntime(model, _obs(3))
+
+
+def test_slice_of_a_matmul_takes_the_bias_of_the_following_add() -> None:
+    weight, bias = RNG.normal(size=(4, 6)).astype(np.float32), RNG.normal(size=2).astype(np.float32)
+    slicing = [_ints("starts", [1]), _ints("ends", [3]), _ints("axes", [1])]
+    nodes = [
+        _node("MatMul", ["obs", "W"], "h"),
+        _node("Slice", ["h", "starts", "ends", "axes"], "s"),
+        _node("Add", ["s", "b"], "action"),
+    ]
+    model = _model(nodes, [_tensor("W", weight), _tensor("b", bias), *slicing], {"obs": 4}, {"action": 2})
+    (dense,) = load_policy(model).layers
+    assert isinstance(dense, Dense) and dense.weight.shape == (2, 4)
+    np.testing.assert_array_equal(dense.bias, bias)
+    _check_against_onnxruntime(model, _obs(4))
+
+
+@pytest.mark.parametrize(
+    ("first", "axes", "reason"),
+    [
+        ("Relu", [1], "only a Slice of a Dense layer's outputs"),  # selecting after a pointwise layer
+        ("Gemm", [0], r"axes \[0\]; only the feature axis"),  # the batch axis
+    ],
+)
+def test_slices_that_do_not_fold_into_a_dense_layer_are_rejected(first: str, axes: list[int], reason: str) -> None:
+    head = _node("Gemm", ["obs", "W"], "h", transB=1) if first == "Gemm" else _node("Relu", ["obs"], "h")
+    slicing = [_ints("starts", [0]), _ints("ends", [2]), _ints("axes", axes)]
+    nodes = [head, _node("Slice", ["h", "starts", "ends", "axes"], "action")]
+    model = _model(nodes, [_tensor("W", np.eye(3)), *slicing], {"obs": 3}, {"action": 2})
+    with pytest.raises(UnsupportedOperatorError, match=rf"^Slice node 'slice_node_action': {reason}"):
+        load_policy(model)
+
+
 def test_add_after_a_biased_gemm_stays_a_separate_layer() -> None:
     nodes = [_node("Gemm", ["obs", "W", "b"], "h", transB=1), _node("Add", ["h", "c"], "action")]
     inits = [_tensor("W", RNG.normal(size=(2, 3))), _tensor("b", [1.0, 2.0]), _tensor("c", [0.5, -0.5])]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
+from filelock import FileLock
 
 from robo_rl.actuator import actuator_of
 from robo_rl.api.configs import preset
@@ -169,3 +173,34 @@ def step_chunks_policy(tmp_path_factory: pytest.TempPathFactory) -> Callable[...
         return export_step_chunks(profile, path, horizon, first, step)
 
     return make_policy
+
+
+PEG_RUN_ITERATIONS = 300
+"""Environment steps of the tiny peg_insert_sac run (two 150-step episodes): enough for SAC to have updated its actor
+(learning starts at step 100), far too few to insert anything; what is tested is the trained artifact's path."""
+
+
+@pytest.fixture(scope="session")
+def trained_peg_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run directory of robo_rl's peg_insert_sac preset (mujoco/peg_insert, the arm_peg profile's task) trained
+    for `PEG_RUN_ITERATIONS` steps with the simulated operator's corrections (`--teleop simulated`, as issue 36's
+    policies learn), then exported by `robo-rl export RUN` (its `policy.onnx`). Made once per session, shared by
+    the pytest-xdist workers through a file lock, in about 15 s."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "trained_peg"
+    with FileLock(str(shared / "trained_peg.lock")):
+        policies = sorted(root.glob("peg_insert_sac/*/policy.onnx"))
+        if not policies:
+            cli = [sys.executable, "-m", "robo_rl.cli.main"]
+            argv = [*cli, "train", "peg_insert_sac", "--seed", "0", "--runs-root", str(root), "--teleop", "simulated"]
+            argv += ["--max-iterations", str(PEG_RUN_ITERATIONS), "--quiet", "--threads", "1"]
+            argv += ["--set", "off_policy.learning_starts=100", "--set", "off_policy.loop.eval_episodes=2"]
+            trained = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            assert trained.returncode == 0, trained.stderr[-2000:]
+            (run,) = root.glob("peg_insert_sac/*")
+            exported = subprocess.run([*cli, "export", str(run)], capture_output=True, text=True, timeout=600)
+            assert exported.returncode == 0, exported.stderr[-2000:]
+            policies = sorted(root.glob("peg_insert_sac/*/policy.onnx"))
+    (policy,) = policies
+    return policy.parent
