@@ -64,7 +64,8 @@ ROS_PREFIX := $(if $(filter kilted,$(ROS_DISTRO)),ros-,ros-$(ROS_DISTRO)-)
 ROS_WHEELS := rclpy rmw-fastrtps-cpp std-msgs geometry-msgs sensor-msgs nav-msgs trajectory-msgs \
 	lifecycle-msgs diagnostic-msgs
 # mujoco: sim_bridge and `robo-rl train --robot arm|arm_peg` make or resolve MuJoCo tasks (robo_rl.sim.mujoco).
-ROS_STAMP := $(VENV_ROS)/.installed-$(ROS_DISTRO)
+# The stamp's suffix names what the recipe installs beyond pyproject.toml: a new one rebuilds older venvs.
+ROS_STAMP := $(VENV_ROS)/.installed-$(ROS_DISTRO)-mujoco
 
 $(ROS_STAMP): pyproject.toml
 	rm -rf $(VENV_ROS)
