@@ -57,9 +57,9 @@ def robot_env_factory(
         if num_envs != 1 or device != "cpu":
             raise ConfigError(f"--robot {profile_name}: one robot on the CPU (task.num_envs=1, task.device=cpu)")
         from robo_rl.robot.env import RobotEnv
-        from robo_rl.robot.rewards import reward_for
+        from robo_rl.robot.rewards import reward_for, success_for
 
-        success = None
+        success = success_for(profile)  # the task's reward decides (profile `episode.success: reward`), else None
         if classifier is not None:
             from robo_rl.robot.classifier import SuccessClassifier
 

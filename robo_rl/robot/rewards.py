@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
 from robo_rl.real.profile import RobotProfile
 
 Reward = Callable[[Mapping[str, float], float], float]
@@ -46,12 +48,41 @@ def peg_insert(fields: Mapping[str, float], dt: float) -> float:
     hole is unknown on the robot)."""
     del dt
     x, y, z = (fields[f"state.peg_tip_to_hole_estimate.{a}"] for a in "xyz")
+    return _peg_inserted(x, y, z)
+
+
+def _peg_inserted(x: float, y: float, z: float) -> float:
     return float(z <= -PEG_INSERTED_DEPTH and math.hypot(x, y) <= PEG_INSERTED_RADIUS)
+
+
+def peg_success(profile: RobotProfile) -> Callable[[np.ndarray], bool]:
+    """The peg reward's condition on the policy's observation (in the profile's order): an inserted peg ends the
+    episode as a success, as mujoco/peg_insert's success terminates it in simulation."""
+    index = [profile.obs_names.index(f"peg_tip_to_hole_estimate_{a}") for a in "xyz"]
+
+    def inserted(obs: np.ndarray) -> bool:
+        x, y, z = (float(v) for v in np.asarray(obs, dtype=np.float64).reshape(-1)[index])
+        return bool(_peg_inserted(x, y, z))
+
+    return inserted
 
 
 REWARDS: dict[str, Reward] = {"rc_car": rc_car_progress, "arm": arm_reach}
 TASK_REWARDS: dict[str, Reward] = {"mujoco/peg_insert": peg_insert}
 """Rewards of tasks whose kind has another task's reward."""
+
+
+TASK_SUCCESS: dict[str, Callable[[RobotProfile], Callable[[np.ndarray], bool]]] = {"mujoco/peg_insert": peg_success}
+"""Tasks whose sparse reward is their success (terminal in simulation): with the profile's `episode.success:
+reward`, RobotEnv ends an episode as a success where this holds (`success_for`)."""
+
+
+def success_for(profile: RobotProfile) -> Callable[[np.ndarray], bool] | None:
+    """The success detector on the observation that `episode.success: reward` means for the profile's task, or None
+    where the task's episodes do not end at a success (the car laps on, the arm reaching holds the target)."""
+    if profile.episode is None or profile.episode.success != "reward" or profile.task not in TASK_SUCCESS:
+        return None
+    return TASK_SUCCESS[profile.task](profile)
 
 
 def reward_for(profile: RobotProfile) -> Reward:

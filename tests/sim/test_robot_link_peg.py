@@ -62,3 +62,26 @@ def test_the_safe_command_holds_the_measured_pose_in_the_simulator() -> None:
     np.testing.assert_allclose(target, [link.fields()[m] for m in MEASURED], atol=1e-9)  # the pose measured now
     link.wait_until(link.clock() + 2.0)  # 20 periods on the held command: the arm stays (no drift by steps)
     np.testing.assert_allclose([link.fields()[m] for m in MEASURED], target, atol=3e-3)
+
+
+def test_an_inserted_peg_ends_the_robot_episode_as_a_success() -> None:
+    """arm_peg's `episode.success: reward`: where the on-robot reward's condition holds (the tip 15 mm below the
+    estimated mouth, near its axis) RobotEnv ends the episode as a success, as mujoco/peg_insert's success
+    terminates it in simulation; above the mouth it does not."""
+    from robo_rl.robot.rewards import success_for
+    from robo_rl.sim.mujoco.peg_insert import peg_down_ik
+
+    detect = success_for(PROFILE)
+    assert detect is not None
+    assert success_for(load_profile("rc_car")) is None and success_for(load_profile("arm")) is None  # lap on, hold
+    link = RecordingLink()
+    env = RobotEnv(PROFILE, link, reward_for(PROFILE), clock=link.clock, say=link.say, success=detect)
+    env.reset()
+    task = link.env
+    hole = task.hole_pose().numpy()[0, :3]
+    for depth, ends in ((-0.03, False), (0.025, True)):  # m below the true mouth: above it, then inserted
+        qpos = peg_down_ik((hole - [0.0, 0.0, depth])[None])
+        task.set_joint_state(torch.from_numpy(qpos), torch.zeros(1, 4))
+        _, reward, terminated, _, info = env.step(torch.zeros(1, 4))
+        assert bool(terminated[0]) is ends and bool(info["success"][0]) is ends
+        assert float(reward[0]) == float(ends)
