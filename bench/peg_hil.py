@@ -3,20 +3,24 @@
 contact-rich task learnable where RL alone is not).
 
 Each run is one arm at 10 Hz (`num_envs=1`: robot minutes = env steps / 600) training on mujoco/peg_insert's
-sparse reward (1 when the peg is 2 cm deep in a hole placed ±2 cm, ±10°, seen through a 2 mm-noisy estimate):
+sparse reward (1 when the peg is 2 cm deep in a hole placed ±2 cm, ±10°, seen through an estimate off by 0.5 mm per
+axis: the presets' `PEG_BENCHMARK_TASK`), with the presets' learner (observations normalized, entropy temperature
+from 0.01):
 - a: `robo-rl train peg_insert_sac`;
-- b: `robo-rl train peg_insert_rlpd` with `off_policy.prior_buffer` = 20 episodes of the simulated operator
-  (`robo-rl record-demos mujoco/peg_insert --episodes 20`; 3,000 steps, 5 robot minutes, not counted in the runs'
-  robot time);
+- b: `robo-rl train peg_insert_rlpd` with `off_policy.prior_buffer` = 20 whole episodes of the simulated operator
+  (`robo-rl record-demos mujoco/peg_insert --episodes 20` with the presets' task settings; about 1,000 steps, under
+  2 robot minutes, not counted in the runs' robot time);
 - c: `robo-rl train peg_insert_hil` with the same demonstrations: the simulated operator
   (robo_rl.sim.mujoco.peg_expert) takes over when the policy heads wrong, at most 20 % of the steps; its steps
   are stored in the online and the demonstration buffer.
 Success: the deterministic policy on 32 random holes every 10 robot minutes (in simulation, not robot time), and
 the training episodes' own success (the robot's view, with the operator's help in c). Also the operator's share of
-the steps per 10 robot minutes and over the run. The demonstrator's own success rate is measured the same way.
+the steps per 10 robot minutes and over the run, and the first robot minute at which the evaluation reached 90 %.
+The demonstrator's own success rate is measured the same way. `--set KEY=VALUE` passes settings to every run
+(e.g. `--set sac.init_alpha=1.0 --set sac.target_entropy=-4 --set sac.normalize_obs=false` for SAC's defaults).
 
-Usage: `python bench/peg_hil.py [--minutes 60] [--seeds 0 1 2] [--parallel 2]`; results in bench/results/peg_hil.json.
-Needs about 6 CPU minutes per run and robot hour (one thread each).
+Usage: `python bench/peg_hil.py [--minutes 60] [--seeds 0 1 2] [--parallel 2] [--set KEY=VALUE ...]`; results in
+bench/results/peg_hil.json. Needs about 6 CPU minutes per run and robot hour (one thread each).
 """
 
 from __future__ import annotations
@@ -40,9 +44,17 @@ DEMO_EPISODES = 20
 STEPS_PER_MINUTE = 600
 
 
-def run(name: str, seed: int, minutes: float, demo: Path, root: Path) -> dict[str, Any]:
+def task_params() -> list[str]:
+    """The presets' task settings as `key=value` (what the demonstrations and the demonstrator's test use too)."""
+    from robo_rl.sim.mujoco.presets import PEG_BENCHMARK_TASK
+
+    return [f"hole_estimate_noise={PEG_BENCHMARK_TASK.hole_estimate_noise}", "num_threads=1"]
+
+
+def run(name: str, seed: int, minutes: float, demo: Path, root: Path, sets: list[str]) -> dict[str, Any]:
     steps = round(minutes * STEPS_PER_MINUTE)
     cmd = [ROBO_RL, "train", SETUPS[name], "--seed", str(seed), "--max-iterations", str(steps), "--quiet"]
+    cmd += [arg for item in sets for arg in ("--set", item)]
     cmd += ["--runs-root", str(root / name), "--set", f"off_policy.loop.eval_interval={STEPS_PER_MINUTE * 10}"]
     if name != "a_sac":
         cmd += ["--set", f"off_policy.prior_buffer={demo}"]
@@ -60,8 +72,10 @@ def run(name: str, seed: int, minutes: float, demo: Path, root: Path) -> dict[st
         if row.get("eval_success_rate") is not None
     ]
     last = rows[-1]
+    reached = [point["robot_min"] for point in curve if (point["eval_success"] or 0) >= 0.9]
     return {
         "setup": name,
+        "first_90_percent_robot_min": reached[0] if reached else None,
         "seed": seed,
         "robot_min": last["env_steps"] / STEPS_PER_MINUTE,
         "final_eval_success": last.get("eval_success_rate"),
@@ -78,9 +92,10 @@ def demonstrator_success(seed: int, episodes: int = 64) -> float:
     """The simulated operator alone on `episodes` random holes (its own success rate, for scale)."""
     code = (
         "import numpy as np, torch\n"
-        "from robo_rl.sim.mujoco.peg_insert import PegInsert, PegInsertConfig\n"
+        "from robo_rl.sim.mujoco.peg_insert import PegInsert\n"
         "from robo_rl.sim.mujoco.peg_expert import PegSearchExpert\n"
-        f"env = PegInsert({episodes}, config=PegInsertConfig(num_threads=1), seed={seed})\n"
+        "from robo_rl.sim.mujoco.presets import PEG_BENCHMARK_TASK\n"
+        f"env = PegInsert({episodes}, config=PEG_BENCHMARK_TASK, seed={seed})\n"
         "expert = PegSearchExpert(env); done = np.zeros(env.num_envs, bool); won = np.zeros(env.num_envs, bool)\n"
         "for _ in range(env.max_episode_steps):\n"
         "    _, _, term, trunc, info = env.step(expert.action())\n"
@@ -101,6 +116,8 @@ def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
                 "seeds": len(rows),
                 "final_eval_success": finals,
                 "seeds_at_90_percent": sum(f is not None and f >= 0.9 for f in finals),
+                "first_90_percent_robot_min": [r.get("first_90_percent_robot_min") for r in rows],
+                "operator_share_last_10_min": [r["curve"][-1]["operator_share"] for r in rows if r["curve"]],
                 "mean_operator_share": sum(r["operator_share_total"] for r in rows) / len(rows),
             }
     return out
@@ -113,32 +130,39 @@ def main() -> None:
     parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=list(SETUPS))
     parser.add_argument("--parallel", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--merge", action="store_true", help="keep the results file's other runs")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for every run")
+    parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
     args = parser.parse_args()
+    output: Path = args.output
     results: list[dict[str, Any]] = []
-    if args.merge and RESULTS.is_file():
+    if args.merge and output.is_file():
         jobs = {(name, seed) for seed in args.seeds for name in args.setups}
-        kept = json.loads(RESULTS.read_text()).get("results", [])
+        kept = json.loads(output.read_text()).get("results", [])
         results = [r for r in kept if (r["setup"], r["seed"]) not in jobs]
     out: dict[str, Any] = {"machine": machine_info(), "minutes": args.minutes, "demo_episodes": DEMO_EPISODES}
+    out["settings"] = args.set
     out["demonstrator_success_64_holes"] = demonstrator_success(seed=100)
     print(f"demonstrator alone: {out['demonstrator_success_64_holes']:.0%} of 64 holes", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         demo = root / "demos.npz"
         record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--seed", "7"]
+        record += [arg for item in task_params() for arg in ("--param", item)]
         subprocess.run([*record, "-o", str(demo)], check=True, capture_output=True)
         jobs = [(name, seed) for seed in args.seeds for name in args.setups]
         with ThreadPoolExecutor(args.parallel) as pool:  # robot time does not depend on the machine's load
-            futures = [pool.submit(run, name, seed, args.minutes, demo, root / f"seed{seed}") for name, seed in jobs]
+            futures = [
+                pool.submit(run, name, seed, args.minutes, demo, root / f"seed{seed}", args.set) for name, seed in jobs
+            ]
             for future in futures:
                 results.append(future.result())
                 row = {k: v for k, v in results[-1].items() if k != "curve"}
                 print(json.dumps(row), flush=True)
                 out["results"] = results
                 out["summary"] = summary(results)
-                RESULTS.parent.mkdir(parents=True, exist_ok=True)
-                RESULTS.write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {RESULTS}")
+                output.parent.mkdir(parents=True, exist_ok=True)
+                output.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

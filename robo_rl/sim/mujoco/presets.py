@@ -18,6 +18,10 @@ from robo_rl.sim.mujoco.peg_insert import PegInsertConfig
 
 PEG_ROBOT_MINUTES = 60
 """The budget of the peg presets in robot minutes: 36,000 steps of one arm at 10 Hz."""
+PEG_BENCHMARK_TASK = PegInsertConfig(hole_estimate_noise=0.0005, num_threads=1)
+"""The peg presets' task: a hole estimate off by 0.5 mm per axis (a camera's, under the 1 mm clearance in most
+episodes), so that the simulated operator is as competent as a person (it inserts in 20 of 20 episodes; with the
+task's default 2 mm, in 50-77 %, and its demonstrations and rescues teach a failing search)."""
 
 
 def mujoco_arm_reach_ppo() -> ExperimentConfig:
@@ -43,23 +47,36 @@ def robot_arm_sac() -> ExperimentConfig:
 
 def robot_arm_peg_sac() -> ExperimentConfig:
     """SAC learning mujoco/peg_insert (joint-angle steps from the measured angles, sparse reward) on the arm itself
-    (profile arm_peg, 10 Hz): 20,000 steps = 33 minutes of robot time."""
-    task = TaskConfig(name="mujoco/peg_insert", num_envs=1)
-    return robot_off_policy("robot_arm_peg_sac", task, max_iterations=20_000)
+    (profile arm_peg, 10 Hz) for 60 minutes of robot time, with the peg benchmark's learner (`peg_insert_rlpd`'s:
+    normalized observations, entropy temperature from 0.01, LayerNorm critics, 128 x 128 networks, batches of 128,
+    half of each batch from `off_policy.prior_buffer` when given)."""
+    task = TaskConfig(name="mujoco/peg_insert", num_envs=1, config=PEG_BENCHMARK_TASK)
+    cfg = robot_off_policy("robot_arm_peg_sac", task, max_iterations=PEG_ROBOT_MINUTES * 600)
+    off_policy = replace(cfg.off_policy, batch_size=128, learning_starts=1000, prior_fraction=0.5)
+    return replace(cfg, sac=replace(peg_insert_rlpd().sac), off_policy=off_policy)
 
 
 def peg_insert_sac() -> ExperimentConfig:
     """SAC alone on mujoco/peg_insert (sparse reward: 1 when inserted 2 cm deep), one arm at 10 Hz for 60 robot
     minutes; every 10 robot minutes the deterministic policy is evaluated on 32 random holes in simulation (not
     counted as robot time). Networks of 128 x 128 and batches of 128 keep an hour of robot time near 6 CPU minutes:
-    the observation has 11 numbers."""
-    task = TaskConfig(name="mujoco/peg_insert", num_envs=1, config=PegInsertConfig(num_threads=1))
+    the observation has 11 numbers.
+
+    The learner's settings that make the task learnable at all (bench/peg_hil.py's note): observations normalized
+    (`normalize_obs`: the peg's millimetre offsets from the hole sit next to joint angles in rad, and unnormalized
+    critics did not see them), and an entropy temperature that starts at 0.01 and aims at an entropy of -8 (a
+    Gaussian spread of about 0.03 of the action range per joint, 1.6 mrad): SAC's defaults (1.0, -4) weigh the
+    entropy of centimetre-wide exploration above the sparse reward of 1. With SAC's defaults no setup inserted once
+    in 60 robot minutes."""
+    task = TaskConfig(name="mujoco/peg_insert", num_envs=1, config=PEG_BENCHMARK_TASK)
     loop = replace(OFF_POLICY_LOOP, max_iterations=PEG_ROBOT_MINUTES * 600, eval_interval=6000, eval_episodes=32)
     return ExperimentConfig(
         name="peg_insert_sac",
         algo="sac",
         task=task,
-        sac=SACConfig(actor_hidden=(128, 128), critic_hidden=(128, 128)),
+        sac=SACConfig(
+            actor_hidden=(128, 128), critic_hidden=(128, 128), normalize_obs=True, init_alpha=0.01, target_entropy=-8.0
+        ),
         off_policy=OffPolicyRunnerConfig(loop=loop, learning_starts=1000, batch_size=128, buffer_capacity=100_000),
     )
 
