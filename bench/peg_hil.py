@@ -60,23 +60,38 @@ def run(name: str, seed: int, minutes: float, demo: Path, root: Path, sets: list
         cmd += ["--set", f"off_policy.prior_buffer={demo}"]
     subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     (metrics,) = (root / name).glob("*/*/metrics.jsonl")
-    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
-    curve = [
-        {
-            "robot_min": row["env_steps"] / STEPS_PER_MINUTE,
-            "eval_success": row.get("eval_success_rate"),
-            "train_success": row.get("train_success_rate"),
-            "operator_share": row.get("intervention_rate"),
-        }
-        for row in rows
-        if row.get("eval_success_rate") is not None
-    ]
+    return score(name, seed, [json.loads(line) for line in metrics.read_text().splitlines()])
+
+
+def score(name: str, seed: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run's result from its metrics rows: the evaluations every 10 robot minutes, with the training episodes'
+    success and the operator's share of the steps over the 10 minutes before each."""
+    curve, window, previous = [], [], 0
+    for row in rows:
+        window.append((row, row["env_steps"] - previous))  # the row's own steps (the log's rows are 100 steps)
+        previous = row["env_steps"]
+        if row.get("eval_success_rate") is None:
+            continue
+        steps = sum(n for _, n in window)
+        driven = sum((r.get("intervention_rate") or 0.0) * n for r, n in window)
+        window_rows = [r for r, _ in window]
+        episodes = sum(r.get("episodes") or 0 for r in window_rows)
+        won = sum((r.get("train_success_rate") or 0.0) * (r.get("episodes") or 0) for r in window_rows)
+        curve.append(
+            {
+                "robot_min": row["env_steps"] / STEPS_PER_MINUTE,
+                "eval_success": row["eval_success_rate"],
+                "train_success": won / episodes if episodes else None,
+                "operator_share": driven / steps if "intervention_rate" in row else None,
+            }
+        )
+        window = []
     last = rows[-1]
-    reached = [point["robot_min"] for point in curve if (point["eval_success"] or 0) >= 0.9]
+    reached = [point["robot_min"] for point in curve if point["eval_success"] >= 0.9]
     return {
         "setup": name,
-        "first_90_percent_robot_min": reached[0] if reached else None,
         "seed": seed,
+        "first_90_percent_robot_min": reached[0] if reached else None,
         "robot_min": last["env_steps"] / STEPS_PER_MINUTE,
         "final_eval_success": last.get("eval_success_rate"),
         "operator_share_total": last.get("intervention_rate_total", 0.0),
@@ -118,9 +133,24 @@ def summary(results: list[dict[str, Any]]) -> dict[str, Any]:
                 "seeds_at_90_percent": sum(f is not None and f >= 0.9 for f in finals),
                 "first_90_percent_robot_min": [r.get("first_90_percent_robot_min") for r in rows],
                 "operator_share_last_10_min": [r["curve"][-1]["operator_share"] for r in rows if r["curve"]],
+                "operator_share_per_10_min": [[p["operator_share"] for p in r["curve"]] for r in rows],
                 "mean_operator_share": sum(r["operator_share_total"] for r in rows) / len(rows),
             }
     return out
+
+
+def rescore(directory: Path, output: Path) -> None:
+    """Replace the results file's runs by `score` of the metrics files kept in `directory` (a run's metrics copied
+    as seedS_SETUP.jsonl while the benchmark ran), keeping the file's other fields."""
+    out = json.loads(output.read_text())
+    results = []
+    for path in sorted(directory.glob("seed*_*.jsonl")):
+        seed, name = path.stem.removeprefix("seed").split("_", 1)
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        results.append(score(name, int(seed), rows))
+    out["results"], out["summary"] = results, summary(results)
+    output.write_text(json.dumps(out, indent=2) + "\n")
+    print(json.dumps(out["summary"], indent=2))
 
 
 def main() -> None:
@@ -132,8 +162,17 @@ def main() -> None:
     parser.add_argument("--merge", action="store_true", help="keep the results file's other runs")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for every run")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
+    parser.add_argument(
+        "--rescore",
+        type=Path,
+        metavar="DIR",
+        help="score kept metrics files DIR/seedS_SETUP.jsonl into the results file's runs instead of training",
+    )
     args = parser.parse_args()
     output: Path = args.output
+    if args.rescore is not None:
+        rescore(args.rescore, output)
+        return
     results: list[dict[str, Any]] = []
     if args.merge and output.is_file():
         jobs = {(name, seed) for seed in args.seeds for name in args.setups}

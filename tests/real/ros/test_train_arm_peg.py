@@ -2,8 +2,8 @@
 sim_bridge standing in for the arm (mujoco/peg_insert), SAC from random weights with the task expert's
 demonstrations in the RLPD prior buffer, the learner in its own process, a simulated operator taking over and
 answering reset prompts through teleop_node's topics and pressing the e-stop once; stopped with Ctrl-C after MAX_S
-seconds. Learning to insert takes an hour of robot time and is not reached yet (bench/peg_hil.py,
-docs/BENCHMARKS.md); this test checks that the whole loop holds in real time on the arm's topics."""
+seconds. Learning to insert takes 20-30 robot minutes (bench/peg_hil.py in simulated time, bench/peg_ros_realtime.py
+through ROS; docs/BENCHMARKS.md); this test checks that the whole loop holds in real time on the arm's topics."""
 
 from __future__ import annotations
 
