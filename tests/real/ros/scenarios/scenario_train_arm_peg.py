@@ -5,13 +5,15 @@ reset when the trainer prompts for it (sim_bridge puts the arm back at the press
 holds the e-stop during `ESTOP_AT`, and stops the trainer with SIGINT (Ctrl-C) `MAX_SECONDS` after the first
 episode began. The loop's mechanics, not insertion.
 
-argv: LOG_DIR RUNS_ROOT DEMOS MAX_SECONDS [SET ...]: the trainer's --set overrides follow.
+argv: LOG_DIR RUNS_ROOT DEMOS MAX_SECONDS [SET ...]: the trainer's --set overrides follow. With the environment's
+PEG_SCENARIO_RESETS_ONLY=1 the operator only answers reset prompts (no takeovers, no e-stop: bench/peg_ros_realtime.py).
 Reports the trainer's exit code, the operator's takeovers, share and reset presses, and sim_bridge's last
 diagnostics.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -31,8 +33,11 @@ TAKEOVERS = ((4.0, 7.0), (30.0, 33.0))
 
 def main() -> None:
     log_dir, runs, demos, max_seconds = Path(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
+    resets_only = os.environ.get("PEG_SCENARIO_RESETS_ONLY") == "1"
+    takeovers, estop_at = ((), (-1.0, -1.0)) if resets_only else (TAKEOVERS, ESTOP_AT)
     processes = Processes(log_dir)
-    bridge = ros_args("sim_bridge", "/arm1", task_params=["num_threads=1"])
+    # the hole estimate's error of robot_arm_peg_sac's task (PEG_BENCHMARK_TASK): the arm's camera
+    bridge = ros_args("sim_bridge", "/arm1", task_params=["num_threads=1", "hole_estimate_noise=0.0005"])
     processes.start("sim_bridge", "sim_bridge", *bridge, "--params-file", PARAMS)
     rclpy.init()
     probe = rclpy.create_node("operator")
@@ -48,8 +53,8 @@ def main() -> None:
     stopped = False
     while trainer.poll() is None:
         since = time.monotonic() - driving if driving is not None else -1.0
-        drive = any(start < since < end for start, end in TAKEOVERS)
-        operator.tick(log, estop=ESTOP_AT[0] < since < ESTOP_AT[1], drive=drive)
+        drive = any(start < since < end for start, end in takeovers)
+        operator.tick(log, estop=estop_at[0] < since < estop_at[1], drive=drive)
         if driving is None and "the next episode starts" in log.read_text():
             driving = time.monotonic()
         if not stopped and driving is not None and since > max_seconds:
