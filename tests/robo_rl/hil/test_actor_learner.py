@@ -118,3 +118,26 @@ def test_the_learner_stores_intervened_transitions_in_the_prior_buffer_too() -> 
     stats = split.close()
     assert split.dropped == 0 and stats.received == 120  # all of them in the online buffer...
     assert stats.interventions == 40  # ...and the intervened ones in the prior buffer as well
+
+
+def test_the_learner_fits_sac_s_normalizers_to_its_first_data_and_the_actor_takes_them_up() -> None:
+    """SAC's `normalize_obs` with the learner in its own process: the learner fits the normalizers once, to the
+    transitions it holds at its first update, and the published weights carry the statistics to the actor."""
+    env = make("pendulum", num_envs=4, seed=0)
+    low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
+    config = SACConfig(actor_hidden=(16,), critic_hidden=(16,), normalize_obs=True)
+    learner = LearnerConfig(learning_starts=64, batch_size=32, publish_every=1)
+    split = ActorLearner(partial(SAC, 3, 3, low, high, config), (3, 3, 1), learner)
+    assert split.wait_ready()
+    obs, sent = env.reset(seed=0), []
+    for _ in range(40):  # 160 transitions; the first update comes at 64
+        action = split.act(obs)
+        result = env.step(split.actor.scaler(action))
+        split.send(transitions_of_step(obs, obs, action, result, is_demo=False))
+        sent.append(obs)
+        obs = result[0]
+    split.close()
+    split.refresh()
+    first = torch.cat(sent)[:64]  # what the learner held at its first update
+    torch.testing.assert_close(split.actor.obs_normalizer.mean, first.mean(0))
+    torch.testing.assert_close(split.actor.obs_normalizer.var, first.var(0, unbiased=False))
