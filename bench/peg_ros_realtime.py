@@ -9,7 +9,12 @@ evaluated in simulation on 32 holes (`robo-rl eval`), as bench/peg_hil.py evalua
 Everything runs inside a loopback-only network namespace with .venv-ros's Python (tests/real/ros's scenario
 scenario_train_arm_peg.py with PEG_SCENARIO_RESETS_ONLY=1). Results in bench/results/peg_ros_realtime.json.
 
-Usage: `python bench/peg_ros_realtime.py [--minutes 20]` (needs `make ros-venv`).
+With `--operator` the operator corrects as in setup (c), through teleop_node's topics: the peg expert sees the true
+hole that sim_bridge reports on /diagnostics and takes over when it judges the policy heading wrong, within a 20 %
+budget (the scenario with PEG_SCENARIO_OPERATOR=peg: tests/real/ros/scenarios/peg_operator.py); the output then
+records the operator's takeovers and share and the interventions the trainer stored.
+
+Usage: `python bench/peg_ros_realtime.py [--minutes 20] [--operator]` (needs `make ros-venv`).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ def demonstrations(path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=20.0, help="robot (wall-clock) minutes (default 20)")
+    parser.add_argument("--operator", action="store_true", help="the peg expert corrects through the topics")
     args = parser.parse_args()
     from robo_rl.real.ros.netns import LOOPBACK_NETNS
 
@@ -55,6 +61,8 @@ def main() -> None:
         argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(SCENARIO), str(root / "logs"), str(root / "runs"), str(demos)]
         argv.append(str(args.minutes * 60))
         env = {**os.environ, "PEG_SCENARIO_RESETS_ONLY": "1"}
+        if args.operator:
+            env["PEG_SCENARIO_OPERATOR"] = "peg"
         print(f"training through ROS for {args.minutes:g} robot minutes", flush=True)
         done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)
         scenario = json.loads(done.stdout.strip().splitlines()[-1])
@@ -78,6 +86,9 @@ def main() -> None:
         "eval_success_32_holes": None if success is None else float(success[1]) / 100,
         "eval_output": evaluated.stdout.strip().splitlines()[-3:],
     }
+    if args.operator:
+        out["operator"] = {key: scenario.get(key) for key in ("takeovers", "operator_share", "reset_presses")}
+        out["interventions"] = last.get("interventions")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(out, indent=2))

@@ -28,6 +28,12 @@ operator's `reset` on `episode_event` (teleop_node's button, in the bridge's nam
 command is dropped with it (the held pose is gone: the next command steps from the new one); /diagnostics counts
 these as `put_backs`. Other robots are put back by the simulator's own episode ends.
 
+A task with a hole to find (`hole_pose()`, mujoco/peg_insert) also reports the true hole on /diagnostics (`hole_x`,
+`hole_y`, `hole_z` in m, `hole_yaw` in rad): what a person watching the arm sees, which the policy only estimates,
+so a simulated operator can judge through the topics when the policy is heading wrong
+(tests/real/ros/scenarios/peg_operator.py). Diagnostics go out once a second and at once when an episode ends or
+the arm is put back (a new hole).
+
 Real time or lockstep: in real time (the default) a tick steps with whatever command arrived last, as a robot's
 motors do, so a command that answers the last observation later than one tick is applied one tick late
 (`late_commands` in /diagnostics counts those ticks). With `lockstep: true`, as PX4's SITL simulators do, a tick
@@ -211,6 +217,7 @@ class SimBridge(Node):
         self.commanded = self.answered = False
         self.put_backs += 1
         self.get_logger().info("put back by the operator's reset")
+        self.publish_diagnostics()  # at once: watchers see the new episode's hole now, not up to 1 s later
 
     def tick(self) -> None:
         if self.commanded:
@@ -247,6 +254,7 @@ class SimBridge(Node):
             self.episodes += 1
             self.crashes += int(terminated[0])
             self.get_logger().warning(f"episode ended ({'crash' if terminated[0] else 'time limit'}), reset")
+            self.publish_diagnostics()
 
     def _measured(self) -> dict[str, float]:
         """The profile's observation sources as the simulator measures them now (what relative fields step from)."""
@@ -279,6 +287,9 @@ class SimBridge(Node):
         values |= {"late_commands": self.late_commands, "lockstep": self.lockstep, "put_backs": self.put_backs}
         if self.laps:
             values |= {"laps": self.laps, "last_lap_s": round(self.last_lap_s, 3)}
+        hole_pose = getattr(self.env, "hole_pose", None)
+        if callable(hole_pose):
+            values |= dict(zip(("hole_x", "hole_y", "hole_z", "hole_yaw"), hole_pose()[0].tolist(), strict=True))
         self.diagnostics.publish(diagnostic_array(self, OK, "running", self.profile.name, values))
 
 

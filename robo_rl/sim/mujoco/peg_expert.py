@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from robo_rl.sim.mujoco.peg_insert import HOLE_RADIUS, LINKS, WRIST_TO_TIP, PegInsert, peg_down_ik
+from robo_rl.sim.mujoco.peg_insert import HOLE_RADIUS, LINKS, WRIST_TO_TIP, peg_down_ik
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,32 @@ class PegSearchConfig:
     or 3 mm in, the untrained policy pulled the peg out again and no training episode succeeded."""
 
 
+class _Joints(Protocol):
+    @property
+    def qpos(self) -> np.ndarray: ...
+
+
+class _StepBound(Protocol):
+    @property
+    def max_joint_step(self) -> float: ...
+
+
+class PegScene(Protocol):
+    """What `PegSearchExpert` reads: a `PegInsert`, or the arm's topics through robo_rl.sim.mujoco.peg_view."""
+
+    @property
+    def engine(self) -> _Joints: ...
+    @property
+    def config(self) -> _StepBound: ...
+    @property
+    def num_envs(self) -> int: ...
+    @property
+    def device(self) -> torch.device | str: ...
+    def peg_tip_position(self) -> torch.Tensor: ...
+    def hole_estimate(self) -> torch.Tensor: ...
+    def hole_pose(self) -> torch.Tensor: ...
+
+
 APPROACH, DESCEND, PRESS, MOVE, INSERT = range(5)
 """The expert's phases per env."""
 
@@ -89,7 +116,7 @@ class PegSearchExpert:
     peg followed).
     """
 
-    def __init__(self, env: PegInsert, config: PegSearchConfig = PegSearchConfig()) -> None:
+    def __init__(self, env: PegScene, config: PegSearchConfig = PegSearchConfig()) -> None:
         self.env, self.config = env, config
         n = env.num_envs
         self._phase = np.full(n, APPROACH)

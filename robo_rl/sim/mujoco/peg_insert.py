@@ -150,6 +150,23 @@ def peg_down_ik(tip: np.ndarray) -> np.ndarray:
     return np.stack((yaw, shoulder, elbow, wrist), axis=1)
 
 
+def peg_tip_fk(qpos: np.ndarray) -> np.ndarray:
+    """Peg tip positions `(N, 3)` m (world frame) at joint angles `qpos` `(N, 4)` rad (yaw, shoulder, elbow, wrist).
+
+    The forward kinematics `peg_down_ik` inverts, for any angles (not only peg-down ones), in closed form: the three
+    pitches turn about parallel horizontal axes, so in the arm's plane each link adds its length along the sum of the
+    pitches up to it (0 horizontal, +pi/2 up; the peg points down when they sum to -pi/2), and the base yaw turns
+    that plane about the vertical through the shoulder. What a robot's own kinematics give from its joint_states,
+    without the simulator (tests/sim/mujoco/test_peg_fk.py checks it against the model's peg_tip site).
+    """
+    yaw, shoulder, elbow, wrist = np.asarray(qpos, dtype=np.float64).reshape(-1, 4).T
+    upper, fore = LINKS
+    arm, forearm, hand = shoulder, shoulder + elbow, shoulder + elbow + wrist
+    reach = SHOULDER[0] + upper * np.cos(arm) + fore * np.cos(forearm) + WRIST_TO_TIP * np.cos(hand)
+    rise = upper * np.sin(arm) + fore * np.sin(forearm) + WRIST_TO_TIP * np.sin(hand)
+    return np.stack((reach * np.cos(yaw), reach * np.sin(yaw), SHOULDER[2] + rise), axis=1)
+
+
 class PegInsert(MujocoTask):
     """`num_envs` arms inserting a peg into a randomly placed hole, implementing `BatchedEnv` and `RenderableEnv`.
 

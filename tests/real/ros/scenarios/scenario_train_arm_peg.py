@@ -7,6 +7,9 @@ episode began. The loop's mechanics, not insertion.
 
 argv: LOG_DIR RUNS_ROOT DEMOS MAX_SECONDS [SET ...]: the trainer's --set overrides follow. With the environment's
 PEG_SCENARIO_RESETS_ONLY=1 the operator only answers reset prompts (no takeovers, no e-stop: bench/peg_ros_realtime.py).
+With PEG_SCENARIO_OPERATOR=peg the operator is peg_operator.py's instead: the peg expert corrects through the topics
+when it judges the policy heading wrong, within a 20 % budget (no e-stop, no fixed windows; bench/peg_ros_realtime.py
+--operator).
 Reports the trainer's exit code, the operator's takeovers, share and reset presses, and sim_bridge's last
 diagnostics.
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 import rclpy
 from arm_operator import ArmOperator
 from harness import Processes, finish, ros_args, spin_until
+from peg_operator import PegOperator
 
 REPO = Path(__file__).resolve().parents[4]
 PARAMS = str(REPO / "launch" / "params" / "arm_peg.yaml")
@@ -41,7 +45,10 @@ def main() -> None:
     processes.start("sim_bridge", "sim_bridge", *bridge, "--params-file", PARAMS)
     rclpy.init()
     probe = rclpy.create_node("operator")
-    operator = ArmOperator(probe, "/arm1")
+    peg = os.environ.get("PEG_SCENARIO_OPERATOR") == "peg"
+    if peg:
+        takeovers, estop_at = (), (-1.0, -1.0)
+    operator = PegOperator(probe, "/arm1") if peg else ArmOperator(probe, "/arm1")
     spin_until(probe, lambda: bool(operator.bridge), 60.0)
     train = ["train", "--robot", "arm_peg", "--robot-namespace", "/arm1", "--max-iterations", "1000000"]
     train += ["--set", f"off_policy.prior_buffer={demos}", "--runs-root", runs, "--quiet"]
