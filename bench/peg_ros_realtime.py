@@ -1,18 +1,16 @@
-"""Peg insertion learned through ROS in real time (issue 36's one real-time run): `robo-rl train --robot arm_peg`
+"""Peg insertion learned through ROS in real time (issue 36's real-time runs): `robo-rl train --robot arm_peg`
 (preset robot_arm_peg_sac: the learner of bench/peg_hil.py, in its own process) against sim_bridge standing in for
 the arm at 10 Hz, with bench/peg_hil.py's 20 demonstrations in the RLPD prior buffer, for `--minutes` of robot time
-(wall-clock time: the arm's clock). The probe answers the trainer's reset prompts (sim_bridge puts the arm back) and
-takes no corrections: the corrections of bench/peg_hil.py's setup (c) come from an operator who sees the true hole,
-which only the in-process simulation has; this run is setup (b) on the robot path. The learned checkpoint is then
-evaluated in simulation on 32 holes (`robo-rl eval`), as bench/peg_hil.py evaluates its runs.
+(wall-clock time: the arm's clock). The probe answers the trainer's reset prompts (sim_bridge puts the arm back);
+that is setup (b) on the robot path. With `--operator` it also corrects, setup (c): the peg expert, which sees the
+true hole that sim_bridge reports on /diagnostics, takes over through teleop_node's topics when it judges the
+policy heading wrong, within a 20 % budget (tests/real/ros/scenarios/peg_operator.py). The learned checkpoint is
+then evaluated in simulation on 32 holes (`robo-rl eval`), as bench/peg_hil.py evaluates its runs.
 
-Everything runs inside a loopback-only network namespace with .venv-ros's Python (tests/real/ros's scenario
-scenario_train_arm_peg.py with PEG_SCENARIO_RESETS_ONLY=1). Results in bench/results/peg_ros_realtime.json.
-
-With `--operator` the operator corrects as in setup (c), through teleop_node's topics: the peg expert sees the true
-hole that sim_bridge reports on /diagnostics and takes over when it judges the policy heading wrong, within a 20 %
-budget (the scenario with PEG_SCENARIO_OPERATOR=peg: tests/real/ros/scenarios/peg_operator.py); the output then
-records the operator's takeovers and share and the interventions the trainer stored.
+Everything runs inside a loopback-only network namespace with .venv-ros's Python (the scenario
+tests/real/ros/scenarios/scenario_train_arm_peg.py). Results in bench/results/peg_ros_realtime.json, one entry per
+setup (b_rlpd_demos, c_rlpd_demos_operator): training episodes and successes per 5 robot minutes, the operator's
+share, the trainer's counts and the evaluation.
 
 Usage: `python bench/peg_ros_realtime.py [--minutes 20] [--operator]` (needs `make ros-venv`).
 """
@@ -44,6 +42,27 @@ def demonstrations(path: Path) -> None:
     cmd = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--seed", "7"]
     cmd += [arg for item in task_params() for arg in ("--param", item)]
     subprocess.run([*cmd, "-o", str(path)], check=True, capture_output=True)
+
+
+def per_window(rows: list[dict], what: str, steps: int = 3000) -> list[float]:
+    """Per 5 robot minutes (3,000 steps at 10 Hz) of the metrics rows: finished episodes, successful ones, or the
+    operator's share of the steps."""
+    out: list[float] = []
+    before = 0.0  # interventions (a running count) before the window
+    for start in range(0, rows[-1]["env_steps"], steps):
+        window = [r for r in rows if start < r["env_steps"] <= start + steps]
+        if not window:
+            continue
+        episodes = sum(r.get("episodes") or 0 for r in window)
+        if what == "episodes":
+            out.append(episodes)
+        elif what == "successes":
+            out.append(round(sum((r.get("train_success_rate") or 0.0) * (r.get("episodes") or 0) for r in window)))
+        else:
+            driven = (window[-1].get("interventions") or 0.0) - before
+            out.append(round(driven / (window[-1]["env_steps"] - start), 4))
+            before = window[-1].get("interventions") or 0.0
+    return out
 
 
 def main() -> None:
@@ -83,14 +102,19 @@ def main() -> None:
         "robot_episodes": last.get("robot_episodes"),
         "policy_version": last.get("policy_version"),
         "bridge": {k: v for k, v in scenario.get("bridge", {}).items() if k in ("steps", "episodes", "put_backs")},
+        "training_episodes_per_5_min": per_window(rows, "episodes"),
+        "training_successes_per_5_min": per_window(rows, "successes"),
+        "operator_share_per_5_min": per_window(rows, "share"),
         "eval_success_32_holes": None if success is None else float(success[1]) / 100,
         "eval_output": evaluated.stdout.strip().splitlines()[-3:],
     }
     if args.operator:
         out["operator"] = {key: scenario.get(key) for key in ("takeovers", "operator_share", "reset_presses")}
         out["interventions"] = last.get("interventions")
+    setup = "c_rlpd_demos_operator" if args.operator else "b_rlpd_demos"  # bench/peg_hil.py's names
+    kept = json.loads(RESULTS.read_text()) if RESULTS.is_file() else {}
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    RESULTS.write_text(json.dumps({**kept, setup: out}, indent=2) + "\n")
     print(json.dumps(out, indent=2))
 
 
