@@ -51,6 +51,13 @@ def task_params() -> list[str]:
     return [f"hole_estimate_noise={PEG_BENCHMARK_TASK.hole_estimate_noise}", "num_threads=1"]
 
 
+def record_demonstrations(path: Path) -> None:
+    """The benchmark's DEMO_EPISODES whole episodes of the simulated operator on the presets' task (seed 7)."""
+    record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--seed", "7"]
+    record += [arg for item in task_params() for arg in ("--param", item)]
+    subprocess.run([*record, "-o", str(path)], check=True, capture_output=True)
+
+
 def run(name: str, seed: int, minutes: float, demo: Path, root: Path, sets: list[str]) -> dict[str, Any]:
     steps = round(minutes * STEPS_PER_MINUTE)
     cmd = [ROBO_RL, "train", SETUPS[name], "--seed", str(seed), "--max-iterations", str(steps), "--quiet"]
@@ -175,9 +182,9 @@ def main() -> None:
         return
     results: list[dict[str, Any]] = []
     if args.merge and output.is_file():
-        jobs = {(name, seed) for seed in args.seeds for name in args.setups}
+        rerun = {(name, seed) for seed in args.seeds for name in args.setups}
         kept = json.loads(output.read_text()).get("results", [])
-        results = [r for r in kept if (r["setup"], r["seed"]) not in jobs]
+        results = [r for r in kept if (r["setup"], r["seed"]) not in rerun]
     out: dict[str, Any] = {"machine": machine_info(), "minutes": args.minutes, "demo_episodes": DEMO_EPISODES}
     out["settings"] = args.set
     out["demonstrator_success_64_holes"] = demonstrator_success(seed=100)
@@ -185,9 +192,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         demo = root / "demos.npz"
-        record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--seed", "7"]
-        record += [arg for item in task_params() for arg in ("--param", item)]
-        subprocess.run([*record, "-o", str(demo)], check=True, capture_output=True)
+        record_demonstrations(demo)
         jobs = [(name, seed) for seed in args.seeds for name in args.setups]
         with ThreadPoolExecutor(args.parallel) as pool:  # robot time does not depend on the machine's load
             futures = [

@@ -35,15 +35,6 @@ ROS_PYTHON = Path(os.environ.get("ROBO_RL_ROS_PYTHON", ROOT / ".venv-ros" / "bin
 SCENARIO = ROOT / "tests" / "real" / "ros" / "scenarios" / "scenario_train_arm_peg.py"
 
 
-def demonstrations(path: Path) -> None:
-    sys.path.insert(0, str(Path(__file__).parent))
-    from peg_hil import DEMO_EPISODES, task_params
-
-    cmd = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--seed", "7"]
-    cmd += [arg for item in task_params() for arg in ("--param", item)]
-    subprocess.run([*cmd, "-o", str(path)], check=True, capture_output=True)
-
-
 def per_window(rows: list[dict], what: str, steps: int = 3000) -> list[float]:
     """Per 5 robot minutes (3,000 steps at 10 Hz) of the metrics rows: finished episodes, successful ones, or the
     operator's share of the steps."""
@@ -75,7 +66,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         demos = root / "demos.npz"
-        demonstrations(demos)
+        sys.path.insert(0, str(Path(__file__).parent))
+        from peg_hil import record_demonstrations
+
+        record_demonstrations(demos)
         (root / "logs").mkdir()
         argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(SCENARIO), str(root / "logs"), str(root / "runs"), str(demos)]
         argv.append(str(args.minutes * 60))
