@@ -8,8 +8,8 @@ axis: the presets' `PEG_BENCHMARK_TASK`), with the presets' learner (observation
 from 0.01):
 - a: `robo-rl train peg_insert_sac`;
 - b: `robo-rl train peg_insert_rlpd` with `off_policy.prior_buffer` = 20 whole episodes of the simulated operator
-  (`robo-rl record-demos mujoco/peg_insert --episodes 20` with the presets' task settings; about 1,000 steps, under
-  2 robot minutes, not counted in the runs' robot time);
+  (`robo-rl record-demos mujoco/peg_insert --episodes 20 --whole-episodes` with the presets' task settings; about
+  1,000 steps, under 2 robot minutes, not counted in the runs' robot time);
 - c: `robo-rl train peg_insert_hil` with the same demonstrations: the simulated operator
   (robo_rl.sim.mujoco.peg_expert) takes over when the policy heads wrong, at most 20 % of the steps; its steps
   are stored in the online and the demonstration buffer.
@@ -53,8 +53,8 @@ def task_params() -> list[str]:
 
 def record_demonstrations(path: Path) -> None:
     """The benchmark's DEMO_EPISODES whole episodes of the simulated operator on the presets' task (seed 7)."""
-    record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--seed", "7"]
-    record += [arg for item in task_params() for arg in ("--param", item)]
+    record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--whole-episodes"]
+    record += ["--seed", "7", *(arg for item in task_params() for arg in ("--param", item))]
     subprocess.run([*record, "-o", str(path)], check=True, capture_output=True)
 
 

@@ -44,7 +44,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--teleop", choices=("simulated", "keyboard", "gamepad"), default="simulated", help="who demonstrates"
     )
     p.add_argument("--gamepad", default="/dev/input/js0", help="joystick device of --teleop gamepad")
-    p.add_argument("--episodes", type=int, default=10, help="episodes to record (default: 10)")
+    p.add_argument(
+        "--episodes",
+        type=int,
+        default=10,
+        help="episodes to record (default: 10); in simulation, one env per episode stepped for one episode length, "
+        "so an env whose episode ends early starts another and records part of it (see --whole-episodes)",
+    )
+    p.add_argument(
+        "--whole-episodes",
+        action="store_true",
+        help="in simulation: exactly --episodes whole episodes, each env's first (e.g. HIL-SERL's 20 demonstrations)",
+    )
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="task setting (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial states (default: 0)")
     p.add_argument("--robot", metavar="PROFILE", help="record on this robot (bundled profile name or YAML)")
@@ -71,6 +82,8 @@ def main(args: argparse.Namespace) -> int:
         raise ValueError(f"--output {args.output}: demo files are .npz")
     check_output(args.output, "--output")
     if args.robot is not None:
+        if args.whole_episodes:
+            raise ValueError("--whole-episodes: only in simulation (on a robot the operator's episodes are whole)")
         return _record_on_robot(args)
     robot_only = {"--seconds": args.seconds is not None, "--robot-namespace": args.robot_namespace != "/"}
     robot_only["--robot-link"] = args.robot_link != "ros"
@@ -84,7 +97,8 @@ def main(args: argparse.Namespace) -> int:
     policy = _demonstrator(args.teleop, args.task, env, make_expert, args.gamepad)
     per_env = args.episodes // num_envs
     steps = env.max_episode_steps * per_env
-    demos = collect_demonstrations(env, policy, steps * num_envs, seed=args.seed, episodes_per_env=per_env)
+    whole = per_env if args.whole_episodes else None
+    demos = collect_demonstrations(env, policy, steps * num_envs, seed=args.seed, episodes_per_env=whole)
     save_demos(args.output, demos.buffer, args.task, env, demos.episodes, f"teleop={args.teleop}", demos.success)
     ret = "none finished" if demos.mean_return is None else f"mean return {demos.mean_return:.1f}"
     console = terminal()

@@ -84,11 +84,10 @@ def peg_insert_sac() -> ExperimentConfig:
 def peg_insert_rlpd() -> ExperimentConfig:
     """`peg_insert_sac` with RLPD's pieces (HIL-SERL's learner): LayerNorm critics, and half of every batch from the
     demonstrations (`--set off_policy.prior_buffer=DEMOS.npz`, e.g. 20 episodes of `robo-rl record-demos
-    mujoco/peg_insert --episodes 20 --param hole_estimate_noise=0.0005`, this task's estimate; the operator's
-    interventions join them). Two critics and one gradient step per
-    robot step, as HIL-SERL's SERL learner; RLPD's ten critics and two steps (`--set sac.num_critics=10 --set
-    sac.critic_subset=2 --set sac.actor_q=mean --set off_policy.updates_per_step=2`) cost four times as much CPU per
-    robot step here (bench/peg_hil.py's note)."""
+    mujoco/peg_insert --episodes 20 --whole-episodes --param hole_estimate_noise=0.0005`, this task's estimate; the
+    operator's interventions join them). Two critics and one gradient step per robot step, as HIL-SERL's SERL
+    learner; RLPD's ten critics and two steps (`--set sac.num_critics=10 --set sac.critic_subset=2 --set
+    sac.actor_q=mean --set off_policy.updates_per_step=2`) cost four times as much CPU per robot step here."""
     cfg = peg_insert_sac()
     sac = replace(cfg.sac, layer_norm=True)
     off_policy = replace(cfg.off_policy, prior_fraction=0.5)

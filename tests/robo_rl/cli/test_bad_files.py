@@ -626,6 +626,11 @@ BAD_ARGUMENTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "a regular file, not a joystick",
     ),
     ("record-demos-seconds-without-robot", ("record-demos", "pendulum", "--seconds", "-1"), "--seconds: only with"),
+    (
+        "record-demos-whole-episodes-on-a-robot",
+        ("record-demos", "mujoco/peg_insert", "--robot", "arm_peg", "--whole-episodes"),
+        "--whole-episodes: only in simulation",
+    ),
     ("compare-output-under-a-file", ("compare", "RUN", "-o", "WORK/a-file/c.png"), "WORK/a-file is a file"),
     ("compare-output-a-folder", ("compare", "RUN", "-o", "WORK/a-folder"), "is a folder"),
     ("sysid-output-a-folder", ("sysid", "WORK/a-file.csv", *SYSID_FRAME[:2], "-o", "WORK/a-folder.yaml"), "a folder"),

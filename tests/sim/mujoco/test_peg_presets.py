@@ -25,7 +25,7 @@ def _run(argv: list[str]) -> str:
 
 def test_demos_then_hil_training_with_the_operator_within_its_budget(tmp_path: Path) -> None:
     demos = tmp_path / "demos.npz"
-    _run(["record-demos", "mujoco/peg_insert", "--episodes", "2", "--seed", "3", "-o", str(demos)])
+    _run(["record-demos", "mujoco/peg_insert", "--episodes", "2", "--whole-episodes", "--seed", "3", "-o", str(demos)])
     with np.load(demos) as data:
         # two whole episodes, one per env, each ending where it succeeds or at 150 steps (no third one begun)
         assert (data["terminated"] | data["truncated"]).sum() == 2 and data["is_demo"].all()
