@@ -37,6 +37,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "sysid",
         "envs",
         "spaces",
+        "image_spec",
         "artifact",
         "actuator",
         "task_record",

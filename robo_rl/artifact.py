@@ -22,6 +22,13 @@ must refuse them instead. Files without an actuator keep the oldest schema that 
 An RC car policy states its drive command under the same key (`robo_rl.actuator.DriveActuator`, kind
 "drive_command": a speed setpoint or throttle); a robo_rl that knows only the motor model refuses it (unknown
 fields), as it should: it could not check the robot's command against it.
+
+Schema 4 adds camera inputs (`robo_rl.images`: a JSON list of `robo_rl.image_spec.ImageSpec` dicts, in the order of
+the graph's image inputs, each input named after its camera). The graph takes each camera's frames as the camera
+sends them, uint8 `(batch, height, width, channels)` at the spec's size, and scales to [0, 1] and reorders to CHW
+inside itself; resizing and cropping a robot's frames to the spec's size happens before the graph, on the deploy
+side (`robo_rl.image_preprocessing` states this, and a reader refuses any other statement). A robo_rl that reads
+schema 3 refuses such files: it would feed them the state vector alone.
 """
 
 from __future__ import annotations
@@ -33,19 +40,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from robo_rl.actuator import ACTUATOR_KEY, Actuator, ActuatorError, DriveActuator, actuator_from_json
+from robo_rl.image_spec import ImageSpec, check_camera_names
 from robo_rl.spaces import SpaceSpec
 
 PREFIX = "robo_rl."
-SCHEMA_VERSION = 3
-"""The newest schema this module reads (and writes, for policies that state their actuator)."""
+SCHEMA_VERSION = 4
+"""The newest schema this module reads (and writes, for policies with camera inputs)."""
 CHUNK_SCHEMA = 2
 """The first schema with action chunks (`robo_rl.action_chunk`)."""
 ACTUATOR_SCHEMA = 3
 """The first schema with the actuator model (`robo_rl.actuator`)."""
+IMAGES_SCHEMA = 4
+"""The first schema with camera inputs (`robo_rl.images`)."""
 ACTUATOR_BOUND_TOLERANCE = 1e-6
 """Largest difference accepted between the actuator's action bounds and each action's (absolute and relative)."""
 SCHEMA_KEY = PREFIX + "schema"
 ACTION_CHUNK_KEY = PREFIX + "action_chunk"
+IMAGES_KEY = PREFIX + "images"
+IMAGE_PREPROCESSING_KEY = PREFIX + "image_preprocessing"
+IMAGE_PREPROCESSING = "in graph: uint8 HWC -> float CHW / 255; before graph: resize and crop to the spec's size"
+"""What a camera policy's graph does to its image inputs, and what the deploy side must do before it."""
 
 
 class ArtifactError(ValueError):
@@ -84,8 +98,12 @@ class PolicyArtifact:
     """What the actions mean physically (`robo_rl.actuator`): the map onto the normalized motor command of a
     motor-level quadrotor policy, or an RC car's drive command (speed setpoint or throttle); None: the file does
     not say (any other policy, or one exported before the key)."""
+    images: tuple[ImageSpec, ...] = ()
+    """The camera inputs, in the order of the graph's image inputs (each named after its camera); () for a policy
+    that observes the state vector only."""
 
     def __post_init__(self) -> None:
+        check_camera_names(self.images)
         if isinstance(self.action_chunk, bool) or not isinstance(self.action_chunk, int) or self.action_chunk < 1:
             raise ArtifactError(f"action_chunk: must be an integer >= 1, got {self.action_chunk!r}")
         if self.actuator is not None:
@@ -94,7 +112,9 @@ class PolicyArtifact:
     @property
     def schema(self) -> int:
         """The oldest schema that holds this artifact, which `to_props` writes: 1, 2 for a chunked policy, 3 for
-        one that states its actuator."""
+        one that states its actuator, 4 for one with cameras."""
+        if self.images:
+            return IMAGES_SCHEMA
         if self.actuator is not None:
             return ACTUATOR_SCHEMA
         return CHUNK_SCHEMA if self.action_chunk > 1 else 1
@@ -111,6 +131,9 @@ class PolicyArtifact:
             props[ACTION_CHUNK_KEY] = str(self.action_chunk)
         if self.actuator is not None:
             props[ACTUATOR_KEY] = self.actuator.to_json()
+        if self.images:
+            props[IMAGES_KEY] = json.dumps([spec.to_dict() for spec in self.images])
+            props[IMAGE_PREPROCESSING_KEY] = IMAGE_PREPROCESSING
         optional = {"version": self.version, "task": self.task, "config_hash": self.config_hash}
         optional["git_hash"] = self.git_hash
         optional["task_config"] = self.task_config
@@ -150,6 +173,7 @@ def _provenance(props: Mapping[str, str], unknown_version: str | None) -> dict[s
     return {
         "action_chunk": _action_chunk(props, schema),
         "actuator": _actuator(props, schema),
+        "images": _images(props, schema),
         "config_hash": props.get(PREFIX + "config_hash"),
         "git_hash": props.get(PREFIX + "git_hash"),
         "version": props.get(PREFIX + "version", unknown_version),
@@ -187,6 +211,30 @@ def _action_chunk(props: Mapping[str, str], schema: int) -> int:
             f"metadata {ACTION_CHUNK_KEY!r} needs {SCHEMA_KEY} >= {CHUNK_SCHEMA}, the file says {schema}"
         )
     return chunk
+
+
+def _images(props: Mapping[str, str], schema: int) -> tuple[ImageSpec, ...]:
+    """The camera inputs of `robo_rl.images` (() without it); malformed JSON or specs, an unknown preprocessing
+    statement, or the key in a file that claims an older schema are ArtifactError naming the key."""
+    text = props.get(IMAGES_KEY)
+    if text is None:
+        return ()
+    if schema < IMAGES_SCHEMA:
+        raise ArtifactError(f"metadata {IMAGES_KEY!r} needs {SCHEMA_KEY} >= {IMAGES_SCHEMA}, the file says {schema}")
+    preprocessing = props.get(IMAGE_PREPROCESSING_KEY)
+    if preprocessing != IMAGE_PREPROCESSING:
+        raise ArtifactError(
+            f"metadata {IMAGE_PREPROCESSING_KEY!r} must be {IMAGE_PREPROCESSING!r}, got {preprocessing!r}"
+        )
+    try:
+        raw = json.loads(text)
+        if not isinstance(raw, list) or not raw:
+            raise ValueError("expected a non-empty JSON list")
+        specs = tuple(ImageSpec.from_dict(item) for item in raw)
+        check_camera_names(specs)
+    except ValueError as error:
+        raise ArtifactError(f"metadata {IMAGES_KEY!r}: {error}") from None
+    return specs
 
 
 def _actuator(props: Mapping[str, str], schema: int) -> Actuator | None:

@@ -4,16 +4,22 @@ Every environment holds `num_envs` independent copies of a task on one torch dev
 Tensors are shaped `(num_envs, ...)`. Episodes reset automatically: when an env finishes, the observation
 returned by `step` is already the first observation of its next episode, and the last observation of the
 finished episode is in `info["final_obs"]` (needed to bootstrap values on time-outs).
+
+Envs with cameras (`CameraEnv`) return a dict of named observations instead of one tensor: the state vector under
+`STATE_KEY` (`(N, obs_dim)` float32, described by `obs_spec`) and each camera's frames under its name
+(`(N, height, width, channels)` uint8, HWC, described by one `robo_rl.image_spec.ImageSpec` of `image_specs`).
+`info["final_obs"]` is then a dict with the same keys. `check_step_result` checks both forms.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 
 from robo_rl.actuator import actuator_of
+from robo_rl.image_spec import ImageSpec, check_camera_names
 from robo_rl.spaces import SpaceSpec
 from robo_rl.task_record import TaskSpecs
 
@@ -34,8 +40,15 @@ INFO_TRACKING_ERROR = "tracking_error"
 (in the task's unit, m for the quadrotor), at every step; evaluation reports its RMS."""
 
 
+STATE_KEY = "state"
+"""Key of the state vector in a camera env's observation dict."""
+
 StepResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]
 """`(obs, reward, terminated, truncated, info)`; obs `(N, obs_dim)`, the rest `(N,)` (bool flags)."""
+ImageObs = dict[str, torch.Tensor]
+"""A camera env's observation: `STATE_KEY` -> `(N, obs_dim)` float32, camera name -> `(N, H, W, C)` uint8."""
+ImageStepResult = tuple[ImageObs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]
+"""A camera env's step: like `StepResult`, with dict observations (also in `info["final_obs"]`)."""
 
 
 @runtime_checkable
@@ -73,6 +86,42 @@ class BatchedEnv(Protocol):
 
 
 @runtime_checkable
+class CameraEnv(Protocol):
+    """A batched env whose observation includes camera images: `BatchedEnv`'s attributes, plus `image_specs`, one
+    `ImageSpec` per camera (in a fixed order: the order of the exported policy's image inputs). `reset` and `step`
+    return `ImageObs` dicts (module docstring)."""
+
+    num_envs: int
+    device: torch.device
+    dt: float
+    obs_spec: SpaceSpec
+    action_spec: SpaceSpec
+    privileged_obs_spec: SpaceSpec | None
+    max_episode_steps: int
+    image_specs: tuple[ImageSpec, ...]
+
+    def reset(self, seed: int | None = None) -> ImageObs:
+        """Reset every env; returns the observation dict."""
+        ...
+
+    def step(self, action: torch.Tensor) -> ImageStepResult:
+        """Apply `(N, action_dim)` actions for one control period; auto-resets finished envs."""
+        ...
+
+
+def image_specs_of(env: object) -> tuple[ImageSpec, ...]:
+    """The env's cameras (`CameraEnv.image_specs`), or () for an env that observes vectors only."""
+    specs = tuple(getattr(env, "image_specs", ()) or ())
+    check_camera_names(specs)
+    return specs
+
+
+def state_of(obs: torch.Tensor | ImageObs) -> torch.Tensor:
+    """The state vector of an observation, whichever form it has."""
+    return obs[STATE_KEY] if isinstance(obs, dict) else obs
+
+
+@runtime_checkable
 class RenderableEnv(Protocol):
     """An env that can draw one of its copies (`robo-rl play` writes videos from it).
 
@@ -98,17 +147,18 @@ def task_specs(env: BatchedEnv) -> TaskSpecs:
     return TaskSpecs(env.obs_spec, env.action_spec, float(env.dt), critic_obs_dim(env), actuator_of(env))
 
 
-def check_step_result(env: BatchedEnv, result: StepResult) -> None:
-    """Raise ValueError if a step result breaks the contract (shapes, dtypes, devices, info keys)."""
+def check_step_result(env: BatchedEnv | CameraEnv, result: StepResult | ImageStepResult) -> None:
+    """Raise ValueError if a step result breaks the contract (shapes, dtypes, devices, info keys); with cameras,
+    also the observation dicts' keys, and each image's shape and dtype (uint8) against its `ImageSpec`."""
     obs, reward, terminated, truncated, info = result
     n = env.num_envs
-    expected = {
-        "obs": (obs, (n, env.obs_spec.dim)),
+    expected: dict[str, tuple[object, tuple[int, ...]]] = {
         "reward": (reward, (n,)),
         "terminated": (terminated, (n,)),
         "truncated": (truncated, (n,)),
-        INFO_FINAL_OBS: (info.get(INFO_FINAL_OBS), (n, env.obs_spec.dim)),
     }
+    for name, value in (("obs", obs), (INFO_FINAL_OBS, info.get(INFO_FINAL_OBS))):
+        expected.update(_observation_shapes(env, name, value))
     if env.privileged_obs_spec is not None:
         dim = env.privileged_obs_spec.dim
         expected[INFO_PRIVILEGED_OBS] = (info.get(INFO_PRIVILEGED_OBS), (n, dim))
@@ -123,3 +173,30 @@ def check_step_result(env: BatchedEnv, result: StepResult) -> None:
     for name, flag in (("terminated", terminated), ("truncated", truncated)):
         if flag.dtype != torch.bool:
             raise ValueError(f"{name}: expected dtype torch.bool, got {flag.dtype}")
+    for name, value in (("obs", obs), (INFO_FINAL_OBS, info.get(INFO_FINAL_OBS))):
+        if isinstance(value, dict):
+            _check_image_dtypes(env, value, name)
+
+
+def _observation_shapes(
+    env: BatchedEnv | CameraEnv, name: str, obs: object
+) -> dict[str, tuple[object, tuple[int, ...]]]:
+    """`{label: (tensor, expected shape)}` of one observation, a tensor or (with cameras) a dict of them."""
+    n, state_shape = env.num_envs, (env.num_envs, env.obs_spec.dim)
+    specs = image_specs_of(env)
+    if not specs:
+        return {name: (obs, state_shape)}
+    if not isinstance(obs, dict):
+        raise ValueError(f"{name}: an env with cameras returns a dict of observations, got {type(obs).__name__}")
+    keys = {STATE_KEY, *(spec.name for spec in specs)}
+    if set(obs) != keys:
+        raise ValueError(f"{name}: expected keys {sorted(keys)}, got {sorted(obs)}")
+    shapes: dict[str, tuple[object, tuple[int, ...]]] = {f"{name}[{STATE_KEY}]": (obs[STATE_KEY], state_shape)}
+    shapes.update({f"{name}[{spec.name}]": (obs[spec.name], (n, *spec.shape)) for spec in specs})
+    return shapes
+
+
+def _check_image_dtypes(env: BatchedEnv | CameraEnv, obs: ImageObs, name: str) -> None:
+    for spec in image_specs_of(env):
+        if obs[spec.name].dtype != torch.uint8:
+            raise ValueError(f"{name}[{spec.name}]: expected dtype torch.uint8, got {obs[spec.name].dtype}")

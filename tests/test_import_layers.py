@@ -19,6 +19,7 @@ CORE = tuple(
     for name in (
         "envs",
         "spaces",
+        "image_spec",
         "artifact",
         "actuator",
         "task_record",

@@ -17,12 +17,16 @@ from robo_rl.artifact import (
     ACTION_CHUNK_KEY,
     ACTUATOR_SCHEMA,
     CHUNK_SCHEMA,
+    IMAGE_PREPROCESSING_KEY,
+    IMAGES_KEY,
+    IMAGES_SCHEMA,
     SCHEMA_KEY,
     SCHEMA_VERSION,
     ArtifactError,
     NewerSchemaError,
     PolicyArtifact,
 )
+from robo_rl.image_spec import CameraIntrinsics, ImageSpec
 from robo_rl.spaces import SpaceSpec
 
 ARTIFACT = PolicyArtifact(
@@ -139,7 +143,7 @@ MOTOR = replace(ARTIFACT, actuator=ACTUATOR)
 
 def test_the_actuator_model_round_trips_as_json_in_a_schema_3_file() -> None:
     props = MOTOR.to_props()
-    assert props[SCHEMA_KEY] == "3" == str(ACTUATOR_SCHEMA) == str(SCHEMA_VERSION)
+    assert props[SCHEMA_KEY] == "3" == str(ACTUATOR_SCHEMA)
     assert MotorActuator.from_json(props[ACTUATOR_KEY]) == ACTUATOR
     assert PolicyArtifact.from_props(props) == MOTOR and PolicyArtifact.from_foreign(props, 2, 1) == MOTOR
     assert PolicyArtifact.from_props(ARTIFACT.to_props()).actuator is None  # files without it: none, schema 1
@@ -217,3 +221,38 @@ def test_a_run_records_the_envs_actuator_and_export_writes_it(tmp_path: Path) ->
     metadata = PolicyMetadata(specs.obs, specs.action, specs.dt, "quadrotor/hover", "c", "g", actuator=specs.actuator)
     props = read_metadata(export_onnx(actor, metadata, tmp_path / "policy.onnx"))
     assert PolicyArtifact.from_props(props).actuator == specs.actuator and props[SCHEMA_KEY] == "3"
+
+
+CAMERAS = (ImageSpec("wrist", 64, 64, 3, CameraIntrinsics.from_fovy(60.0, 64, 64)), ImageSpec("fixed", 48, 64, 1))
+VISION = replace(MOTOR, images=CAMERAS)
+
+
+def test_camera_inputs_round_trip_in_a_schema_4_file_with_the_preprocessing_stated() -> None:
+    props = VISION.to_props()
+    assert props[SCHEMA_KEY] == "4" == str(IMAGES_SCHEMA) == str(SCHEMA_VERSION)
+    assert "resize and crop to the spec's size" in props[IMAGE_PREPROCESSING_KEY]
+    assert PolicyArtifact.from_props(props) == VISION and PolicyArtifact.from_foreign(props, 2, 1) == VISION
+    assert PolicyArtifact.from_props(MOTOR.to_props()).images == ()
+
+
+def test_a_robo_rl_without_cameras_refuses_a_camera_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader of schema 3 would feed the graph the state alone: the schema makes it refuse the file."""
+    monkeypatch.setattr(artifact_module, "SCHEMA_VERSION", 3)
+    with pytest.raises(NewerSchemaError, match=r"policy schema 4; this robo_rl reads up to 3"):
+        PolicyArtifact.from_props(VISION.to_props())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({SCHEMA_KEY: "3"}, r"'robo_rl\.images' needs robo_rl\.schema >= 4, the file says 3"),
+        ({IMAGE_PREPROCESSING_KEY: "normalize by ImageNet mean"}, r"'robo_rl\.image_preprocessing' must be"),
+        ({IMAGES_KEY: "[]"}, r"'robo_rl\.images': expected a non-empty JSON list"),
+        ({IMAGES_KEY: "{"}, r"'robo_rl\.images': "),
+        ({IMAGES_KEY: '[{"name": "a", "height": 8, "width": 8, "layout": "CHW"}]'}, "layout must be 'HWC'"),
+        ({IMAGES_KEY: '[{"name": "a", "height": 8, "width": 8}, {"name": "a", "height": 8, "width": 8}]'}, "repeated"),
+    ],
+)
+def test_malformed_camera_metadata_is_refused_naming_the_key(change: dict[str, str], message: str) -> None:
+    with pytest.raises(ArtifactError, match=message):
+        PolicyArtifact.from_props({**VISION.to_props(), **change})

@@ -1,0 +1,63 @@
+"""The camera encoder (DrQ's CNN) and random-shift augmentation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from robo_rl.image_spec import ImageSpec
+from robo_rl.modules.image_encoder import CameraEncoder, ObservationEncoder, frames_to_float, random_shift
+
+
+def frames(batch: int, height: int, width: int, channels: int = 3, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (batch, height, width, channels), generator=generator, dtype=torch.uint8)
+
+
+def test_frames_become_float_chw_in_the_unit_range() -> None:
+    x = frames(2, 5, 7)
+    y = frames_to_float(x)
+    assert y.shape == (2, 3, 5, 7) and y.dtype == torch.float32
+    assert y[1, 2, 4, 6] == pytest.approx(float(x[1, 4, 6, 2]) / 255.0)
+
+
+@pytest.mark.parametrize("side", [64, 128])
+def test_encoders_at_both_benchmark_sizes_end_in_small_maps(side: int) -> None:
+    encoder = CameraEncoder(ImageSpec("cam", side, side))
+    out = encoder(frames(4, side, side))
+    assert out.shape == (4, 50) and out.abs().max() <= 1.0  # LayerNorm then tanh
+    assert encoder.head[0].in_features <= 32 * 27 * 27  # the second stride keeps 128x128's head near 64x64's
+
+
+def test_the_observation_encoder_joins_state_and_cameras_in_spec_order() -> None:
+    specs = (ImageSpec("wrist", 32, 32), ImageSpec("fixed", 24, 32, channels=1))
+    encoder = ObservationEncoder(5, specs)
+    state = torch.randn(3, 5)
+    images = {"wrist": frames(3, 32, 32), "fixed": frames(3, 24, 32, 1)}
+    out = encoder(state, images)
+    assert out.shape == (3, encoder.output_dim) == (3, 5 + 100)
+    assert torch.equal(out[:, :5], state)
+    assert torch.allclose(out[:, 55:], encoder.cameras["fixed"](images["fixed"]))
+    with pytest.raises(ValueError, match="at least one camera"):
+        ObservationEncoder(5, ())
+
+
+def test_random_shift_moves_each_frame_by_at_most_the_pad_and_repeats_the_border() -> None:
+    # A frame whose pixel value encodes its column: a shift by s columns reads column c + s, clamped to the edge.
+    width, pad = 16, 4
+    ramp = torch.arange(width, dtype=torch.uint8).repeat(8, 1)[None, :, :, None].repeat(64, 1, 1, 1)
+    shifted = random_shift(ramp, pad, torch.Generator().manual_seed(1))
+    assert shifted.dtype == torch.uint8 and shifted.shape == ramp.shape
+    offsets = shifted[:, 0, width // 2, 0].long() - width // 2
+    assert offsets.abs().max() <= pad and len(set(offsets.tolist())) > 3  # frames get their own shifts
+    for frame, offset in zip(shifted, offsets.tolist(), strict=True):
+        expected = (torch.arange(width) + offset).clamp(0, width - 1)
+        assert torch.equal(frame[3, :, 0].long(), expected)
+
+
+def test_random_shift_is_reproducible_from_its_generator_and_zero_pad_is_the_identity() -> None:
+    x = frames(6, 12, 12)
+    a = random_shift(x, 4, torch.Generator().manual_seed(3))
+    b = random_shift(x, 4, torch.Generator().manual_seed(3))
+    assert torch.equal(a, b) and not torch.equal(a, x)
+    assert torch.equal(random_shift(x, 0), x)
