@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from robo_rl.actuator import actuator_of
-from robo_rl.image_spec import ImageSpec, check_camera_names
+from robo_rl.image_spec import STATE_KEY, ImageSpec, check_camera_names
 from robo_rl.spaces import SpaceSpec
 from robo_rl.task_record import TaskSpecs
 
@@ -39,9 +39,6 @@ INFO_TRACKING_ERROR = "tracking_error"
 """info key, only from tasks with a reference to follow: `(num_envs,)` distance to the reference after the step
 (in the task's unit, m for the quadrotor), at every step; evaluation reports its RMS."""
 
-
-STATE_KEY = "state"
-"""Key of the state vector in a camera env's observation dict."""
 
 StepResult = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]
 """`(obs, reward, terminated, truncated, info)`; obs `(N, obs_dim)`, the rest `(N,)` (bool flags)."""

@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+STATE_KEY = "state"
+"""Key of the state vector in an observation dict (`robo_rl.envs.ImageObs`); no camera may take the name."""
 IMAGE_DTYPE = "uint8"
 IMAGE_LAYOUT = "HWC"
 CHANNELS = (1, 3)
@@ -78,7 +80,7 @@ class ImageSpec:
     intrinsics: CameraIntrinsics | None = None
 
     def __post_init__(self) -> None:
-        if not self.name.isidentifier() or self.name == "state":
+        if not self.name.isidentifier() or self.name == STATE_KEY:
             raise ValueError(f"camera name must be an identifier other than 'state', got {self.name!r}")
         for field, value in (("height", self.height), ("width", self.width)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:

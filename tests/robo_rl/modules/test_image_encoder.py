@@ -61,3 +61,17 @@ def test_random_shift_is_reproducible_from_its_generator_and_zero_pad_is_the_ide
     b = random_shift(x, 4, torch.Generator().manual_seed(3))
     assert torch.equal(a, b) and not torch.equal(a, x)
     assert torch.equal(random_shift(x, 0), x)
+
+
+def test_the_camera_policy_takes_frames_in_spec_order_and_reads_observation_dicts() -> None:
+    from robo_rl.modules.camera_policy import CameraPolicy
+
+    specs = (ImageSpec("wrist", 16, 16), ImageSpec("fixed", 16, 16))
+    encoder = ObservationEncoder(2, specs)
+    policy = CameraPolicy(encoder, torch.nn.Linear(encoder.output_dim, 1))
+    state, wrist, fixed = torch.randn(3, 2), frames(3, 16, 16, seed=1), frames(3, 16, 16, seed=2)
+    action = policy(state, wrist, fixed)
+    assert torch.equal(action, policy.act({"state": state, "fixed": fixed, "wrist": wrist}))
+    assert not torch.allclose(action, policy(state, fixed, wrist))  # the order is the contract
+    with pytest.raises(ValueError, match=r"expected 2 camera inputs \['wrist', 'fixed'\], got 1"):
+        policy(state, wrist)
