@@ -73,6 +73,8 @@ LINKS = (0.30, 0.25)
 """Upper arm and forearm lengths in m."""
 WRIST_TO_TIP = 0.16
 """Wrist axis to peg tip in m (hand 0.10 m + peg 0.06 m)."""
+PEG_CAMERAS = ("wrist", "side")
+"""The MJCF's observation cameras: on the hand looking along the peg, and fixed looking at the block."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,12 @@ class PegInsertConfig:
     """Shaped reward penalty per m of tip-to-goal distance."""
     num_threads: int = 2
     """CPU threads of the rollout engine (batches under 128 envs per thread step on the calling thread)."""
+    cameras: tuple[str, ...] = ()
+    """Observation cameras (of `PEG_CAMERAS`): "wrist" on the hand looking along the peg at the hole, "side" fixed,
+    looking at the block. Non-empty only for the camera env `robo_rl.sim.mujoco.peg_pixels.PegInsertPixels`
+    (task mujoco/peg_insert_pixels); `PegInsert` itself observes the state vector and refuses cameras."""
+    image_size: int = 64
+    """Height and width in pixels of each camera's square frames (with `cameras`)."""
 
     def __post_init__(self) -> None:
         if self.reward not in PEG_REWARDS:
@@ -128,7 +136,10 @@ class PegInsertConfig:
                 f"PegInsertConfig fields out of range (positive / >= 0 as documented, start_height_range as "
                 f"0 <= low <= high, success_depth at most the hole depth {HOLE_DEPTH} m): {bad}"
             )
-        check_int_fields(self, {"frame_skip": 1, "num_threads": 0})
+        check_int_fields(self, {"frame_skip": 1, "num_threads": 0, "image_size": 1})
+        unknown = [name for name in self.cameras if name not in PEG_CAMERAS]
+        if unknown or len(set(self.cameras)) != len(self.cameras):
+            raise ValueError(f"PegInsertConfig.cameras must be distinct names of {PEG_CAMERAS}, got {self.cameras!r}")
 
 
 def peg_down_ik(tip: np.ndarray) -> np.ndarray:
@@ -193,6 +204,11 @@ class PegInsert(MujocoTask):
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` None draws a non-deterministic seed."""
+        if config.cameras:
+            raise ValueError(
+                "PegInsert observes the state vector only; cameras need PegInsertPixels (task "
+                f"mujoco/peg_insert_pixels), got cameras={config.cameras!r}"
+            )
         self.config = config
         model = load_model("peg_insert")
         use_position_servos(model, config.position_kp, config.position_kd)

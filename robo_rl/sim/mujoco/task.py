@@ -21,6 +21,7 @@ To write a task, subclass `MujocoTask`, build the model and its engine, call
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,9 @@ class MujocoTask(ABC):
         self.max_episode_steps = max(1, round(episode_length / self.dt))
         self._episodes = Episodes(engine, self.max_episode_steps, seed)
         self._renderer = FrameRenderer(self.model, "fixed")
+        self.episode_end_hook: Callable[[np.ndarray], None] | None = None
+        """Called by `step` with the indices `(k,)` of the envs whose episode just ended, before they restart (the
+        engine still holds their final states): a camera env renders their last frames there."""
 
     def set_joint_state(self, qpos: torch.Tensor, qvel: torch.Tensor) -> None:
         """Overwrite joint positions `(num_envs, nq)` and velocities `(num_envs, nv)` (rad or m, per second for the
@@ -103,6 +107,8 @@ class MujocoTask(ABC):
         obs = final_obs
         done = np.flatnonzero(terminated | truncated)
         if done.size > 0:
+            if self.episode_end_hook is not None:
+                self.episode_end_hook(done)
             self._restart(done)
             obs = self._current_obs()  # rows of envs that did not finish equal final_obs
         info = {INFO_FINAL_OBS: to_torch(final_obs, self.device), INFO_SUCCESS: to_torch(success, self.device)}

@@ -1,0 +1,108 @@
+"""`CameraTask`: a state-vector task plus rendered cameras, as a `robo_rl.envs.CameraEnv`.
+
+The simulator steps as before; after each step the camera task renders every env's new state and returns the
+observation dict (`"state"` plus one uint8 `(N, H, W, 3)` tensor per camera). The subtle part is `final_obs`: where
+an episode ended, the returned frames already show the next episode's first state (auto-reset), while
+`info["final_obs"]` must show the state the episode ended in (a value target bootstraps from it on time-outs). The
+state task therefore calls a hook of its camera task right before it restarts finished envs (`episode_end_hook`),
+and the subclass keeps there what it needs to draw those last frames (the frames themselves, or the poses).
+
+Composition, not inheritance: the state task keeps its own `step -> StepResult` signature (every caller that
+reads `obs` as a tensor stays right), and its task-specific API stays reachable as `camera_task.task`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from robo_rl.envs import INFO_FINAL_OBS, BatchedEnv, ImageObs, ImageStepResult, STATE_KEY
+from robo_rl.image_spec import ImageSpec, check_camera_names
+
+Frames = dict[str, np.ndarray]
+"""`{camera name: (k, H, W, 3) uint8}` frames of k envs."""
+
+
+class StateTask(BatchedEnv, Protocol):
+    """What a camera task needs of the simulator it wraps: the env protocol, checkpoints, frames, close."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
+
+    def render(self, index: int = 0) -> np.ndarray: ...
+
+    def close(self) -> None: ...
+
+
+class CameraTask(ABC):
+    """`task` observed through cameras: `BatchedEnv`'s attributes (the task's), `image_specs`, and `reset`/`step`
+    returning observation dicts (module docstring). `state_dict`, `load_state_dict` and `render` are the task's:
+    frames are a function of the state, so there is nothing else to save."""
+
+    def __init__(self, task: StateTask, image_specs: tuple[ImageSpec, ...]) -> None:
+        check_camera_names(image_specs)
+        self.task = task
+        self.image_specs = image_specs
+        self.num_envs, self.device, self.dt = task.num_envs, task.device, task.dt
+        self.obs_spec, self.action_spec = task.obs_spec, task.action_spec
+        self.privileged_obs_spec = task.privileged_obs_spec
+        self.max_episode_steps = task.max_episode_steps
+
+    @property
+    def privileged_obs(self) -> torch.Tensor:
+        """The task's critic-only observation (for tasks with a `privileged_obs_spec`)."""
+        return torch.as_tensor(getattr(self.task, "privileged_obs"))
+
+    def reset(self, seed: int | None = None) -> ImageObs:
+        """Reset every env; returns the observation dict of the first states."""
+        return self._observation(self.task.reset(seed), self._frames())
+
+    def step(self, action: torch.Tensor) -> ImageStepResult:
+        """Step the task, then render: the returned frames show the states after auto-reset, `final_obs`'s the
+        states the step ended in (the last frames of finished episodes)."""
+        obs, reward, terminated, truncated, info = self.task.step(action)
+        frames = self._frames()
+        done = np.flatnonzero((terminated | truncated).cpu().numpy())
+        final = {name: frames[name].copy() for name in frames}
+        if done.size > 0:
+            last = self._final_frames(done)
+            for name in final:
+                final[name][done] = last[name]
+        info = {**info, INFO_FINAL_OBS: self._observation(info[INFO_FINAL_OBS], final)}
+        return self._observation(obs, frames), reward, terminated, truncated, info
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.task.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.task.load_state_dict(state_dict)
+
+    def render(self, index: int = 0) -> np.ndarray:
+        """The task's own (large, pretty) frame of env `index`, for videos; not an observation."""
+        return self.task.render(index)
+
+    def close(self) -> None:
+        """Close the task and free the cameras' GL context."""
+        self.task.close()
+        self._close_cameras()
+
+    def _observation(self, state: torch.Tensor, frames: Frames) -> ImageObs:
+        images = {spec.name: torch.from_numpy(frames[spec.name]).to(self.device) for spec in self.image_specs}
+        return {STATE_KEY: state, **images}
+
+    @abstractmethod
+    def _frames(self) -> Frames:
+        """Frames of every env in its current state, `(num_envs, H, W, 3)` per camera."""
+
+    @abstractmethod
+    def _final_frames(self, done: np.ndarray) -> Frames:
+        """Frames `(k, H, W, 3)` of the states in which envs `done` `(k,)` ended their episodes at the last step
+        (kept by the task's `episode_end_hook`)."""
+
+    @abstractmethod
+    def _close_cameras(self) -> None:
+        """Free the renderer."""
