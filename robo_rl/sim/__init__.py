@@ -32,6 +32,21 @@ register(
     "the 4-DoF arm inserting a round peg into a hole with 1 mm clearance, placed at random and seen through a noisy "
     "estimate; sparse reward (issue 36: a contact-rich task for learning with human corrections)",
 )
+_PIXELS = "MuJoCo offscreen frames (EGL/OSMesa, `robo_rl.sim.mujoco.cameras`) of a task's state"
+register(
+    "mujoco/peg_insert_pixels",
+    "robo_rl.sim.mujoco.peg_pixels:PegInsertPixels",
+    _PIXELS,
+    "camera envs (dict observations, `robo_rl.envs.CameraEnv`): the peg insertion seen by a wrist and a side camera; "
+    "the RC car race seen by a forward camera on a textured track",
+)
+register(
+    "rc_car/race_pixels",
+    "robo_rl.sim.rc_car.race_pixels:RCCarRacePixels",
+    _PIXELS,
+    "camera envs (dict observations, `robo_rl.envs.CameraEnv`): the peg insertion seen by a wrist and a side camera; "
+    "the RC car race seen by a forward camera on a textured track",
+)
 register(
     "pybullet/racecar_goal",
     "robo_rl.sim.pybullet:RacecarGoal",

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, BatchedEnv, ImageObs, ImageStepResult, STATE_KEY
+from robo_rl.envs import INFO_FINAL_OBS, STATE_KEY, BatchedEnv, ImageObs, ImageStepResult
 from robo_rl.image_spec import ImageSpec, check_camera_names
 
 Frames = dict[str, np.ndarray]
@@ -27,15 +27,14 @@ Frames = dict[str, np.ndarray]
 
 
 class StateTask(BatchedEnv, Protocol):
-    """What a camera task needs of the simulator it wraps: the env protocol, checkpoints, frames, close."""
+    """What a camera task needs of the simulator it wraps: the env protocol, checkpoints and frames (a `close`
+    method, where it has one, is called by the camera task's)."""
 
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
 
     def render(self, index: int = 0) -> np.ndarray: ...
-
-    def close(self) -> None: ...
 
 
 class CameraTask(ABC):
@@ -55,7 +54,10 @@ class CameraTask(ABC):
     @property
     def privileged_obs(self) -> torch.Tensor:
         """The task's critic-only observation (for tasks with a `privileged_obs_spec`)."""
-        return torch.as_tensor(getattr(self.task, "privileged_obs"))
+        value = getattr(self.task, "privileged_obs", None)
+        if value is None:
+            raise AttributeError(f"{type(self.task).__name__} has no privileged observation")
+        return torch.as_tensor(value)
 
     def reset(self, seed: int | None = None) -> ImageObs:
         """Reset every env; returns the observation dict of the first states."""
@@ -72,8 +74,8 @@ class CameraTask(ABC):
             last = self._final_frames(done)
             for name in final:
                 final[name][done] = last[name]
-        info = {**info, INFO_FINAL_OBS: self._observation(info[INFO_FINAL_OBS], final)}
-        return self._observation(obs, frames), reward, terminated, truncated, info
+        camera_info: dict[str, Any] = {**info, INFO_FINAL_OBS: self._observation(info[INFO_FINAL_OBS], final)}
+        return self._observation(obs, frames), reward, terminated, truncated, camera_info
 
     def state_dict(self) -> dict[str, Any]:
         return self.task.state_dict()
@@ -86,8 +88,10 @@ class CameraTask(ABC):
         return self.task.render(index)
 
     def close(self) -> None:
-        """Close the task and free the cameras' GL context."""
-        self.task.close()
+        """Close the task (where it has something to close) and free the cameras' GL context."""
+        close = getattr(self.task, "close", None)
+        if close is not None:
+            close()
         self._close_cameras()
 
     def _observation(self, state: torch.Tensor, frames: Frames) -> ImageObs:

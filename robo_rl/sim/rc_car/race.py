@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -49,6 +50,8 @@ INFO_STALLED = "stalled"
 episode terminated at this step."""
 INFO_PROGRESS = "progress"
 """info key: `(num_envs,)` float, distance driven along the center line at this step in m (negative backwards)."""
+RACE_CAMERAS = ("front",)
+"""The race's camera: forward, on the car's nose (`robo_rl.sim.rc_car.track_scene`)."""
 _RESET_DRAWS = 4
 """Uniform draws per env at reset: arc length, lateral offset, heading error, speed."""
 
@@ -111,6 +114,12 @@ class RaceConfig:
     kept); its reset draws come from a counter-based generator inside the kernel, so its episodes differ from the
     torch backend's (same distribution). Compiled once into a disk cache (see `robo_rl.sim.numba_support`).
     "auto": numba where it applies (and is installed), else torch: what the race preset evaluates on."""
+    cameras: tuple[str, ...] = ()
+    """Observation cameras: ("front",) for the forward camera on a textured track drawn by MuJoCo. Non-empty only for
+    the camera env `robo_rl.sim.rc_car.race_pixels.RCCarRacePixels` (task rc_car/race_pixels), which steps the torch
+    backend; `RCCarRace` itself observes the state vector and refuses cameras."""
+    image_size: int = 64
+    """Height and width in pixels of each camera's square frames (with `cameras`)."""
 
     def __post_init__(self) -> None:
         if self.backend not in ("torch", "numba", "auto"):
@@ -125,7 +134,10 @@ class RaceConfig:
         bad += [name for name in non_negative if not getattr(self, name) >= 0]
         if bad:
             raise ValueError(f"RaceConfig fields out of range (must be positive, or >= 0 for weights/ranges): {bad}")
-        for name, low in (("substeps", 1), ("lookahead_points", 1), ("action_history", 0), ("success_laps", 1)):
+        if any(name not in RACE_CAMERAS for name in self.cameras) or len(set(self.cameras)) != len(self.cameras):
+            raise ValueError(f"RaceConfig.cameras must be distinct names of {RACE_CAMERAS}, got {self.cameras!r}")
+        integers = (("substeps", 1), ("lookahead_points", 1), ("action_history", 0), ("success_laps", 1))
+        for name, low in (*integers, ("image_size", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or value < low:
                 raise ValueError(f"RaceConfig.{name} must be an int >= {low}, got {value}")
@@ -191,7 +203,15 @@ class RCCarRace(BatchedTask):
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` is passed to `reset`, None draws a non-deterministic seed."""
+        if config.cameras:
+            raise ValueError(
+                "RCCarRace observes the state vector only; cameras need RCCarRacePixels (task rc_car/race_pixels), "
+                f"got cameras={config.cameras!r}"
+            )
         super().__init__(num_envs, device, config.dt, config.max_episode_steps, seed)
+        self.episode_end_hook: Callable[[], None] | None = None
+        """Called by the torch `step` after the transition, before finished envs restart (every car still in the
+        state its step ended in; the numba step has no such point): a camera env keeps the cars' poses there."""
         self.config = config
         self._params = load_car(config.car)
         self._track = load_track(config.track, config.track_spacing, self.device, self.dtype)
@@ -326,6 +346,8 @@ class RCCarRace(BatchedTask):
         success = truncated & (self._laps >= self.config.success_laps)
         laps = self._laps.clone()
         final_obs, final_privileged = self._observe(), self._episode.T.contiguous()
+        if self.episode_end_hook is not None:
+            self.episode_end_hook()
         obs = self._auto_reset(terminated | truncated, final_obs, *draws)
         self.privileged_obs = self._episode.T.contiguous()
         info = {
