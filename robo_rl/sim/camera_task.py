@@ -30,6 +30,12 @@ class StateTask(BatchedEnv, Protocol):
     """What a camera task needs of the simulator it wraps: the env protocol, checkpoints and frames (a `close`
     method, where it has one, is called by the camera task's)."""
 
+    def frames(self) -> dict[str, torch.Tensor]:
+        """Every camera's frames `(num_envs, H, W, 3)` uint8 of the current states, without stepping (after the
+        task's state was set from outside, e.g. by a bridge that shows the simulated camera)."""
+        frames = self._frames()
+        return {spec.name: torch.from_numpy(frames[spec.name]).to(self.device) for spec in self.image_specs}
+
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
@@ -76,6 +82,12 @@ class CameraTask(ABC):
                 final[name][done] = last[name]
         camera_info: dict[str, Any] = {**info, INFO_FINAL_OBS: self._observation(info[INFO_FINAL_OBS], final)}
         return self._observation(obs, frames), reward, terminated, truncated, camera_info
+
+    def frames(self) -> dict[str, torch.Tensor]:
+        """Every camera's frames `(num_envs, H, W, 3)` uint8 of the current states, without stepping (after the
+        task's state was set from outside, e.g. by a bridge that shows the simulated camera)."""
+        frames = self._frames()
+        return {spec.name: torch.from_numpy(frames[spec.name]).to(self.device) for spec in self.image_specs}
 
     def state_dict(self) -> dict[str, Any]:
         return self.task.state_dict()

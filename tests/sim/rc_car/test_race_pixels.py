@@ -1,0 +1,107 @@
+"""The RC car race through its forward camera (rc_car/race_pixels): the camera env contract, final frames, a track
+texture the camera sees where the car is, and frames that turn with the car."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from robo_rl.envs import INFO_FINAL_OBS, CameraEnv, check_step_result, image_specs_of
+from robo_rl.image_spec import CameraIntrinsics
+from robo_rl.sim.rc_car.race import RaceConfig, RCCarRace
+from robo_rl.sim.rc_car.race_pixels import RACE_PIXELS, RCCarRacePixels
+from robo_rl.sim.rc_car.track_scene import CAMERA_FOVY
+
+SIZE = 32
+
+
+def _env(episode_length: float = 30.0, num_envs: int = 2, track: str = "kidney") -> RCCarRacePixels:
+    config = replace(RACE_PIXELS, image_size=SIZE, episode_length=episode_length, track=track)
+    return RCCarRacePixels(num_envs, config=config, seed=0)
+
+
+def _drive(env: RCCarRacePixels, count: int) -> list[tuple]:
+    action = torch.tensor([[0.3, 0.5]]).repeat(env.num_envs, 1)
+    return [env.step(action) for _ in range(count)]
+
+
+def _frame_at(env: RCCarRacePixels, x: float, y: float, yaw: float) -> torch.Tensor:
+    """The front camera's frame of env 0 with the car at rest at x, y (m) heading yaw (rad)."""
+    state = env.task.state
+    state[0] = torch.tensor([x, y, yaw, 0.0, 0.0, 0.0, 0.0])
+    env.task.set_state(state)
+    return env.frames()["front"][0].numpy().astype(np.int64)
+
+
+def _share(frame: np.ndarray, colour: str) -> float:
+    """Fraction of the frame's lower half that is asphalt grey or grass green."""
+    lower = frame[SIZE // 2 :]
+    r, g, b = lower[..., 0], lower[..., 1], lower[..., 2]
+    if colour == "asphalt":
+        match = (np.abs(r - g) < 12) & (np.abs(g - b) < 12) & (g < 150)
+    else:
+        match = (g > r + 25) & (g > b + 25)
+    return float(match.mean())
+
+
+def test_camera_env_contract_and_final_frames_of_finished_episodes() -> None:
+    env = _env(episode_length=0.1)  # 5 control steps of 20 ms
+    assert isinstance(env, CameraEnv)
+    (spec,) = image_specs_of(env)
+    assert spec.name == "front" and spec.intrinsics == CameraIntrinsics.from_fovy(CAMERA_FOVY, SIZE, SIZE)
+    env.reset(seed=4)
+    results = _drive(env, 5)
+    for result in results:
+        check_step_result(env, result)
+    obs, _, terminated, truncated, info = results[-1]
+    assert (truncated & ~terminated).all()
+    assert (obs["front"] != info[INFO_FINAL_OBS]["front"]).flatten(1).any(dim=1).all()
+    longer = _env(episode_length=30.0)
+    longer.reset(seed=4)
+    continued = _drive(longer, 5)[-1][0]
+    assert torch.equal(continued["front"], info[INFO_FINAL_OBS]["front"]), "final frames show the final state"
+    assert torch.equal(results[0][0]["front"], results[0][4][INFO_FINAL_OBS]["front"])
+
+
+@pytest.mark.parametrize("name", ["kidney", "technical"])
+def test_the_camera_sees_the_track_under_the_car_and_grass_beside_it(name: str) -> None:
+    env = _env(track=name)
+    track = env.task.track
+    s = torch.linspace(0.0, track.length, 13)[:-1]  # all around the lap: a mirrored texture fails somewhere
+    points, headings = track.point_at(s), track.heading_at(s)
+    for (x, y), heading in zip(points.tolist(), headings.tolist(), strict=True):
+        on_track = _frame_at(env, x, y, heading)
+        assert _share(on_track, "asphalt") > 0.4, "along the centre line the road fills most of the lower half"
+    grass = []  # a metre off each edge, same heading (sometimes another part of the lap is there)
+    away = float(track.half_width_at(s[:1])) + 1.0
+    for (x, y), heading in zip(points.tolist(), headings.tolist(), strict=True):
+        for side in (-1.0, 1.0):
+            frame = _frame_at(env, x + side * away * math.sin(heading), y - side * away * math.cos(heading), heading)
+            grass.append(_share(frame, "grass") > 0.5)
+    assert np.mean(grass) > 0.7, "off the track the camera sees grass"
+
+
+def test_frames_change_when_the_car_turns_and_repeat_for_the_same_pose() -> None:
+    env = _env()
+    s = torch.tensor([3.0])
+    point, heading = env.task.track.point_at(s)[0].tolist(), float(env.task.track.heading_at(s))
+    straight = _frame_at(env, *point, heading)
+    assert np.array_equal(straight, _frame_at(env, *point, heading))
+    for turn in (0.3, -0.3):
+        turned = _frame_at(env, *point, heading + turn)
+        assert np.abs(turned - straight).mean() > 5.0, "a 0.3 rad turn moves the picture"
+    left, right = _frame_at(env, *point, heading + 0.3), _frame_at(env, *point, heading - 0.3)
+    assert np.abs(left - right).mean() > 5.0
+
+
+def test_cameras_are_refused_where_they_do_not_apply() -> None:
+    with pytest.raises(ValueError, match="RCCarRacePixels"):
+        RCCarRace(1, config=RaceConfig(cameras=("front",)))
+    with pytest.raises(ValueError, match="cameras"):
+        RaceConfig(cameras=("rear",))
+    with pytest.raises(ValueError, match="torch"):
+        RCCarRacePixels(1, config=replace(RACE_PIXELS, backend="numba"))
