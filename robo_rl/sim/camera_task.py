@@ -30,12 +30,6 @@ class StateTask(BatchedEnv, Protocol):
     """What a camera task needs of the simulator it wraps: the env protocol, checkpoints and frames (a `close`
     method, where it has one, is called by the camera task's)."""
 
-    def frames(self) -> dict[str, torch.Tensor]:
-        """Every camera's frames `(num_envs, H, W, 3)` uint8 of the current states, without stepping (after the
-        task's state was set from outside, e.g. by a bridge that shows the simulated camera)."""
-        frames = self._frames()
-        return {spec.name: torch.from_numpy(frames[spec.name]).to(self.device) for spec in self.image_specs}
-
     def state_dict(self) -> dict[str, Any]: ...
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None: ...
