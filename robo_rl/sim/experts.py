@@ -15,6 +15,9 @@ EXPERTS = {
     "quadrotor/track": "robo_rl.sim.quadrotor.expert:track_pilot",
     "rc_car/race": "robo_rl.sim.rc_car.expert:RaceDriver",
     "mujoco/peg_insert": "robo_rl.sim.mujoco.peg_expert:PegSearchExpert",
+    # The camera envs: the same experts, driving the state task inside (they read the true state, not the frames).
+    "mujoco/peg_insert_pixels": "robo_rl.sim.mujoco.peg_pixels:peg_search_expert",
+    "rc_car/race_pixels": "robo_rl.sim.rc_car.race_pixels:race_driver",
 }
 
 

@@ -18,6 +18,7 @@ import torch
 
 from robo_rl.sim.camera_task import CameraTask, Frames
 from robo_rl.sim.mujoco.cameras import BatchedCameras
+from robo_rl.sim.mujoco.peg_expert import PegSearchExpert
 from robo_rl.sim.mujoco.peg_insert import PEG_CAMERAS, PegInsert, PegInsertConfig
 
 PEG_PIXELS = PegInsertConfig(cameras=PEG_CAMERAS)
@@ -66,3 +67,9 @@ class PegInsertPixels(CameraTask):
 
     def _close_cameras(self) -> None:
         self.cameras.close()
+
+
+def peg_search_expert(env: PegInsertPixels) -> PegSearchExpert:
+    """The peg task's scripted operator (`robo_rl.sim.mujoco.peg_expert`) for the camera env: it reads the true state
+    of `env.task`, as it does without cameras."""
+    return PegSearchExpert(env.task)

@@ -17,6 +17,7 @@ import torch
 
 from robo_rl.sim.camera_task import CameraTask, Frames
 from robo_rl.sim.mujoco.cameras import BatchedCameras
+from robo_rl.sim.rc_car.expert import RaceDriver
 from robo_rl.sim.rc_car.race import RACE_CAMERAS, RaceConfig, RCCarRace
 from robo_rl.sim.rc_car.track_scene import pose_car, track_model
 
@@ -72,3 +73,9 @@ class RCCarRacePixels(CameraTask):
 
     def _close_cameras(self) -> None:
         self.cameras.close()
+
+
+def race_driver(env: RCCarRacePixels) -> RaceDriver:
+    """The race's scripted driver (`robo_rl.sim.rc_car.expert`) for the camera env: it drives `env.task` from its
+    true state, as it does without cameras."""
+    return RaceDriver(env.task)

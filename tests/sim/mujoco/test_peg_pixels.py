@@ -11,7 +11,7 @@ import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, STATE_KEY, CameraEnv, check_step_result, image_specs_of
 from robo_rl.image_spec import CameraIntrinsics
-from robo_rl.sim import make
+from robo_rl.sim import make, make_expert
 from robo_rl.sim.mujoco.peg_insert import PegInsert, PegInsertConfig
 from robo_rl.sim.mujoco.peg_pixels import PEG_PIXELS, PegInsertPixels
 
@@ -102,3 +102,13 @@ def test_cameras_are_refused_where_they_do_not_apply() -> None:
         PegInsertConfig(cameras=("top",))
     with pytest.raises(ValueError, match="at least one camera"):
         PegInsertPixels(1, config=PegInsertConfig())
+
+
+def test_the_scripted_operator_drives_the_camera_env() -> None:
+    env = _env()
+    expert = make_expert("mujoco/peg_insert_pixels", env)
+    before = env.task.peg_tip_position()
+    for _ in range(3):
+        obs = env.step(expert.action())[0]
+    assert obs["wrist"].shape == (2, SIZE, SIZE, 3)
+    assert not torch.equal(env.task.peg_tip_position(), before)

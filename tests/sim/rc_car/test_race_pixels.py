@@ -12,6 +12,7 @@ import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, CameraEnv, check_step_result, image_specs_of
 from robo_rl.image_spec import CameraIntrinsics
+from robo_rl.sim import make_expert
 from robo_rl.sim.rc_car.race import RaceConfig, RCCarRace
 from robo_rl.sim.rc_car.race_pixels import RACE_PIXELS, RCCarRacePixels
 from robo_rl.sim.rc_car.track_scene import CAMERA_FOVY
@@ -105,3 +106,12 @@ def test_cameras_are_refused_where_they_do_not_apply() -> None:
         RaceConfig(cameras=("rear",))
     with pytest.raises(ValueError, match="torch"):
         RCCarRacePixels(1, config=replace(RACE_PIXELS, backend="numba"))
+
+
+def test_the_scripted_driver_drives_the_camera_env() -> None:
+    env = _env()
+    driver = make_expert("rc_car/race_pixels", env)
+    for _ in range(5):
+        obs = env.step(driver.action())[0]
+    assert obs["front"].shape == (2, SIZE, SIZE, 3)
+    assert (env.task.state[:, 3] > 0).all(), "driving forward"
