@@ -73,9 +73,19 @@ def test_same_seed_same_bytes_and_frames_follow_the_state() -> None:
     assert not torch.equal(moved["wrist"], a["wrist"]), "the wrist camera moves with the arm"
 
 
+def _orange(frames: torch.Tensor) -> np.ndarray:
+    """`(N, H, W)` bool: the peg's orange."""
+    f = frames.int()
+    return ((f[..., 0] > f[..., 2] + 50) & (f[..., 0] > f[..., 1] + 20)).numpy()
+
+
 def test_cameras_see_the_block_and_lose_it_when_it_moves_away() -> None:
     env = _env()
     obs = env.reset(seed=0)
+    peg = _orange(obs["wrist"])
+    assert (peg.sum(axis=(1, 2)) > 20).all() and not peg[:, : SIZE // 2].any(), (
+        "the peg in the wrist frame's lower half"
+    )
     wrist, side = _bright_blue(obs["wrist"]), _bright_blue(obs["side"])
     assert (wrist > 0.15 * SIZE * SIZE).all(), "the wrist camera looks down at the block's top"
     assert (side > 0.03 * SIZE * SIZE).all(), "the side camera sees the block"
@@ -112,3 +122,14 @@ def test_the_scripted_operator_drives_the_camera_env() -> None:
         obs = env.step(expert.action())[0]
     assert obs["wrist"].shape == (2, SIZE, SIZE, 3)
     assert not torch.equal(env.task.peg_tip_position(), before)
+
+
+def test_a_checkpoint_restores_the_frames_too() -> None:
+    env = _env()
+    _steps(env, 2)
+    saved = env.state_dict()
+    first = [result[0] for result in _steps(env, 2)]
+    env.load_state_dict(saved)
+    again = [result[0] for result in _steps(env, 2)]
+    for a, b in zip(first, again, strict=True):
+        assert all(torch.equal(a[name], b[name]) for name in ("state", "wrist", "side"))
