@@ -153,7 +153,8 @@ class PixelSAC:
     def deterministic_camera_policy(self) -> CameraPolicy:
         """The deployable policy: `forward(state, *frames) -> env action`, frames in `image_specs` order (the
         encoder, its state normalizer included, and the deterministic actor, sharing this algorithm's weights)."""
-        return CameraPolicy(self.encoder, self.sac.actor.deterministic_actor())
+        actor: Any = self.sac.actor  # SAC's actor protocol: sample, deterministic, scaler, deterministic_actor
+        return CameraPolicy(self.encoder, actor.deterministic_actor())
 
     def policy_state(self) -> dict[str, Any]:
         """What rebuilds the deployable policy: the actor's and the encoder's weights (best.pt's `algorithm`)."""

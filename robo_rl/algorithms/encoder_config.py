@@ -1,4 +1,4 @@
-"""Settings of the camera encoder an off-policy algorithm trains when its env has cameras (DrQ, `robo_rl.algorithms.drq`).
+"""Settings of the camera encoder SAC trains when its env has cameras (DrQ, `robo_rl.algorithms.drq`).
 
 A section of `SACConfig` (`sac.encoder`), read only when the env is a `robo_rl.envs.CameraEnv`: a state-only run
 ignores it, so adding cameras to a task changes nothing in the configs of its state-only runs.

@@ -104,7 +104,12 @@ register(
 )
 register(
     AlgorithmEntry(
-        "sac", "off_policy", SACConfig, "soft actor-critic (DrQ's shared camera encoder on camera tasks)", sac, cameras=True
+        "sac",
+        "off_policy",
+        SACConfig,
+        "soft actor-critic (DrQ's shared camera encoder on camera tasks)",
+        sac,
+        cameras=True,
     )
 )
 register(AlgorithmEntry("td3", "off_policy", TD3Config, "twin delayed DDPG", TD3))

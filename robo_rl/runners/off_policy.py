@@ -33,11 +33,11 @@ from robo_rl.envs import (
     image_specs_of,
     state_of,
 )
-from robo_rl.image_spec import STATE_KEY, ImageSpec
 from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
 from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
+from robo_rl.image_spec import STATE_KEY, ImageSpec
 from robo_rl.modules.camera_policy import CameraPolicy
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval

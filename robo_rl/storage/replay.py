@@ -13,6 +13,7 @@ and gathered with the same indices, so a frame never parts from its state, actio
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -92,34 +93,46 @@ def _column_views(
 _SIZE_KEYS = ("capacity", "obs_dim", "critic_obs_dim", "action_dim")
 
 
-def _map_frames(frames: Frames | None, fn: Any) -> Frames | None:
+def vector_transitions(
+    vectors: Mapping[str, torch.Tensor], images: Frames | None = None, next_images: Frames | None = None
+) -> Transitions:
+    """Transitions from every vector field by name (`FIELD_NAMES`) and, with cameras, the frames."""
+    fields: dict[str, Any] = dict(vectors)
+    return Transitions(**fields, images=images, next_images=next_images)
+
+
+def _map_frames(frames: Frames | None, fn: Callable[[str, torch.Tensor], torch.Tensor]) -> Frames | None:
     return None if frames is None else {name: fn(name, tensor) for name, tensor in frames.items()}
 
 
 def select_transitions(batch: Transitions, mask: torch.Tensor) -> Transitions:
     """The transitions of `batch` where `mask` `(B,)` is true (their frames too)."""
     vectors = {name: getattr(batch, name)[mask] for name in FIELD_NAMES}
-    images = {key: _map_frames(getattr(batch, key), lambda _, t: t[mask]) for key in IMAGE_FIELD_NAMES}
-    return Transitions(**vectors, **images)
+    images = [_map_frames(getattr(batch, key), lambda _, t: t[mask]) for key in IMAGE_FIELD_NAMES]
+    return vector_transitions(vectors, *images)
 
 
 def concat_transitions(a: Transitions, b: Transitions) -> Transitions:
     """`a` followed by `b` along the batch dimension; both must be on the same device and have the same cameras."""
     vectors = {name: torch.cat((getattr(a, name), getattr(b, name))) for name in FIELD_NAMES}
-    images: dict[str, Frames | None] = {}
+    images: list[Frames | None] = []
     for key in IMAGE_FIELD_NAMES:
-        first, second = getattr(a, key), getattr(b, key)
-        if (first is None) != (second is None):
-            raise ValueError(f"{key}: cannot join transitions with frames and transitions without")
-        images[key] = _map_frames(first, lambda name, t, second=second: torch.cat((t, second[name])))
-    return Transitions(**vectors, **images)
+        first: Frames | None = getattr(a, key)
+        second: Frames | None = getattr(b, key)
+        if first is None or second is None:
+            if (first is None) != (second is None):
+                raise ValueError(f"{key}: cannot join transitions with frames and transitions without")
+            images.append(None)
+        else:
+            images.append({name: torch.cat((frames, second[name])) for name, frames in first.items()})
+    return vector_transitions(vectors, *images)
 
 
 def transitions_to(batch: Transitions, device: torch.device | str) -> Transitions:
     """`batch` with every tensor (frames included) on `device`."""
     vectors = {name: getattr(batch, name).to(device) for name in FIELD_NAMES}
-    images = {key: _map_frames(getattr(batch, key), lambda _, t: t.to(device)) for key in IMAGE_FIELD_NAMES}
-    return Transitions(**vectors, **images)
+    images = [_map_frames(getattr(batch, key), lambda _, t: t.to(device)) for key in IMAGE_FIELD_NAMES]
+    return vector_transitions(vectors, *images)
 
 
 def frame_bytes(specs: tuple[ImageSpec, ...]) -> int:
@@ -276,7 +289,7 @@ class ReplayBuffer:
         for name, (start, stop, shape) in self._columns.items():
             table = flags if name in _FLAG_NAMES else floats
             fields[name] = table[:, start:stop].view(-1, *shape)
-        return Transitions(**fields)
+        return vector_transitions(fields)
 
     def stored(self) -> Transitions:
         """Views of the `len(self)` stored transitions, in slot order (not insertion order once wrapped)."""
@@ -291,7 +304,7 @@ class ReplayBuffer:
         # Field by field: a view into a packed table would make torch.save write the whole table per field.
         vectors = {name: getattr(self._data, name)[slots].to("cpu") for name in FIELD_NAMES}
         images, next_images = self._frames_at(slots)
-        return transitions_to(Transitions(**vectors, images=images, next_images=next_images), "cpu")
+        return transitions_to(vector_transitions(vectors, images, next_images), "cpu")
 
     def load_history(self, history: ReplayHistory) -> None:
         """Rebuild the ring of the buffer `history` came from: the same slots, length, ring position and count.
@@ -368,7 +381,9 @@ class ReplayBuffer:
         theirs = specs_of_state(sizes)
         if theirs != self.image_specs:
             names = [spec.name for spec in theirs]
-            raise ValueError(f"{IMAGE_SPECS_KEY}: the saved replay buffer has cameras {names}, this buffer {self._names}")
+            raise ValueError(
+                f"{IMAGE_SPECS_KEY}: the saved replay buffer has cameras {names}, this buffer {self._names}"
+            )
 
     @property
     def _names(self) -> list[str]:
@@ -445,8 +460,8 @@ def _frame_table(capacity: int, spec: ImageSpec, device: torch.device | str) -> 
 def _rows(batch: Transitions, start: int, stop: int) -> Transitions:
     """Rows `[start, stop)` of every field of `batch` (views), frames included."""
     vectors = {name: getattr(batch, name)[start:stop] for name in FIELD_NAMES}
-    images = {key: _map_frames(getattr(batch, key), lambda _, t: t[start:stop]) for key in IMAGE_FIELD_NAMES}
-    return Transitions(**vectors, **images)
+    images = [_map_frames(getattr(batch, key), lambda _, t: t[start:stop]) for key in IMAGE_FIELD_NAMES]
+    return vector_transitions(vectors, *images)
 
 
 class SymmetricSampler:

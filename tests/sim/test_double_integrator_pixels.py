@@ -9,7 +9,12 @@ import torch
 from robo_rl.envs import INFO_FINAL_OBS, CameraEnv, check_step_result, image_specs_of
 from robo_rl.image_spec import STATE_KEY
 from robo_rl.sim import make
-from robo_rl.sim.double_integrator.pixels import CAMERA, TARGET_LEVEL, PixelDoubleIntegrator, PixelDoubleIntegratorConfig
+from robo_rl.sim.double_integrator.pixels import (
+    CAMERA,
+    TARGET_LEVEL,
+    PixelDoubleIntegrator,
+    PixelDoubleIntegratorConfig,
+)
 
 
 def test_steps_pass_the_camera_contract_through_episode_ends() -> None:

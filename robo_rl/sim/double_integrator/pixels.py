@@ -70,8 +70,8 @@ class PixelDoubleIntegrator:
         return self._observe(self.cart.reset(seed))
 
     def step(self, action: torch.Tensor) -> ImageStepResult:
-        obs, reward, terminated, truncated, info = self.cart.step(action)
-        info = {**info, INFO_FINAL_OBS: self._observe(info[INFO_FINAL_OBS])}
+        obs, reward, terminated, truncated, cart_info = self.cart.step(action)
+        info: dict[str, Any] = {**cart_info, INFO_FINAL_OBS: self._observe(cart_info[INFO_FINAL_OBS])}
         return self._observe(obs), reward, terminated, truncated, info
 
     def _observe(self, cart_obs: torch.Tensor) -> ImageObs:

@@ -97,7 +97,7 @@ def test_the_runner_stores_each_step_frames_with_its_transition() -> None:
         paired = torch.equal(next_frames[t], frames[t + 1])
         assert paired == (t != last), t
     assert bool(stored.truncated.view(steps, 3)[last].all())
-    assert torch.equal(stored.next_obs.view(steps, 3, 1)[:-1][: last], stored.obs.view(steps, 3, 1)[1 : last + 1])
+    assert torch.equal(stored.next_obs.view(steps, 3, 1)[:-1][:last], stored.obs.view(steps, 3, 1)[1 : last + 1])
 
 
 class EveryOtherStep:

@@ -135,7 +135,16 @@ def test_files_round_trip_frames_and_refuse_other_cameras(tmp_path: Path) -> Non
 def test_a_vector_buffer_state_holds_no_camera_keys() -> None:
     """State-only buffers' files are what they were before cameras existed."""
     state = ReplayBuffer(4, OBS_DIM, CRITIC_OBS_DIM, ACTION_DIM, "cpu").state_dict()
-    assert set(state) == {"capacity", "obs_dim", "critic_obs_dim", "action_dim", "position", "size", "added", "transitions"}
+    assert set(state) == {
+        "capacity",
+        "obs_dim",
+        "critic_obs_dim",
+        "action_dim",
+        "position",
+        "size",
+        "added",
+        "transitions",
+    }
 
 
 def test_histories_rebuild_the_ring_with_frames() -> None:
