@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from robo_rl.algorithms.drq import camera_specs_of_policy
 from robo_rl.algorithms.registry import algorithm, entries
 from robo_rl.chunks.env import ChunkEnv
 from robo_rl.config import ConfigError
@@ -20,6 +21,7 @@ from robo_rl.envs import BatchedEnv, image_specs_of, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
 from robo_rl.hil.realtime import RealTimeEnv
+from robo_rl.image_spec import ImageSpec
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
@@ -204,15 +206,19 @@ def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFact
 
 
 def build_off_policy(
-    cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, device: str | torch.device | None = None
+    cfg: ExperimentConfig,
+    task: BatchedEnv | TaskSpecs,
+    device: str | torch.device | None = None,
+    cameras: tuple[ImageSpec, ...] = (),
 ) -> Any:
-    """The off-policy algorithm `cfg.algo`, from its registry entry and its config section."""
+    """The off-policy algorithm `cfg.algo`, from its registry entry and its config section; for the env's cameras,
+    or `cameras` where `task` is a run's recorded specs (which hold none)."""
     entry = algorithm(cfg.algo)
     if entry.loop != "off_policy":
         raise ValueError(f"algo {cfg.algo!r} is not an off-policy algorithm")
     specs, device = _specs_and_device(task, device)
     bounds = (specs.action.low_tensor(), specs.action.high_tensor())
-    cameras = () if isinstance(task, TaskSpecs) else image_specs_of(task)
+    cameras = cameras if isinstance(task, TaskSpecs) else image_specs_of(task)
     if cameras and not entry.cameras:
         able = ", ".join(e.name for e in entries() if e.cameras)
         raise ValueError(f"algo {cfg.algo!r} does not learn from cameras (task {cfg.task.name!r} has them); use {able}")
@@ -231,7 +237,7 @@ def build_deployable_actor(
         policy = build_policy(cfg, task, device)
         policy.load_state_dict(state["policy"])
         return policy.deterministic_actor().eval()
-    learner = build_off_policy(cfg, task, device)
+    learner = build_off_policy(cfg, task, device, camera_specs_of_policy(state["algorithm"]))
     if hasattr(learner, "deterministic_camera_policy"):  # a camera env's (DrQ): the encoder comes with the actor
         learner.load_policy_state(state["algorithm"])
         return learner.deterministic_camera_policy().eval()

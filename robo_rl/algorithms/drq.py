@@ -33,7 +33,7 @@ from robo_rl.modules.camera_policy import CameraPolicy
 from robo_rl.modules.image_encoder import ObservationEncoder, random_shift
 from robo_rl.modules.normalizer import EmpiricalNormalizer
 from robo_rl.storage import checkpoint
-from robo_rl.storage.replay import Frames, Transitions
+from robo_rl.storage.replay import IMAGE_SPECS_KEY, Frames, Transitions
 
 ENCODER_FILE_KEY = "camera_encoder"
 """Top-level key of a file written by `save_encoder`."""
@@ -157,8 +157,10 @@ class PixelSAC:
         return CameraPolicy(self.encoder, actor.deterministic_actor())
 
     def policy_state(self) -> dict[str, Any]:
-        """What rebuilds the deployable policy: the actor's and the encoder's weights (best.pt's `algorithm`)."""
-        return {"actor": self.sac.actor.state_dict(), "encoder": self.encoder.state_dict()}
+        """What rebuilds the deployable policy (best.pt's `algorithm`): the actor's and the encoder's weights, and
+        the cameras, which a run's recorded task specs do not hold (`camera_specs_of_policy`)."""
+        cameras = [spec.to_dict() for spec in self.image_specs]
+        return {"actor": self.sac.actor.state_dict(), "encoder": self.encoder.state_dict(), IMAGE_SPECS_KEY: cameras}
 
     def load_policy_state(self, state: dict[str, Any]) -> None:
         """Restore what `policy_state` returned."""
@@ -167,11 +169,17 @@ class PixelSAC:
 
     def state_dict(self) -> dict[str, Any]:
         """SAC's state (its critic optimizer holds the encoder's moments) and the encoder's weights."""
-        return {**self.sac.state_dict(), "encoder": self.encoder.state_dict()}
+        return {**self.sac.state_dict(), **self.policy_state()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.encoder.load_state_dict(state["encoder"])
         self.sac.load_state_dict(state)
+
+
+def camera_specs_of_policy(state: dict[str, Any]) -> tuple[ImageSpec, ...]:
+    """The cameras of a checkpoint's `algorithm` state (a camera run's `policy_state` or `state_dict`); () for a
+    state-only run's."""
+    return tuple(ImageSpec.from_dict(spec) for spec in state.get(IMAGE_SPECS_KEY) or ())
 
 
 def split_observation(

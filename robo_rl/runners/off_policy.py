@@ -38,7 +38,6 @@ from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.image_spec import STATE_KEY, ImageSpec
-from robo_rl.modules.camera_policy import CameraPolicy
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
@@ -248,7 +247,7 @@ def load_weights(algorithm: Any, source: Path, env: BatchedEnv) -> None:
     try:
         if set(state) == {"actor"}:  # an actor_learner run's checkpoint: the actor side only
             algorithm.actor.load_state_dict(state["actor"])
-        elif set(state) == {"actor", "encoder"}:  # a camera run's best.pt: the deployable policy
+        elif "encoder" in state and "critic" not in state:  # a camera run's best.pt: the deployable policy
             algorithm.load_policy_state(state)
         else:
             algorithm.load_state_dict(state)
@@ -267,17 +266,6 @@ def check_camera_run(cfg: OffPolicyRunnerConfig, cameras: tuple[ImageSpec, ...],
         raise ValueError("off_policy.actor_learner does not carry camera frames yet; train in the env loop")
     if cfg.bc_pretrain_steps > 0:
         raise ValueError("off_policy.bc_pretrain_steps clones a state actor; with cameras use sac.bc_weight")
-
-
-class ObservationDictPolicy(nn.Module):
-    """A `CameraPolicy` called with a camera env's observation dict, as evaluations call actors."""
-
-    def __init__(self, policy: CameraPolicy) -> None:
-        super().__init__()
-        self.policy = policy
-
-    def forward(self, obs: ImageObs) -> torch.Tensor:
-        return self.policy.act(obs)
 
 
 @dataclass(frozen=True)
@@ -476,7 +464,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
 
     def _deterministic_actor(self) -> nn.Module:
         if self.cameras:
-            return ObservationDictPolicy(self.algorithm.deterministic_camera_policy())  # type: ignore[attr-defined]
+            return self.algorithm.deterministic_camera_policy()  # type: ignore[attr-defined]  # evaluate calls .act
         return self.algorithm.actor.deterministic_actor()
 
     def _policy_state(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from robo_rl.algorithms.drq import PixelSAC
 from robo_rl.algorithms.encoder_config import EncoderConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.build import build_deployable_actor, build_runner
+from robo_rl.envs import task_specs
 from robo_rl.experiment import ExperimentConfig, TaskConfig
 from robo_rl.hil.device import TeleopCommand
 from robo_rl.hil.intervention import InterventionEnv
@@ -182,13 +183,14 @@ def test_the_composition_root_builds_pixel_sac_and_its_camera_policy() -> None:
     assert isinstance(runner, OffPolicyRunner) and isinstance(runner.algorithm, PixelSAC)
     runner.learn()
     state = runner._policy_state()
-    assert set(state["algorithm"]) == {"actor", "encoder"}
+    assert set(state["algorithm"]) == {"actor", "encoder", "image_specs"}
     env = make(TASK, 3, seed=1, image_size=16)
-    policy = build_deployable_actor(cfg, env, state)
-    assert isinstance(policy, CameraPolicy)
     obs = env.reset(seed=1)
     expected = runner.algorithm.actor.scaler(runner.algorithm.act(obs, deterministic=True))
-    assert torch.allclose(policy(obs[STATE_KEY], obs[CAMERA]), expected)
+    for task_or_specs in (env, task_specs(env)):  # from the env, or from what the run recorded (task.yaml)
+        policy = build_deployable_actor(cfg, task_or_specs, state)
+        assert isinstance(policy, CameraPolicy) and policy.specs == env.image_specs
+        assert torch.allclose(policy(obs[STATE_KEY], obs[CAMERA]), expected)
     with pytest.raises(ValueError, match="does not learn from cameras"):
         build_runner(dataclasses.replace(cfg, algo="td3"), make, evaluate=False)
 
