@@ -12,14 +12,16 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from robo_rl.algorithms.drq import camera_specs_of_policy
 from robo_rl.algorithms.registry import algorithm, entries
 from robo_rl.chunks.env import ChunkEnv
 from robo_rl.config import ConfigError
 from robo_rl.distributed import LOCAL, Reducer, broadcast_module
-from robo_rl.envs import BatchedEnv, task_specs
+from robo_rl.envs import BatchedEnv, image_specs_of, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
 from robo_rl.hil.realtime import RealTimeEnv
+from robo_rl.image_spec import ImageSpec
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
@@ -204,16 +206,25 @@ def _with_teleop(cfg: ExperimentConfig, env: BatchedEnv, make_teleop: TeleopFact
 
 
 def build_off_policy(
-    cfg: ExperimentConfig, task: BatchedEnv | TaskSpecs, device: str | torch.device | None = None
+    cfg: ExperimentConfig,
+    task: BatchedEnv | TaskSpecs,
+    device: str | torch.device | None = None,
+    cameras: tuple[ImageSpec, ...] = (),
 ) -> Any:
-    """The off-policy algorithm `cfg.algo`, from its registry entry and its config section."""
+    """The off-policy algorithm `cfg.algo`, from its registry entry and its config section; for the env's cameras,
+    or `cameras` where `task` is a run's recorded specs (which hold none)."""
     entry = algorithm(cfg.algo)
     if entry.loop != "off_policy":
         raise ValueError(f"algo {cfg.algo!r} is not an off-policy algorithm")
     specs, device = _specs_and_device(task, device)
     bounds = (specs.action.low_tensor(), specs.action.high_tensor())
+    cameras = cameras if isinstance(task, TaskSpecs) else image_specs_of(task)
+    if cameras and not entry.cameras:
+        able = ", ".join(e.name for e in entries() if e.cameras)
+        raise ValueError(f"algo {cfg.algo!r} does not learn from cameras (task {cfg.task.name!r} has them); use {able}")
+    extra = {"image_specs": cameras} if cameras else {}
     return entry.build(
-        specs.obs.dim, specs.critic_obs_dim, *bounds, getattr(cfg, entry.section("build")), device=device
+        specs.obs.dim, specs.critic_obs_dim, *bounds, getattr(cfg, entry.section("build")), device=device, **extra
     )
 
 
@@ -226,6 +237,9 @@ def build_deployable_actor(
         policy = build_policy(cfg, task, device)
         policy.load_state_dict(state["policy"])
         return policy.deterministic_actor().eval()
-    learner = build_off_policy(cfg, task, device)
+    learner = build_off_policy(cfg, task, device, camera_specs_of_policy(state["algorithm"]))
+    if hasattr(learner, "deterministic_camera_policy"):  # a camera env's (DrQ): the encoder comes with the actor
+        learner.load_policy_state(state["algorithm"])
+        return learner.deterministic_camera_policy().eval()
     learner.actor.load_state_dict(state["algorithm"]["actor"])
     return learner.actor.deterministic_actor().eval()

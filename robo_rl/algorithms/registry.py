@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from robo_rl.algorithms import ppo, reinflow
+from robo_rl.algorithms.drq import sac
 from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.algorithms.fql import FQL, FQLConfig
 from robo_rl.algorithms.ppo import PPO, PPOConfig
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
-from robo_rl.algorithms.sac import SAC, SACConfig
+from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 
 Loop = Literal["on_policy", "off_policy"]
@@ -52,6 +53,8 @@ class AlgorithmEntry:
     """On-policy, optional: "module:function" of a hook `function(policy, cfg, env, seed)` run on a fresh policy
     before training (`cfg` the section `policy_section`), e.g. behaviour cloning. Named, not imported: such a hook may
     need a layer above the core (`robo_rl.hil`); the composition root (`robo_rl.build`) imports it."""
+    cameras: bool = False
+    """Off-policy: learns from camera envs (`robo_rl.envs.CameraEnv`); `build` then also takes `image_specs=`."""
 
     def section(self, role: Literal["build", "policy"]) -> str:
         """The `ExperimentConfig` section that `build` ("build") or `build_policy` ("policy") reads."""
@@ -99,7 +102,16 @@ register(
         "ppo", "on_policy", PPOConfig, "PPO on batched rollouts", PPO, ppo.build_policy, policy_section="policy"
     )
 )
-register(AlgorithmEntry("sac", "off_policy", SACConfig, "soft actor-critic", SAC))
+register(
+    AlgorithmEntry(
+        "sac",
+        "off_policy",
+        SACConfig,
+        "soft actor-critic (DrQ's shared camera encoder on camera tasks)",
+        sac,
+        cameras=True,
+    )
+)
 register(AlgorithmEntry("td3", "off_policy", TD3Config, "twin delayed DDPG", TD3))
 register(
     AlgorithmEntry(

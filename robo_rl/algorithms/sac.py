@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import torch
 from torch import nn
 
+from robo_rl.algorithms.encoder_config import EncoderConfig
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, reduce_ensemble, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
 from robo_rl.distributed import LOCAL, Reducer
@@ -64,6 +65,8 @@ class SACConfig:
     """Weight of a Q-filtered behaviour-cloning term in the actor loss, on the batch's demonstration and
     intervention transitions (`sac_losses.filtered_bc_loss`), scaled by the batch's mean |Q| so it does not depend
     on the reward scale. Keeps a demo-pretrained actor from being pulled apart by a young critic; 0: plain SAC."""
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    """The camera encoder, with an env that has cameras (DrQ, `robo_rl.algorithms.drq`); ignored without."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.critic_subset <= self.num_critics:
@@ -144,13 +147,19 @@ class SAC:
 
     def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]:
         """One critic step (and, if asked, one actor and temperature step), then a target-network update."""
-        metrics = {"critic_loss": self._update_critic(batch)}
+        metrics = {"critic_loss": self.update_critic(batch)}
         if update_actor:
-            metrics.update(self._update_actor(batch))
-        polyak_update(self.target_critic, self.critic, self.cfg.tau)
+            metrics.update(self.update_actor(batch))
+        self.update_targets()
         return metrics
 
-    def _update_critic(self, batch: Transitions) -> torch.Tensor:
+    def update_targets(self) -> None:
+        """Move the target critics towards the critics (Polyak, `tau`)."""
+        polyak_update(self.target_critic, self.critic, self.cfg.tau)
+
+    def update_critic(self, batch: Transitions) -> torch.Tensor:
+        """One step of the critic optimizer on the soft Bellman error; the loss. Its gradient reaches whatever
+        produced `batch.critic_obs` with grad and sits in the critic optimizer (DrQ's camera encoder)."""
         with torch.no_grad():
             next_action, next_log_prob = self.actor.sample(batch.next_obs)
             next_q = subset_min(self.target_critic(batch.next_critic_obs, next_action), self.cfg.critic_subset)
@@ -162,7 +171,8 @@ class SAC:
         self.critic_optimizer.step()
         return loss.detach()
 
-    def _update_actor(self, batch: Transitions) -> dict[str, torch.Tensor]:
+    def update_actor(self, batch: Transitions) -> dict[str, torch.Tensor]:
+        """One actor step and one temperature step; their metrics."""
         action, log_prob = self.actor.sample(batch.obs)
         with frozen(self.critic):
             q = self.critic(batch.critic_obs, action)

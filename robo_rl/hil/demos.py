@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from robo_rl.envs import BatchedEnv, critic_obs_dim
-from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, Transitions
+from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, Transitions, vector_transitions
 
 SCHEMA = "robo_rl.demos/1"
 FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
@@ -85,7 +85,7 @@ def load_demos(path: Path, env: BatchedEnv) -> Transitions:
     if missing:
         raise ValueError(f"{path}: missing arrays {missing}")
     _check_shapes(path, arrays, _row_shapes(env))
-    return Transitions(**{name: torch.as_tensor(arrays[name]).to(env.device) for name in FIELD_NAMES})
+    return vector_transitions({name: torch.as_tensor(arrays[name]).to(env.device) for name in FIELD_NAMES})
 
 
 NPZ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error)

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from robo_rl.image_spec import ImageSpec
+from robo_rl.modules.normalizer import make_normalizer
 
 ENCODER_CHANNELS = 32
 """Filters per convolution (DrQ's)."""
@@ -72,19 +73,28 @@ def random_shift(frames: torch.Tensor, pad: int = SHIFT_PAD, generator: torch.Ge
 
 class ObservationEncoder(nn.Module):
     """State vector + camera frames -> one feature vector `(B, state_dim + features * cameras)`: the state as it
-    is (or through a fixed normalizer the algorithm owns), each camera through its own `CameraEncoder`, joined in
-    the order of `specs`."""
+    is (or, with `normalize_state`, through a fixed `EmpiricalNormalizer` the algorithm fits once: it lives here so
+    that the deployed `CameraPolicy` carries it), each camera through its own `CameraEncoder`, joined in the order of
+    `specs`. `channels`: filters per convolution (DrQ's 32; fewer for tiny frames)."""
 
-    def __init__(self, state_dim: int, specs: tuple[ImageSpec, ...], features: int = FEATURES_PER_CAMERA):
+    def __init__(
+        self,
+        state_dim: int,
+        specs: tuple[ImageSpec, ...],
+        features: int = FEATURES_PER_CAMERA,
+        normalize_state: bool = False,
+        channels: int = ENCODER_CHANNELS,
+    ):
         super().__init__()
         if not specs:
             raise ValueError("ObservationEncoder needs at least one camera; a state-only policy needs no encoder")
         self.specs = specs
         self.state_dim = state_dim
-        self.cameras = nn.ModuleDict({spec.name: CameraEncoder(spec, features) for spec in specs})
+        self.state_normalizer = make_normalizer(state_dim, normalize_state)
+        self.cameras = nn.ModuleDict({spec.name: CameraEncoder(spec, features, channels) for spec in specs})
         self.output_dim = state_dim + features * len(specs)
 
     def forward(self, state: torch.Tensor, images: dict[str, torch.Tensor]) -> torch.Tensor:
         """`state` `(B, state_dim)`, `images` camera name -> uint8 `(B, H, W, C)` -> `(B, output_dim)`."""
-        parts = [state] + [self.cameras[spec.name](images[spec.name]) for spec in self.specs]
+        parts = [self.state_normalizer(state)] + [self.cameras[spec.name](images[spec.name]) for spec in self.specs]
         return torch.cat(parts, dim=-1)

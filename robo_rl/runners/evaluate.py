@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -109,6 +110,15 @@ def eval_metrics(evaluation: EvalResult | None) -> dict[str, float | None]:
     } | gate
 
 
+def act(actor: Callable[[torch.Tensor], torch.Tensor], obs: Any) -> torch.Tensor:
+    """The actor's action for `obs`; a camera env's observation dict goes to the actor's `act` (a `CameraPolicy`
+    takes state and frames as separate inputs, the form it is exported in)."""
+    camera_act = getattr(actor, "act", None)
+    if isinstance(obs, dict) and camera_act is not None:
+        return camera_act(obs)
+    return actor(obs)
+
+
 @torch.no_grad()
 def evaluate(
     env: BatchedEnv,
@@ -133,7 +143,7 @@ def evaluate(
     squared_error = torch.zeros((), device=env.device)
     defines_success = tracks = False
     for _ in range(env.max_episode_steps):
-        obs, reward, terminated, truncated, info = env.step(actor(obs))
+        obs, reward, terminated, truncated, info = env.step(act(actor, obs))
         returns += reward * running
         lengths += running.long()
         ended = running & (terminated | truncated)

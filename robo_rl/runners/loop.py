@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from robo_rl.distributed import Reducer, rank0_decides
-from robo_rl.envs import BatchedEnv
+from robo_rl.envs import BatchedEnv, ImageObs, state_of
 from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import EvalResult, eval_metrics, evaluate_held_out, evaluation_due, targets_reached
@@ -44,16 +44,24 @@ class TrainResult:
     """Success rate of that evaluation (tasks that define success)."""
 
 
-def critic_observation(obs: torch.Tensor, info: dict[str, torch.Tensor], key: str) -> torch.Tensor:
-    """Critic input: the observation, followed by the privileged part when the env provides one."""
+def critic_observation(obs: torch.Tensor | ImageObs, info: dict[str, Any], key: str) -> torch.Tensor:
+    """Critic input: the observation (its state vector, with cameras), followed by the privileged part when the env
+    provides one."""
     privileged = info.get(key)
-    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
+    return state_of(obs) if privileged is None else torch.cat([state_of(obs), privileged], dim=-1)
 
 
-def reset_critic_observation(env: BatchedEnv, obs: torch.Tensor) -> torch.Tensor:
+def reset_critic_observation(env: BatchedEnv, obs: torch.Tensor | ImageObs) -> torch.Tensor:
     """Critic input right after `reset`, when there is no step info: the env exposes `privileged_obs`."""
     privileged = getattr(env, "privileged_obs", None)
-    return obs if privileged is None else torch.cat([obs, privileged], dim=-1)
+    return state_of(obs) if privileged is None else torch.cat([state_of(obs), privileged], dim=-1)
+
+
+def observation_to(obs: torch.Tensor | ImageObs, device: torch.device) -> Any:
+    """`obs` (a tensor, or a camera env's dict of them) on `device`."""
+    if isinstance(obs, dict):
+        return {name: tensor.to(device) for name, tensor in obs.items()}
+    return obs.to(device)
 
 
 def random_state(cuda_available: bool) -> dict[str, Any]:
@@ -313,7 +321,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         self.iteration = int(state["iteration"])
         self.env_steps = int(state["env_steps"])
         self.wall_time = float(state["wall_time"])
-        self.obs = state["obs"].to(self.env.device)
+        self.obs = observation_to(state["obs"], self.env.device)
         self.critic_obs = state["critic_obs"].to(self.env.device)
         self.tracker.load_state_dict(state["tracker"])
         self.best.load_state_dict(state.get(BEST_KEY), self._checkpoints())

@@ -26,35 +26,40 @@ from robo_rl.envs import (
     INFO_SUCCESS,
     INFO_VALID,
     BatchedEnv,
+    ImageObs,
+    ImageStepResult,
     StepResult,
     critic_obs_dim,
+    image_specs_of,
+    state_of,
 )
 from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
 from robo_rl.hil.demos import load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
+from robo_rl.image_spec import STATE_KEY, ImageSpec
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
 from robo_rl.storage.replay import (
-    FIELD_NAMES,
     ReplayBuffer,
     ReplayHistory,
     SymmetricSampler,
     Transitions,
     select_transitions,
+    transitions_to,
 )
 from robo_rl.storage.replay_log import ReplayLog, is_manifest, replay_directory
 from robo_rl.task_record import read_task_record
 
 
 def transitions_of_step(
-    obs: torch.Tensor,
+    obs: torch.Tensor | ImageObs,
     critic_obs: torch.Tensor,
     action: torch.Tensor,
-    result: StepResult,
+    result: StepResult | ImageStepResult,
     is_demo: bool,
     intervened: torch.Tensor | None = None,
 ) -> Transitions:
@@ -62,21 +67,32 @@ def transitions_of_step(
 
     Finished episodes store the env's `final_obs` (and its privileged part) as the next observation, so that
     time-outs bootstrap from the state the episode was cut in. `intervened` `(N,)` flags the envs whose action
-    came from an operator (None: none did).
+    came from an operator (None: none did). A camera env's dict observations give the state vectors and, as
+    `images` / `next_images`, the frames (of `final_obs` too).
     """
     _, reward, terminated, truncated, info = result
+    final_obs = info[INFO_FINAL_OBS]
     return Transitions(
-        obs=obs,
+        obs=state_of(obs),
         critic_obs=critic_obs,
         actions=action,
         rewards=reward,
-        next_obs=info[INFO_FINAL_OBS],
-        next_critic_obs=critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS),
+        next_obs=state_of(final_obs),
+        next_critic_obs=critic_observation(final_obs, info, INFO_FINAL_PRIVILEGED_OBS),
         terminated=terminated,
         truncated=truncated,
         intervened=torch.zeros_like(terminated) if intervened is None else intervened.to(terminated.dtype),
         is_demo=torch.full_like(terminated, is_demo),
+        images=_frames(obs),
+        next_images=_frames(final_obs),
     )
+
+
+def _frames(obs: torch.Tensor | ImageObs) -> dict[str, torch.Tensor] | None:
+    """The camera frames of a camera env's observation dict; None for a state vector."""
+    if not isinstance(obs, dict):
+        return None
+    return {name: frames for name, frames in obs.items() if name != STATE_KEY}
 
 
 class OffPolicyAlgorithm(Protocol):
@@ -185,20 +201,23 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
     if not path.is_file():
         raise FileNotFoundError(f"off_policy.prior_buffer: {path} does not exist")
     dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
+    cameras = image_specs_of(env)
     if path.suffix == ".npz":
+        if cameras:
+            raise ValueError(f"off_policy.prior_buffer: {path} is a demo file without frames; the task has cameras")
         stored = load_demos(path, env)
     else:
         saved = ReplayBuffer.load(path, "cpu")
-        names = ("obs_dim", "critic_obs_dim", "action_dim")
-        for name, ours in zip(names, dims, strict=True):
+        names = ("obs_dim", "critic_obs_dim", "action_dim", "image_specs")
+        for name, ours in zip(names, (*dims, cameras), strict=True):
             theirs = getattr(saved, name)
             if theirs != ours:
                 raise ValueError(f"off_policy.prior_buffer: {path} has {name} {theirs}, the task needs {ours}")
         stored = saved.stored()
     if len(stored) == 0:
         raise ValueError(f"off_policy.prior_buffer: {path} holds no transitions")
-    prior = ReplayBuffer(capacity, *dims, env.device)
-    prior.add(Transitions(**{name: getattr(stored, name).to(prior.device) for name in FIELD_NAMES}))
+    prior = ReplayBuffer(capacity, *dims, env.device, cameras)
+    prior.add(transitions_to(stored, prior.device))
     return prior
 
 
@@ -228,10 +247,25 @@ def load_weights(algorithm: Any, source: Path, env: BatchedEnv) -> None:
     try:
         if set(state) == {"actor"}:  # an actor_learner run's checkpoint: the actor side only
             algorithm.actor.load_state_dict(state["actor"])
+        elif "encoder" in state and "critic" not in state:  # a camera run's best.pt: the deployable policy
+            algorithm.load_policy_state(state)
         else:
             algorithm.load_state_dict(state)
     except (KeyError, RuntimeError) as err:
         raise ValueError(f"off_policy.init_from: {path} does not fit this run's algorithm ({err})") from None
+
+
+def check_camera_run(cfg: OffPolicyRunnerConfig, cameras: tuple[ImageSpec, ...], algorithm: Any) -> None:
+    """ValueError naming the setting when a camera env meets what does not learn from frames yet: an algorithm
+    without a camera policy, the learner process (its transport carries vectors), behaviour cloning before RL."""
+    if not cameras:
+        return
+    if not hasattr(algorithm, "deterministic_camera_policy"):
+        raise ValueError(f"{type(algorithm).__name__} does not learn from cameras; use sac (DrQ)")
+    if cfg.actor_learner:
+        raise ValueError("off_policy.actor_learner does not carry camera frames yet; train in the env loop")
+    if cfg.bc_pretrain_steps > 0:
+        raise ValueError("off_policy.bc_pretrain_steps clones a state actor; with cameras use sac.bc_weight")
 
 
 @dataclass(frozen=True)
@@ -279,11 +313,14 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
     ) -> None:
         super().__init__(env, cfg, seed, eval_env, run, reducer, SparseCadence())
         self.algorithm = algorithm
+        self.cameras = image_specs_of(env)
+        """The env's cameras, whose frames the replay buffers keep; () for a state-only env."""
+        check_camera_run(cfg, self.cameras, algorithm)
         dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
         self.buffer_dims = dims
         # With actor_learner the replay buffer lives in the learner process; this one stays empty.
         capacity = 1 if cfg.actor_learner else cfg.buffer_capacity
-        self.buffer = ReplayBuffer(capacity, *dims, env.device)
+        self.buffer = ReplayBuffer(capacity, *dims, env.device, self.cameras)
         self.prior: ReplayBuffer | None = None
         self.sampler: ReplayBuffer | SymmetricSampler = self.buffer
         if cfg.prior_buffer is not None:
@@ -380,7 +417,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
 
     def _intervention_buffer(self) -> ReplayBuffer:
         if self.prior is None:
-            self.prior = ReplayBuffer(self.cfg.buffer_capacity, *self.buffer_dims, self.env.device)
+            self.prior = ReplayBuffer(self.cfg.buffer_capacity, *self.buffer_dims, self.env.device, self.cameras)
             self.sampler = SymmetricSampler(self.buffer, self.prior, self.cfg.prior_fraction)
         return self.prior
 
@@ -426,10 +463,15 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         return {**intervention_metrics(self.env), **invalid}
 
     def _deterministic_actor(self) -> nn.Module:
+        if self.cameras:
+            return self.algorithm.deterministic_camera_policy()  # type: ignore[attr-defined]  # evaluate calls .act
         return self.algorithm.actor.deterministic_actor()
 
     def _policy_state(self) -> dict[str, Any]:
-        """What best.pt needs to rebuild the deterministic actor (`build_deployable_actor` reads the actor)."""
+        """What best.pt needs to rebuild the deterministic actor (`build_deployable_actor` reads the actor, and with
+        cameras the encoder)."""
+        if self.cameras:
+            return {"algorithm": self.algorithm.policy_state()}  # type: ignore[attr-defined]
         return {"algorithm": {"actor": self.algorithm.actor.state_dict()}}
 
     def _finish(self) -> None:
@@ -476,8 +518,9 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
     def save(self, path: Path) -> None:
         """Write a checkpoint to `path`. A latest.pt keeps the file it replaces as previous.pt and holds the replay
         buffer as chunk files in replay/ beside it, of which this save writes only the new transitions
-        (`robo_rl.storage.replay_log`); any other path gets a self-contained file."""
-        if not checkpoint.is_latest(path):
+        (`robo_rl.storage.replay_log`); any other path gets a self-contained file, and so does a camera run's
+        latest.pt (the chunk files hold vectors only)."""
+        if not checkpoint.is_latest(path) or self.cameras:
             checkpoint.save_checkpoint(self.state_dict(), path)
             return
         log = self.replay_log

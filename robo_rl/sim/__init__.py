@@ -65,6 +65,12 @@ register(
     about="a cart on a rail brought to rest at the origin (Newton's law, exactly): the smallest task, written as the "
     "example of a new one",
 )
+register(
+    "double_integrator/pixels",
+    "robo_rl.sim.double_integrator.pixels:PixelDoubleIntegrator",
+    about="the cart seen by a tiny camera drawn in torch (velocity in the state, position only in the pixels): the "
+    "smallest camera task, for learning from pixels without GL",
+)
 for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
     register(

@@ -4,18 +4,27 @@ A `ReplayBuffer` is a ring of `capacity` transitions. Each transition carries tw
 training: `intervened` (a human took over the action) and `is_demo` (from an offline demonstration). A
 `SymmetricSampler` draws a fixed share of every batch from a prior buffer (demonstrations and interventions)
 and the rest from the online buffer, as RLPD and HIL-SERL do.
+
+With cameras (`image_specs`), each transition also holds the uint8 frames of every camera before and after the
+step (`Transitions.images`, `Transitions.next_images`), in tables beside the vector ones, written to the same slots
+and gathered with the same indices, so a frame never parts from its state, action and reward.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from robo_rl.image_spec import ImageSpec, check_camera_names
 from robo_rl.storage import checkpoint
+
+Frames = dict[str, torch.Tensor]
+"""Camera name -> uint8 frames `(B, H, W, C)` of a batch of transitions."""
 
 
 @dataclass
@@ -39,6 +48,8 @@ class Transitions:
         truncated: `(B,)` bool, the episode was cut by a time limit (bootstrap from next_obs).
         intervened: `(B,)` bool, the action came from a human intervention, not the policy.
         is_demo: `(B,)` bool, the transition comes from an offline demonstration.
+        images: with cameras, camera name -> uint8 `(B, H, W, C)` frames seen with obs; None without cameras.
+        next_images: with cameras, the frames seen with next_obs (from `info["final_obs"]` like next_obs).
     """
 
     obs: torch.Tensor
@@ -51,12 +62,17 @@ class Transitions:
     truncated: torch.Tensor
     intervened: torch.Tensor
     is_demo: torch.Tensor
+    images: Frames | None = None
+    next_images: Frames | None = None
 
     def __len__(self) -> int:
         return self.obs.shape[0]
 
 
-FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Transitions))
+IMAGE_FIELD_NAMES = ("images", "next_images")
+"""The optional camera fields of `Transitions`; every other field is a tensor (`FIELD_NAMES`)."""
+FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(Transitions) if f.name not in IMAGE_FIELD_NAMES)
+"""The vector fields of `Transitions`, present in every batch."""
 _FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
 _FLOAT_NAMES = tuple(name for name in FIELD_NAMES if name not in _FLAG_NAMES)
 
@@ -77,14 +93,51 @@ def _column_views(
 _SIZE_KEYS = ("capacity", "obs_dim", "critic_obs_dim", "action_dim")
 
 
+def vector_transitions(
+    vectors: Mapping[str, torch.Tensor], images: Frames | None = None, next_images: Frames | None = None
+) -> Transitions:
+    """Transitions from every vector field by name (`FIELD_NAMES`) and, with cameras, the frames."""
+    fields: dict[str, Any] = dict(vectors)
+    return Transitions(**fields, images=images, next_images=next_images)
+
+
+def _map_frames(frames: Frames | None, fn: Callable[[str, torch.Tensor], torch.Tensor]) -> Frames | None:
+    return None if frames is None else {name: fn(name, tensor) for name, tensor in frames.items()}
+
+
 def select_transitions(batch: Transitions, mask: torch.Tensor) -> Transitions:
-    """The transitions of `batch` where `mask` `(B,)` is true."""
-    return Transitions(**{name: getattr(batch, name)[mask] for name in FIELD_NAMES})
+    """The transitions of `batch` where `mask` `(B,)` is true (their frames too)."""
+    vectors = {name: getattr(batch, name)[mask] for name in FIELD_NAMES}
+    images = [_map_frames(getattr(batch, key), lambda _, t: t[mask]) for key in IMAGE_FIELD_NAMES]
+    return vector_transitions(vectors, *images)
 
 
 def concat_transitions(a: Transitions, b: Transitions) -> Transitions:
-    """`a` followed by `b` along the batch dimension; both must be on the same device."""
-    return Transitions(**{name: torch.cat((getattr(a, name), getattr(b, name))) for name in FIELD_NAMES})
+    """`a` followed by `b` along the batch dimension; both must be on the same device and have the same cameras."""
+    vectors = {name: torch.cat((getattr(a, name), getattr(b, name))) for name in FIELD_NAMES}
+    images: list[Frames | None] = []
+    for key in IMAGE_FIELD_NAMES:
+        first: Frames | None = getattr(a, key)
+        second: Frames | None = getattr(b, key)
+        if first is None or second is None:
+            if (first is None) != (second is None):
+                raise ValueError(f"{key}: cannot join transitions with frames and transitions without")
+            images.append(None)
+        else:
+            images.append({name: torch.cat((frames, second[name])) for name, frames in first.items()})
+    return vector_transitions(vectors, *images)
+
+
+def transitions_to(batch: Transitions, device: torch.device | str) -> Transitions:
+    """`batch` with every tensor (frames included) on `device`."""
+    vectors = {name: getattr(batch, name).to(device) for name in FIELD_NAMES}
+    images = [_map_frames(getattr(batch, key), lambda _, t: t.to(device)) for key in IMAGE_FIELD_NAMES]
+    return vector_transitions(vectors, *images)
+
+
+def frame_bytes(specs: tuple[ImageSpec, ...]) -> int:
+    """Bytes one transition's frames take in a `ReplayBuffer`: every camera's frame before and after the step."""
+    return 2 * sum(math.prod(spec.shape) for spec in specs)
 
 
 @dataclass(frozen=True)
@@ -115,14 +168,30 @@ class ReplayBuffer:
         critic_obs_dim: critic observation size (obs_dim plus the privileged size, if any).
         action_dim: action size.
         device: torch device of every stored tensor; the env's device.
+        image_specs: the cameras whose frames each transition holds (`robo_rl.envs.CameraEnv.image_specs`); ()
+            stores vectors only, exactly as before cameras existed.
+
+    Memory with cameras: frames are kept as uint8, the frame before and the frame after each step (`frame_bytes`);
+    next frames are stored, not looked up in the next slot, because an episode's last frame comes from
+    `info["final_obs"]` and never appears as a slot's obs. One 64x64 RGB camera costs 2 x 12,288 B = 24 KiB per
+    transition: 100,000 transitions take 2.46 GB (2.3 GiB), 1,000,000 take 24.6 GB, on the buffer's device; a
+    capacity of 100k to 200k is what a CPU or a GPU can hold (DrQ used 100k). 128x128 costs four times as much.
     """
 
     def __init__(
-        self, capacity: int, obs_dim: int, critic_obs_dim: int, action_dim: int, device: torch.device | str
+        self,
+        capacity: int,
+        obs_dim: int,
+        critic_obs_dim: int,
+        action_dim: int,
+        device: torch.device | str,
+        image_specs: tuple[ImageSpec, ...] = (),
     ) -> None:
         if capacity < 1:
             raise ValueError(f"capacity must be at least 1, got {capacity}")
+        check_camera_names(image_specs)
         self.capacity = capacity
+        self.image_specs = tuple(image_specs)
         self.obs_dim, self.critic_obs_dim, self.action_dim = obs_dim, critic_obs_dim, action_dim
         self._row_shapes: dict[str, tuple[int, ...]] = {
             "obs": (obs_dim,),
@@ -139,7 +208,11 @@ class ReplayBuffer:
         self._floats = torch.zeros(capacity, sum(widths[n] for n in _FLOAT_NAMES), device=device)
         self._flags = torch.zeros(capacity, len(_FLAG_NAMES), dtype=torch.bool, device=device)
         self._columns = _column_views(self._row_shapes, widths)
+        # Frames before and after the step, one uint8 table per camera and side (empty without cameras).
+        self._images = {spec.name: _frame_table(capacity, spec, device) for spec in self.image_specs}
+        self._next_images = {spec.name: _frame_table(capacity, spec, device) for spec in self.image_specs}
         self._data = self._unpack(self._floats, self._flags)
+        self._data.images, self._data.next_images = self._frames_at(None)
         # The tensors' own device: "cuda" becomes "cuda:0", which is what incoming tensors report.
         self.device = self._data.rewards.device
         self._position = 0
@@ -168,6 +241,9 @@ class ReplayBuffer:
         for name in FIELD_NAMES:
             stored = getattr(self._data, name)
             stored[slots] = getattr(batch, name)[n - keep :].to(stored.dtype)
+        for tables, frames in ((self._images, batch.images), (self._next_images, batch.next_images)):
+            for camera, table in tables.items():
+                table[slots] = frames[camera][n - keep :]  # type: ignore[index]  # _check_batch: present
         self._position = (self._position + n) % self.capacity
         self._size = min(self._size + n, self.capacity)
         self._added += n
@@ -180,7 +256,7 @@ class ReplayBuffer:
         if self._size == 0:
             raise ValueError("cannot sample from an empty ReplayBuffer")
         idx = torch.randint(self._size, (batch_size,), device=self.device, generator=generator)
-        return self._unpack(self._floats.index_select(0, idx), self._flags.index_select(0, idx))
+        return self._gather(idx)
 
     def sample_many(self, batch_size: int, count: int, generator: torch.Generator | None = None) -> list[Transitions]:
         """`count` batches of `batch_size`, drawn with one random call and two gathers for all of them (several
@@ -188,11 +264,24 @@ class ReplayBuffer:
         if self._size == 0:
             raise ValueError("cannot sample from an empty ReplayBuffer")
         idx = torch.randint(self._size, (count * batch_size,), device=self.device, generator=generator)
-        floats, flags = self._floats.index_select(0, idx), self._flags.index_select(0, idx)
-        return [
-            self._unpack(floats[i * batch_size : (i + 1) * batch_size], flags[i * batch_size : (i + 1) * batch_size])
-            for i in range(count)
-        ]
+        gathered = self._gather(idx)
+        return [_rows(gathered, i * batch_size, (i + 1) * batch_size) for i in range(count)]
+
+    def _gather(self, idx: torch.Tensor) -> Transitions:
+        """The transitions in slots `idx`: two row gathers of the vector tables, and the frames at the same slots."""
+        batch = self._unpack(self._floats.index_select(0, idx), self._flags.index_select(0, idx))
+        batch.images, batch.next_images = self._frames_at(idx)
+        return batch
+
+    def _frames_at(self, idx: torch.Tensor | None) -> tuple[Frames | None, Frames | None]:
+        """(images, next_images) in slots `idx` (None: the whole tables); (None, None) without cameras."""
+        if not self.image_specs:
+            return None, None
+        pick = (lambda t: t) if idx is None else (lambda t: t.index_select(0, idx))
+        return (
+            {name: pick(table) for name, table in self._images.items()},
+            {name: pick(table) for name, table in self._next_images.items()},
+        )
 
     def _unpack(self, floats: torch.Tensor, flags: torch.Tensor) -> Transitions:
         """Transitions whose fields are views into rows of the packed `floats` and `flags` tables."""
@@ -200,11 +289,11 @@ class ReplayBuffer:
         for name, (start, stop, shape) in self._columns.items():
             table = flags if name in _FLAG_NAMES else floats
             fields[name] = table[:, start:stop].view(-1, *shape)
-        return Transitions(**fields)
+        return vector_transitions(fields)
 
     def stored(self) -> Transitions:
         """Views of the `len(self)` stored transitions, in slot order (not insertion order once wrapped)."""
-        return Transitions(**{name: getattr(self._data, name)[: self._size] for name in FIELD_NAMES})
+        return _rows(self._data, 0, self._size)
 
     def since(self, start: int) -> Transitions:
         """CPU copies of transitions number `start` to `added - 1`, oldest first; the oldest still stored is
@@ -212,7 +301,10 @@ class ReplayBuffer:
         if not self._added - self._size <= start <= self._added:
             raise ValueError(f"transitions {start}.. are not stored (the buffer holds {self._added - self._size}..)")
         slots = torch.arange(start, self._added, device=self.device) % self.capacity
-        return Transitions(**{name: getattr(self._data, name)[slots].to("cpu") for name in FIELD_NAMES})
+        # Field by field: a view into a packed table would make torch.save write the whole table per field.
+        vectors = {name: getattr(self._data, name)[slots].to("cpu") for name in FIELD_NAMES}
+        images, next_images = self._frames_at(slots)
+        return transitions_to(vector_transitions(vectors, images, next_images), "cpu")
 
     def load_history(self, history: ReplayHistory) -> None:
         """Rebuild the ring of the buffer `history` came from: the same slots, length, ring position and count.
@@ -226,22 +318,25 @@ class ReplayBuffer:
         start = history.added - keep
         self._position, self._size, self._added = start % self.capacity, 0, start
         first = len(history.transitions) - keep
-        self.add(
-            Transitions(**{name: getattr(history.transitions, name)[first:].to(self.device) for name in FIELD_NAMES})
-        )
+        self.add(transitions_to(_rows(history.transitions, first, len(history.transitions)), self.device))
 
     def state_dict(self) -> dict[str, Any]:
         """Sizes, ring position and CPU copies of the filled slots only.
 
         Copies, not views: torch.save writes a view's whole underlying storage, i.e. the full capacity.
         """
-        return {
+        state = {
             **self._dims(),
             "position": self._position,
             "size": self._size,
             "added": self._added,
             "transitions": {name: getattr(self._data, name)[: self._size].to("cpu", copy=True) for name in FIELD_NAMES},
         }
+        if self.image_specs:  # only with cameras, so a vector buffer's file is what it always was
+            state[IMAGE_SPECS_KEY] = [spec.to_dict() for spec in self.image_specs]
+            for key, tables in (("images", self._images), ("next_images", self._next_images)):
+                state[key] = {name: table[: self._size].to("cpu", copy=True) for name, table in tables.items()}
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a `state_dict`; ValueError naming the field if capacity or a dimension differs."""
@@ -250,6 +345,9 @@ class ReplayBuffer:
         size = state["size"]
         for name in FIELD_NAMES:
             getattr(self._data, name)[:size].copy_(state["transitions"][name])
+        for key, tables in (("images", self._images), ("next_images", self._next_images)):
+            for name, table in tables.items():
+                table[:size].copy_(state[key][name])
         self._position, self._size = state["position"], size
         # Files written before the count existed: the smallest count consistent with the ring.
         self._added = state.get("added", size if size < self.capacity else self.capacity + self._position)
@@ -267,6 +365,12 @@ class ReplayBuffer:
             if not isinstance(rows, torch.Tensor) or rows.shape[:1] != (size,):
                 shape = None if rows is None else tuple(getattr(rows, "shape", ()))
                 raise ValueError(f"transitions.{name}: expected {size} rows, the file has {shape}")
+        for key in IMAGE_FIELD_NAMES if self.image_specs else ():
+            for spec in self.image_specs:
+                rows = state.get(key, {}).get(spec.name)
+                if not isinstance(rows, torch.Tensor) or tuple(rows.shape) != (size, *spec.shape):
+                    shape = None if rows is None else tuple(getattr(rows, "shape", ()))
+                    raise ValueError(f"{key}.{spec.name}: expected {(size, *spec.shape)}, the file has {shape}")
 
     def _check_sizes(self, sizes: dict[str, Any]) -> None:
         for name, ours in self._dims().items():
@@ -274,6 +378,16 @@ class ReplayBuffer:
                 raise ValueError(f"replay buffer state lacks {name!r}")
             if sizes[name] != ours:
                 raise ValueError(f"{name}: the saved replay buffer has {sizes[name]}, this buffer has {ours}")
+        theirs = specs_of_state(sizes)
+        if theirs != self.image_specs:
+            names = [spec.name for spec in theirs]
+            raise ValueError(
+                f"{IMAGE_SPECS_KEY}: the saved replay buffer has cameras {names}, this buffer {self._names}"
+            )
+
+    @property
+    def _names(self) -> list[str]:
+        return [spec.name for spec in self.image_specs]
 
     def save(self, path: Path | str) -> None:
         """Write the buffer to `path` atomically (the old file or the new one, never half of either)."""
@@ -288,7 +402,7 @@ class ReplayBuffer:
         if missing:
             raise ValueError(f"{path}: not a replay buffer file (missing {missing})")
         capacity, obs_dim, critic_obs_dim, action_dim = (int(state[key]) for key in _SIZE_KEYS)
-        buffer = cls(capacity, obs_dim, critic_obs_dim, action_dim, device=device)
+        buffer = cls(capacity, obs_dim, critic_obs_dim, action_dim, device=device, image_specs=specs_of_state(state))
         buffer.load_state_dict(state)
         return buffer
 
@@ -308,7 +422,46 @@ class ReplayBuffer:
                 raise ValueError(f"{name}: expected {'torch.bool' if is_flag else 'a float dtype'}, got {tensor.dtype}")
             if tensor.device != self.device:
                 raise ValueError(f"{name}: on {tensor.device}, the replay buffer is on {self.device}")
+        for key in IMAGE_FIELD_NAMES:
+            self._check_frames(key, getattr(batch, key), n)
         return n
+
+    def _check_frames(self, key: str, frames: Frames | None, n: int) -> None:
+        """ValueError unless `frames` holds exactly this buffer's cameras, uint8 `(n, H, W, C)` on its device."""
+        if frames is None or not self.image_specs:
+            if (frames is None) != (not self.image_specs):
+                has = "no frames" if frames is None else f"frames of {sorted(frames)}"
+                raise ValueError(f"{key}: the batch has {has}, the buffer stores cameras {self._names}")
+            return
+        if sorted(frames) != sorted(self._names):
+            raise ValueError(f"{key}: the batch has cameras {sorted(frames)}, the buffer stores {self._names}")
+        for spec in self.image_specs:
+            tensor = frames[spec.name]
+            if tuple(tensor.shape) != (n, *spec.shape) or tensor.dtype != torch.uint8:
+                got = f"{tuple(tensor.shape)} {tensor.dtype}"
+                raise ValueError(f"{key}.{spec.name}: expected uint8 {(n, *spec.shape)}, got {got}")
+            if tensor.device != self.device:
+                raise ValueError(f"{key}.{spec.name}: on {tensor.device}, the replay buffer is on {self.device}")
+
+
+IMAGE_SPECS_KEY = "image_specs"
+"""Key of a camera buffer's `ImageSpec`s (as dicts) in its state_dict; absent from a vector buffer's."""
+
+
+def specs_of_state(state: dict[str, Any]) -> tuple[ImageSpec, ...]:
+    """The cameras a buffer's saved state holds frames of; () for a vector buffer's (and any older file)."""
+    return tuple(ImageSpec.from_dict(spec) for spec in state.get(IMAGE_SPECS_KEY) or ())
+
+
+def _frame_table(capacity: int, spec: ImageSpec, device: torch.device | str) -> torch.Tensor:
+    return torch.zeros(capacity, *spec.shape, dtype=torch.uint8, device=device)
+
+
+def _rows(batch: Transitions, start: int, stop: int) -> Transitions:
+    """Rows `[start, stop)` of every field of `batch` (views), frames included."""
+    vectors = {name: getattr(batch, name)[start:stop] for name in FIELD_NAMES}
+    images = [_map_frames(getattr(batch, key), lambda _, t: t[start:stop]) for key in IMAGE_FIELD_NAMES]
+    return vector_transitions(vectors, *images)
 
 
 class SymmetricSampler:
@@ -326,7 +479,7 @@ class SymmetricSampler:
     def __init__(self, online: ReplayBuffer, prior: ReplayBuffer, prior_fraction: float = 0.5) -> None:
         if not 0.0 <= prior_fraction <= 1.0:
             raise ValueError(f"prior_fraction must be in [0, 1], got {prior_fraction}")
-        for name in ("obs_dim", "critic_obs_dim", "action_dim", "device"):
+        for name in ("obs_dim", "critic_obs_dim", "action_dim", "device", "image_specs"):
             if getattr(online, name) != getattr(prior, name):
                 raise ValueError(f"{name}: online has {getattr(online, name)}, prior has {getattr(prior, name)}")
         self.online, self.prior, self.prior_fraction = online, prior, prior_fraction

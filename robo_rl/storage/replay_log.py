@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from robo_rl.storage import checkpoint
-from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, ReplayHistory, Transitions
+from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, ReplayHistory, Transitions, vector_transitions
 
 CHUNKS_KEY = "replay_chunks"
 """Key that marks a manifest (and holds its chunks as (start, count) pairs)."""
@@ -147,7 +147,7 @@ def _chunks(manifest: dict[str, Any]) -> tuple[Chunk, ...]:
 
 def _concatenate(pieces: list[Transitions], skip: int) -> Transitions:
     """The pieces one after the other, without the first `skip` transitions (already overwritten in the ring)."""
-    return Transitions(**{name: torch.cat([getattr(p, name) for p in pieces])[skip:] for name in FIELD_NAMES})
+    return vector_transitions({name: torch.cat([getattr(p, name) for p in pieces])[skip:] for name in FIELD_NAMES})
 
 
 def _empty(sizes: dict[str, int]) -> Transitions:
