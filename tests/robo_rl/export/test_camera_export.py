@@ -161,3 +161,16 @@ def test_export_refuses_a_camera_named_like_the_state_input(tmp_path: Path) -> N
     policy = camera_policy((replace(FIXED, name=OBS_INPUT),))
     with pytest.raises(ValueError, match="camera 'obs' cannot be exported"):
         export_camera_policy(policy, metadata(), tmp_path / "policy.onnx")
+
+
+def test_cli_export_of_a_run_exports_a_camera_policy_with_its_cameras(tmp_path: Path) -> None:
+    """`robo-rl export RUN` goes through `export_checked`: a CameraPolicy gets its cameras and a parity check on
+    random frames; a vector actor keeps the state-only path (one input)."""
+    from robo_rl.cli.export import CAMERA_PARITY_SAMPLES, export_checked
+
+    path, error, samples = export_checked(camera_policy(), metadata(), tmp_path / "camera.onnx")
+    assert PolicyArtifact.from_props(read_metadata(path)).images == CAMERAS
+    assert error <= TOLERANCE and samples == CAMERA_PARITY_SAMPLES
+    vector = torch.nn.Linear(STATE_DIM, ACTION.dim)
+    path, error, _ = export_checked(vector, metadata(), tmp_path / "vector.onnx")
+    assert [i.name for i in onnx.load(str(path)).graph.input] == [OBS_INPUT] and error <= TOLERANCE
