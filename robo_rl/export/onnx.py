@@ -4,6 +4,11 @@ The file's metadata carries everything deployment needs to check that it drives 
 names/order/units/bounds, action names/bounds/units, control period, and provenance (config hash, git hash,
 robo_rl version), in the keys `robo_rl.artifact` defines. `robo_rl.real` and `robo_rl.firmware_export` read only
 this file.
+
+A camera policy (`robo_rl.modules.camera_policy.CameraPolicy`, metadata with `images`) gets one more input per
+camera, named after it, uint8 `(batch, height, width, channels)`; the scaling to [0, 1] and the HWC -> CHW reorder
+are inside the graph (`robo_rl.artifact.IMAGE_PREPROCESSING`). `robo_rl.export.camera` wraps this with the checks
+and parity a camera policy needs.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from robo_rl.actuator import Actuator
 from robo_rl.artifact import PolicyArtifact
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.flow_metadata import flow_metadata
+from robo_rl.image_spec import ImageSpec
+from robo_rl.modules.camera_policy import CameraPolicy
 
 if TYPE_CHECKING:
     import onnx
@@ -32,6 +39,9 @@ if TYPE_CHECKING:
 OBS_INPUT = "obs"
 ACTION_OUTPUT = "action"
 OPSET = 18
+EXAMPLE_BATCH = 2
+"""Rows of the example inputs the exporter traces. torch.export turns a dimension of size 1 into a constant where a
+convolution reads it, so a camera policy traced on one row refuses a dynamic batch; two rows keep it symbolic."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +66,9 @@ class PolicyMetadata:
     actuator: Actuator | None = None
     """What the actions mean physically (a motor-level quadrotor's map onto the motor command, the env's
     `actuator` as `robo_rl.envs.task_specs` records it); None leaves `robo_rl.actuator` out."""
+    images: tuple[ImageSpec, ...] = ()
+    """The camera inputs of a `CameraPolicy`, in its input order (`CameraPolicy.specs`); () for a policy of the
+    state vector alone. Non-empty makes the file schema 4 (`robo_rl.artifact`)."""
 
     def to_props(self) -> dict[str, str]:
         """ONNX metadata_props: the policy artifact (`robo_rl.artifact`) of these specs and provenance."""
@@ -73,6 +86,7 @@ class PolicyMetadata:
             task_config=self.task_config,
             action_chunk=self.action_chunk,
             actuator=self.actuator,
+            images=self.images,
         )
 
 
@@ -80,27 +94,33 @@ def export_onnx(actor: nn.Module, metadata: PolicyMetadata, path: Path) -> Path:
     """Write `actor` `(batch, obs_dim) → (batch, action_chunk * action_dim)` as a single self-contained ONNX file.
 
     The batch dimension is dynamic. A flow sampler also gets `robo_rl.flow.*` metadata: its parts as chains that
-    firmware export turns into C (`robo_rl.export.flow_metadata`). The model is checked with `onnx.checker`
-    before it replaces `path`.
+    firmware export turns into C (`robo_rl.export.flow_metadata`). With `metadata.images` the actor is a
+    `CameraPolicy` and takes the camera frames after the state (`export_artifact`). The model is checked with
+    `onnx.checker` before it replaces `path`.
     """
     return export_artifact(actor, metadata.artifact(), path)
 
 
 def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> Path:
-    """`export_onnx` for any artifact metadata (e.g. an imported policy's, `robo_rl.importers`)."""
+    """`export_onnx` for any artifact metadata (e.g. an imported policy's, `robo_rl.importers`).
+
+    Inputs: `obs` float32 `(batch, obs_dim)`, then one uint8 `(batch, height, width, channels)` per camera of
+    `artifact.images`, named after it; output `action`. All inputs share the one dynamic batch dimension.
+    """
     import onnx
 
     actor = actor.eval().to("cpu")
-    example = torch.zeros(1, artifact.obs.dim)
+    _check_cameras(actor, artifact)
+    example = example_inputs(artifact)
     _check_output_width(actor, example, artifact)
     with _quiet_exporter():
         program = torch.onnx.export(
             actor,
-            (example,),
+            example,
             dynamo=True,
-            input_names=[OBS_INPUT],
+            input_names=list(input_names(artifact)),
             output_names=[ACTION_OUTPUT],
-            dynamic_shapes=({0: torch.export.Dim("batch", min=1)},),
+            dynamic_shapes=_batch_dimensions(artifact),
             opset_version=OPSET,
             verbose=False,
         )
@@ -113,10 +133,53 @@ def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> P
     return save_checked(model, path)
 
 
-def _check_output_width(actor: nn.Module, example: torch.Tensor, artifact: PolicyArtifact) -> None:
+def input_names(artifact: PolicyArtifact) -> tuple[str, ...]:
+    """The graph's input names: `obs`, then each camera's name in `artifact.images` order. ValueError when a
+    camera takes the name of the state input or of the output (the graph would have two values of one name)."""
+    taken = [spec.name for spec in artifact.images if spec.name in (OBS_INPUT, ACTION_OUTPUT)]
+    if taken:
+        raise ValueError(
+            f"camera {taken[0]!r} cannot be exported: '{OBS_INPUT}' and '{ACTION_OUTPUT}' name the "
+            "state input and the action output; rename the camera"
+        )
+    return (OBS_INPUT, *(spec.name for spec in artifact.images))
+
+
+def example_inputs(artifact: PolicyArtifact, batch: int = EXAMPLE_BATCH) -> tuple[torch.Tensor, ...]:
+    """Zero inputs of the graph's dtypes and shapes: the state `(batch, obs_dim)` float32, then each camera's
+    uint8 frames `(batch, height, width, channels)`."""
+    frames = (torch.zeros(batch, *spec.shape, dtype=torch.uint8) for spec in artifact.images)
+    return (torch.zeros(batch, artifact.obs.dim), *frames)
+
+
+def _batch_dimensions(artifact: PolicyArtifact) -> tuple[object, ...]:
+    """torch.export's dynamic shapes: dimension 0 of every input is the one `batch`. It follows the forward
+    signature, so a `CameraPolicy.forward(state, *frames)` has its frames as one tuple argument."""
+    batch = {0: torch.export.Dim("batch", min=1)}
+    if not artifact.images:
+        return (batch,)
+    return (batch, tuple(batch for _ in artifact.images))
+
+
+def _check_cameras(actor: nn.Module, artifact: PolicyArtifact) -> None:
+    """ValueError unless a `CameraPolicy`'s cameras are the metadata's, in the same order (the graph's input names
+    and shapes come from the metadata, the weights from the policy), and only a `CameraPolicy` has cameras."""
+    cameras = actor.specs if isinstance(actor, CameraPolicy) else ()
+    if cameras != artifact.images:
+        raise ValueError(
+            f"the policy's cameras {_describe(cameras)} are not the metadata's {_describe(artifact.images)} "
+            "(export a CameraPolicy with robo_rl.export.camera.export_camera_policy)"
+        )
+
+
+def _describe(specs: tuple[ImageSpec, ...]) -> str:
+    return "[" + ", ".join(f"{s.name} {s.height}x{s.width}x{s.channels}" for s in specs) + "]" if specs else "(none)"
+
+
+def _check_output_width(actor: nn.Module, example: tuple[torch.Tensor, ...], artifact: PolicyArtifact) -> None:
     """ValueError unless the actor outputs what the metadata describes (H actions of a chunk)."""
     with torch.no_grad():
-        width = actor(example).shape[-1]
+        width = actor(*example).shape[-1]
     if width != artifact.output_dim:
         chunk = f"{artifact.action_chunk} × " if artifact.action_chunk > 1 else ""
         raise ValueError(

@@ -13,6 +13,7 @@ from google.protobuf.message import DecodeError
 
 from robo_rl.firmware_export.flow import FlowIR, is_flow_policy, load_flow_policy
 from robo_rl.firmware_export.ir import PolicyIR, load_policy
+from robo_rl.firmware_export.vector_only import check_vector_policy
 
 
 class PolicyFileError(ValueError):
@@ -32,9 +33,11 @@ def read_model(path: Path) -> onnx.ModelProto:
 
 def read_policy(path: Path) -> tuple[FlowIR | None, PolicyIR]:
     """(the flow sampler's parts or None, the IR the C is generated from) of policy file `path`. Errors keep
-    their type (UnsupportedOperatorError, UnsupportedGraphError, ValueError); their message starts with `path`."""
+    their type (UnsupportedOperatorError, UnsupportedGraphError, ValueError); their message starts with `path`.
+    A policy with camera inputs is refused first (`ImagePolicyError`, `robo_rl.firmware_export.vector_only`)."""
     model = read_model(path)
     try:
+        check_vector_policy(model)
         flow = load_flow_policy(model) if is_flow_policy(model) else None
         return flow, flow.summary if flow is not None else load_policy(model)
     except ValueError as err:
