@@ -75,7 +75,7 @@ def test_image_inputs_name_their_camera_and_frame_settings() -> None:
         (0, {"camera": "wrist"}, r"inputs\[0\]\.camera: only an image input \(sensor_msgs/msg/Image, .*\) has one"),
         (1, {"resize": "cubic"}, r"inputs\[1\]\.resize: must be one of \('area', 'bilinear'\), got 'cubic'"),
         (1, {"channels": 2}, r"inputs\[1\]\.channels: must be 3 \(colour\) or 1 \(grey\), got 2"),
-        (1, {"crop": {"left": 0, "top": 0, "width": 0, "height": 4}}, r"inputs\[1\]\.crop\.width: must be >= 1, got 0x4"),
+        (1, {"crop": {"left": 0, "top": 0, "width": 0, "height": 4}}, r"inputs\[1\]\.crop\.width: must be >= 1"),
         (2, {"camera": "wrist"}, r"inputs\.camera: duplicate names \['wrist'\]"),
     ],
 )
