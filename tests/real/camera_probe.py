@@ -19,6 +19,7 @@ from onnx import TensorProto, helper
 
 from robo_rl.artifact import PolicyArtifact
 from robo_rl.image_spec import ImageSpec
+from robo_rl.real.profile import RobotProfile
 from robo_rl.spaces import SpaceSpec
 
 OPSET = 13
@@ -46,11 +47,17 @@ def expected_action(obs: np.ndarray, frames: dict[str, np.ndarray]) -> np.ndarra
     return action
 
 
-def camera_graph(cameras: tuple[ImageSpec, ...] = (WRIST, SCENE)) -> onnx.ModelProto:
-    """The probe's graph without metadata."""
-    nodes, inputs = [], [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", len(OBS)])]
-    weights = helper.make_tensor("weights", TensorProto.FLOAT, WEIGHTS.T.shape, WEIGHTS.T.flatten().tolist())
-    initializers = [weights, helper.make_tensor("bias", TensorProto.FLOAT, BIAS.shape, BIAS.tolist())]
+def camera_graph(
+    cameras: tuple[ImageSpec, ...] = (WRIST, SCENE),
+    weights: np.ndarray = WEIGHTS,
+    bias: np.ndarray = BIAS,
+    gains: dict[str, np.ndarray] = GAINS,
+) -> onnx.ModelProto:
+    """The probe's graph without metadata: action = weights · obs + bias + sum of gains[camera] * mean / 255."""
+    actions, observations = weights.shape
+    nodes, inputs = [], [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", observations])]
+    matrix = helper.make_tensor("weights", TensorProto.FLOAT, weights.T.shape, weights.T.flatten().tolist())
+    initializers = [matrix, helper.make_tensor("bias", TensorProto.FLOAT, bias.shape, bias.tolist())]
     initializers.append(helper.make_tensor("scale", TensorProto.FLOAT, [], [1.0 / 255.0]))
     nodes += [
         helper.make_node("MatMul", ["obs", "weights"], ["linear"]),
@@ -59,7 +66,7 @@ def camera_graph(cameras: tuple[ImageSpec, ...] = (WRIST, SCENE)) -> onnx.ModelP
     for i, camera in enumerate(cameras):
         shape = ["batch", camera.height, camera.width, camera.channels]
         inputs.append(helper.make_tensor_value_info(camera.name, TensorProto.UINT8, shape))
-        gain = GAINS[camera.name]
+        gain = gains[camera.name]
         initializers.append(helper.make_tensor(f"gain_{camera.name}", TensorProto.FLOAT, gain.shape, gain.tolist()))
         nodes += [
             helper.make_node("Cast", [camera.name], [f"float_{i}"], to=TensorProto.FLOAT),
@@ -71,7 +78,7 @@ def camera_graph(cameras: tuple[ImageSpec, ...] = (WRIST, SCENE)) -> onnx.ModelP
         ]
     initializers.append(helper.make_tensor("axis1", TensorProto.INT64, [1], [1]))
     nodes.append(helper.make_node("Identity", [f"sum{len(cameras)}"], ["action"]))
-    output = helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", len(ACTIONS)])
+    output = helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", actions])
     graph = helper.make_graph(nodes, "camera_probe", inputs, [output], initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     model.ir_version = 8
@@ -91,6 +98,25 @@ def write_camera_probe(path: Path, cameras: tuple[ImageSpec, ...] = (WRIST, SCEN
     """The probe as a policy file with its robo_rl metadata (schema 4: its cameras)."""
     model = camera_graph(cameras)
     helper.set_model_props(model, artifact(cameras).to_props())
+    onnx.save_model(model, str(path))
+    return path
+
+
+def write_profile_probe(path: Path, profile: RobotProfile, cameras: tuple[ImageSpec, ...], gain: float) -> Path:
+    """A camera policy for `profile` (its task, dt, observations and actions; unbounded observations) with
+    `cameras`: every action is `gain` times the sum of the cameras' means / 255, whatever the state."""
+    names, units = profile.obs_names, tuple(o.unit for o in profile.observations)
+    inf = float("inf")
+    obs = SpaceSpec(names, (-inf,) * len(names), (inf,) * len(names), units)
+    limits = profile.actions
+    action = SpaceSpec(
+        profile.action_names, tuple(a.low for a in limits), tuple(a.high for a in limits), tuple(a.unit for a in limits)
+    )
+    metadata = PolicyArtifact(obs, action, dt=profile.dt, task=profile.task, version="test", images=cameras)
+    weights = np.zeros((len(limits), len(names)), dtype=np.float32)
+    gains = {camera.name: np.full(len(limits), gain, dtype=np.float32) for camera in cameras}
+    model = camera_graph(cameras, weights, np.zeros(len(limits), dtype=np.float32), gains)
+    helper.set_model_props(model, metadata.to_props())
     onnx.save_model(model, str(path))
     return path
 

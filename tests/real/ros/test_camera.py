@@ -10,7 +10,6 @@ tests/real/test_camera_policy.py.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
