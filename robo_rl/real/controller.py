@@ -13,7 +13,8 @@ command as for any policy, so a chunk bridges gaps in the inputs shorter than th
 A camera policy gets, with each observation, the newest frame of each camera (`observe_frame`, already cropped and
 resized to its spec). Frames do not trigger anything: the state's arrival or the timer does, at the control rate,
 and the newest frames go with it. A camera input is watched like any other: no frame for the staleness timeout
-and the safe command goes out, naming it.
+and the safe command goes out, naming it; a frame's age counts from its header stamp, so frames that arrive late
+(a slow camera pipeline) go stale as silent ones do.
 """
 
 from __future__ import annotations
@@ -131,11 +132,13 @@ class PolicyController:
         else:
             self.watchdogs[source].feed()
 
-    def observe_frame(self, camera: str, frame: np.ndarray, source: str) -> None:
-        """A camera's newly arrived frame (prepared for the policy) from the profile input `source`: it replaces the
-        camera's previous frame and feeds that input's watchdog; it triggers no command."""
+    def observe_frame(self, camera: str, frame: np.ndarray, source: str, age: float = 0.0) -> None:
+        """A camera's newly arrived frame (prepared for the policy) from the profile input `source`, taken `age` s
+        ago by its header stamp (0: unknown): it replaces the camera's previous frame and feeds that input's
+        watchdog as that much older (a frame older than the staleness timeout keeps the camera stale); it triggers
+        no command."""
         self.frames[camera] = frame
-        self.watchdogs[source].feed()
+        self.watchdogs[source].feed(age)
 
     def input_ages(self) -> dict[str, float]:
         """Seconds since each watched input's last message (inf before its first)."""

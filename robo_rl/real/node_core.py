@@ -220,15 +220,18 @@ class PolicyNodeCore:
 
     def _on_frame(self, source: str, message: object) -> None:
         """A frame of image input `source`: decoded, cropped and resized here, outside the lock (the control step
-        only reads the newest), then kept for the next command."""
+        only reads the newest), then kept for the next command, aged by its header stamp (on the clock of the
+        inputs' stamps, as the deadlines are)."""
         decoder = self.frame_decoders[source]
         try:
             frame = decoder(message)
         except InputError as err:  # e.g. an encoding the profile's camera does not send: skipped, feeds no watchdog
             self._skip(source, err)
             return
+        stamp = stamp_ns(message)
+        age = 0.0 if stamp is None else (self.now_ros_ns() - stamp) * 1e-9
         with self.lock:
-            self.controller.observe_frame(decoder.camera, frame, source)
+            self.controller.observe_frame(decoder.camera, frame, source, age)
 
     def _skip(self, source: str, err: InputError) -> None:
         """A message the profile cannot read: counted, never guessed at. Only complete messages feed the input's

@@ -186,12 +186,16 @@ class CameraNode:
     def state(self, s0: float, s1: float) -> None:
         self.core.on_input("state", {"s0": s0, "s1": s1})
 
-    def wrist(self, means: tuple[int, int, int], encoding: str = "rgb8") -> np.ndarray:
-        """An 8x12 rgb8 frame, rows padded to 40 bytes; returns what the policy should see (4x4 block means)."""
+    def wrist(self, means: tuple[int, int, int], encoding: str = "rgb8", taken: float | None = None) -> np.ndarray:
+        """An 8x12 rgb8 frame, rows padded to 40 bytes, stamped `taken` s before now (no header when None); returns
+        what the policy should see (4x4 block means)."""
         frame = block_frame(8, 12, means)
         padded = np.zeros((8, 40), dtype=np.uint8)
         padded[:, :36] = frame.reshape(8, 36)
         message = SimpleNamespace(encoding=encoding, height=8, width=12, step=40, data=padded.tobytes())
+        if taken is not None:
+            stamp = round((self.clock.now - taken) * 1e9)
+            message.header = SimpleNamespace(stamp=SimpleNamespace(sec=stamp // 10**9, nanosec=stamp % 10**9))
         self.core.on_input("wrist_image", message)
         return np.broadcast_to(np.array(means, dtype=np.uint8), (4, 4, 3))
 
@@ -265,3 +269,25 @@ def test_unreadable_frames_are_skipped_and_do_not_keep_the_camera_fresh(probe: P
     assert node.core.counters.skipped_messages == 1
     assert node.core.counters.last_skipped.startswith("wrist_image: image encoding 'yuv422' is not read")
     assert "no wrist_image" in node.commands[-1][1]
+
+
+def test_a_frame_ages_from_its_stamp_so_late_frames_go_stale_as_silent_ones(probe: Path, clock: FakeClock) -> None:
+    node = CameraNode(probe, clock)
+    node.scene(102)
+    node.wrist((40, 50, 60), taken=0.3)  # 0.3 s old on arrival: fresh for 0.2 s more
+    node.state(0.5, -0.25)
+    clock.advance(0.15)
+    node.scene(102)
+    node.state(0.5, -0.25)
+    assert [fault for _, fault in node.commands] == ["", ""]
+    clock.advance(0.1)  # 0.55 s since it was taken, 0.25 s since it arrived
+    node.scene(102)
+    node.state(0.5, -0.25)
+    assert "no wrist_image" in node.commands[-1][1]
+    node.wrist((40, 50, 60), taken=TIMEOUT + 0.01)  # older than the timeout on arrival: the camera stays stale
+    node.state(0.5, -0.25)
+    assert "no wrist_image" in node.commands[-1][1]
+    assert node.core.diagnostics()["input_age_ms.wrist_image"] == pytest.approx((TIMEOUT + 0.01) * 1e3)
+    node.wrist((40, 50, 60), taken=-1.0)  # stamped in the future (another machine's clock): counts as new
+    node.state(0.5, -0.25)
+    assert node.commands[-1][1] == ""

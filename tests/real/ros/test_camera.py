@@ -1,6 +1,7 @@
 """policy_node runs a camera policy (scenario_camera.py): a state input, a raw sensor_msgs/Image and a
 CompressedImage in; each command is the hand-built probe's exact output for the state and the newest frames; a
-silent camera gives the safe command and a stale status naming it, and its return the policy's commands again.
+silent camera gives the safe command and a stale status naming it, and its return the policy's commands again;
+frames stamped long ago count as stale though they keep coming.
 
 What is asserted holds at any machine speed (the scenario waits for effects; the staleness timeout is a generous
 1 s). The timeout's logic, one safe command per period after it, runs on stepped time in
@@ -63,3 +64,9 @@ def test_a_silent_camera_gives_the_safe_command_and_a_stale_status_naming_it(res
 
 def test_the_policy_commands_again_once_the_camera_is_back(result: dict[str, Any]) -> None:
     _assert_all(result["back"], _expected(result, 1))
+
+
+def test_frames_stamped_long_ago_are_stale_though_they_keep_arriving(result: dict[str, Any]) -> None:
+    assert result["late"] == [[SAFE, SAFE]] * len(result["late"]) and len(result["late"]) >= 20
+    values = result["late_statuses"][0][3]
+    assert values["stale_inputs"] == "wrist_image" and float(values["input_age_ms.wrist_image"]) > 4e3

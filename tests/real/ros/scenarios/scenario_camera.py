@@ -6,8 +6,9 @@ means / 255, times their gains). The probe publishes at 20 Hz the state [0.5, -0
 with rows padded to 40 bytes on `wrist_image` (its centred 8x8 square of 2x2 blocks averaging to WRIST_MEANS, a
 255 border the crop must cut off) and a 2x2 grey PNG on `scene_image`. Phases, each waited for by its effect: the
 policy's commands with the first wrist frames; with brighter ones; the wrist camera silent (state and scene keep
-coming): the safe command and the stale status naming `wrist_image`; the camera back: the policy's commands. The
-commands and statuses are printed for the pytest side, which computes what each must be.
+coming): the safe command and the stale status naming `wrist_image`; the camera back: the policy's commands; its
+frames stamped 5 s in the past (a stalled pipeline): the safe command again. The commands and statuses are printed
+for the pytest side, which computes what each must be.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from harness import Processes, finish, ros_args, spin_publishing_until, spin_until
 from PIL import Image as PillowImage
+from rclpy.duration import Duration
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image
 from std_msgs.msg import Float32MultiArray
@@ -31,6 +33,8 @@ STATE = (0.5, -0.25)
 WRIST_MEANS = ((40, 50, 60), (140, 150, 160))
 SCENE_GREY = 102
 SAFE = -5.0
+LATE_S = 5.0
+"""How old the last phase's frames are by their stamps on arrival."""
 PERIOD_S = 0.05
 RECORDED = 20
 """Commands recorded in each phase once its effect showed."""
@@ -82,13 +86,14 @@ def main() -> None:
     state_pub = probe.create_publisher(Float32MultiArray, "/cam/state", qos_profile_sensor_data)
     wrist_pub = probe.create_publisher(Image, "/cam/wrist_image", qos_profile_sensor_data)
     scene_pub = probe.create_publisher(CompressedImage, "/cam/scene_image", qos_profile_sensor_data)
-    wrist = {"means": WRIST_MEANS[0], "on": True, "last": 0.0}
+    wrist = {"means": WRIST_MEANS[0], "on": True, "last": 0.0, "late_s": 0.0}
 
     def publish() -> None:
-        stamp = probe.get_clock().now().to_msg()
+        now = probe.get_clock().now()
+        stamp = now.to_msg()
         if wrist["on"]:
             frame = wrist_frame(wrist["means"])
-            frame.header.stamp = stamp
+            frame.header.stamp = (now - Duration(seconds=wrist["late_s"])).to_msg()
             wrist_pub.publish(frame)
             wrist["last"] = time.monotonic()
         scene = scene_frame(SCENE_GREY)
@@ -130,6 +135,13 @@ def main() -> None:
     mark = len(commands)
     spin_publishing_until(probe, lambda: bool(policy_commands(mark)), SETTLE_S, publish, PERIOD_S)
     back = record(commands.index(policy_commands(mark)[0]))
+    # Phase 5: the frames keep coming but stamped LATE_S in the past (a stalled camera pipeline): stale as silence.
+    wrist["late_s"] = LATE_S
+    late_since = time.monotonic()
+    mark = len(commands)
+    spin_publishing_until(probe, lambda: bool(safe()), SETTLE_S, publish, PERIOD_S)
+    late = record(commands.index(safe()[0]))
+    spin_until(probe, lambda: any(s[0] > late_since and "no wrist_image" in s[2] for s in statuses), SETTLE_S)
     results = {
         "ready": ready,
         "state": STATE,
@@ -141,6 +153,8 @@ def main() -> None:
         "stale_first_safe_after_s": first_safe[0] - silent_since,
         "stale_statuses": [s for s in statuses if s[0] > silent_since and "no wrist_image" in s[2]],
         "back": [c[1] for c in back],
+        "late": [c[1] for c in late],
+        "late_statuses": [s for s in statuses if s[0] > late_since and "no wrist_image" in s[2]],
     }
     probe.destroy_node()
     finish(results, processes, ["policy_node"])
