@@ -19,6 +19,7 @@ from robo_rl.real.images import (
     decode_raw,
     prepare,
     resize,
+    resize_weights,
     to_channels,
 )
 
@@ -163,3 +164,16 @@ def test_frame_decoder_reads_raw_and_compressed_messages_by_attribute() -> None:
     compressed = FrameDecoder(spec, FrameSettings(), compressed=True)
     png = SimpleNamespace(format="png", data=_encoded(GREY_4X4, "PNG"))
     assert compressed(png)[:, :, 0].tolist() == [[4, 12], [100, 200]]
+
+
+@pytest.mark.parametrize("method", ["area", "bilinear"])
+@pytest.mark.parametrize(("size_in", "size_out"), [(480, 64), (480, 128), (45, 64), (7, 3)])
+def test_the_banded_resize_is_the_dense_weighted_sum(method: str, size_in: int, size_out: int) -> None:
+    # The band reads only the inputs each output covers; the dense product of the weights (float64) is the reference.
+    pixels = np.random.default_rng(size_in).integers(0, 256, size=(size_in, size_in + 5, 3), dtype=np.uint8)
+    rows = resize_weights(size_in, size_out, method).astype(np.float64)
+    columns = resize_weights(size_in + 5, size_out, method).astype(np.float64)
+    dense = np.einsum("ij,jkc,lk->ilc", rows, pixels.astype(np.float64), columns)
+    reference = np.clip(np.rint(dense), 0, 255)
+    assert np.abs(resize(pixels, size_out, size_out, method).astype(int) - reference).max() <= 1
+    np.testing.assert_allclose(rows.sum(axis=1), 1.0, atol=1e-6)

@@ -33,7 +33,8 @@ Cameras (a camera policy, artifact schema 4): each camera of the policy is fed b
 (sensor_msgs/Image: rgb8, bgr8, rgba8, bgra8, mono8; or CompressedImage: JPEG, PNG), best-effort sensor QoS. Each
 frame is decoded, cropped and resized to the camera's size on arrival (real/images.py) and kept; the commands go
 out at the control rate (the first, state input's messages or the timer), each with the newest frame of every
-camera. A camera silent for the staleness timeout gives the safe command, naming its input; a frame that cannot be
+camera. A camera silent for the staleness timeout gives the safe command, naming its input, and so does one whose
+frames arrive older than that by their header stamps (a frame's age counts from its stamp); a frame that cannot be
 read (unknown encoding, grey for a colour camera) is skipped and counted. /diagnostics reports every input's age
 (`input_age_ms.NAME`) and the stale ones (`stale_inputs`).
 
