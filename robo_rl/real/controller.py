@@ -9,6 +9,12 @@ at `t_obs + i * dt`), and each step sends the action due now, by temporal ensemb
 (`ChunkExecution`). When no chunk covers now (every queued action is in the past) the safe command goes out
 with the fault "action chunk spent". Every action still passes the safety filter; stale inputs give the safe
 command as for any policy, so a chunk bridges gaps in the inputs shorter than the staleness timeout, no longer.
+
+A camera policy gets, with each observation, the newest frame of each camera (`observe_frame`, already cropped and
+resized to its spec). Frames do not trigger anything: the state's arrival or the timer does, at the control rate,
+and the newest frames go with it. A camera input is watched like any other: no frame for the staleness timeout
+and the safe command goes out, naming it; a frame's age counts from its header stamp, so frames that arrive late
+(a slow camera pipeline) go stale as silent ones do.
 """
 
 from __future__ import annotations
@@ -94,6 +100,8 @@ class PolicyController:
         self.timeout = profile.staleness_timeout
         self.watchdogs = {name: Watchdog(self.timeout, clock) for name in _watched_inputs(profile)}
         self.fields: dict[str, float] = {}
+        self.frames: dict[str, np.ndarray] = {}
+        """The newest frame of each camera, `(height, width, channels)` uint8 at its spec's size."""
         self.observed_at = float("nan")
         self.intervention: np.ndarray | None = None
         self.intervened_at = -math.inf
@@ -123,6 +131,18 @@ class PolicyController:
                 watchdog.feed()
         else:
             self.watchdogs[source].feed()
+
+    def observe_frame(self, camera: str, frame: np.ndarray, source: str, age: float = 0.0) -> None:
+        """A camera's newly arrived frame (prepared for the policy) from the profile input `source`, taken `age` s
+        ago by its header stamp (0: unknown): it replaces the camera's previous frame and feeds that input's
+        watchdog as that much older (a frame older than the staleness timeout keeps the camera stale); it triggers
+        no command."""
+        self.frames[camera] = frame
+        self.watchdogs[source].feed(age)
+
+    def input_ages(self) -> dict[str, float]:
+        """Seconds since each watched input's last message (inf before its first)."""
+        return {name: watchdog.age() for name, watchdog in self.watchdogs.items()}
 
     def stale_inputs(self) -> list[str]:
         """The inputs silent for longer than the staleness timeout (all of them before their first message)."""
@@ -204,10 +224,10 @@ class PolicyController:
     def _action(self, obs: np.ndarray) -> np.ndarray | None:
         """The policy's action for now: its own, or the one due now from the chunks (None: all are past)."""
         if self.chunks is None:
-            return self.runtime(np.nan_to_num(obs))
+            return self.runtime(np.nan_to_num(obs), self.frames)
         now = self.clock()
         if self.observed_at > self.chunk_stamp and self.chunks.wants_chunk(now):
-            self.chunks.push(self.runtime.chunk(np.nan_to_num(obs)), self.observed_at)
+            self.chunks.push(self.runtime.chunk(np.nan_to_num(obs), self.frames), self.observed_at)
             self.chunk_stamp = self.observed_at
         return self.chunks.due(now)
 

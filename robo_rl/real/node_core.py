@@ -12,7 +12,9 @@ import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from robo_rl.chunks.execution import EXECUTION_MODES, ChunkExecution
 from robo_rl.real.controller import ControlOutput, PolicyController
@@ -25,6 +27,16 @@ TRIGGERS = ("observation", "timer")
 
 Decoder = Callable[[Any], dict[str, float]]
 """A message of one input → its flat fields (`odom.twist.twist.linear.x` → value)."""
+
+
+class FrameDecoder(Protocol):
+    """A message of one image input → its camera's frame, ready for the policy (`robo_rl.real.images.FrameDecoder`);
+    InputError for a frame it cannot read."""
+
+    @property
+    def camera(self) -> str: ...
+
+    def __call__(self, message: Any) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -122,7 +134,8 @@ class PolicyNodeCore:
     """One configured policy node: decodes inputs, steps the controller, publishes and accounts for commands.
 
     `decoders` are the profile's subscribed inputs by name, in profile order; the first one triggers the commands
-    (trigger "observation"). `publish_command(fields, fault)` sends one command (`fault` says why it is the safe
+    (trigger "observation"). `frame_decoders` are its image inputs by name: their frames go with the next command
+    and never trigger one. `publish_command(fields, fault)` sends one command (`fault` says why it is the safe
     one; "" for the policy's or the operator's action); `status_changed(level, message)` is
     called when the command's fault changes (level OK, WARN or ERROR of diagnostic_msgs). `now_monotonic` (s)
     times the computation, `now_ros_ns` (ns, the clock of the inputs' header stamps) the deadlines. `counters`
@@ -139,12 +152,14 @@ class PolicyNodeCore:
         now_monotonic: Callable[[], float],
         now_ros_ns: Callable[[], int],
         counters: NodeCounters | None = None,
+        frame_decoders: Mapping[str, FrameDecoder] | None = None,
     ) -> None:
         if not decoders:
             raise ValueError("no inputs to decode: the first input triggers the commands")
         self.controller = controller
         self.settings = settings
         self.decoders = dict(decoders)
+        self.frame_decoders = dict(frame_decoders or {})
         self.publish_command = publish_command
         self.status_changed = status_changed
         self.now_monotonic = now_monotonic
@@ -184,6 +199,9 @@ class PolicyNodeCore:
 
     def on_input(self, source: str, message: object) -> None:
         """A message of input `source`: observed; when it is the trigger input, the command for it goes out."""
+        if source in self.frame_decoders:
+            self._on_frame(source, message)
+            return
         received = self.now_monotonic()
         try:
             fields = self.decoders[source](message)
@@ -199,6 +217,21 @@ class PolicyNodeCore:
                 return
             output = self.controller.step()
         self._send(output, received, stamp_ns(message))
+
+    def _on_frame(self, source: str, message: object) -> None:
+        """A frame of image input `source`: decoded, cropped and resized here, outside the lock (the control step
+        only reads the newest), then kept for the next command, aged by its header stamp (on the clock of the
+        inputs' stamps, as the deadlines are)."""
+        decoder = self.frame_decoders[source]
+        try:
+            frame = decoder(message)
+        except InputError as err:  # e.g. an encoding the profile's camera does not send: skipped, feeds no watchdog
+            self._skip(source, err)
+            return
+        stamp = stamp_ns(message)
+        age = 0.0 if stamp is None else (self.now_ros_ns() - stamp) * 1e-9
+        with self.lock:
+            self.controller.observe_frame(decoder.camera, frame, source, age)
 
     def _skip(self, source: str, err: InputError) -> None:
         """A message the profile cannot read: counted, never guessed at. Only complete messages feed the input's
@@ -308,6 +341,11 @@ class PolicyNodeCore:
         values["estopped"] = self.controller.safety.estopped
         if self.controller.held_sources:
             values["homing"] = self.controller.homing
+        # Read without the lock: a status change publishes the diagnostics from within the accounting, and the
+        # ages are floats replaced whole.
+        ages = self.controller.input_ages()
+        values["stale_inputs"] = ", ".join(name for name in self.controller.stale_inputs() if name)
+        values |= {f"input_age_ms.{name or 'observation'}": age * 1e3 for name, age in ages.items()}
         chunks = self.controller.chunks
         if chunks is not None:
             values["action_chunk"] = chunks.horizon

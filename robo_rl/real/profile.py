@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from robo_rl.real.drivers import driver_problem
+from robo_rl.real.images import RESIZE_METHODS, FrameSettings
 from robo_rl.real.px4 import DEFAULT_FAULT_HOLD, PX4_QUAD_X_ORDER, motor_permutation
 
 KINDS = ("quadrotor", "rc_car", "arm")
@@ -259,6 +260,29 @@ SAFE_COMMANDS = ("fixed", HOLD_MEASURED)
 """`RobotProfile.safe_command` choices."""
 DERIVATIONS = ("quadrotor_state", "px4_state")
 """Inputs a node computes from other inputs instead of subscribing (see `robo_rl.real.derive`)."""
+IMAGE = "sensor_msgs/msg/Image"
+COMPRESSED_IMAGE = "sensor_msgs/msg/CompressedImage"
+IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
+"""Input types that carry a camera's frames to a camera policy's image input (`InputSpec.camera`)."""
+
+
+@dataclass(frozen=True)
+class CropBox:
+    """The part of a camera's frame a policy sees, in the frame's pixels (before the resize to the spec's size)."""
+
+    left: int
+    top: int
+    width: int
+    height: int
+
+    def __post_init__(self) -> None:
+        _require(self.left >= 0 and self.top >= 0, "left", f"left and top must be >= 0, got {self.left}, {self.top}")
+        _require(self.width >= 1 and self.height >= 1, "width", f"must be >= 1, got {self.width}x{self.height}")
+
+    @property
+    def box(self) -> tuple[int, int, int, int]:
+        """`(left, top, width, height)`, as `robo_rl.real.images` takes it."""
+        return self.left, self.top, self.width, self.height
 
 
 @dataclass(frozen=True)
@@ -280,9 +304,22 @@ class InputSpec:
     joints: tuple[str, ...] = ()
     """For a `sensor_msgs/msg/JointState` input (required there): the joint names, read by name (drivers publish
     their own order, often alphabetical): `NAME.position[i]` / `velocity[i]` / `effort[i]` are joint `joints[i]`."""
+    camera: str = ""
+    """For a `sensor_msgs/msg/Image` or `CompressedImage` input (required there): the camera of the policy's artifact
+    (`robo_rl.images`) its frames feed. An image input provides no observation fields; it is watched for staleness
+    like any input (no frame for `staleness_timeout` s: the safe command)."""
+    resize: str = ""
+    """An image input's scaling to the camera's size: "area" (the default: the mean of the covered input pixels,
+    for shrinking) or "bilinear" (`robo_rl.real.images`)."""
+    crop: CropBox | None = None
+    """An image input's crop box in the frame's pixels; None: the centred largest box of the camera's aspect ratio."""
+    channels: int = 0
+    """What an image input's camera sends: 3 (colour) or 1 (grey), checked against the policy's camera (colour
+    frames feed a grey camera as luma, grey frames never feed a colour one); 0: not stated (checked per frame)."""
 
     def __post_init__(self) -> None:
         _require(bool(re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", self.name)), "name", f"bad input name {self.name!r}")
+        self._check_image()
         if self.type == JOINT_STATE:
             _require(bool(self.joints), "joints", "a JointState input lists its joint names (read by name)")
         else:
@@ -298,9 +335,27 @@ class InputSpec:
         for label in self.labels:
             _require(bool(_FIELD_PATH.match(label)), "labels", f"bad label {label!r}")
 
+    def _check_image(self) -> None:
+        image = self.type in IMAGE_TYPES
+        if not image:
+            for key in ("camera", "resize", "crop", "channels"):
+                _require(not getattr(self, key), key, f"only an image input ({', '.join(IMAGE_TYPES)}) has one")
+            return
+        valid = self.camera.isidentifier()
+        _require(valid, "camera", f"an image input names the policy camera it feeds, got {self.camera!r}")
+        _require(not self.labels, "labels", "an image input has no labels")
+        choices = ("", *RESIZE_METHODS)
+        _require(self.resize in choices, "resize", f"must be one of {RESIZE_METHODS}, got {self.resize!r}")
+        _require(self.channels in (0, 1, 3), "channels", f"must be 3 (colour) or 1 (grey), got {self.channels}")
+
     @property
     def topic_name(self) -> str:
         return self.topic or self.name
+
+    @property
+    def frame_settings(self) -> FrameSettings:
+        """How an image input's frames are cropped and resized (`robo_rl.real.images`)."""
+        return FrameSettings(self.resize or RESIZE_METHODS[0], None if self.crop is None else self.crop.box)
 
 
 @dataclass(frozen=True)
@@ -568,6 +623,7 @@ class RobotProfile:
                     _require(index < count, f"commands[{i}].fields[{j}].field", f"joint {index} of {count} listed")
 
     def _check_inputs(self) -> None:
+        self._check_image_inputs()
         names = {i.name for i in self.inputs}
         for i, obs in enumerate(self.observations):
             if obs.field is not None:
@@ -582,6 +638,18 @@ class RobotProfile:
             if obs.field is not None and source_input(obs.field) in joints and index is not None:
                 count = len(joints[source_input(obs.field)])
                 _require(index < count, f"observations[{i}].source", f"joint index {index} but {count} joints listed")
+
+    def _check_image_inputs(self) -> None:
+        """Cameras fed once each; never the first input (it triggers the commands: they follow the state, at the
+        control rate, not the frames); no observation reads an image input."""
+        _require_unique([spec.camera for spec in self.image_inputs], "inputs.camera")
+        first = self.inputs[0]
+        message = "an image input cannot trigger the commands: list a state input first"
+        _require(first.type not in IMAGE_TYPES, "inputs[0]", message)
+        cameras = {spec.name for spec in self.image_inputs}
+        for i, obs in enumerate(self.observations):
+            if obs.field is not None and source_input(obs.field) in cameras:
+                _require(False, f"observations[{i}].source", f"{source_input(obs.field)!r} is an image input")
 
     def _check_workspace(self) -> None:
         for i, limit in enumerate(self.workspace):
@@ -644,6 +712,11 @@ class RobotProfile:
     @property
     def obs_names(self) -> tuple[str, ...]:
         return tuple(o.name for o in self.observations)
+
+    @property
+    def image_inputs(self) -> tuple[InputSpec, ...]:
+        """The inputs carrying camera frames, in profile order."""
+        return tuple(spec for spec in self.inputs if spec.type in IMAGE_TYPES)
 
     @property
     def action_names(self) -> tuple[str, ...]:
@@ -762,7 +835,7 @@ _NESTED: dict[type, dict[str, type]] = {
         "task_params": str,
     },
     CommandSpec: {"fields": CommandField, "joint_names": str},
-    InputSpec: {"labels": str, "joints": str},
+    InputSpec: {"labels": str, "joints": str, "crop": CropBox},
     WorkspaceLimit: {"norm": str},
     EpisodeSettings: {"reset_actions": ResetMove, "reset_done": WorkspaceLimit, "recovery_actions": ResetMove},
     Px4Settings: {"motor_order": str},

@@ -1,4 +1,9 @@
-"""Run an exported `policy.onnx` with onnxruntime, after checking its metadata against the robot profile."""
+"""Run an exported `policy.onnx` with onnxruntime, after checking its metadata against the robot profile.
+
+A camera policy (artifact schema 4) has one more graph input per camera, named after it: the camera's frame as
+uint8 `(1, height, width, channels)` at its `ImageSpec`'s size, made so by `robo_rl.real.images` from what the
+profile's image input receives. `PolicyRuntime` feeds the state vector and the newest frame of every camera.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ import numpy as np
 
 from robo_rl.actuator import ACTUATOR_KEY, Actuator, DriveActuator, MotorActuator
 from robo_rl.artifact import ArtifactError, PolicyArtifact
-from robo_rl.real.profile import CommandSpec, RobotProfile
+from robo_rl.image_spec import ImageSpec
+from robo_rl.real.profile import CommandSpec, InputSpec, RobotProfile
 
 OBS_INPUT = "obs"
 ACTION_OUTPUT = "action"
@@ -65,6 +71,8 @@ class PolicyInfo:
     """Upper observation bounds, in input order (an `integral(...)` source is clipped to +-its bound)."""
     actuator: Actuator | None = None
     """What the actions mean physically (`robo_rl.actuator`): the profile's command map must apply it."""
+    images: tuple[ImageSpec, ...] = ()
+    """The camera inputs (`robo_rl.images`), in graph input order; () for a state-only policy."""
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> PolicyInfo:
@@ -89,6 +97,7 @@ class PolicyInfo:
             obs_low=artifact.obs.low,
             obs_high=artifact.obs.high,
             actuator=artifact.actuator,
+            images=artifact.images,
         )
 
 
@@ -110,6 +119,49 @@ def mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:
         found += [m for spec in profile.commands for m in actuator_mismatches(info.actuator, spec, info.action_names)]
     drive = info.actuator if isinstance(info.actuator, DriveActuator) else None
     found += [m for spec in profile.commands for m in drive_mismatches(drive, spec)]
+    found += camera_mismatches(info.images, profile)
+    return found
+
+
+ASPECT_TOLERANCE = 0.02
+"""Largest relative difference accepted between a crop box's aspect ratio and its camera's: more would stretch
+the picture the policy sees."""
+
+
+def camera_mismatches(cameras: tuple[ImageSpec, ...], profile: RobotProfile) -> list[str]:
+    """Every camera of the policy fed by exactly one image input of the profile, which feeds no other camera and
+    whose crop box and stated channels fit the camera's spec."""
+    fed = {spec.camera: spec for spec in profile.image_inputs}
+    found = [
+        f"camera {camera.name!r} ({camera.width}x{camera.height}): no image input of the profile feeds it"
+        for camera in cameras
+        if camera.name not in fed
+    ]
+    names = {camera.name for camera in cameras}
+    found += [
+        f"image input {spec.name!r} feeds camera {spec.camera!r}, which the policy does not take "
+        f"(its cameras: {sorted(names) or 'none'})"
+        for spec in profile.image_inputs
+        if spec.camera not in names
+    ]
+    for camera in cameras:
+        if camera.name in fed:
+            found += _frame_mismatches(camera, fed[camera.name])
+    return found
+
+
+def _frame_mismatches(camera: ImageSpec, spec: InputSpec) -> list[str]:
+    found = []
+    where = f"camera {camera.name!r} (input {spec.name!r})"
+    if spec.crop is not None:
+        aspect, wanted = spec.crop.width / spec.crop.height, camera.width / camera.height
+        if abs(aspect - wanted) > ASPECT_TOLERANCE * wanted:
+            found.append(
+                f"{where}: crop box {spec.crop.width}x{spec.crop.height} (aspect {aspect:.3f}) would stretch the "
+                f"policy's {camera.width}x{camera.height} frames (aspect {wanted:.3f})"
+            )
+    if spec.channels == 1 and camera.channels == 3:
+        found.append(f"{where}: the profile's camera sends grey frames (channels 1), the policy takes colour (3)")
     return found
 
 
@@ -270,25 +322,46 @@ class PolicyRuntime:
         if found:
             raise ProfileMismatchError(self.path.name, profile.name, found)
 
+    @property
+    def cameras(self) -> tuple[ImageSpec, ...]:
+        """The policy's camera inputs (() for a state-only policy)."""
+        return self.info.images
+
     def _warm_up(self) -> None:
+        frames = {camera.name: np.zeros(camera.shape, dtype=np.uint8) for camera in self.cameras}
         try:
-            self(np.zeros(self.obs_dim, dtype=np.float32))
+            self(np.zeros(self.obs_dim, dtype=np.float32), frames)
         except Exception as err:  # onnxruntime raises its own untyped exception classes
             raise PolicyFileError(f"{self.path}: the policy does not run ({_first_line(err)})") from None
 
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        """Action `(action_dim,)` float64 in the policy's units for one observation `(obs_dim,)` (a chunked
-        policy's first: the one for the observation's own period)."""
-        return self.chunk(obs)[0]
+    def __call__(self, obs: np.ndarray, frames: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+        """Action `(action_dim,)` float64 in the policy's units for one observation `(obs_dim,)` and, for a camera
+        policy, one frame per camera (a chunked policy's first action: the one for the observation's own period)."""
+        return self.chunk(obs, frames)[0]
 
-    def chunk(self, obs: np.ndarray) -> np.ndarray:
-        """Actions `(action_chunk, action_dim)` float64 for one observation `(obs_dim,)`; row i is meant for
-        `i * dt` seconds after the observation."""
+    def chunk(self, obs: np.ndarray, frames: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
+        """Actions `(action_chunk, action_dim)` float64 for one observation `(obs_dim,)` and the cameras' frames
+        (`{camera: (height, width, channels) uint8}`, every camera of the policy); row i is meant for `i * dt`
+        seconds after the observation."""
         obs = np.asarray(obs, dtype=np.float32)
         if obs.shape != (self.obs_dim,):
             raise ValueError(f"observation shape {obs.shape}, policy expects ({self.obs_dim},)")
-        action = self.session.run([ACTION_OUTPUT], {OBS_INPUT: obs[None, :]})[0]
+        feed = {OBS_INPUT: obs[None, :]} | self._frames(frames or {})
+        action = self.session.run([ACTION_OUTPUT], feed)[0]
         return action[0].astype(np.float64).reshape(self.action_chunk, self.action_dim)
+
+    def _frames(self, frames: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The graph's image inputs `(1, height, width, channels)` uint8; ValueError for a missing or misshapen one."""
+        feed = {}
+        for camera in self.cameras:
+            frame = frames.get(camera.name)
+            if frame is None:
+                raise ValueError(f"no frame of camera {camera.name!r}")
+            if frame.shape != camera.shape or frame.dtype != np.uint8:
+                expected = f"expected {camera.shape} uint8"
+                raise ValueError(f"camera {camera.name!r}: frame {frame.shape} {frame.dtype}, {expected}")
+            feed[camera.name] = frame[None]
+        return feed
 
 
 def _policy_info(path: Path, session: Any) -> PolicyInfo:
@@ -299,7 +372,22 @@ def _policy_info(path: Path, session: Any) -> PolicyInfo:
         raise PolicyFileError(f"{path}: {err}") from None
     _check_width(path, "input", session.get_inputs(), OBS_INPUT, len(info.obs_names))
     _check_width(path, "output", session.get_outputs(), ACTION_OUTPUT, len(info.action_names) * info.action_chunk)
+    for camera in info.images:
+        _check_image_input(path, session.get_inputs(), camera)
     return info
+
+
+def _check_image_input(path: Path, inputs: list[Any], camera: ImageSpec) -> None:
+    """The graph's input named after `camera` is uint8 `(batch, height, width, channels)` of its spec."""
+    shapes = {value.name: (value.shape, value.type) for value in inputs}
+    if camera.name not in shapes:
+        raise PolicyFileError(f"{path}: no graph input {camera.name!r} for its camera (it has {sorted(shapes)})")
+    shape, kind = shapes[camera.name]
+    if kind != "tensor(uint8)" or len(shape) != 4 or tuple(shape[1:]) != camera.shape:
+        raise PolicyFileError(
+            f"{path}: input {camera.name!r} is {kind} {shape}, its metadata names uint8 (batch, {camera.height}, "
+            f"{camera.width}, {camera.channels})"
+        )
 
 
 def _check_width(path: Path, role: str, values: list[Any], name: str, width: int) -> None:

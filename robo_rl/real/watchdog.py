@@ -21,9 +21,10 @@ class Watchdog:
         self.clock = clock
         self.last_feed = -math.inf
 
-    def feed(self) -> None:
-        """An observation arrived now."""
-        self.last_feed = self.clock()
+    def feed(self, age: float = 0.0) -> None:
+        """An observation arrived now, `age` s after it was taken (a camera frame's header stamp; 0: unknown or
+        none): it counts as that much older, so a frame older than the timeout on arrival is stale at once."""
+        self.last_feed = self.clock() - max(0.0, age)
 
     def age(self) -> float:
         """Seconds since the last observation (inf before the first)."""

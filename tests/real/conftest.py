@@ -19,7 +19,11 @@ from robo_rl.build import build_policy
 from robo_rl.config import config_hash
 from robo_rl.experiment import ExperimentConfig, TaskConfig
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
+from robo_rl.image_spec import ImageSpec
+from robo_rl.real.profile import load_profile
 from robo_rl.sim import make
+
+from .camera_probe import write_profile_probe
 
 # Bundled profile → (preset, task params) of the policy it deploys.
 PROFILE_TASKS = {
@@ -30,6 +34,11 @@ PROFILE_TASKS = {
     "arm": (lambda: preset("mujoco_arm_reach_ppo"), ("action_mode=position",)),
     "arm_peg": (lambda: _peg_ppo(), ()),
 }
+
+
+CAMERA_PROFILES = {"arm_peg_pixels": (ImageSpec("wrist", 64, 64, 3), ImageSpec("side", 64, 64, 3))}
+"""Bundled camera profile → the cameras of the policy it deploys (mujoco/peg_insert_pixels's); its test policy is
+`camera_probe.write_profile_probe`'s hand-built graph, not an exported actor."""
 
 
 def _peg_ppo() -> ExperimentConfig:
@@ -57,7 +66,9 @@ class FakeClock:
 
 def export_policy(profile: str, path: Path) -> Path:
     """Export a randomly initialized actor for the task `profile` deploys, with its real metadata (the actuator
-    model too, as `robo-rl export` records it)."""
+    model too, as `robo-rl export` records it); for a camera profile, the camera probe of its cameras."""
+    if profile in CAMERA_PROFILES:
+        return write_profile_probe(path, load_profile(profile), CAMERA_PROFILES[profile], gain=0.01)
     preset, params = PROFILE_TASKS[profile]
     cfg = preset()
     env = make(cfg.task.name, num_envs=1, config=cfg.task.config, params=params)

@@ -215,7 +215,7 @@ class _IntegralEcho:
     def check(self, profile: RobotProfile) -> None:
         pass
 
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
+    def __call__(self, obs: np.ndarray, frames: object = None) -> np.ndarray:
         return np.array([obs[1]], dtype=np.float64)
 
 

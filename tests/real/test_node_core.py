@@ -437,9 +437,11 @@ def test_diagnostics_values(policy_file: Callable[[str], Path], clock: FakeClock
     assert values["compute_latency_p99_ms"] == pytest.approx(2.0)
     assert values["stamp_latency_max_ms"] == pytest.approx(32.0)
     assert values["command_type"] == "std_msgs/msg/Float32MultiArray" and values["estopped"] is False
+    assert values["stale_inputs"] == "" and values["input_age_ms.odom"] == pytest.approx(2.0)  # the publish took 2 ms
     node.core.stop("deactivated")
     # The counters outlive the core: the node reports them after cleanup, without the controller's values.
     after = counters.values(active=False)
     assert after["commands"] == 3 and "command_type" not in after
     assert math.isnan(NodeCounters().values(active=False)["compute_latency_p50_ms"])
-    np.testing.assert_equal(sorted(after), sorted(k for k in values if k not in ("command_type", "estopped")))
+    controller_keys = ("command_type", "estopped", "stale_inputs", "input_age_ms.odom")
+    np.testing.assert_equal(sorted(after), sorted(k for k in values if k not in controller_keys))

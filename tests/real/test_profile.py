@@ -61,9 +61,10 @@ def test_every_bundled_observation_source_has_an_input() -> None:
 
 def test_bundled_profiles_load() -> None:
     quadrotors = ("quadrotor_crazyflie", "quadrotor_crazyswarm2", "quadrotor_px4")
-    assert bundled_profiles() == ("arm", "arm_peg", *quadrotors, "rc_car")
+    assert bundled_profiles() == ("arm", "arm_peg", "arm_peg_pixels", *quadrotors, "rc_car")
     kinds = {name: load_profile(name).kind for name in bundled_profiles()}
-    assert kinds == {"arm": "arm", "arm_peg": "arm", "rc_car": "rc_car"} | dict.fromkeys(quadrotors, "quadrotor")
+    arms = dict.fromkeys(("arm", "arm_peg", "arm_peg_pixels"), "arm")
+    assert kinds == arms | {"rc_car": "rc_car"} | dict.fromkeys(quadrotors, "quadrotor")
 
 
 def test_rc_car_prefers_ackermann_then_twist() -> None:
@@ -138,7 +139,8 @@ def test_missing_key_and_unknown_profile() -> None:
         profile_from_dict(data, "car.yaml")
     with pytest.raises(ProfileError, match=r"absent\.yaml: no such profile file"):
         load_profile(Path("absent.yaml"))
-    with pytest.raises(ProfileError, match="unknown profile 'boat' \\(bundled: arm, arm_peg, quadrotor_crazyflie"):
+    bundled = "arm, arm_peg, arm_peg_pixels, quadrotor_crazyflie"
+    with pytest.raises(ProfileError, match=f"unknown profile 'boat' \\(bundled: {bundled}"):
         load_profile("boat")
 
 

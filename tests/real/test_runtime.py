@@ -37,13 +37,16 @@ def _with_metadata(source: Path, target: Path, **changes: str | None) -> Path:
 def test_bundled_profile_accepts_a_policy_of_its_task(name: str, policy_file: Callable[[str], Path]) -> None:
     profile = load_profile(name)
     runtime = PolicyRuntime(policy_file(name), profile)
-    obs = np.random.default_rng(0).normal(size=runtime.obs_dim)
-    action = runtime(obs)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=runtime.obs_dim)
+    frames = {camera.name: rng.integers(0, 256, camera.shape, dtype=np.uint8) for camera in runtime.cameras}
+    action = runtime(obs, frames)
     assert action.shape == (len(profile.actions),) and action.dtype == np.float64
     low, high = np.array([a.low for a in profile.actions]), np.array([a.high for a in profile.actions])
     assert np.all(action >= low) and np.all(action <= high)
     session = ort.InferenceSession(str(policy_file(name)), providers=["CPUExecutionProvider"])
-    expected = session.run(["action"], {"obs": obs[None].astype(np.float32)})[0][0]
+    feed = {"obs": obs[None].astype(np.float32)} | {name: frame[None] for name, frame in frames.items()}
+    expected = session.run(["action"], feed)[0][0]
     np.testing.assert_array_equal(action, expected)
 
 

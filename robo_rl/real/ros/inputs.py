@@ -7,9 +7,19 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from robo_rl.image_spec import ImageSpec
 from robo_rl.real.derive import PX4_ODOMETRY_FIELDS, derived_fields, labelled_fields
 from robo_rl.real.fault import InputError
-from robo_rl.real.profile import HOLD_MEASURED, InputSpec, RobotProfile, held_joint_sources, source_input
+from robo_rl.real.images import FrameDecoder
+from robo_rl.real.profile import (
+    COMPRESSED_IMAGE,
+    HOLD_MEASURED,
+    IMAGE_TYPES,
+    InputSpec,
+    RobotProfile,
+    held_joint_sources,
+    source_input,
+)
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, check_paths, message_class
 
 # Fields of the source message each derivation reads (besides those the observations name).
@@ -30,19 +40,43 @@ class TopicInput:
     decode: Callable[[Any], dict[str, float]]
 
 
+@dataclass(frozen=True)
+class ImageInput:
+    """One subscribed camera input: its spec, message class (Image or CompressedImage) and frame decoder."""
+
+    spec: InputSpec
+    message_type: type
+    decode: FrameDecoder
+
+
 def topic_inputs(profile: RobotProfile) -> tuple[TopicInput, ...]:
-    """The profile's subscribed inputs, in profile order; raises MessageTypeError for unknown types or fields."""
+    """The profile's subscribed inputs of message fields (not its cameras: `image_inputs`), in profile order; raises
+    MessageTypeError for unknown types or fields."""
     if not profile.inputs:
         raise ValueError(f"profile {profile.name!r} declares no inputs: the nodes cannot know what to subscribe")
     found = []
     for spec in profile.inputs:
-        if spec.derive:
+        if spec.derive or spec.type in IMAGE_TYPES:
             continue
         message_type = message_class(spec.type)
         if not spec.labels and not spec.joints:
             check_paths(message_type, sorted(_paths(profile, spec)))
         found.append(TopicInput(spec, message_type, input_decoder(profile, spec)))
     return tuple(found)
+
+
+def image_inputs(profile: RobotProfile, cameras: Sequence[ImageSpec]) -> tuple[ImageInput, ...]:
+    """The profile's camera inputs, each decoding its frames to its camera's spec among `cameras` (the policy's;
+    the profile has been checked against them: every input feeds one)."""
+    specs = {camera.name: camera for camera in cameras}
+    return tuple(
+        ImageInput(
+            spec,
+            message_class(spec.type),
+            FrameDecoder(specs[spec.camera], spec.frame_settings, compressed=spec.type == COMPRESSED_IMAGE),
+        )
+        for spec in profile.image_inputs
+    )
 
 
 def input_decoder(profile: RobotProfile, spec: InputSpec) -> Callable[[Any], dict[str, float]]:
@@ -105,4 +139,4 @@ def _paths(profile: RobotProfile, spec: InputSpec) -> set[str]:
     return paths
 
 
-__all__ = ["InputError", "TopicInput", "derived_fields", "input_decoder", "topic_inputs"]
+__all__ = ["ImageInput", "InputError", "TopicInput", "derived_fields", "image_inputs", "input_decoder", "topic_inputs"]

@@ -29,6 +29,15 @@ the weighted mean of the chunks' predictions for now; or "receding": chunk_execu
 then the newest observation's), ensemble_decay (m of the weights exp(-m i), i = 0 the oldest; ACT's 0.01). When
 every queued action is in the past, the safe command goes out ("action chunk spent").
 
+Cameras (a camera policy, artifact schema 4): each camera of the policy is fed by one image input of the profile
+(sensor_msgs/Image: rgb8, bgr8, rgba8, bgra8, mono8; or CompressedImage: JPEG, PNG), best-effort sensor QoS. Each
+frame is decoded, cropped and resized to the camera's size on arrival (real/images.py) and kept; the commands go
+out at the control rate (the first, state input's messages or the timer), each with the newest frame of every
+camera. A camera silent for the staleness timeout gives the safe command, naming its input, and so does one whose
+frames arrive older than that by their header stamps (a frame's age counts from its stamp); a frame that cannot be
+read (unknown encoding, grey for a colour camera) is skipped and counted. /diagnostics reports every input's age
+(`input_age_ms.NAME`) and the stale ones (`stale_inputs`).
+
 Outputs: what goes out for each decision is the profile's command type's adapter (real/ros/outputs.py): the
 command message with its stamp and joint names, and for PX4 (a px4_msgs command type) the offboard protocol around
 it: microsecond timestamps, the OffboardControlMode heartbeat, the fault hold then silence, VehicleCommand requests
@@ -72,7 +81,7 @@ from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore
 from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
 from robo_rl.real.ros import parameters
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, ERROR, OK, WARN, diagnostic_array
-from robo_rl.real.ros.inputs import TopicInput, topic_inputs
+from robo_rl.real.ros.inputs import ImageInput, TopicInput, image_inputs, topic_inputs
 from robo_rl.real.ros.messages import MessageTypeError
 from robo_rl.real.ros.outputs import Output, make_output
 from robo_rl.real.ros.outputs import declare_parameters as declare_output_parameters
@@ -153,6 +162,7 @@ class PolicyNode(LifecycleNode):
         profile = load_profile(own.profile)
         runtime = PolicyRuntime(own.policy, profile, own.threads)
         inputs = topic_inputs(profile)
+        cameras = image_inputs(profile, runtime.cameras)
         controller = PolicyController(
             runtime,
             profile,
@@ -170,8 +180,9 @@ class PolicyNode(LifecycleNode):
             now_monotonic=time.monotonic,
             now_ros_ns=lambda: self.get_clock().now().nanoseconds,
             counters=self.counters,
+            frame_decoders={item.spec.name: item.decode for item in cameras},
         )
-        self._subscribe(inputs)
+        self._subscribe([*inputs, *cameras])
         info = runtime.info
         chunk = f" × {runtime.action_chunk} steps ({settings.chunk_execution})" if runtime.action_chunk > 1 else ""
         self.get_logger().info(
@@ -180,7 +191,7 @@ class PolicyNode(LifecycleNode):
             f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {settings.trigger}"
         )
 
-    def _subscribe(self, inputs: Sequence[TopicInput]) -> None:
+    def _subscribe(self, inputs: Sequence[TopicInput | ImageInput]) -> None:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from std_msgs.msg import Bool, Float32MultiArray
 
