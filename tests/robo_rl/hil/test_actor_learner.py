@@ -101,9 +101,8 @@ def test_close_without_draining_drops_the_queued_transitions() -> None:
         result = env.step(split.actor.scaler(action))
         split.send(transitions_of_step(obs, obs, action, result, is_demo=False))
         obs = result[0]
-    start = time.monotonic()
     stats = split.close(drain=False)
-    assert stats.received < 80 and time.monotonic() - start < 3.0  # not 20 more updates of 0.2 s
+    assert stats.received < 80  # the learner stopped instead of working through the queue (no wall-clock assert)
 
 
 def test_the_learner_stores_intervened_transitions_in_the_prior_buffer_too() -> None:
