@@ -203,3 +203,17 @@ def test_frames_of_several_sizes_and_bad_camera_options_are_refused() -> None:
     for text in ("front", "state=x", "=x", "front="):
         with pytest.raises(ValueError):
             parse_camera(text, 0.1)
+
+
+def test_the_cli_restores_the_camera_with_the_given_max_age(bag: Path, tmp_path: Path) -> None:
+    from robo_rl.cli.main import main
+
+    output = tmp_path / "cli.npz"
+    argv = ["demos-from-bag", str(bag), "--profile", "rc_car", "--all", "--camera", "front=front/image_raw"]
+    assert main([*argv, "--image-max-age", str(MAX_AGE), "-o", str(output)]) == 0
+    specs, frames = load_demo_frames(output)
+    found = transitions(read_steps(bag, PROFILE, cameras=(CAMERA,)), PROFILE, operator_only=False)
+    assert [spec.name for spec in specs] == ["front"]
+    np.testing.assert_array_equal(frames["front"][0], found.obs_frames["front"])
+    main([*argv, "--image-max-age", "1.0", "-o", str(tmp_path / "lenient.npz")])  # the gap's frames are fresh then
+    assert len(load_demo_frames(tmp_path / "lenient.npz")[1]["front"][0]) == TICKS - 1
