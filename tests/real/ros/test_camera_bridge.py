@@ -112,3 +112,29 @@ def test_demos_from_the_bag_hold_the_frames_of_their_ticks_in_order(run: dict[st
     assert _ticks(run, "grey", 0) == obs and _ticks(run, "grey", 1) == [tick + 1 for tick in obs]
     states = [run["env_states"][tick] for tick in obs]  # the frame sits with the state of its own tick
     assert run["demo_obs0"] == pytest.approx(states, abs=1e-6)
+
+
+def test_camera_topic_templates_name_each_camera_and_refuse_collisions() -> None:
+    from robo_rl.image_spec import ImageSpec
+    from robo_rl.sim.camera_messages import camera_topics
+
+    specs = (ImageSpec("front", 2, 2), ImageSpec("wrist", 2, 2, 1))
+    assert camera_topics("{camera}/image_raw", specs) == {"front": "front/image_raw", "wrist": "wrist/image_raw"}
+    assert camera_topics("/robot/cam", specs[:1]) == {"front": "/robot/cam"}  # one camera: a fixed name is fine
+    for template in ("/robot/cam", ""):
+        with pytest.raises(ValueError):
+            camera_topics(template, specs)
+
+
+def test_an_image_message_refuses_a_frame_that_is_not_its_spec_s() -> None:
+    from types import SimpleNamespace
+
+    from robo_rl.image_spec import ImageSpec
+    from robo_rl.sim.camera_messages import fill_image
+
+    message = SimpleNamespace(header=SimpleNamespace())
+    spec = ImageSpec("front", 2, 3, 3)
+    filled = fill_image(message, np.arange(18, dtype=np.uint8).reshape(2, 3, 3), spec, "stamp")
+    assert (filled.encoding, filled.step, bytes(filled.data)) == ("rgb8", 9, bytes(range(18)))
+    with pytest.raises(ValueError, match="front"):
+        fill_image(message, np.zeros((3, 2, 3), np.uint8), spec, "stamp")
