@@ -10,7 +10,8 @@ a stale state input.
 
 Decoding keeps the bytes a camera sent: rgb8 and mono8 as they are; bgr8 and the 4-channel encodings reordered to
 RGB (alpha dropped). CompressedImage (JPEG, PNG) needs Pillow. A camera's frames must all have one size: the demo
-file stores them as one `(T, H, W, C)` array per camera (`robo_rl.hil.demos`).
+file stores them as one `(T, H, W, C)` array per camera (`robo_rl.hil.demos`). A camera's frames are held in memory
+while the steps are read (an hour of 64×64 RGB at 20 Hz: 0.9 GB): simple, and a demo file holds them all anyway.
 """
 
 from __future__ import annotations
