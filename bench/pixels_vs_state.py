@@ -9,7 +9,7 @@ but is not the comparison (rendering and the encoder cost CPU time a robot does 
 A task is `PIXELS` (its state twin taken from `STATE_TWINS`) or `PIXELS=STATE`. The defaults are the peg arm's and the
 RC car's camera variants; a task that is not registered is reported and skipped, so the script runs on any branch.
 
-    python bench/pixels_vs_state.py                                   # arm_peg_pixels, rc_car_pixels
+    python bench/pixels_vs_state.py                                   # the peg's and the car's camera tasks
     python bench/pixels_vs_state.py double_integrator/pixels --env-steps 4000 --out /tmp/p.json
     python bench/pixels_vs_state.py my_pixels=my_state --set sac.encoder.features=32 --seeds 0 1 2
 """
@@ -37,10 +37,10 @@ from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.sim import make, names
 
 RESULTS = Path(__file__).parent / "results" / "pixels_vs_state.json"
-DEFAULT_TASKS = ("arm_peg_pixels", "rc_car_pixels")
+DEFAULT_TASKS = ("mujoco/peg_insert_pixels", "rc_car/race_pixels")
 STATE_TWINS = {
-    "arm_peg_pixels": "mujoco/peg_insert",
-    "rc_car_pixels": "rc_car/race",
+    "mujoco/peg_insert_pixels": "mujoco/peg_insert",
+    "rc_car/race_pixels": "rc_car/race",
     "double_integrator/pixels": "double_integrator",
 }
 """Each camera task's state-only twin: the same simulator and reward, observed by its state vector."""

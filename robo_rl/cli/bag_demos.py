@@ -21,6 +21,12 @@ end at workspace violations, success/failure/reset presses, e-stops and gaps; a 
 default only the steps the operator drove (intervention) are kept; --all keeps the policy's steps too. The bag needs
 the profile's input topics and its command topic (and intervention, estop, episode_event to know who drove). Run
 from .venv-ros.
+Cameras: --camera NAME=TOPIC (repeatable; sensor_msgs/Image or CompressedImage) restores each camera's frames: every
+step takes the newest frame stamped before it, at most --image-max-age s old (default: the profile's staleness
+timeout), else the step has no valid observation, as with a stale input. The demo file then holds, per camera,
+obs.NAME and next_obs.NAME arrays, (transitions, height, width, channels) uint8. Frames come only from a rebuild
+(the transitions topic has none), so --camera implies --rebuild:
+  robo-rl demos-from-bag BAG --profile rc_car --camera front=front/image_raw -o lap.npz
 """
 
 
@@ -40,6 +46,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="rebuild from the robot's topics even when the transitions topic is there",
     )
+    p.add_argument(
+        "--camera",
+        action="append",
+        default=[],
+        metavar="NAME=TOPIC",
+        help="restore a camera's frames from its image topic (repeatable; implies --rebuild)",
+    )
+    p.add_argument(
+        "--image-max-age",
+        type=float,
+        default=None,
+        help="seconds a frame stays valid after its stamp (default: the profile's staleness timeout)",
+    )
     p.add_argument("-o", "--output", type=Path, default=Path("demos.npz"), help="demo file (default: demos.npz)")
     p.set_defaults(func=main)
 
@@ -47,6 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     from robo_rl.real.profile import load_profile
     from robo_rl.robot.bag_demos import read_steps, read_transitions, recorded_transitions, save_bag_demos, transitions
+    from robo_rl.robot.bag_images import parse_camera
 
     if args.output.suffix != ".npz":
         raise ValueError(f"--output {args.output}: demo files are .npz")
@@ -56,13 +76,19 @@ def main(args: argparse.Namespace) -> int:
     except ModuleNotFoundError:
         raise ValueError("demos-from-bag needs rosbags: run it from .venv-ros (make ros-venv)") from None
     profile = load_profile(args.profile)
-    rows = None if args.rebuild else read_transitions(args.bag, profile, args.namespace)
+    max_age = profile.staleness_timeout if args.image_max_age is None else args.image_max_age
+    cameras = tuple(parse_camera(text, max_age) for text in args.camera)
+    rows = None if args.rebuild or cameras else read_transitions(args.bag, profile, args.namespace)
     if rows is not None:
         found = recorded_transitions(rows, profile, operator_only=not args.all)
         how = "the trainer's transitions topic"
     else:
-        found = transitions(read_steps(args.bag, profile, args.namespace), profile, operator_only=not args.all)
+        steps = read_steps(args.bag, profile, args.namespace, cameras)
+        found = transitions(steps, profile, operator_only=not args.all)
         how = "rebuilt from the robot's topics (approximate: see robo_rl.robot.bag_demos)"
+        if cameras:
+            stale = sum(step.frames is None for step in steps)
+            how += f"; frames of {', '.join(c.name for c in cameras)} ({stale} steps without a fresh frame)"
     source = f"bag={args.bag.name} profile={profile.name}"
     save_bag_demos(args.output, found, profile, source)
     operator = int(found.intervened.sum())

@@ -5,6 +5,11 @@ normalized [-1, 1] action space, `rewards`, `next_obs`, `next_critic_obs`, `term
 `intervened`, `is_demo`; first axis = transition), and `meta`, a JSON string with `schema`, `task`, `obs_names`,
 `action_names`, `action_low`, `action_high`, `dt`, `episodes` and `source`. `load_demos` checks the names
 against the env it is loaded for, so demonstrations never silently feed a different observation layout.
+
+Camera frames (optional, e.g. from demos-from-bag): per camera NAME, `obs.NAME` and `next_obs.NAME`, `(T, H, W, C)`
+uint8 frames of each transition's observation and next observation (the dict observation's images, `robo_rl.envs`),
+and `meta["cameras"]`, the cameras' `ImageSpec.to_dict()` in observation order. Readers that know no cameras ignore
+them (the schema stays 1: nothing existing changed); `load_demo_frames` reads them.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +27,15 @@ import numpy as np
 import torch
 
 from robo_rl.envs import BatchedEnv, critic_obs_dim
+from robo_rl.image_spec import ImageSpec
 from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, Transitions, vector_transitions
 
 SCHEMA = "robo_rl.demos/1"
 FLAG_NAMES = ("terminated", "truncated", "intervened", "is_demo")
+FRAME_PREFIXES = ("obs.", "next_obs.")
+"""Array name prefixes of a camera's frames: `obs.NAME` (observation) and `next_obs.NAME` (next observation)."""
+DemoFrames = Mapping[str, tuple[np.ndarray, np.ndarray]]
+"""Camera name → (obs frames, next obs frames), each `(T, H, W, C)` uint8."""
 
 
 def save_demos(
@@ -35,15 +46,19 @@ def save_demos(
     episodes: int,
     source: str,
     success: torch.Tensor | None = None,
+    frames: DemoFrames | None = None,
+    image_specs: tuple[ImageSpec, ...] = (),
 ) -> None:
     """Write the stored transitions of `buffer` to `path` (.npz) atomically, with the metadata of `env`, and
-    `success` `(rows,)` (info["success"] per transition, for `robo-rl train-classifier`) when given."""
+    `success` `(rows,)` (info["success"] per transition, for `robo-rl train-classifier`) when given, and camera
+    `frames` of the cameras `image_specs` (module docstring) when given."""
     stored = buffer.stored()
     arrays = {name: getattr(stored, name).cpu().numpy() for name in FIELD_NAMES}
     if success is not None:
         if success.shape != (len(buffer),):
             raise ValueError(f"success must have one flag per stored transition ({len(buffer)}), got {success.shape}")
         arrays["success"] = success.cpu().numpy().astype(bool)
+    arrays |= _frame_arrays(frames or {}, image_specs, len(buffer))
     meta = {
         "schema": SCHEMA,
         "task": task,
@@ -56,6 +71,8 @@ def save_demos(
         "source": source,
         "num_envs": env.num_envs,
     }
+    if image_specs:
+        meta["cameras"] = [spec.to_dict() for spec in image_specs]
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
     os.close(handle)
@@ -86,6 +103,46 @@ def load_demos(path: Path, env: BatchedEnv) -> Transitions:
         raise ValueError(f"{path}: missing arrays {missing}")
     _check_shapes(path, arrays, _row_shapes(env))
     return vector_transitions({name: torch.as_tensor(arrays[name]).to(env.device) for name in FIELD_NAMES})
+
+
+def load_demo_frames(path: Path) -> tuple[tuple[ImageSpec, ...], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The cameras of demo file `path` and their frames (module docstring); `((), {})` for a file without cameras.
+    ValueError naming the file when a camera's arrays are missing or do not match its spec and the row count."""
+    meta = read_meta(path)
+    try:
+        specs = tuple(ImageSpec.from_dict(entry) for entry in meta.get("cameras", []))
+    except ValueError as err:
+        raise ValueError(f"{path}: meta cameras: {err}") from None
+    names = tuple(f"{prefix}{spec.name}" for spec in specs for prefix in FRAME_PREFIXES)
+    arrays = _read_arrays(path, ("obs", *names))
+    rows = arrays["obs"].shape[0] if "obs" in arrays and arrays["obs"].ndim else 0
+    frames: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for spec in specs:
+        obs, next_obs = (_camera_array(path, arrays, f"{p}{spec.name}", (rows, *spec.shape)) for p in FRAME_PREFIXES)
+        frames[spec.name] = (obs, next_obs)
+    return specs, frames
+
+
+def _camera_array(path: Path, arrays: dict[str, np.ndarray], name: str, shape: tuple[int, ...]) -> np.ndarray:
+    array = arrays.get(name)
+    if array is None or array.shape != shape or array.dtype != np.uint8:
+        found = "missing" if array is None else f"{array.shape} {array.dtype}"
+        raise ValueError(f"{path}: array {name} is {found}, its camera needs {shape} uint8")
+    return array
+
+
+def _frame_arrays(frames: DemoFrames, specs: tuple[ImageSpec, ...], rows: int) -> dict[str, np.ndarray]:
+    """The arrays of `frames` to store; ValueError unless they are exactly `specs`' cameras, with one frame of the
+    spec's shape per stored transition, uint8."""
+    if set(frames) != {spec.name for spec in specs}:
+        raise ValueError(f"frames of cameras {sorted(frames)}, image specs of {[spec.name for spec in specs]}")
+    arrays = {}
+    for spec in specs:
+        for prefix, array in zip(FRAME_PREFIXES, frames[spec.name], strict=True):
+            if array.shape != (rows, *spec.shape) or array.dtype != np.uint8:
+                raise ValueError(f"{prefix}{spec.name}: {array.shape} {array.dtype}, need {(rows, *spec.shape)} uint8")
+            arrays[f"{prefix}{spec.name}"] = array
+    return arrays
 
 
 NPZ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error)

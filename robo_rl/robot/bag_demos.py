@@ -14,6 +14,13 @@ gap in the commands (more than `GAP_PERIODS` periods). A step whose inputs were 
 transition; an episode with a discard press is dropped whole; steps outside the workspace (recoveries) are not
 stored.
 
+Cameras (`CameraTopic`, the CLI's --camera NAME=TOPIC): each command's observation also takes each camera's newest
+frame stamped before it, within the camera's max age (`robo_rl.robot.bag_images`); a command without one is a step
+without a valid observation, as with a stale state input. The transitions then carry the frames of their
+observation and next observation (`BagTransitions.obs_frames`, `next_frames`: camera name → `(T, H, W, C)` uint8),
+which the demo file stores beside the vectors (`robo_rl.hil.demos`). Only a rebuild restores frames: the trainer's
+transitions topic has none.
+
 By default only the steps the operator drove are kept (an intervention message within the staleness timeout before
 the command, which the command carries: within the action box and one rate-limited step of it): a demonstration.
 `operator_only=False` keeps the policy's steps too (offline data). Needs rosbags (.venv-ros).
@@ -23,17 +30,19 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 
+from robo_rl.image_spec import ImageSpec
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_actions
 from robo_rl.real.profile import CommandSpec, RobotProfile
 from robo_rl.real.ros.inputs import derived_fields, input_decoder
 from robo_rl.real.safety_box import SafetyBox
+from robo_rl.robot.bag_images import CameraTopic, StampedFrames, decode_frame, header_seconds
 from robo_rl.robot.env import ProfileSpecs
 from robo_rl.robot.link import EPISODE_EVENTS, TRANSITION_TOPIC
 from robo_rl.robot.rewards import reward_for
@@ -53,6 +62,9 @@ class Step:
     intervened: bool
     events: list[str]
     estop: bool
+    frames: dict[str, np.ndarray] | None = field(default_factory=dict)
+    """Each camera's frame at this command (empty without cameras); None when one had no fresh frame (obs is then
+    None too)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,10 @@ class BagTransitions:
     """Episodes with at least one kept transition."""
     commands: int
     """Commands in the bag (steps)."""
+    obs_frames: dict[str, np.ndarray] = field(default_factory=dict)
+    """Camera name → `(T, H, W, C)` uint8: each transition's frames (empty without cameras)."""
+    next_frames: dict[str, np.ndarray] = field(default_factory=dict)
+    """Camera name → `(T, H, W, C)` uint8: the next observation's frames."""
 
     def __len__(self) -> int:
         return len(self.rewards)
@@ -124,11 +140,14 @@ def recorded_transitions(rows: np.ndarray, profile: RobotProfile, operator_only:
     )
 
 
-def read_steps(bag: Path, profile: RobotProfile, namespace: str = "/") -> list[Step]:
-    """The bag's commands as steps (see the module docstring)."""
+def read_steps(
+    bag: Path, profile: RobotProfile, namespace: str = "/", cameras: tuple[CameraTopic, ...] = ()
+) -> list[Step]:
+    """The bag's commands as steps, with the frames of `cameras` (see the module docstring)."""
     with read_bag(bag) as reader:
         topics = {c.topic for c in reader.connections}
         spec = _command_spec(profile, namespace, topics)
+        frames = {camera.name: read_frames(reader, _topic(namespace, camera.topic)) for camera in cameras}
         decoders = {
             _topic(namespace, s.topic_name): (s.name, input_decoder(profile, s)) for s in profile.inputs if not s.derive
         }
@@ -138,7 +157,42 @@ def read_steps(bag: Path, profile: RobotProfile, namespace: str = "/") -> list[S
         control = {_topic(namespace, n): n for n in ("intervention", "estop", "episode_event")}
         wanted = [c for c in reader.connections if c.topic in {*decoders, *control, _topic(namespace, spec.topic)}]
         messages = ((c.topic, t * 1e-9, reader.deserialize(raw, c.msgtype)) for c, t, raw in reader.messages(wanted))
-        return list(_steps(profile, spec, decoders, control, _topic(namespace, spec.topic), messages))
+        steps = _steps(profile, spec, decoders, control, _topic(namespace, spec.topic), messages)
+        return [_with_frames(step, cameras, frames) for step in steps]
+
+
+def read_frames(reader: Any, topic: str) -> StampedFrames:
+    """Every frame on `topic` (Image or CompressedImage) of an open bag, by header stamp; ValueError when the bag
+    lacks the topic, it is not an image type, or its frames cannot be decoded or differ in size."""
+    connections = [c for c in reader.connections if c.topic == topic]
+    if not connections:
+        raise ValueError(f"the bag has no camera topic {topic}; it has {sorted({c.topic for c in reader.connections})}")
+    stamped = []
+    for connection, _, raw in reader.messages(connections):
+        message = reader.deserialize(raw, connection.msgtype)
+        try:
+            stamped.append((header_seconds(message), decode_frame(message, connection.msgtype)))
+        except ValueError as err:
+            raise ValueError(f"{topic}: {err}") from None
+    return StampedFrames.collect(topic, stamped)
+
+
+def _with_frames(step: Step, cameras: tuple[CameraTopic, ...], frames: dict[str, StampedFrames]) -> Step:
+    """`step` with each camera's frame at its time; without a fresh one for every camera, no valid observation."""
+    found = {camera.name: frames[camera.name].at(step.time, camera.max_age) for camera in cameras}
+    if any(frame is None for frame in found.values()):
+        step.obs, step.frames = None, None
+    else:
+        step.frames = {name: frame for name, frame in found.items() if frame is not None}
+    return step
+
+
+def camera_specs(found: BagTransitions) -> tuple[ImageSpec, ...]:
+    """The cameras of `found`'s frames, in their order (sizes from the frames; intrinsics unknown)."""
+    return tuple(
+        ImageSpec(name, int(frames.shape[1]), int(frames.shape[2]), int(frames.shape[3]))
+        for name, frames in found.obs_frames.items()
+    )
 
 
 def _steps(
@@ -235,7 +289,8 @@ def transitions(steps: list[Step], profile: RobotProfile, operator_only: bool = 
         if before.intervened or not operator_only:
             action = 2.0 * (before.action - low) / (high - low) - 1.0
             r = reward(after.fields, profile.dt)
-            episode.append((before.obs, action, r, after.obs, terminated, truncated, before.intervened))
+            row = (before.obs, action, r, after.obs, terminated, truncated, before.intervened)
+            episode.append((*row, before.frames, after.frames))
         if terminated or truncated:
             close(discarded)
             discarded = False
@@ -258,6 +313,7 @@ def _stack(rows: list[tuple[Any, ...]], obs_dim: int, action_dim: int, episodes:
             commands,
         )
     columns = list(zip(*rows, strict=True))
+    cameras = list(columns[7][0])
     return BagTransitions(
         obs=np.stack(columns[0]).astype(np.float32),
         actions=np.stack(columns[1]).astype(np.float32),
@@ -268,6 +324,8 @@ def _stack(rows: list[tuple[Any, ...]], obs_dim: int, action_dim: int, episodes:
         intervened=np.asarray(columns[6], dtype=bool),
         episodes=episodes,
         commands=commands,
+        obs_frames={name: np.stack([frames[name] for frames in columns[7]]) for name in cameras},
+        next_frames={name: np.stack([frames[name] for frames in columns[8]]) for name in cameras},
     )
 
 
@@ -297,4 +355,7 @@ def save_bag_demos(path: Path, found: BagTransitions, profile: RobotProfile, sou
             is_demo=torch.ones(len(found), dtype=torch.bool),
         )
     )
-    save_demos(path, buffer, profile.task, cast(Any, ProfileSpecs.of(profile)), found.episodes, source)
+    frames = {name: (found.obs_frames[name], found.next_frames[name]) for name in found.obs_frames}
+    specs = camera_specs(found)
+    specs_of = cast(Any, ProfileSpecs.of(profile))
+    save_demos(path, buffer, profile.task, specs_of, found.episodes, source, frames=frames, image_specs=specs)

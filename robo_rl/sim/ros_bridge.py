@@ -46,8 +46,16 @@ AckermannDriveStamped `speed` or Twist `linear.x`, m/s) is the setpoint of the s
 scale again, with no throttle model between. The bridge refuses to start when the simulated car's drive is not
 what the profile sends (another mode or scale: `robo_rl.real.runtime.drive_mismatches`).
 
+A task with cameras (`robo_rl.envs.CameraEnv`) also has each camera's current frame published every tick, before
+the profile's inputs (so a policy_node triggered by the first input finds this tick's frame too): a `sensor_msgs/Image`
+(rgb8 or mono8, the frame's bytes as the simulator rendered them) and a `sensor_msgs/CameraInfo` (K from the camera's
+`ImageSpec` intrinsics), both stamped with the tick's time, as the state, and `frame_id` the camera's name, on the
+topics the `camera_image_topic` and `camera_info_topic` templates give (`{camera}` stands for the name; relative
+names resolve in the bridge's namespace and remap like the profile's topics). A task without cameras publishes
+exactly what it did before. Messages: robo_rl.sim.camera_messages.
+
 Parameters: profile, task, seed, task_params (extra `key=value` task settings, e.g. the preset's), episode_length,
-lockstep.
+lockstep, camera_image_topic (default `{camera}/image_raw`), camera_info_topic (default `{camera}/camera_info`).
 Needs torch (robo_rl.sim).
 """
 
@@ -61,6 +69,7 @@ import torch
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data
 
+from robo_rl.envs import image_specs_of, state_of
 from robo_rl.real import px4
 from robo_rl.real.command import command_actions, select_command
 from robo_rl.real.derive import SOURCE_WRITERS
@@ -68,6 +77,13 @@ from robo_rl.real.profile import HOLD_MEASURED, InputSpec, history_source, sourc
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, message_class, set_fields
 from robo_rl.real.ros.spin import StartupInputError, positive_seconds, profile_parameter, run
+from robo_rl.sim.camera_messages import (
+    DEFAULT_IMAGE_TOPIC,
+    DEFAULT_INFO_TOPIC,
+    camera_topics,
+    fill_camera_info,
+    fill_image,
+)
 
 
 class SimBridge(Node):
@@ -80,6 +96,8 @@ class SimBridge(Node):
         self.declare_parameter("task_params", [""])
         self.declare_parameter("lockstep", False)
         self.declare_parameter("command_type", "auto")
+        self.declare_parameter("camera_image_topic", DEFAULT_IMAGE_TOPIC)
+        self.declare_parameter("camera_info_topic", DEFAULT_INFO_TOPIC)
         self.lockstep = bool(self.get_parameter("lockstep").value)
         self.answered = False  # a command arrived since the last observation was published
         self.late_commands = 0
@@ -95,7 +113,9 @@ class SimBridge(Node):
         self.last_lap_s = float("nan")
         self._create_entities()
         self.env = self._make_env()
-        self.obs = self.env.reset(int(self.get_parameter("seed").value))[0].numpy()
+        self.cameras = image_specs_of(self.env)
+        self._observe(self.env.reset(int(self.get_parameter("seed").value)))
+        self._create_camera_publishers()
         self.obs_index = {name: i for i, name in enumerate(self.env.obs_spec.names)}
         self._check_observations()
         self._check_actions()
@@ -138,6 +158,34 @@ class SimBridge(Node):
 
             self.create_subscription(String, "episode_event", self.on_episode_event, 10)
         self.diagnostics = self.create_publisher(_diagnostic_type(), DIAGNOSTICS_TOPIC, 10)
+
+    def _create_camera_publishers(self) -> None:
+        """An Image and a CameraInfo publisher per camera of the task (none without cameras). Created after the
+        simulator, the only place that knows its cameras."""
+        self.camera_publishers: dict[str, tuple[Any, Any]] = {}
+        if not self.cameras:
+            return
+        from sensor_msgs.msg import CameraInfo, Image
+
+        self.camera_messages = (Image, CameraInfo)
+        topics = []
+        for parameter in ("camera_image_topic", "camera_info_topic"):
+            try:
+                topics.append(camera_topics(str(self.get_parameter(parameter).value), self.cameras))
+            except ValueError as err:
+                raise StartupInputError(f"parameter '{parameter}': {err}") from None
+        for spec in self.cameras:
+            image = self.create_publisher(Image, topics[0][spec.name], qos_profile_sensor_data)
+            info = self.create_publisher(CameraInfo, topics[1][spec.name], qos_profile_sensor_data)
+            self.camera_publishers[spec.name] = (image, info)
+        self.get_logger().info(
+            "cameras: " + ", ".join(f"{s.name} {s.width}x{s.height} on '{topics[0][s.name]}'" for s in self.cameras)
+        )
+
+    def _observe(self, obs: Any) -> None:
+        """Keep env 0's state vector and, with cameras, its frames (`(H, W, C)` uint8) from an observation."""
+        self.obs = state_of(obs)[0].numpy()
+        self.frames = {spec.name: obs[spec.name][0].cpu().numpy() for spec in self.cameras}
 
     def _make_env(self) -> Any:
         from robo_rl.sim import make
@@ -211,7 +259,7 @@ class SimBridge(Node):
     def put_back(self) -> None:
         """The operator's reset press on an arm that holds its pose: the simulator's own reset, the held command
         dropped (it would pull the new pose back to the old one) until the next command arrives."""
-        self.obs = self.env.reset()[0].numpy()
+        self._observe(self.env.reset())
         self.command_values = {}
         self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
         self.commanded = self.answered = False
@@ -229,6 +277,7 @@ class SimBridge(Node):
         self.answered = False
         now = self.get_clock().now()
         stamp, now_us = now.to_msg(), px4.timestamp_us(now.nanoseconds)
+        self.publish_cameras(stamp)
         for spec, kind in reversed(self.outputs):
             message = set_fields(kind(), self._fields(spec))
             if spec.joints:  # a JointState names its joints: the nodes read it by name (position[i] is joints[i])
@@ -239,12 +288,22 @@ class SimBridge(Node):
                 setattr(message, field, now_us)
             self.publishers_[spec.name].publish(message)
 
+    def publish_cameras(self, stamp: Any) -> None:
+        """Each camera's current frame and its CameraInfo, stamped with this tick's time (nothing without cameras)."""
+        if not self.camera_publishers:
+            return
+        image_type, info_type = self.camera_messages
+        for spec in self.cameras:
+            image, info = self.camera_publishers[spec.name]
+            image.publish(fill_image(image_type(), self.frames[spec.name], spec, stamp))
+            info.publish(fill_camera_info(info_type(), spec, stamp))
+
     def _step(self) -> None:
         for name, value in command_actions(self.command_spec, self.command_values, self._measured()).items():
             self.action[self.action_index[name]] = value
         action = torch.as_tensor(self.action, dtype=torch.float32).unsqueeze(0)
         obs, _, terminated, truncated, info = self.env.step(action)
-        self.obs = obs[0].numpy()
+        self._observe(obs)
         self.steps += 1
         lap_time = info.get("lap_time")
         if lap_time is not None and bool(torch.isfinite(lap_time[0])):

@@ -6,6 +6,14 @@ Parameters:
   output_dir  the bag goes to `output_dir/<node name>_<UTC YYYYmmdd-HHMMSS>` (`_1`, `_2`, ... appended when that
               folder exists; a bag is never overwritten); default `recordings`.
   storage     `mcap` (default) or `sqlite3`.
+  compression `none` (default) or `zstd`: MCAP chunks compressed with zstd (readers decompress them transparently;
+              rosbags' storage-side mode), sqlite3 messages one by one (its message mode). Worth it for camera
+              topics: a simulated or still scene compresses many times; noisy real frames far less.
+
+Camera topics (`sensor_msgs/Image`, `CompressedImage`, `CameraInfo`) are recorded like any other: name them in
+`topics` (e.g. `front/image_raw`, `front/camera_info`), and only those are kept. Raw images are large (64×64 rgb8:
+12 kB a frame, 0.9 GB an hour at 20 Hz): record the topics the policy reads, and CompressedImage where the camera
+driver offers it. At close the recorder logs each topic's message count and mean bytes per message.
 
 Topics may appear at any time: the graph is polled every 0.5 s, and a topic is subscribed once it has a publisher,
 with its type from the graph and a QoS compatible with every publisher (best effort if any publisher is best
@@ -43,7 +51,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import Connection, Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime
-from rosbags.rosbag2 import StoragePlugin, Writer, WriterError
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer, WriterError
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from robo_rl.real.ros.messages import MessageTypeError, message_class
@@ -51,6 +59,7 @@ from robo_rl.real.ros.spin import StartupError, StartupInputError, run
 
 DEFAULT_TOPICS = ["odom", "cmd_motors", "estop", "intervention", "/diagnostics"]
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+COMPRESSIONS = ("none", "zstd")
 DISCOVERY_PERIOD_S = 0.5
 FLUSH_PERIOD_S = 1.0
 QUEUE_DEPTH = 100
@@ -66,6 +75,8 @@ class Recording:
     msgtype: str
     subscription: Any
     count: int = 0
+    bytes: int = 0
+    """Serialized bytes received (before any compression)."""
 
 
 class Recorder(Node):
@@ -76,22 +87,31 @@ class Recorder(Node):
         self.declare_parameter("topics", DEFAULT_TOPICS)
         self.declare_parameter("output_dir", "recordings")
         self.declare_parameter("storage", "mcap")
+        self.declare_parameter("compression", "none")
         self.topics = _topics(self, _string_list(self, "topics"))
         storage = str(self.get_parameter("storage").value)
         if storage not in STORAGES:
             raise StartupInputError(f"parameter 'storage': must be one of {tuple(STORAGES)}, got {storage!r}")
+        compression = str(self.get_parameter("compression").value)
+        if compression not in COMPRESSIONS:
+            raise StartupInputError(f"parameter 'compression': must be one of {COMPRESSIONS}, got {compression!r}")
         output_dir = str(self.get_parameter("output_dir").value)
         if not output_dir:
             raise StartupInputError("parameter 'output_dir' is empty")
         self.store = typestore_name()
         self.typestore = get_typestore(self.store)
-        self.writer: Writer | None = open_bag(Path(output_dir), self.get_name(), STORAGES[storage])
+        plugin = STORAGES[storage]
+        self.writer: Writer | None = open_bag(
+            Path(output_dir), self.get_name(), plugin, compression_mode(plugin, compression)
+        )
         self.path = self.writer.path
         self.recordings: dict[str, Recording] = {}
         self.warned: set[str] = set()
         self.create_timer(DISCOVERY_PERIOD_S, self.discover)
         self.create_timer(FLUSH_PERIOD_S, self.flush)
-        self.get_logger().info(f"recording {', '.join(self.topics)} to {self.path} ({storage})")
+        self.get_logger().info(
+            f"recording {', '.join(self.topics)} to {self.path} ({storage}, compression {compression})"
+        )
         self.discover()
 
     def discover(self) -> None:
@@ -149,6 +169,7 @@ class Recorder(Node):
         recording = self.recordings[topic]
         self.writer.write(recording.connection, self.get_clock().now().nanoseconds, data)
         recording.count += 1
+        recording.bytes += len(data)
 
     def flush(self) -> None:
         """Push what was written so far to the disk (see the module docstring)."""
@@ -166,14 +187,31 @@ class Recorder(Node):
         if writer is None:
             return
         writer.close()
-        counts = ", ".join(f"{topic}: {r.count}" for topic, r in self.recordings.items()) or "no topics"
+        counts = ", ".join(f"{topic}: {_volume(r)}" for topic, r in self.recordings.items()) or "no topics"
         missing = [t for t in self.topics if t not in self.recordings]
         skipped = f"; not recorded: {', '.join(missing)}" if missing else ""
         self.get_logger().info(f"bag {self.path} closed ({counts}{skipped})")
 
 
-def open_bag(output_dir: Path, name: str, storage: StoragePlugin) -> Writer:
-    """An open Writer on a new folder `output_dir/<name>_<UTC YYYYmmdd-HHMMSS>[_N]`; StartupError when impossible."""
+def _volume(recording: Recording) -> str:
+    """`N` messages, with their mean size: `120 (12,345 B/msg)`."""
+    mean = f" ({recording.bytes / recording.count:,.0f} B/msg)" if recording.count else ""
+    return f"{recording.count}{mean}"
+
+
+def compression_mode(storage: StoragePlugin, compression: str) -> CompressionMode:
+    """How rosbags compresses a bag of `storage` for the `compression` parameter: MCAP compresses its chunks
+    (storage side), sqlite3 can only compress message by message."""
+    if compression == "none":
+        return CompressionMode.NONE
+    return CompressionMode.STORAGE if storage == StoragePlugin.MCAP else CompressionMode.MESSAGE
+
+
+def open_bag(
+    output_dir: Path, name: str, storage: StoragePlugin, compression: CompressionMode = CompressionMode.NONE
+) -> Writer:
+    """An open Writer on a new folder `output_dir/<name>_<UTC YYYYmmdd-HHMMSS>[_N]`, zstd-compressed unless
+    `compression` is NONE; StartupError when impossible."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     base = output_dir / f"{name}_{stamp}"
     for suffix in range(MAX_SUFFIX):
@@ -181,6 +219,7 @@ def open_bag(output_dir: Path, name: str, storage: StoragePlugin) -> Writer:
         if path.exists():
             continue
         writer = Writer(path, version=BAG_VERSION, storage_plugin=storage)  # type: ignore[arg-type]
+        writer.set_compression(compression, CompressionFormat.ZSTD)
         try:
             writer.open()
         except WriterError:
