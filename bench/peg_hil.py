@@ -19,8 +19,14 @@ the steps per 10 robot minutes and over the run, and the first robot minute at w
 The demonstrator's own success rate is measured the same way. `--set KEY=VALUE` passes settings to every run
 (e.g. `--set sac.init_alpha=1.0 --set sac.target_entropy=-4 --set sac.normalize_obs=false` for SAC's defaults).
 
+`--pixels SIZE` learns from the cameras instead (issue 37): the same runs on mujoco/peg_insert_pixels, whose
+observation is the state vector plus the wrist and side cameras' SIZE x SIZE frames (SAC becomes DrQ: a camera
+encoder trained by the critic), with demonstrations recorded on that task (frames included). `--eval-minutes`
+evaluates more often than every 10 robot minutes.
+
 Usage: `python bench/peg_hil.py [--minutes 60] [--seeds 0 1 2] [--parallel 2] [--set KEY=VALUE ...]`; results in
-bench/results/peg_hil.json. Needs about 6 CPU minutes per run and robot hour (one thread each).
+bench/results/peg_hil.json. Needs about 6 CPU minutes per run and robot hour (one thread each); from 32 x 32 pixels
+about 40 times that (bench/pixels_vs_state.py).
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ ROBO_RL = str(Path(sys.executable).parent / "robo-rl")
 SETUPS = {"a_sac": "peg_insert_sac", "b_rlpd_demos": "peg_insert_rlpd", "c_rlpd_demos_operator": "peg_insert_hil"}
 DEMO_EPISODES = 20
 STEPS_PER_MINUTE = 600
+STATE_TASK, PIXELS_TASK = "mujoco/peg_insert", "mujoco/peg_insert_pixels"
+CAMERAS = "[wrist,side]"
 
 
 def task_params() -> list[str]:
@@ -51,18 +59,29 @@ def task_params() -> list[str]:
     return [f"hole_estimate_noise={PEG_BENCHMARK_TASK.hole_estimate_noise}", "num_threads=1"]
 
 
-def record_demonstrations(path: Path) -> None:
-    """The benchmark's DEMO_EPISODES whole episodes of the simulated operator on the presets' task (seed 7)."""
-    record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", str(DEMO_EPISODES), "--whole-episodes"]
-    record += ["--seed", "7", *(arg for item in task_params() for arg in ("--param", item))]
+def pixel_params(pixels: int | None) -> list[str]:
+    """The camera task's settings as `key=value` (none without `--pixels`)."""
+    return [] if pixels is None else [f"cameras={CAMERAS}", f"image_size={pixels}"]
+
+
+def record_demonstrations(path: Path, pixels: int | None = None) -> None:
+    """The benchmark's DEMO_EPISODES whole episodes of the simulated operator on the presets' task (seed 7), with
+    the camera frames when `pixels`."""
+    task = STATE_TASK if pixels is None else PIXELS_TASK
+    record = [ROBO_RL, "record-demos", task, "--episodes", str(DEMO_EPISODES), "--whole-episodes"]
+    params = task_params() + pixel_params(pixels)
+    record += ["--seed", "7", *(arg for item in params for arg in ("--param", item))]
     subprocess.run([*record, "-o", str(path)], check=True, capture_output=True)
 
 
-def run(name: str, seed: int, minutes: float, demo: Path, root: Path, sets: list[str]) -> dict[str, Any]:
+def run(
+    name: str, seed: int, minutes: float, demo: Path, root: Path, sets: list[str], eval_minutes: float = 10.0
+) -> dict[str, Any]:
     steps = round(minutes * STEPS_PER_MINUTE)
     cmd = [ROBO_RL, "train", SETUPS[name], "--seed", str(seed), "--max-iterations", str(steps), "--quiet"]
     cmd += [arg for item in sets for arg in ("--set", item)]
-    cmd += ["--runs-root", str(root / name), "--set", f"off_policy.loop.eval_interval={STEPS_PER_MINUTE * 10}"]
+    every = round(STEPS_PER_MINUTE * eval_minutes)
+    cmd += ["--runs-root", str(root / name), "--set", f"off_policy.loop.eval_interval={every}"]
     if name != "a_sac":
         cmd += ["--set", f"off_policy.prior_buffer={demo}"]
     subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -71,8 +90,8 @@ def run(name: str, seed: int, minutes: float, demo: Path, root: Path, sets: list
 
 
 def score(name: str, seed: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """One run's result from its metrics rows: the evaluations every 10 robot minutes, with the training episodes'
-    success and the operator's share of the steps over the 10 minutes before each."""
+    """One run's result from its metrics rows: the evaluations (every 10 robot minutes unless asked otherwise), with
+    the training episodes' success and the operator's share of the steps since the evaluation before."""
     curve, window, previous = [], [], 0
     for row in rows:
         window.append((row, row["env_steps"] - previous))  # the row's own steps (the log's rows are 100 steps)
@@ -167,6 +186,8 @@ def main() -> None:
     parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=list(SETUPS))
     parser.add_argument("--parallel", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--merge", action="store_true", help="keep the results file's other runs")
+    parser.add_argument("--pixels", type=int, metavar="SIZE", help="learn from the cameras' SIZE x SIZE frames")
+    parser.add_argument("--eval-minutes", type=float, default=10.0, help="robot minutes between evaluations")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for every run")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
     parser.add_argument(
@@ -186,17 +207,21 @@ def main() -> None:
         kept = json.loads(output.read_text()).get("results", [])
         results = [r for r in kept if (r["setup"], r["seed"]) not in rerun]
     out: dict[str, Any] = {"machine": machine_info(), "minutes": args.minutes, "demo_episodes": DEMO_EPISODES}
-    out["settings"] = args.set
+    sets = list(args.set)
+    if args.pixels is not None:
+        sets = [f"task.name={PIXELS_TASK}", *(f"task.config.{item}" for item in pixel_params(args.pixels)), *sets]
+    out["settings"], out["pixels"] = sets, args.pixels
     out["demonstrator_success_64_holes"] = demonstrator_success(seed=100)
     print(f"demonstrator alone: {out['demonstrator_success_64_holes']:.0%} of 64 holes", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         demo = root / "demos.npz"
-        record_demonstrations(demo)
+        record_demonstrations(demo, args.pixels)
         jobs = [(name, seed) for seed in args.seeds for name in args.setups]
         with ThreadPoolExecutor(args.parallel) as pool:  # robot time does not depend on the machine's load
             futures = [
-                pool.submit(run, name, seed, args.minutes, demo, root / f"seed{seed}", args.set) for name, seed in jobs
+                pool.submit(run, name, seed, args.minutes, demo, root / f"seed{seed}", sets, args.eval_minutes)
+                for name, seed in jobs
             ]
             for future in futures:
                 results.append(future.result())

@@ -51,8 +51,15 @@ def save_demos(
 ) -> None:
     """Write the stored transitions of `buffer` to `path` (.npz) atomically, with the metadata of `env`, and
     `success` `(rows,)` (info["success"] per transition, for `robo-rl train-classifier`) when given, and camera
-    `frames` of the cameras `image_specs` (module docstring) when given."""
+    `frames` of the cameras `image_specs` (module docstring) when given; without them, the frames `buffer` holds,
+    if it has cameras."""
     stored = buffer.stored()
+    if frames is None and buffer.image_specs and stored.images is not None and stored.next_images is not None:
+        image_specs = buffer.image_specs
+        frames = {
+            spec.name: (stored.images[spec.name].cpu().numpy(), stored.next_images[spec.name].cpu().numpy())
+            for spec in image_specs
+        }
     arrays = {name: getattr(stored, name).cpu().numpy() for name in FIELD_NAMES}
     if success is not None:
         if success.shape != (len(buffer),):

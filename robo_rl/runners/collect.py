@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from robo_rl.envs import INFO_PRIVILEGED_OBS, INFO_SUCCESS, INFO_VALID, BatchedEnv, critic_obs_dim
+from robo_rl.envs import INFO_PRIVILEGED_OBS, INFO_SUCCESS, INFO_VALID, BatchedEnv, critic_obs_dim, image_specs_of
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.runners.episode_stats import EpisodeTracker
@@ -69,6 +69,7 @@ def collect_demonstrations(
         critic_obs_dim(env),
         env.action_spec.dim,
         env.device,
+        image_specs_of(env),  # a camera env's demonstrations keep their frames
     )
     generator = torch.Generator(device=env.device).manual_seed(seed)
     tracker = EpisodeTracker(env.num_envs, env.device)

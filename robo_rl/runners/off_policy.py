@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -34,7 +34,7 @@ from robo_rl.envs import (
     state_of,
 )
 from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
-from robo_rl.hil.demos import load_demos
+from robo_rl.hil.demos import load_demo_frames, load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.image_spec import STATE_KEY, ImageSpec
@@ -203,9 +203,7 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
     dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
     cameras = image_specs_of(env)
     if path.suffix == ".npz":
-        if cameras:
-            raise ValueError(f"off_policy.prior_buffer: {path} is a demo file without frames; the task has cameras")
-        stored = load_demos(path, env)
+        stored = with_demo_frames(load_demos(path, env), path, cameras, env.device)
     else:
         saved = ReplayBuffer.load(path, "cpu")
         names = ("obs_dim", "critic_obs_dim", "action_dim", "image_specs")
@@ -219,6 +217,24 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
     prior = ReplayBuffer(capacity, *dims, env.device, cameras)
     prior.add(transitions_to(stored, prior.device))
     return prior
+
+
+def with_demo_frames(
+    stored: Transitions, path: Path, cameras: tuple[ImageSpec, ...], device: torch.device
+) -> Transitions:
+    """`stored` (a demo file's vectors) with the file's camera frames, which must be the task's cameras exactly;
+    a state-only task takes a file's vectors and leaves any frames."""
+    if not cameras:
+        return stored
+    specs, frames = load_demo_frames(path)
+    if specs != cameras:
+        names = [spec.to_dict() for spec in specs] if specs else "no frames"
+        raise ValueError(
+            f"off_policy.prior_buffer: {path} has cameras {names}, the task needs {[c.to_dict() for c in cameras]}"
+        )
+    images = {name: torch.as_tensor(pair[0]).to(device) for name, pair in frames.items()}
+    next_images = {name: torch.as_tensor(pair[1]).to(device) for name, pair in frames.items()}
+    return replace(stored, images=images, next_images=next_images)
 
 
 def fit_normalizers(algorithm: Any, data: Transitions) -> None:

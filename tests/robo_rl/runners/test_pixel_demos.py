@@ -1,0 +1,77 @@
+"""Demonstrations with camera frames: `robo-rl record-demos` on a camera task writes each transition's frames, and
+a run's prior buffer takes them back with their transitions (RLPD from pixels); files whose cameras are not the
+task's are refused."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from robo_rl.hil.demos import load_demo_frames, save_demos
+from robo_rl.image_spec import STATE_KEY
+from robo_rl.runners.collect import collect_demonstrations
+from robo_rl.runners.off_policy import load_prior_buffer
+from robo_rl.sim import make
+
+TASK = "double_integrator/pixels"
+
+
+def push_right(obs: dict[str, torch.Tensor]) -> torch.Tensor:
+    """A fixed push (the demonstrator need not be good: the frames' bookkeeping is what is tested)."""
+    return torch.full((obs[STATE_KEY].shape[0], 1), 0.5)
+
+
+def test_collected_frames_survive_the_demo_file_and_return_with_their_transitions(tmp_path: Path) -> None:
+    env = make(TASK, 2, seed=0, image_size=16)
+    demos = collect_demonstrations(env, push_right, 40, seed=3)
+    path = tmp_path / "demos.npz"
+    save_demos(path, demos.buffer, TASK, env, demos.episodes, "test")
+    stored = demos.buffer.stored()
+    assert stored.images is not None and stored.next_images is not None
+    specs, frames = load_demo_frames(path)
+    assert specs == env.image_specs
+    (name,) = frames
+    assert np.array_equal(frames[name][0], stored.images[name].numpy())
+    assert np.array_equal(frames[name][1], stored.next_images[name].numpy())
+    prior = load_prior_buffer(path, 100, env).stored()
+    assert prior.images is not None and prior.next_images is not None
+    assert torch.equal(prior.images[name], stored.images[name]) and torch.equal(prior.obs, stored.obs)
+    assert not torch.equal(prior.images[name], prior.next_images[name])  # the cart moved: frames before and after
+
+
+def test_a_demo_file_of_other_cameras_or_none_is_refused_for_a_camera_task(tmp_path: Path) -> None:
+    small, large = make(TASK, 1, seed=0, image_size=16), make(TASK, 1, seed=0, image_size=24)
+    demos = collect_demonstrations(small, push_right, 10, seed=0)
+    save_demos(tmp_path / "small.npz", demos.buffer, TASK, small, demos.episodes, "test")
+    with pytest.raises(ValueError, match=r"small\.npz has cameras .*'height': 16.*the task needs .*'height': 24"):
+        load_prior_buffer(tmp_path / "small.npz", 100, large)
+    save_demos(tmp_path / "bare.npz", demos.buffer, TASK, small, demos.episodes, "test", frames={})  # vectors only
+    with pytest.raises(ValueError, match=r"bare\.npz has cameras no frames"):
+        load_prior_buffer(tmp_path / "bare.npz", 100, small)
+
+
+def test_record_demos_on_the_peg_camera_task_writes_the_operator_s_frames(tmp_path: Path) -> None:
+    out = tmp_path / "peg.npz"
+    command = [sys.executable, "-m", "robo_rl.cli.main", "record-demos", "mujoco/peg_insert_pixels", "--episodes", "1"]
+    command += [
+        "--whole-episodes",
+        "--seed",
+        "7",
+        "--param",
+        "image_size=16",
+        "--param",
+        "num_threads=1",
+        "-o",
+        str(out),
+    ]
+    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "MUJOCO_GL": "egl"}, timeout=600)
+    specs, frames = load_demo_frames(out)
+    assert [spec.name for spec in specs] == ["wrist", "side"] and specs[0].shape == (16, 16, 3)
+    wrist_before, wrist_after = frames["wrist"]
+    assert wrist_before.shape[0] > 5 and np.array_equal(wrist_before[1:], wrist_after[:-1])  # one episode, in order
