@@ -31,6 +31,7 @@ from robo_rl.envs import (
     INFO_SUCCESS,
     BatchedEnv,
     SpaceSpec,
+    image_specs_of,
 )
 from robo_rl.sim.registry import make
 
@@ -61,6 +62,17 @@ def _check_render_mode(render_mode: str | None) -> None:
         raise ValueError(f"robo_rl Gymnasium adapters do not render; render_mode must be None, got {render_mode!r}")
 
 
+def _check_vector_observations(env: BatchedEnv) -> None:
+    """ValueError for a camera env: its dict observations (state + frames) have no Box space; the adapters wrap
+    vector observations only (a Dict space for camera envs is not written yet)."""
+    cameras = [spec.name for spec in image_specs_of(env)]
+    if cameras:
+        raise ValueError(
+            f"robo_rl Gymnasium adapters wrap vector observations only; this env has cameras {cameras} "
+            "(dict observations)"
+        )
+
+
 class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
     """One copy of a robo_rl task as a `gymnasium.Env`.
 
@@ -75,6 +87,7 @@ class GymnasiumEnv(gymnasium.Env[np.ndarray, np.ndarray]):
         if env.num_envs != 1:
             raise ValueError(f"GymnasiumEnv wraps a BatchedEnv with num_envs == 1, got {env.num_envs}")
         _check_render_mode(render_mode)
+        _check_vector_observations(env)
         self.env = env
         self.render_mode = render_mode
         self.metadata = _metadata(env)
@@ -131,6 +144,7 @@ class GymnasiumVectorEnv(gymnasium.vector.VectorEnv[np.ndarray, np.ndarray, np.n
 
     def __init__(self, env: BatchedEnv, render_mode: str | None = None) -> None:
         _check_render_mode(render_mode)
+        _check_vector_observations(env)
         self.env = env
         self.num_envs = env.num_envs
         self.render_mode = render_mode
