@@ -51,8 +51,11 @@ the profile's inputs (so a policy_node triggered by the first input finds this t
 (rgb8 or mono8, the frame's bytes as the simulator rendered them) and a `sensor_msgs/CameraInfo` (K from the camera's
 `ImageSpec` intrinsics), both stamped with the tick's time, as the state, and `frame_id` the camera's name, on the
 topics the `camera_image_topic` and `camera_info_topic` templates give (`{camera}` stands for the name; relative
-names resolve in the bridge's namespace and remap like the profile's topics). A task without cameras publishes
-exactly what it did before. Messages: robo_rl.sim.camera_messages.
+names resolve in the bridge's namespace and remap like the profile's topics). A camera that a profile input of type
+`sensor_msgs/msg/Image` feeds is published on that input's topic instead, where the robot's camera driver would
+publish it; the profile's image inputs are never filled from the state vector (a CompressedImage input gets
+nothing: the bridge sends raw frames on the template's topic). A task without cameras publishes exactly what it did
+before. Messages: robo_rl.sim.camera_messages.
 
 Parameters: profile, task, seed, task_params (extra `key=value` task settings, e.g. the preset's), episode_length,
 lockstep, camera_image_topic (default `{camera}/image_raw`), camera_info_topic (default `{camera}/camera_info`).
@@ -73,7 +76,7 @@ from robo_rl.envs import image_specs_of, state_of
 from robo_rl.real import px4
 from robo_rl.real.command import command_actions, select_command
 from robo_rl.real.derive import SOURCE_WRITERS
-from robo_rl.real.profile import HOLD_MEASURED, InputSpec, history_source, source_input
+from robo_rl.real.profile import HOLD_MEASURED, IMAGE, IMAGE_TYPES, InputSpec, history_source, source_input
 from robo_rl.real.ros.diagnostics import DIAGNOSTICS_TOPIC, OK, diagnostic_array
 from robo_rl.real.ros.messages import FieldReader, MessageTypeError, message_class, set_fields
 from robo_rl.real.ros.spin import StartupInputError, positive_seconds, profile_parameter, run
@@ -133,7 +136,11 @@ class SimBridge(Node):
         """Publishers and subscriptions first, before the simulator (seconds to build): until a participant has
         registered its topics' types it is exposed to Fast DDS's type-lookup stall (robo_rl.real.ros.dds)."""
         try:
-            self.outputs = [(spec, message_class(spec.type)) for spec in self.profile.inputs if not spec.derive]
+            self.outputs = [
+                (spec, message_class(spec.type))
+                for spec in self.profile.inputs
+                if not spec.derive and spec.type not in IMAGE_TYPES  # frames come from the cameras, not the state
+            ]
             command_type = message_class(self.command_spec.type)
         except MessageTypeError as err:
             raise StartupInputError(str(err)) from None
@@ -174,6 +181,8 @@ class SimBridge(Node):
                 topics.append(camera_topics(str(self.get_parameter(parameter).value), self.cameras))
             except ValueError as err:
                 raise StartupInputError(f"parameter '{parameter}': {err}") from None
+        raw_inputs = {spec.camera: spec.topic_name for spec in self.profile.inputs if spec.type == IMAGE}
+        topics[0] |= {name: topic for name, topic in raw_inputs.items() if name in topics[0]}
         for spec in self.cameras:
             image = self.create_publisher(Image, topics[0][spec.name], qos_profile_sensor_data)
             info = self.create_publisher(CameraInfo, topics[1][spec.name], qos_profile_sensor_data)

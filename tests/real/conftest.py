@@ -215,3 +215,31 @@ def trained_peg_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
             policies = sorted(root.glob("peg_insert_sac/*/policy.onnx"))
     (policy,) = policies
     return policy.parent
+
+
+@pytest.fixture(scope="session")
+def trained_peg_pixels_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run directory of a short pixel-SAC run (peg_insert_rlpd's learner on mujoco/peg_insert_pixels, both cameras
+    at 64 x 64, the arm_peg_pixels profile's task; 40 steps, a few updates: its weights are not trained, its
+    shapes and its export are what count), exported by `robo-rl export RUN`. Made once per session, shared by the
+    pytest-xdist workers through a file lock."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "trained_peg_pixels"
+    with FileLock(str(shared / "trained_peg_pixels.lock")):
+        policies = sorted(root.glob("*/*/policy.onnx"))
+        if not policies:
+            cli = [sys.executable, "-m", "robo_rl.cli.main"]
+            settings = ["task.name=mujoco/peg_insert_pixels", "task.config.cameras=[wrist,side]"]
+            settings += ["off_policy.learning_starts=20", "off_policy.batch_size=16", "off_policy.loop.eval_interval=0"]
+            settings += ["sac.encoder.channels=8"]
+            argv = [*cli, "train", "peg_insert_rlpd", "--seed", "0", "--runs-root", str(root), "--quiet"]
+            argv += ["--max-iterations", "40", "--threads", "1", *(x for item in settings for x in ("--set", item))]
+            trained = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+            assert trained.returncode == 0, trained.stderr[-2000:]
+            (run,) = root.glob("*/*/")
+            exported = subprocess.run([*cli, "export", str(run)], capture_output=True, text=True, timeout=600)
+            assert exported.returncode == 0, exported.stderr[-2000:]
+            policies = sorted(root.glob("*/*/policy.onnx"))
+    (policy,) = policies
+    return policy.parent

@@ -32,17 +32,8 @@ def _cli(argv: list[str]) -> tuple[int, str, str]:
 
 
 @pytest.fixture(scope="module")
-def camera_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("runs")
-    settings = [f"task.name={TASK}", "task.config.cameras=[wrist,side]", "off_policy.learning_starts=20"]
-    settings += ["off_policy.batch_size=16", "off_policy.loop.eval_interval=0", "sac.encoder.channels=8"]
-    argv = ["train", "peg_insert_rlpd", "--max-iterations", "40", "--quiet", "--runs-root", str(root)]
-    code, _, err = _cli([*argv, *(item for setting in settings for item in ("--set", setting))])
-    assert code == 0, err
-    (run,) = root.glob("*/*/")
-    code, _, err = _cli(["export", str(run)])
-    assert code == 0, err
-    return run
+def camera_run(trained_peg_pixels_run: Path) -> Path:
+    return trained_peg_pixels_run
 
 
 def test_the_exported_camera_policy_fits_arm_peg_pixels_and_acts_as_trained(camera_run: Path) -> None:
