@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.envs import BatchedEnv, StepResult
+from robo_rl.envs import BatchedEnv, StepResult, state_of
 from robo_rl.hil.device import TeleopDevice
 
 INFO_INTERVENED = "intervened"
@@ -52,7 +52,7 @@ class InterventionEnv:
     def step(self, action: torch.Tensor) -> StepResult:
         if self.obs is None:
             raise RuntimeError("InterventionEnv.step before reset")
-        command = self.teleop.poll(self.obs)
+        command = self.teleop.poll(state_of(self.obs))  # devices see the state vector, also beside cameras
         self.estop = self.estop or bool(command.buttons.get("estop"))
         active = command.active.to(torch.bool)
         executed = torch.where(active.unsqueeze(-1), command.action.to(action.dtype), action)

@@ -4,6 +4,7 @@ task's are refused."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,3 +76,23 @@ def test_record_demos_on_the_peg_camera_task_writes_the_operator_s_frames(tmp_pa
     assert [spec.name for spec in specs] == ["wrist", "side"] and specs[0].shape == (16, 16, 3)
     wrist_before, wrist_after = frames["wrist"]
     assert wrist_before.shape[0] > 5 and np.array_equal(wrist_before[1:], wrist_after[:-1])  # one episode, in order
+
+
+def test_the_simulated_operator_corrects_a_pixel_policy_on_the_peg_with_its_demonstrations(tmp_path: Path) -> None:
+    """peg_insert_hil's setup (RLPD + demonstrations + the operator's corrections) on the camera task: the operator
+    reads the state beside the frames, takes over, and its steps are stored with their frames."""
+    demos = tmp_path / "peg.npz"
+    cli = [sys.executable, "-m", "robo_rl.cli.main"]
+    params = ["--param", "image_size=16", "--param", "num_threads=1"]
+    record = [*cli, "record-demos", "mujoco/peg_insert_pixels", "--episodes", "1", "--whole-episodes", *params]
+    environment = {**os.environ, "MUJOCO_GL": "egl"}
+    subprocess.run([*record, "-o", str(demos)], check=True, capture_output=True, env=environment, timeout=600)
+    settings = ["task.name=mujoco/peg_insert_pixels", "task.config.image_size=16", "task.config.cameras=[wrist,side]"]
+    settings += [f"off_policy.prior_buffer={demos}", "off_policy.learning_starts=30", "off_policy.batch_size=16"]
+    settings += ["off_policy.loop.eval_interval=0", "sac.encoder.channels=8"]
+    train = [*cli, "train", "peg_insert_hil", "--max-iterations", "150", "--quiet", "--runs-root", str(tmp_path)]
+    train += [item for setting in settings for item in ("--set", setting)]
+    subprocess.run(train, check=True, capture_output=True, env=environment, timeout=600)
+    (metrics,) = tmp_path.glob("peg_insert_hil/*/metrics.jsonl")
+    last = json.loads(metrics.read_text().splitlines()[-1])
+    assert last["env_steps"] == 150 and last["intervention_rate_total"] > 0.0
