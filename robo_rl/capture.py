@@ -53,6 +53,20 @@ def capture_enabled(mode: str, device: torch.device | str) -> bool:
     return mode == "on" or (mode == "auto" and torch.device(device).type == "cuda")
 
 
+def static_copy(value: Any) -> Any:
+    """A copy of `value` (tensors, dataclasses and tuples of them, other values as they are) to pin for a graph."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: static_copy(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return dataclasses.replace(value, **fields)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a NamedTuple
+        return type(value)(*(static_copy(item) for item in value))
+    if isinstance(value, tuple | list):
+        return type(value)(static_copy(item) for item in value)
+    return value
+
+
 def _holds_tensor(value: Any) -> bool:
     if isinstance(value, torch.Tensor):
         return True
@@ -63,8 +77,9 @@ def _holds_tensor(value: Any) -> bool:
     return False
 
 
-def _copy_into(static: Any, new: Any, where: str) -> None:
-    """Copy the tensors of `new` into those of `static`, which has the same structure."""
+def copy_into(static: Any, new: Any, where: str) -> None:
+    """Copy the tensors of `new` into those of `static`, which has the same structure (tensors, dataclasses, tuples;
+    other values must be equal: a graph froze them). `where` names the value in the error."""
     if static is new:
         return
     if isinstance(static, torch.Tensor):
@@ -75,12 +90,12 @@ def _copy_into(static: Any, new: Any, where: str) -> None:
         if type(new) is not type(static):
             raise CaptureError(f"{where} changed type inside a captured block")
         for f in dataclasses.fields(static):
-            _copy_into(getattr(static, f.name), getattr(new, f.name), f"{where}.{f.name}")
+            copy_into(getattr(static, f.name), getattr(new, f.name), f"{where}.{f.name}")
     elif isinstance(static, tuple | list):
-        if type(new) is not type(static) or len(new) != len(static):
+        if type(new) is not type(static) or len(new) != len(static):  # NamedTuples too
             raise CaptureError(f"{where} changed structure inside a captured block")
         for i, (a, b) in enumerate(zip(static, new, strict=True)):
-            _copy_into(a, b, f"{where}[{i}]")
+            copy_into(a, b, f"{where}[{i}]")
     elif static != new:
         raise CaptureError(f"{where} changed from {static!r} to {new!r} inside a captured block")
 
@@ -119,7 +134,7 @@ class StaticSlots:
         for name, static in pinned.items():
             current = getattr(owner, name)
             if current is not static:
-                _copy_into(static, current, f"{type(owner).__name__}.{name}")
+                copy_into(static, current, f"{type(owner).__name__}.{name}")
                 setattr(owner, name, static)
 
 
@@ -178,7 +193,8 @@ class Captured:
         if self.backend == "fx":
             from torch.fx.experimental.proxy_tensor import make_fx
 
-            self._graph = make_fx(self._body)()  # records while it runs: this call's run
+            # make_fx records while it runs (this call's run); it traces a function of at least one tensor
+            self._graph = make_fx(lambda _: self._body())(torch.zeros(()))
             return
         graph = torch.cuda.CUDAGraph()
         try:
@@ -192,6 +208,6 @@ class Captured:
 
     def _replay(self) -> None:
         if self.backend == "fx":
-            self._graph()
+            self._graph(torch.zeros(()))
         else:
             self._graph.replay()

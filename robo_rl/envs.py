@@ -119,6 +119,32 @@ def state_of(obs: torch.Tensor | ImageObs) -> torch.Tensor:
 
 
 @runtime_checkable
+class CapturableEnv(Protocol):
+    """A `BatchedEnv` whose `step` splits into a random part and a capturable part, so that a rollout of many steps
+    can run as one captured graph (`robo_rl.capture`, `robo_rl.runners.device_rollout`):
+    `env.step(action)` is `env.transition(action, env.draw())`.
+
+    `draw()` runs eagerly before the graph: it takes the step's random numbers from the env's generator and does
+    the step's Python bookkeeping (counters); it returns tensors, or Python values that stay the same from step to
+    step (a replay reads the tensors' new contents, but Python values are frozen at capture). `transition` does
+    the rest with no random call and no host sync."""
+
+    def draw(self) -> Any:
+        """The random numbers (and step-dependent values, as tensors) of one `step`; counts the step."""
+        ...
+
+    def transition(self, action: torch.Tensor, draws: Any) -> StepResult:
+        """`step` after `draw`: no random call, no host sync."""
+        ...
+
+
+def capturable(env: object) -> bool:
+    """Whether `env` offers the split step of `CapturableEnv` (a task may offer it for some settings only: its
+    `capturable` attribute, when it has one, says whether these settings do)."""
+    return isinstance(env, CapturableEnv) and bool(getattr(env, "capturable", True))
+
+
+@runtime_checkable
 class RenderableEnv(Protocol):
     """An env that can draw one of its copies (`robo-rl play` writes videos from it).
 

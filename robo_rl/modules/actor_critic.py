@@ -120,6 +120,12 @@ class ActorCritic(nn.Module):
         mean, std = self.mean_and_std(obs)
         return mean + std * torch.randn_like(mean), DiagonalGaussian(mean, std)
 
+    def act_with_noise(self, obs: torch.Tensor, noise: torch.Tensor) -> tuple[torch.Tensor, DiagonalGaussian]:
+        """`act` with its standard normal draws `noise` `(N, action_dim)` given (drawn before a captured rollout,
+        `robo_rl.runners.device_rollout`): the same action `act` takes when its `randn_like` returns `noise`."""
+        mean, std = self.mean_and_std(obs)
+        return mean + std * noise, DiagonalGaussian(mean, std)
+
     def distribution(self, obs: torch.Tensor, actions: torch.Tensor | None = None) -> DiagonalGaussian:
         """The current Gaussian at `obs` (it does not depend on the `actions` to evaluate)."""
         return DiagonalGaussian(*self.mean_and_std(obs))

@@ -10,12 +10,12 @@ what `params()` returns, `from_params` rebuilds the old distribution from it, an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import nn
-from torch.distributions import Normal
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -82,6 +82,9 @@ class StochasticPolicy(Protocol):
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any: ...
 
 
+_HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
+
+
 def gaussian_kl(mean0: torch.Tensor, std0: torch.Tensor, mean1: torch.Tensor, std1: torch.Tensor) -> torch.Tensor:
     """KL(N0 ‖ N1) of diagonal Gaussians `(B, ..., A)`, summed over the last dimension → `(B, ...)`."""
     return (torch.log(std1 / std0) + (std0.square() + (mean0 - mean1).square()) / (2 * std1.square()) - 0.5).sum(-1)
@@ -94,10 +97,14 @@ class DiagonalGaussian:
         self.mean, self.std = mean, std
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        return Normal(self.mean, self.std).log_prob(actions).sum(-1)
+        # torch.distributions.Normal's formulas, without its argument check: that reads the std on the host (a sync
+        # every call, which a captured graph refuses)
+        variance = self.std**2
+        log_density = -((actions - self.mean) ** 2) / (2 * variance) - self.std.log() - _HALF_LOG_2PI
+        return log_density.sum(-1)
 
     def entropy(self) -> torch.Tensor:
-        return Normal(self.mean, self.std).entropy().sum(-1)
+        return (0.5 + _HALF_LOG_2PI + self.std.log()).sum(-1)
 
     def kl(self, other: DiagonalGaussian) -> torch.Tensor:
         return gaussian_kl(self.mean, self.std, other.mean, other.std)

@@ -37,7 +37,8 @@ class EpisodeTracker:
         self._done_count = torch.zeros((), device=device)
         self._done_success = torch.zeros((), device=device)
         self._reward_sum = torch.zeros((), device=device)
-        self._reward_steps = 0
+        self._reward_steps = torch.zeros((), dtype=torch.long, device=device)
+        """Steps recorded since the last flush (a tensor: a captured rollout counts without Python)."""
         self._reports_success = False
 
     def record(self, rewards: torch.Tensor, dones: torch.Tensor, success: torch.Tensor | None = None) -> None:
@@ -46,7 +47,7 @@ class EpisodeTracker:
         self.returns += rewards
         self.lengths += 1
         self._reward_sum += rewards.sum()
-        self._reward_steps += rewards.numel()
+        self._reward_steps += rewards.numel()  # in place: a captured graph replays it
         done = dones.to(self.returns.dtype)
         self._done_return += (self.returns * done).sum()
         self._done_length += (self.lengths * done).sum()
@@ -62,11 +63,12 @@ class EpisodeTracker:
         stats = self._summary()
         for total in (self._done_return, self._done_length, self._done_count, self._done_success, self._reward_sum):
             total.zero_()
-        self._reward_steps = 0
+        self._reward_steps.zero_()
         return stats
 
     def _summary(self) -> EpisodeStats:
-        reward_per_step = self._reward_sum.item() / self._reward_steps if self._reward_steps else None
+        steps = int(self._reward_steps.item())
+        reward_per_step = self._reward_sum.item() / steps if steps else None
         count = int(self._done_count.item())
         if count == 0:
             return EpisodeStats(None, None, 0, None, reward_per_step)

@@ -16,11 +16,19 @@ from typing import Any, Generic, Protocol, TypeVar
 import torch
 from torch import nn
 
+from robo_rl.capture import CaptureBackend
 from robo_rl.distributed import Reducer, rank0_decides
-from robo_rl.envs import BatchedEnv, ImageObs, state_of
+from robo_rl.envs import BatchedEnv, ImageObs, capturable, state_of
 from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
-from robo_rl.runners.evaluate import EvalResult, eval_metrics, evaluate_held_out, evaluation_due, targets_reached
+from robo_rl.runners.evaluate import (
+    EVAL_SEED_OFFSET,
+    EvalResult,
+    eval_metrics,
+    evaluate_held_out,
+    evaluation_due,
+    targets_reached,
+)
 from robo_rl.runners.gate_test import SequentialGate
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.run_dir import RunDirectory
@@ -154,6 +162,10 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         """The best evaluation so far; its policy is checkpoints/best.pt."""
         self.stop_requested: Callable[[], bool] = _never
         """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
+        self.capture_backend: CaptureBackend | None = None
+        """Set by a runner whose `capture` setting is on: evaluations of a capturable eval env then run as one
+        captured graph (`robo_rl.runners.device_rollout.CapturedEvaluation`)."""
+        self._captured_evaluation: Any = None
 
     def _reset_env(self) -> None:
         """Seed torch and reset the training env: the last step of building a runner."""
@@ -233,7 +245,19 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         target = loop.target_success_rate
         if loop.eval_sequential and target is not None and loop.target_return is None:
             gate = SequentialGate(target=target)
+        if self.capture_backend is not None and self.eval_env is not None and capturable(self.eval_env):
+            return self._evaluate_captured(gate)
         return evaluate_held_out(self.eval_env, self._deterministic_actor().eval(), self.seed, gate)
+
+    def _evaluate_captured(self, gate: SequentialGate | None) -> EvalResult:
+        """`evaluate` as one captured graph, built at the first evaluation (its actor shares the parameters)."""
+        from robo_rl.runners.device_rollout import CapturedEvaluation
+
+        assert self.eval_env is not None and self.capture_backend is not None
+        if self._captured_evaluation is None:
+            actor = self._deterministic_actor().eval()
+            self._captured_evaluation = CapturedEvaluation(self.eval_env, actor, self.capture_backend)
+        return self._captured_evaluation(self.seed + EVAL_SEED_OFFSET, gate)
 
     def _stops(self, reached: bool) -> bool:
         return self.iteration >= self.cfg.loop.max_iterations or reached or self._estop() or self.stop_requested()

@@ -15,9 +15,11 @@ import torch
 from torch import nn
 
 from robo_rl.algorithms.ppo import PPO
+from robo_rl.capture import CAPTURE_MODES, CaptureMode, capture_backend, capture_enabled
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.distributions import StochasticPolicy
+from robo_rl.runners.device_rollout import DeviceRollout, rollout_unsupported
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop import TrainResult as TrainResult
@@ -35,6 +37,15 @@ class RunnerConfig:
 
     loop: LoopConfig = field(default_factory=LoopConfig)
     """When to stop, evaluate and save (on-policy defaults: LoopConfig's own)."""
+    capture: CaptureMode = "off"
+    """Run each rollout, PPO update and evaluation as one captured graph (robo_rl.capture: CUDA graphs, no host
+    sync inside): "on" (on the CPU the same code runs eagerly), "auto" (on where the env is on CUDA and the env,
+    policy and process count allow it), "off" (the classic loop). Needs a capturable env
+    (robo_rl.envs.CapturableEnv), the Gaussian ActorCritic and a single process."""
+
+    def __post_init__(self) -> None:
+        if self.capture not in CAPTURE_MODES:
+            raise ValueError(f"runner.capture must be one of {CAPTURE_MODES}, got {self.capture!r}")
 
     @classmethod
     def upgrade_keys(cls, data: Mapping[str, Any]) -> dict[str, Any]:
@@ -91,11 +102,28 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         self.storage = RolloutStorage(
             num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device
         )
+        self._device_rollout: DeviceRollout | None = None
+        if self._captures(cfg.capture):
+            self.capture_backend = capture_backend(env.device)
         self._reset_env()
+
+    def _captures(self, mode: str) -> bool:
+        """Whether the captured path runs: "on" (ValueError where it cannot), "auto" on CUDA where it can."""
+        if not capture_enabled(mode, self.env.device):
+            return False
+        missing = rollout_unsupported(self.env, self.policy, self.reducer.world.size)
+        if missing and mode == "on":
+            raise ValueError(f"runner.capture=on needs {'; '.join(missing)}")
+        return not missing
 
     @torch.no_grad()
     def collect(self) -> None:
         """Fill the rollout storage with `num_steps` steps of every env."""
+        if self.capture_backend is not None:
+            if self._device_rollout is None:
+                self._device_rollout = DeviceRollout(self, self.capture_backend)
+            self._device_rollout()
+            return
         policy, storage, env = self.policy, self.storage, self.env
         value = policy.value(self.critic_obs)
         for _ in range(storage.num_steps):

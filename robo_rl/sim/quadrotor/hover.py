@@ -341,14 +341,34 @@ class QuadrotorHover(BatchedTask):
 
     def step(self, action: torch.Tensor) -> StepResult:
         """Apply actions `(num_envs, 4)` in [-1, 1] for `dt`; auto-resets envs whose episode is over."""
-        self.control_steps += 1
         if self._fused is not None:
+            self.control_steps += 1
             return self._fused_step(action)
-        action = action.to(device=self.device, dtype=self.dtype)
+        return self.transition(action, self.draw())
+
+    @property
+    def capturable(self) -> bool:
+        """Whether `draw` / `transition` apply (the torch step; the numba step is one CPU kernel of its own)."""
+        return self._fused is None
+
+    def draw(self) -> tuple[_Draws, float | torch.Tensor]:
+        """The random numbers of one `step` and its curriculum fraction (`robo_rl.envs.CapturableEnv`); counts the
+        step. The fraction is a 0-d tensor on the env's device while a curriculum grows it (a captured graph reads
+        the new value), else the float 1.0."""
+        if self._fused is not None:
+            raise ValueError("the numba step (HoverConfig.backend='numba') has no split step: use backend='torch'")
+        self.control_steps += 1
         fraction: float | torch.Tensor = self.curriculum_fraction
-        if self.config.compile and fraction < 1.0:
+        if self.config.curriculum.steps > 0:
+            fraction = torch.full((), fraction, device=self.device, dtype=self.dtype)
+        elif self.config.compile and fraction < 1.0:
             fraction = torch.tensor(fraction, dtype=self.dtype)  # a CPU scalar input: no recompile per value
-        return self._transition_fn(action, self._draw(), fraction)
+        return self._draw(), fraction
+
+    def transition(self, action: torch.Tensor, draws: tuple[_Draws, float | torch.Tensor]) -> StepResult:
+        """`step` after `draw`: no random call, no host sync (compiled with `HoverConfig.compile`)."""
+        action = action.to(device=self.device, dtype=self.dtype)
+        return self._transition_fn(action, *draws)
 
     def _transition(self, action: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> StepResult:
         """Everything `step` does after the random draws (no random calls, no host syncs: compilable)."""

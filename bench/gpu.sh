@@ -1,0 +1,59 @@
+#!/bin/sh
+# Issue 38's GPU measurements in one run on a lent GPU machine (the device tool), under 8 minutes:
+#   PARTS=smoke   the CUDA equivalence tests (captured graph against eager) and a short simulator row;
+#   PARTS=all     (default) everything: simulator eager / captured / compiled+captured at 4k-262k envs, hover PPO to
+#                 the gate at 4k, 16k and 65k envs, the robust preset, SAC to the hover gate, torchrun with NCCL.
+# Every part has its own timeout, so one that fails or overruns costs only its own rows. Results: JSON lines in
+# $OUT/gpu.jsonl (bench/gpu_bench.py), the whole log in $OUT/gpu.log. Needs torch with CUDA; robo_rl is installed
+# from this checkout with no dependencies fetched (gymnasium comes as wheels in .whl/ when the machine lacks it).
+OUT=${OUT:-/tmp/gpu_bench}
+PARTS=${PARTS:-all}
+mkdir -p "$OUT"
+LOG="$OUT/gpu.log"
+JSON="$OUT/gpu.jsonl"
+if [ -d .whl ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
+    export PYTHONPATH=/tmp/site
+fi
+python3 -m pip install -q --no-deps --no-build-isolation -e . >/dev/null 2>&1 || export PYTHONPATH="$PWD:$PYTHONPATH"
+export PYTHONUNBUFFERED=1
+start=$(date +%s)
+log() { echo "[$(($(date +%s) - start)) s] $*" | tee -a "$LOG"; }
+run() {  # run SECONDS NAME COMMAND...: one part, its output in the log
+    limit=$1; name=$2; shift 2
+    log "part $name (limit $limit s): $*"
+    timeout "$limit" "$@" >>"$LOG" 2>&1
+    log "part $name: exit $?"
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$LOG"
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$LOG"
+train() {  # train SECONDS NAME PRESET BUDGET OVERRIDES...
+    limit=$1; name=$2; preset=$3; budget=$4; shift 4
+    run "$limit" "$name" python3 bench/gpu_bench.py train --output "$JSON" --preset "$preset" --budget "$budget" \
+        --set task.device=cuda runner.capture=on "$@"
+}
+COMPILED="task.config.compile=true task.eval_config.compile=true"
+run 60 tests python3 -m pytest -q -x -p no:cacheprovider tests/robo_rl/runners/test_device_rollout.py \
+    tests/robo_rl/test_capture.py -k "cuda or graph or replay"
+if [ "$PARTS" = smoke ]; then
+    run 60 sim-smoke python3 bench/gpu_bench.py sim --output "$JSON" --envs 16384 --modes graph compile+graph \
+        --seconds 0.3
+    # shellcheck disable=SC2086
+    train 90 hover-smoke quadrotor_hover_ppo 30 task.num_envs=4096 runner.loop.max_iterations=3 \
+        runner.loop.eval_min_train_success=0 $COMPILED
+    log done; exit 0
+fi
+run 100 sim python3 bench/gpu_bench.py sim --output "$JSON" --seconds 0.5
+# shellcheck disable=SC2086  # COMPILED is a list of overrides
+train 80 hover-16k-compiled quadrotor_hover_ppo 45 task.num_envs=16384 $COMPILED
+train 50 hover-16k-graph quadrotor_hover_ppo 30 task.num_envs=16384
+# shellcheck disable=SC2086
+train 50 hover-4k-compiled quadrotor_hover_ppo 30 task.num_envs=4096 $COMPILED
+# shellcheck disable=SC2086
+train 60 hover-65k-compiled quadrotor_hover_ppo 35 task.num_envs=65536 $COMPILED
+run 45 sac python3 bench/gpu_bench.py train --output "$JSON" --preset quadrotor_hover_sac --budget 30 \
+    --set task.device=cuda off_policy.capture=on
+# shellcheck disable=SC2086
+train 55 robust-16k-compiled quadrotor_hover_robust_ppo 40 task.num_envs=16384 $COMPILED
+run 30 torchrun python3 -m torch.distributed.run --standalone --nproc_per_node=1 bench/nccl_check.py
+log done
