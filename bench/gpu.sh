@@ -30,7 +30,7 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 train() {  # train SECONDS NAME PRESET BUDGET OVERRIDES...
     limit=$1; name=$2; preset=$3; budget=$4; shift 4
     run "$limit" "$name" python3 bench/gpu_bench.py train --output "$JSON" --preset "$preset" --budget "$budget" \
-        --set task.device=cuda runner.capture=on "$@"
+        --set task.device=cuda runner.capture=always "$@"
 }
 COMPILED="task.config.compile=true task.eval_config.compile=true"
 run 60 tests python3 -m pytest -q -x -p no:cacheprovider tests/robo_rl/runners/test_device_rollout.py \
@@ -52,7 +52,7 @@ train 50 hover-4k-compiled quadrotor_hover_ppo 30 task.num_envs=4096 $COMPILED
 # shellcheck disable=SC2086
 train 60 hover-65k-compiled quadrotor_hover_ppo 35 task.num_envs=65536 $COMPILED
 run 45 sac python3 bench/gpu_bench.py train --output "$JSON" --preset quadrotor_hover_sac --budget 30 \
-    --set task.device=cuda off_policy.capture=on
+    --set task.device=cuda off_policy.capture=always
 # shellcheck disable=SC2086
 train 55 robust-16k-compiled quadrotor_hover_robust_ppo 40 task.num_envs=16384 $COMPILED
 run 30 torchrun python3 -m torch.distributed.run --standalone --nproc_per_node=1 bench/nccl_check.py

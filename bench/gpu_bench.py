@@ -98,8 +98,8 @@ def part_train(args: argparse.Namespace) -> dict[str, Any]:
     from robo_rl.sim import make
 
     cfg = apply_overrides(preset(args.preset), [f"seed={args.seed}", *args.set])
-    build_start = seconds_since_process_start()
     runner = build_runner(cfg, make)
+    built = seconds_since_process_start()
     rows: list[dict[str, Any]] = []
 
     def on_row(metrics: dict[str, Any]) -> None:
@@ -122,7 +122,7 @@ def part_train(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "reached": reached,
         "seconds_from_process_start": seconds_since_process_start(),
-        "seconds_to_build": seconds_since_process_start() - build_start if not rows else None,
+        "seconds_from_process_start_to_built": built,
         "training_seconds": runner.wall_time,
         "first_two_iterations_s": first_two,
         "training_seconds_after_two": None if first_two is None else runner.wall_time - first_two,

@@ -31,10 +31,11 @@ import torch
 
 CaptureBackend = Literal["cuda", "eager", "fx"]
 CAPTURE_BACKENDS: tuple[str, ...] = ("cuda", "eager", "fx")
-CaptureMode = Literal["off", "auto", "on"]
-CAPTURE_MODES: tuple[str, ...] = ("off", "auto", "on")
-"""A runner's `capture` setting: "off" the classic loop; "on" the capture-ready code path (a CUDA graph on a GPU,
-eager on the CPU); "auto" "on" where the device is CUDA, "off" elsewhere."""
+CaptureMode = Literal["never", "auto", "always"]
+CAPTURE_MODES: tuple[str, ...] = ("never", "auto", "always")
+"""A runner's `capture` setting: "never" the classic loop; "always" the capture-ready code path (a CUDA graph on a
+GPU, eager on the CPU); "auto" that path where the device is CUDA, the classic loop elsewhere. (Not on/off: YAML
+reads those as booleans.)"""
 
 
 class CaptureError(RuntimeError):
@@ -50,7 +51,7 @@ def capture_enabled(mode: str, device: torch.device | str) -> bool:
     """Whether a runner's `capture` setting (`CAPTURE_MODES`) turns the capture-ready path on for `device`."""
     if mode not in CAPTURE_MODES:
         raise ValueError(f"capture must be one of {CAPTURE_MODES}, got {mode!r}")
-    return mode == "on" or (mode == "auto" and torch.device(device).type == "cuda")
+    return mode == "always" or (mode == "auto" and torch.device(device).type == "cuda")
 
 
 def static_copy(value: Any) -> Any:

@@ -37,10 +37,10 @@ class RunnerConfig:
 
     loop: LoopConfig = field(default_factory=LoopConfig)
     """When to stop, evaluate and save (on-policy defaults: LoopConfig's own)."""
-    capture: CaptureMode = "off"
+    capture: CaptureMode = "never"
     """Run each rollout, PPO update and evaluation as one captured graph (robo_rl.capture: CUDA graphs, no host
-    sync inside): "on" (on the CPU the same code runs eagerly), "auto" (on where the env is on CUDA and the env,
-    policy and process count allow it), "off" (the classic loop). Needs a capturable env
+    sync inside): "always" (on the CPU the same code runs eagerly), "auto" (where the env is on CUDA and the env,
+    policy and process count allow it), "never" (the classic loop). Needs a capturable env
     (robo_rl.envs.CapturableEnv), the Gaussian ActorCritic and a single process."""
 
     def __post_init__(self) -> None:
@@ -108,12 +108,12 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         self._reset_env()
 
     def _captures(self, mode: str) -> bool:
-        """Whether the captured path runs: "on" (ValueError where it cannot), "auto" on CUDA where it can."""
+        """Whether the captured path runs: "always" (ValueError where it cannot), "auto" on CUDA where it can."""
         if not capture_enabled(mode, self.env.device):
             return False
         missing = rollout_unsupported(self.env, self.policy, self.reducer.world.size)
-        if missing and mode == "on":
-            raise ValueError(f"runner.capture=on needs {'; '.join(missing)}")
+        if missing and mode == "always":
+            raise ValueError(f"runner.capture=always needs {'; '.join(missing)}")
         return not missing
 
     @torch.no_grad()

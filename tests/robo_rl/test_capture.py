@@ -100,7 +100,7 @@ def test_new_tensor_attributes_are_refused() -> None:
 
 def test_settings() -> None:
     assert capture_backend("cpu") == "eager" and capture_backend("cuda:0") == "cuda"
-    assert capture_enabled("on", "cpu") and not capture_enabled("auto", "cpu") and capture_enabled("auto", "cuda")
-    assert not capture_enabled("off", "cuda")
+    assert capture_enabled("always", "cpu") and not capture_enabled("auto", "cpu") and capture_enabled("auto", "cuda")
+    assert not capture_enabled("never", "cuda")
     with pytest.raises(ValueError, match="capture"):
         capture_enabled("always", "cpu")

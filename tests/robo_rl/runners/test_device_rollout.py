@@ -36,7 +36,7 @@ STORAGE_FIELDS = (
 
 
 def _runner(
-    num_steps: int = 4, num_envs: int = 16, capture: str = "off", curriculum: bool = False, device: str = "cpu"
+    num_steps: int = 4, num_envs: int = 16, capture: str = "never", curriculum: bool = False, device: str = "cpu"
 ) -> OnPolicyRunner:
     base = preset("quadrotor_hover_ppo")
     config = replace(base.task.config, episode_length=0.05)  # 5 steps: resets inside every rollout
@@ -75,7 +75,7 @@ def _assert_same_rollout(a: OnPolicyRunner, b: OnPolicyRunner) -> None:
 def test_eager_captured_rollout_is_the_classic_collect(curriculum: bool) -> None:
     """The capture-ready block draws the same numbers in the same order as `collect`: equal to the bit, across
     rollouts with updates between them (the policy and its normalizers move)."""
-    classic, captured = _runner(curriculum=curriculum), _runner(capture="on", curriculum=curriculum)
+    classic, captured = _runner(curriculum=curriculum), _runner(capture="always", curriculum=curriculum)
     assert classic.capture_backend is None and captured.capture_backend == "eager"
     for iteration in range(3):
         _seeded(iteration, classic.collect, captured.collect)
@@ -85,7 +85,7 @@ def test_eager_captured_rollout_is_the_classic_collect(curriculum: bool) -> None
 
 
 def _with_backend(backend: CaptureBackend) -> OnPolicyRunner:
-    runner = _runner(num_steps=3, num_envs=8, capture="on", curriculum=True)
+    runner = _runner(num_steps=3, num_envs=8, capture="always", curriculum=True)
     runner.capture_backend = backend
     return runner
 
@@ -124,8 +124,8 @@ def test_captured_evaluation_is_evaluate() -> None:
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
 def test_cuda_graph_rollout_is_the_eager_one() -> None:
     """On a GPU: the rollout replayed as a CUDA graph equals the same block run eagerly, rollout after rollout."""
-    eager = _runner(num_steps=8, num_envs=256, capture="on", curriculum=True, device="cuda")
-    graph = _runner(num_steps=8, num_envs=256, capture="on", curriculum=True, device="cuda")
+    eager = _runner(num_steps=8, num_envs=256, capture="always", curriculum=True, device="cuda")
+    graph = _runner(num_steps=8, num_envs=256, capture="always", curriculum=True, device="cuda")
     eager.capture_backend = "eager"
     assert graph.capture_backend == "cuda"
     for iteration in range(4):
