@@ -103,4 +103,4 @@ def test_settings() -> None:
     assert capture_enabled("always", "cpu") and not capture_enabled("auto", "cpu") and capture_enabled("auto", "cuda")
     assert not capture_enabled("never", "cuda")
     with pytest.raises(ValueError, match="capture"):
-        capture_enabled("always", "cpu")
+        capture_enabled("on", "cpu")
