@@ -3,10 +3,11 @@
 - `sim`: quadrotor/hover env-steps/s at 4k-262k envs, random actions with auto-resets: the eager step, the step
   captured as a CUDA graph of `--steps` steps (`robo_rl.capture`), and the compiled step (`HoverConfig.compile`)
   captured the same way. The captured rows count everything a rollout pays per step: the env's random draws
-  (eager, before each replay) and the replay.
+  (eager, before each replay) and the replay. Rows run largest first in one process: the first compiled row is
+  compiled for its size, the later ones reuse the graph torch.compile recompiled with the env count dynamic.
 - `train`: a preset trained to its gate in this process (`--set` overrides as `robo-rl train`), with the time from
-  process start, the training time the runner counts, the first two iterations apart (warm-up and capture, which
-  include torch.compile's compilation), and every metrics row's timings.
+  process start, the training time the runner counts, and that time split into the iterations that compiled,
+  captured or warmed up something and the steady ones after them; every metrics row's timings.
 
 Each call prints one JSON line and appends it to `--output`.
 """
@@ -31,7 +32,6 @@ def sim_row(num_envs: int, mode: str, steps: int, seconds: float) -> dict[str, A
     from robo_rl.runners.device_rollout import StaticDraws
     from robo_rl.sim import make
 
-    torch._dynamo.reset()
     env: Any = make("quadrotor/hover", num_envs, device="cuda", seed=0, params=(f"compile={mode == 'compile+graph'}",))
     generator = torch.Generator(device="cuda").manual_seed(1)
     actions = torch.rand(steps, num_envs, 4, generator=generator, device="cuda") * 2 - 1
@@ -104,7 +104,7 @@ def part_train(args: argparse.Namespace) -> dict[str, Any]:
 
     def on_row(metrics: dict[str, Any]) -> None:
         keep = ("iteration", "wall_time", "env_steps", "train_success_rate", "eval_success_rate")
-        rows.append({key: metrics.get(key) for key in keep})
+        rows.append({key: metrics.get(key) for key in keep} | {"warming": warm_ups(runner)})
         if metrics["wall_time"] > args.budget:
             raise TimeoutError
 
@@ -114,6 +114,7 @@ def part_train(args: argparse.Namespace) -> dict[str, Any]:
         reached = result.reached_target
     except TimeoutError:
         pass
+    steady = steady_seconds(rows)
     last_eval = next((r["eval_success_rate"] for r in reversed(rows) if r["eval_success_rate"] is not None), None)
     first_two = next((row["wall_time"] for row in rows if row["iteration"] == 2), None)
     return {
@@ -126,6 +127,9 @@ def part_train(args: argparse.Namespace) -> dict[str, Any]:
         "training_seconds": runner.wall_time,
         "first_two_iterations_s": first_two,
         "training_seconds_after_two": None if first_two is None else runner.wall_time - first_two,
+        "steady_iterations": steady[0],
+        "steady_seconds": steady[1],
+        "warming_seconds": runner.wall_time - steady[1],
         "iterations": runner.iteration,
         "env_steps": runner.env_steps,
         "capture_backend": getattr(runner, "capture_backend", None),
@@ -134,11 +138,37 @@ def part_train(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def warm_ups(runner: Any) -> int:
+    """Graphs compiled or captured so far in this process: torch.compile's graphs, and the runner's captured blocks
+    (each `Captured` counts once its graph exists, and once for its eager first call)."""
+    from torch._dynamo.utils import counters
+
+    blocks = [getattr(runner, "_device_rollout", None), getattr(runner, "_captured_evaluation", None)]
+    blocks += [getattr(runner, name, None) for name in ("_captured_update", "_captured_updates")]
+    count = int(counters["stats"]["unique_graphs"])
+    for block in blocks:
+        captured = getattr(block, "captured", block)
+        calls = getattr(captured, "calls", 0)
+        count += min(calls, 2) if isinstance(calls, int) else 0
+    return count
+
+
+def steady_seconds(rows: list[dict[str, Any]]) -> tuple[int, float]:
+    """(iterations, seconds) of the iterations in which nothing was compiled, captured or warmed up."""
+    iterations, seconds, previous_time, previous_count = 0, 0.0, 0.0, 0
+    for row in rows:
+        if row["warming"] == previous_count:
+            iterations += 1
+            seconds += row["wall_time"] - previous_time
+        previous_time, previous_count = row["wall_time"], row["warming"]
+    return iterations, seconds
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=("sim", "train"))
     parser.add_argument("--output", type=Path, required=True, help="JSON-lines file to append the result to")
-    parser.add_argument("--envs", type=int, nargs="+", default=[4096, 16384, 65536, 262144], help="sim: env counts")
+    parser.add_argument("--envs", type=int, nargs="+", default=[262144, 65536, 16384, 4096], help="sim: env counts")
     parser.add_argument("--modes", nargs="+", default=["eager", "graph", "compile+graph"], help="sim: step modes")
     parser.add_argument("--steps", type=int, default=16, help="sim: steps per captured graph")
     parser.add_argument("--seconds", type=float, default=1.0, help="sim: timed seconds per row")
