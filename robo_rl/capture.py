@@ -68,6 +68,23 @@ def static_copy(value: Any) -> Any:
     return value
 
 
+def _dense(value: Any) -> Any:
+    """`value` itself, or a copy whose tensors with overlapping elements (stride 0: `expand`) are made contiguous."""
+    if isinstance(value, torch.Tensor):
+        overlapping = any(stride == 0 and size > 1 for stride, size in zip(value.stride(), value.shape, strict=True))
+        return value.contiguous().clone() if overlapping else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = {f.name: _dense(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        changed = any(fields[name] is not getattr(value, name) for name in fields)
+        return dataclasses.replace(value, **fields) if changed else value
+    if isinstance(value, tuple | list):
+        items = [_dense(item) for item in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    return value
+
+
 def _holds_tensor(value: Any) -> bool:
     if isinstance(value, torch.Tensor):
         return True
@@ -115,7 +132,17 @@ class StaticSlots:
         self._pinned: list[dict[str, Any]] = []
 
     def pin(self) -> None:
-        self._pinned = [{k: v for k, v in vars(o).items() if _holds_tensor(v)} for o in self.owners]
+        """Record the tensors the graph will read; an expanded view (several elements on one memory location,
+        which cannot be written into) is replaced by a dense copy first."""
+        self._pinned = []
+        for owner in self.owners:
+            pinned = {}
+            for name, value in vars(owner).items():
+                if _holds_tensor(value):
+                    pinned[name] = _dense(value)
+                    if pinned[name] is not value:
+                        setattr(owner, name, pinned[name])
+            self._pinned.append(pinned)
 
     def write_back(self) -> None:
         """Inside the block, at its end: copy into the pinned tensors; refuse attributes the block added."""

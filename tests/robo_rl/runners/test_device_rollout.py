@@ -36,9 +36,14 @@ STORAGE_FIELDS = (
 
 
 def _runner(
-    num_steps: int = 4, num_envs: int = 16, capture: str = "never", curriculum: bool = False, device: str = "cpu"
+    num_steps: int = 4,
+    num_envs: int = 16,
+    capture: str = "never",
+    curriculum: bool = False,
+    device: str = "cpu",
+    name: str = "quadrotor_hover_ppo",
 ) -> OnPolicyRunner:
-    base = preset("quadrotor_hover_ppo")
+    base = preset(name)
     config = replace(base.task.config, episode_length=0.05)  # 5 steps: resets inside every rollout
     if curriculum:  # the robust preset's curriculum: a fraction that changes every step, read from a tensor
         config = replace(config, curriculum=CurriculumConfig(steps=20))
@@ -84,16 +89,18 @@ def test_eager_captured_rollout_is_the_classic_collect(curriculum: bool) -> None
         _seeded(100 + iteration, classic.update, captured.update)
 
 
-def _with_backend(backend: CaptureBackend) -> OnPolicyRunner:
-    runner = _runner(num_steps=3, num_envs=8, capture="always", curriculum=True)
+def _with_backend(backend: CaptureBackend, name: str = "quadrotor_hover_ppo") -> OnPolicyRunner:
+    runner = _runner(num_steps=3, num_envs=8, capture="always", curriculum=True, name=name)
     runner.capture_backend = backend
     return runner
 
 
-def test_replayed_rollout_is_the_eager_one() -> None:
+@pytest.mark.parametrize("name", ["quadrotor_hover_ppo", "quadrotor_hover_robust_ppo"])
+def test_replayed_rollout_is_the_eager_one(name: str) -> None:
     """Recorded once (the second rollout) and replayed with Python frozen, as a CUDA graph is: the replays see the
-    new random numbers, the curriculum's new fraction, the updated policy, and every env state written back."""
-    eager, replayed = _with_backend("eager"), _with_backend("fx")
+    new random numbers, the curriculum's new fraction, the updated policy, and every env state written back (the
+    robust preset: every randomization, action latency through an expanded index, observation noise)."""
+    eager, replayed = _with_backend("eager", name), _with_backend("fx", name)
     for iteration in range(4):
         _seeded(iteration, eager.collect, replayed.collect)
         _assert_same_rollout(eager, replayed)
