@@ -94,10 +94,15 @@ class DiagonalGaussian:
         self.mean, self.std = mean, std
 
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
-        return Normal(self.mean, self.std).log_prob(actions).sum(-1)
+        return self._normal().log_prob(actions).sum(-1)
 
     def entropy(self) -> torch.Tensor:
-        return Normal(self.mean, self.std).entropy().sum(-1)
+        return self._normal().entropy().sum(-1)
+
+    def _normal(self) -> Normal:
+        # unvalidated: the argument check reads a tensor on the host (`.all()`), a sync per call that a captured
+        # graph refuses (robo_rl/capture.py); the policy's std is positive by construction
+        return Normal(self.mean, self.std, validate_args=False)
 
     def kl(self, other: DiagonalGaussian) -> torch.Tensor:
         return gaussian_kl(self.mean, self.std, other.mean, other.std)
