@@ -31,6 +31,7 @@ CORE = tuple(
         "modules",
         "algorithms",
         "storage",
+        "capture",
     )
 )
 TRAINING = (
