@@ -3,6 +3,8 @@ update, and the eager one is the classic `PPO.update` given the same permutation
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -172,3 +174,32 @@ def test_a_captured_update_refuses_what_it_cannot_run() -> None:
     ppo.reducer = TwoRanks()  # type: ignore[assignment]
     with pytest.raises(ValueError, match="one process"):
         CapturedPPOUpdate(ppo, storage)
+
+
+def _run_with_a_checkpoint_load(backend: CaptureBackend) -> tuple[ActorCritic, CapturedPPOUpdate]:
+    """Three updates, then the optimizer state of the first loaded back (new tensors, other moments, another
+    rate), three more."""
+    policy = _policy()
+    ppo = PPO(policy, CFG, capturable=True)
+    storage = _storage()
+    _fill(storage, policy, seed=0, mean_offset=0.0)
+    update = CapturedPPOUpdate(ppo, storage, backend, generator=torch.Generator().manual_seed(7))
+    saved: dict = {}
+    for i in range(6):
+        if i == 3:
+            ppo.load_state_dict(saved)
+        _fill(storage, policy, seed=i, mean_offset=0.5 * (i % 2))
+        update()
+        if i == 0:
+            saved = copy.deepcopy(ppo.state_dict())
+    return policy, update
+
+
+def test_a_loaded_checkpoint_is_recorded_anew() -> None:
+    """The graph steps the optimizer state it was recorded with; after a load it records again (the fourth call
+    runs eagerly, the fifth records, the sixth replays) and stays the eager update."""
+    policy_fx, update = _run_with_a_checkpoint_load("fx")
+    policy_eager, _ = _run_with_a_checkpoint_load("eager")
+    for (name, p_fx), p_eager in zip(policy_fx.named_parameters(), policy_eager.parameters(), strict=True):
+        torch.testing.assert_close(p_fx, p_eager, atol=1e-6, rtol=0, msg=name)
+    assert update.captured.calls == 3 and update.captured.captured
