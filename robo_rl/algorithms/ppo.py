@@ -159,12 +159,21 @@ class PPO:
         self._learning_rate = cfg.learning_rate
         self._lr_tensor: torch.Tensor | None = None
         # fused: one kernel for all parameters instead of a Python loop over them (small nets are overhead-bound)
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, fused=True)
         if capturable:
-            device = next(iter(policy.parameters())).device
-            self._lr_tensor = torch.tensor(cfg.learning_rate, device=device)
-            self.optimizer = torch.optim.Adam(policy.parameters(), lr=self._lr_tensor, fused=True, capturable=True)
-        else:
-            self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, fused=True)
+            self.make_capturable()
+
+    def make_capturable(self) -> None:
+        """Rebuild the optimizer capturable, its rate a device tensor, keeping its state and the current rate (a
+        runner that turns capture on after the algorithm was built or loaded). Nothing to do when it is already."""
+        if self._lr_tensor is not None:
+            return
+        state, rate = self.optimizer.state_dict(), self._learning_rate
+        device = next(iter(self.policy.parameters())).device
+        self._lr_tensor = torch.tensor(rate, device=device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self._lr_tensor, fused=True, capturable=True)
+        self.optimizer.load_state_dict(state)  # its step counters move onto the device (capturable)
+        self.learning_rate = rate  # the tensor back into the groups the load replaced
 
     @property
     def capturable(self) -> bool:

@@ -203,3 +203,24 @@ def test_a_loaded_checkpoint_is_recorded_anew() -> None:
     for (name, p_fx), p_eager in zip(policy_fx.named_parameters(), policy_eager.parameters(), strict=True):
         torch.testing.assert_close(p_fx, p_eager, atol=1e-6, rtol=0, msg=name)
     assert update.captured.calls == 3 and update.captured.captured
+
+
+def test_a_classic_ppo_made_capturable_goes_on_where_it_was() -> None:
+    """`make_capturable` after a classic update keeps Adam's moments, step count and the adapted rate: the next
+    (captured, eager) update is the classic one's."""
+    policies = [_policy(), _policy()]
+    algorithms = [PPO(policy, CFG) for policy in policies]
+    storages = [_storage(), _storage()]
+    for i in range(2):
+        for policy, algorithm, storage in zip(policies, algorithms, storages, strict=True):
+            _fill(storage, policy, seed=i, mean_offset=0.5 * i)
+            torch.manual_seed(100 + i)
+            if i == 1 and algorithm is algorithms[0]:
+                algorithm.make_capturable()
+                assert algorithm.optimizer.state_dict()["state"][0]["step"].item() == 4  # 2 epochs x 2 minibatches
+                CapturedPPOUpdate(algorithm, storage, "eager")()
+            else:
+                algorithm.update(storage)
+    assert algorithms[0].learning_rate == pytest.approx(algorithms[1].learning_rate, rel=1e-6)
+    for (name, p_made), p_classic in zip(policies[0].named_parameters(), policies[1].parameters(), strict=True):
+        torch.testing.assert_close(p_made, p_classic, atol=1e-5, rtol=1e-5, msg=name)
