@@ -32,9 +32,10 @@ def _fill(storage: RolloutStorage, policy: ActorCritic, seed: int, mean_offset: 
     storage.clear()
     with torch.no_grad():
         for t in range(NUM_STEPS):
-            obs = torch.randn(NUM_ENVS, 3, generator=gen)
+            device = storage.obs.device
+            obs = torch.randn(NUM_ENVS, 3, generator=gen).to(device)
             distribution = policy.distribution(obs)
-            action = distribution.mean + distribution.std * torch.randn(NUM_ENVS, 1, generator=gen)
+            action = distribution.mean + distribution.std * torch.randn(NUM_ENVS, 1, generator=gen).to(device)
             value = policy.value(obs)
             storage.add(
                 obs=obs,
@@ -50,20 +51,23 @@ def _fill(storage: RolloutStorage, policy: ActorCritic, seed: int, mean_offset: 
             )
 
 
-def _storage() -> RolloutStorage:
-    return RolloutStorage(NUM_STEPS, NUM_ENVS, obs_dim=3, critic_obs_dim=3, action_dim=1, device="cpu")
+def _storage(device: str = "cpu") -> RolloutStorage:
+    return RolloutStorage(NUM_STEPS, NUM_ENVS, obs_dim=3, critic_obs_dim=3, action_dim=1, device=device)
 
 
 # Offsets per update: KL 0 (the rate grows), one std off (it shrinks), in between.
 OFFSETS = (0.0, 1.0, 0.1)
 
 
-def _captured_run(backend: CaptureBackend) -> tuple[ActorCritic, PPO, list[dict[str, torch.Tensor]]]:
-    policy = _policy()
+def _captured_run(
+    backend: CaptureBackend, device: str = "cpu"
+) -> tuple[ActorCritic, PPO, list[dict[str, torch.Tensor]]]:
+    policy = _policy().to(device)
     ppo = PPO(policy, CFG, capturable=True)
-    storage = _storage()
+    storage = _storage(device)
     _fill(storage, policy, seed=0, mean_offset=OFFSETS[0])
-    update = CapturedPPOUpdate(ppo, storage, backend, generator=torch.Generator().manual_seed(7))
+    generator = torch.Generator(device=device).manual_seed(7)
+    update = CapturedPPOUpdate(ppo, storage, backend, generator=generator)
     metrics = []
     for i, offset in enumerate(OFFSETS):
         if i:
@@ -71,7 +75,7 @@ def _captured_run(backend: CaptureBackend) -> tuple[ActorCritic, PPO, list[dict[
         metrics.append(update())
         policy.update_normalizers(storage.obs.flatten(0, 1), storage.critic_obs.flatten(0, 1))
     assert update.captured.calls == len(OFFSETS)
-    assert update.captured.captured == (backend == "fx")
+    assert update.captured.captured == (backend != "eager")
     return policy, ppo, metrics
 
 
@@ -89,6 +93,20 @@ def test_the_replayed_graph_is_the_eager_update_over_three_updates() -> None:
     # the rate moved both ways: up on the first update (KL 0), down on the second (KL 0.5)
     rates = [m["learning_rate"].item() for m in metrics_eager]
     assert rates[0] > CFG.learning_rate and rates[1] < rates[0]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+def test_the_cuda_graph_is_the_eager_update_on_the_gpu() -> None:
+    """The device check: the same three updates recorded and replayed as a CUDA graph (a host sync or an
+    allocation the graph cannot hold fails the capture) against the eager ones on the GPU."""
+    policy_graph, ppo_graph, metrics_graph = _captured_run("cuda", "cuda")
+    policy_eager, ppo_eager, metrics_eager = _captured_run("eager", "cuda")
+    for (name, p_graph), p_eager in zip(policy_graph.named_parameters(), policy_eager.parameters(), strict=True):
+        torch.testing.assert_close(p_graph, p_eager, atol=1e-5, rtol=1e-5, msg=name)
+    for m_graph, m_eager in zip(metrics_graph, metrics_eager, strict=True):
+        for key in UPDATE_METRICS:
+            torch.testing.assert_close(m_graph[key], m_eager[key], atol=1e-5, rtol=1e-5, msg=key)
+    assert ppo_graph.learning_rate == pytest.approx(ppo_eager.learning_rate, rel=1e-6)
 
 
 def test_the_captured_update_is_the_classic_update_given_the_same_permutations() -> None:
