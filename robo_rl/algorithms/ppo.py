@@ -137,18 +137,69 @@ def adapt_learning_rate(lr: float, kl: float, cfg: PPOConfig) -> float:
     return min(max(lr, cfg.min_learning_rate), cfg.max_learning_rate)
 
 
+def adapt_learning_rate_(lr: torch.Tensor, kl: torch.Tensor, cfg: PPOConfig) -> None:
+    """`adapt_learning_rate` on device tensors, in place: the rule without reading the KL on the host (a captured
+    update adapts the rate per minibatch inside the graph)."""
+    scaled = torch.where(kl > 2.0 * cfg.desired_kl, lr / 1.5, torch.where(kl < 0.5 * cfg.desired_kl, lr * 1.5, lr))
+    lr.copy_(scaled.clamp(cfg.min_learning_rate, cfg.max_learning_rate))
+
+
 class PPO:
     """Runs PPO updates on a policy from a filled `RolloutStorage`. The policy's distribution
     (`robo_rl.modules.distributions.ActionDistribution`) gives the log-probabilities, the entropy and the KL from
     the distribution that collected the rollout, so PPO assumes no family (Gaussian, a ReinFlow chain, ...)."""
 
-    def __init__(self, policy: StochasticPolicy, cfg: PPOConfig) -> None:
+    def __init__(self, policy: StochasticPolicy, cfg: PPOConfig, *, capturable: bool = False) -> None:
+        """`capturable`: the learning rate lives in a device tensor that the optimizer (Adam, fused and
+        capturable) reads at each step, so a captured update (`robo_rl.algorithms.ppo_capture`) can adapt it on the
+        device; off, the classic float rate."""
         self.policy = policy
         self.cfg = cfg
-        self.learning_rate = cfg.learning_rate
         self.reducer: Reducer = LOCAL  # several processes: averages gradients and update statistics over ranks
+        self._learning_rate = cfg.learning_rate
+        self._lr_tensor: torch.Tensor | None = None
         # fused: one kernel for all parameters instead of a Python loop over them (small nets are overhead-bound)
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate, fused=True)
+        if capturable:
+            self.make_capturable()
+
+    def make_capturable(self) -> None:
+        """Rebuild the optimizer capturable, its rate a device tensor, keeping its state and the current rate (a
+        runner that turns capture on after the algorithm was built or loaded). Nothing to do when it is already."""
+        if self._lr_tensor is not None:
+            return
+        state, rate = self.optimizer.state_dict(), self._learning_rate
+        device = next(iter(self.policy.parameters())).device
+        self._lr_tensor = torch.tensor(rate, device=device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self._lr_tensor, fused=True, capturable=True)
+        self.optimizer.load_state_dict(state)  # its step counters move onto the device (capturable)
+        self.learning_rate = rate  # the tensor back into the groups the load replaced
+
+    @property
+    def capturable(self) -> bool:
+        return self._lr_tensor is not None
+
+    @property
+    def learning_rate_tensor(self) -> torch.Tensor:
+        """The device tensor the optimizer reads its rate from (capturable only); changed in place."""
+        if self._lr_tensor is None:
+            raise RuntimeError("the learning rate is a tensor only in a PPO built with capturable=True")
+        return self._lr_tensor
+
+    @property
+    def learning_rate(self) -> float:
+        """The current rate as a float (for checkpoints and metrics: a host sync where it is a device tensor)."""
+        return self._learning_rate if self._lr_tensor is None else float(self._lr_tensor)
+
+    @learning_rate.setter
+    def learning_rate(self, value: float) -> None:
+        if self._lr_tensor is None:
+            self._learning_rate = float(value)
+        else:
+            self._lr_tensor.fill_(value)
+        lr: float | torch.Tensor = self._learning_rate if self._lr_tensor is None else self._lr_tensor
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr  # the tensor itself: a loaded optimizer state brings its own
 
     def compute_returns(self, storage: RolloutStorage) -> None:
         storage.advantages, storage.returns = gae(
@@ -176,16 +227,21 @@ class PPO:
         return metrics
 
     def _step(self, batch: Minibatch) -> dict[str, float]:
+        loss, stats = self.minibatch_loss(batch)
+        if self.cfg.schedule == "adaptive":
+            self.learning_rate = adapt_learning_rate(self.learning_rate, stats["kl"].item(), self.cfg)
+        self.apply_gradients(loss)
+        return {key: value.item() for key, value in stats.items()}
+
+    def minibatch_loss(self, batch: Minibatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss of one minibatch and its statistics (detached device tensors: policy_loss, value_loss,
+        entropy, and kl, the KL from the distribution that collected the rollout to the current one)."""
         cfg = self.cfg
         distribution = self.policy.distribution(batch.obs, batch.actions)
         log_probs, entropy = distribution.log_prob(batch.actions), distribution.entropy()
         with torch.no_grad():
             old = type(distribution).from_params(batch.old_distribution)
             kl = self.reducer.mean(old.kl(distribution).mean())
-        if cfg.schedule == "adaptive":
-            self.learning_rate = adapt_learning_rate(self.learning_rate, kl.item(), cfg)
-            for group in self.optimizer.param_groups:
-                group["lr"] = self.learning_rate
         advantages = batch.advantages
         if cfg.normalize_advantages:
             advantages = self._normalized(advantages)
@@ -193,18 +249,23 @@ class PPO:
         values = self.policy.value(batch.critic_obs)
         v_loss = value_loss(values, batch.old_values, batch.returns, cfg.clip_param if cfg.value_clip else None)
         loss = policy_loss + cfg.value_loss_coef * v_loss - cfg.entropy_coef * entropy.mean()
+        stats = {
+            "policy_loss": policy_loss.detach(),
+            "value_loss": v_loss.detach(),
+            "entropy": entropy.mean().detach(),
+            "kl": kl,
+        }
+        return loss, stats
+
+    def apply_gradients(self, loss: torch.Tensor) -> None:
+        """One optimizer step on `loss`: gradients averaged over ranks, clipped per network (without a host
+        sync: clip_grad_norm_ scales by a device tensor), then Adam at the current rate."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.reducer.gradients(self.policy.parameters())
-        nn.utils.clip_grad_norm_(self.policy.actor_parameters(), cfg.max_grad_norm)
-        nn.utils.clip_grad_norm_(self.policy.critic_parameters(), cfg.max_grad_norm)
+        nn.utils.clip_grad_norm_(self.policy.actor_parameters(), self.cfg.max_grad_norm)
+        nn.utils.clip_grad_norm_(self.policy.critic_parameters(), self.cfg.max_grad_norm)
         self.optimizer.step()
-        return {
-            "policy_loss": policy_loss.item(),
-            "value_loss": v_loss.item(),
-            "entropy": entropy.mean().item(),
-            "kl": kl.item(),
-        }
 
     def _normalized(self, advantages: torch.Tensor) -> torch.Tensor:
         """Zero mean, unit spread over the minibatch (of every rank)."""
@@ -221,9 +282,7 @@ class PPO:
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
-        self.learning_rate = float(state["learning_rate"])
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+        self.learning_rate = float(state["learning_rate"])  # also into the optimizer's groups
 
 
 def build_policy(

@@ -115,14 +115,16 @@ class GaussianChain:
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         n, k, a = self.mean.shape
         points = actions.view(n, k + 1, a)
-        log_prob = Normal(self.mean, self.std).log_prob(points[:, 1:]).view(n, k * a).sum(-1)
+        # unvalidated Normals: their argument check is a host sync (see DiagonalGaussian._normal)
+        log_prob = Normal(self.mean, self.std, validate_args=False).log_prob(points[:, 1:]).view(n, k * a).sum(-1)
         if self.random_start:
-            log_prob = log_prob + Normal(torch.zeros_like(points[:, 0]), 1.0).log_prob(points[:, 0]).sum(-1)
+            start = Normal(torch.zeros_like(points[:, 0]), 1.0, validate_args=False)
+            log_prob = log_prob + start.log_prob(points[:, 0]).sum(-1)
         return log_prob
 
     def entropy(self) -> torch.Tensor:
         n, k, a = self.mean.shape
-        return Normal(self.mean, self.std).entropy().view(n, k * a).sum(-1)
+        return Normal(self.mean, self.std, validate_args=False).entropy().view(n, k * a).sum(-1)
 
     def kl(self, other: GaussianChain) -> torch.Tensor:
         return gaussian_kl(self.mean, self.std, other.mean, other.std).sum(-1)

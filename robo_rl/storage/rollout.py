@@ -79,9 +79,17 @@ class RolloutStorage:
         self.step = 0
 
     def minibatches(
-        self, num_minibatches: int, num_epochs: int, generator: torch.Generator | None = None
+        self,
+        num_minibatches: int,
+        num_epochs: int,
+        generator: torch.Generator | None = None,
+        permutations: torch.Tensor | None = None,
     ) -> Iterator[Minibatch]:
-        """Shuffled minibatches over all `num_steps * num_envs` transitions, `num_epochs` passes."""
+        """Shuffled minibatches over all `num_steps * num_envs` transitions, `num_epochs` passes.
+
+        `permutations` `(num_epochs, num_steps * num_envs)`: each epoch's order of the transitions, drawn by the
+        caller (a captured update draws them before the graph, which may not call the random generator);
+        without it, each epoch draws its own with `generator`."""
         total = self.num_steps * self.num_envs
         size = total // num_minibatches
         names = ("obs", "critic_obs", "actions", "log_probs", "values", "advantages", "returns")
@@ -93,8 +101,13 @@ class RolloutStorage:
         table = torch.cat(columns, dim=1)
         widths = [column.shape[1] for column in columns]
         scalar = {"log_probs", "values", "advantages", "returns"}
-        for _ in range(num_epochs):
-            perm = torch.randperm(total, device=self.obs.device, generator=generator)
+        if permutations is not None and permutations.shape != (num_epochs, total):
+            raise ValueError(f"permutations must be {(num_epochs, total)}, got {tuple(permutations.shape)}")
+        for epoch in range(num_epochs):
+            if permutations is None:
+                perm = torch.randperm(total, device=self.obs.device, generator=generator)
+            else:
+                perm = permutations[epoch]
             for i in range(num_minibatches):
                 rows = table.index_select(0, perm[i * size : (i + 1) * size])
                 parts = rows.split(widths, dim=1)
