@@ -115,7 +115,7 @@ class GaussianChain:
     def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         n, k, a = self.mean.shape
         points = actions.view(n, k + 1, a)
-        # unvalidated Normals: their argument check is a host sync (see DiagonalGaussian._normal)
+        # unvalidated Normals: their argument check is a host sync (see DiagonalGaussian.log_prob)
         log_prob = Normal(self.mean, self.std, validate_args=False).log_prob(points[:, 1:]).view(n, k * a).sum(-1)
         if self.random_start:
             start = Normal(torch.zeros_like(points[:, 0]), 1.0, validate_args=False)

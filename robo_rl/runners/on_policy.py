@@ -15,13 +15,14 @@ import torch
 from torch import nn
 
 from robo_rl.algorithms.ppo import PPO
+from robo_rl.algorithms.ppo_capture import CapturedPPOUpdate
 from robo_rl.capture import CAPTURE_MODES, CaptureMode, capture_backend, capture_enabled
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.distributions import StochasticPolicy
 from robo_rl.runners.device_rollout import DeviceRollout, rollout_unsupported
 from robo_rl.runners.evaluate import evaluation_due
-from robo_rl.runners.loop import TrainingLoop, critic_observation, on_interval
+from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop import TrainResult as TrainResult
 from robo_rl.runners.loop import reset_critic_observation as reset_critic_observation
 from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
@@ -103,6 +104,7 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
             num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device
         )
         self._device_rollout: DeviceRollout | None = None
+        self._captured_update: CapturedPPOUpdate | None = None
         if self._captures(cfg.capture):
             self.capture_backend = capture_backend(env.device)
         self._reset_env()
@@ -151,20 +153,28 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
             self.obs, self.critic_obs, value = next_obs, next_critic, next_value
         self.env_steps += storage.num_steps * env.num_envs
 
-    def update(self) -> dict[str, float]:
+    def update(self) -> Losses:
         """PPO update on the collected rollout, then fold its observations into the normalizers.
 
         The statistics change only after the update: the rollout's log-probs and values were computed with the
         old statistics, and changing them first would shift every action distribution (a KL the adaptive
-        learning rate would wrongly blame on the update).
+        learning rate would wrongly blame on the update). With capture on, the update is one captured block
+        (`robo_rl.algorithms.ppo_capture`) and its losses stay on the device until a metrics row reads them.
         """
-        losses = self.algorithm.update(self.storage)
+        losses: Losses
+        if self.capture_backend is not None:
+            if self._captured_update is None:
+                self.algorithm.make_capturable()
+                self._captured_update = CapturedPPOUpdate(self.algorithm, self.storage, self.capture_backend)
+            losses = self._captured_update()
+        else:
+            losses = self.algorithm.update(self.storage)
         obs, critic_obs = self.storage.obs.flatten(0, 1), self.storage.critic_obs.flatten(0, 1)
         self.policy.update_normalizers(obs, critic_obs, self.reducer)
         self.storage.clear()
         return losses
 
-    def _train_iteration(self) -> dict[str, float]:
+    def _train_iteration(self) -> Losses:
         self.collect()
         return self.update()
 

@@ -87,6 +87,9 @@ def test_eager_captured_rollout_is_the_classic_collect(curriculum: bool) -> None
         _assert_same_rollout(classic, captured)
         assert classic.tracker.flush() == captured.tracker.flush()
         _seeded(100 + iteration, classic.update, captured.update)
+        # the captured update equals the classic one to rounding (tests/robo_rl/algorithms/test_ppo_capture.py):
+        # the next rollouts start from the same policy, so that they can be compared to the bit
+        captured.policy.load_state_dict(classic.policy.state_dict())
 
 
 def _with_backend(backend: CaptureBackend, name: str = "quadrotor_hover_ppo") -> OnPolicyRunner:
@@ -138,5 +141,6 @@ def test_cuda_graph_rollout_is_the_eager_one() -> None:
     for iteration in range(4):
         _seeded(iteration, eager.collect, graph.collect)
         _assert_same_rollout(eager, graph)
-        _seeded(100 + iteration, eager.update, graph.update)
+        _seeded(100 + iteration, eager.update, graph.update)  # the update's own device check: test_ppo_capture.py
+        graph.policy.load_state_dict(eager.policy.state_dict())  # in place: the graphs read the loaded weights
     assert graph._device_rollout is not None and graph._device_rollout.captured.captured
