@@ -178,7 +178,8 @@ class Captured:
         if self.backend == "fx":
             from torch.fx.experimental.proxy_tensor import make_fx
 
-            self._graph = make_fx(self._body)()  # records while it runs: this call's run
+            # A plain function: make_fx counts a bound method's `self` as an argument to trace.
+            self._graph = make_fx(lambda: self._body())()  # records while it runs: this call's run
             return
         graph = torch.cuda.CUDAGraph()
         try:
