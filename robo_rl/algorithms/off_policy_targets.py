@@ -56,6 +56,7 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     targets, sources = list(target.parameters()), list(source.parameters())
     if len(targets) != len(sources):
         raise ValueError(f"polyak_update: {len(targets)} target parameters, {len(sources)} source parameters")
-    torch._foreach_lerp_(targets, sources, tau)
+    # Detached sources: the same numbers; make_fx (robo_rl.capture's "fx") otherwise leaves the targets non-leaf.
+    torch._foreach_lerp_(targets, [s.detach() for s in sources], tau)
     for t, s in zip(target.buffers(), source.buffers(), strict=True):
         t.copy_(s)
