@@ -44,6 +44,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "config",
         "provenance",
         "distributed",
+        "capture",
     ),
     "devices": ("devices",),
 }

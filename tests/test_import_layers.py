@@ -28,6 +28,7 @@ CORE = tuple(
         "config",
         "provenance",
         "distributed",
+        "capture",
         "modules",
         "algorithms",
         "storage",
