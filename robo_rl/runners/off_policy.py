@@ -202,8 +202,12 @@ class OffPolicyRunnerConfig:
 
     @classmethod
     def upgrade_keys(cls, data: Mapping[str, Any]) -> dict[str, Any]:
-        """Older configs' flat loop keys (`off_policy.eval_interval`) moved into `loop` (robo_rl.config's hook)."""
-        return nest_loop_keys(data)
+        """Older configs' flat loop keys (`off_policy.eval_interval`) moved into `loop` (robo_rl.config's hook); and
+        `capture: on` / `off`, which YAML 1.1 (PyYAML) reads as booleans, as the words."""
+        upgraded = nest_loop_keys(data)
+        if isinstance(upgraded.get("capture"), bool):
+            upgraded["capture"] = "on" if upgraded["capture"] else "off"
+        return upgraded
 
 
 def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffer:

@@ -188,3 +188,12 @@ def test_a_checkpoint_load_recaptures_and_continues_exactly(tmp_path: Path) -> N
     for a, b in zip(_optimizer_moments(straight), _optimizer_moments(runner), strict=True):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(straight.algorithm.actor.state_dict(), runner.algorithm.actor.state_dict())
+
+
+@pytest.mark.parametrize(("text", "mode"), [("on", "on"), ("off", "off"), ("auto", "auto"), ("'on'", "on")])
+def test_the_setting_reads_from_the_command_line(text: str, mode: str) -> None:
+    """`--set off_policy.capture=on`: YAML 1.1 reads on/off as booleans; the config takes them as the words."""
+    from robo_rl.config import apply_overrides
+    from robo_rl.experiment import ExperimentConfig
+
+    assert apply_overrides(ExperimentConfig(), [f"off_policy.capture={text}"]).off_policy.capture == mode
