@@ -33,8 +33,9 @@ train() {  # train SECONDS NAME PRESET BUDGET OVERRIDES...
         --set task.device=cuda runner.capture=always "$@"
 }
 COMPILED="task.config.compile=true task.eval_config.compile=true"
-run 60 tests python3 -m pytest -q -x -p no:cacheprovider tests/robo_rl/runners/test_device_rollout.py \
-    tests/robo_rl/test_capture.py -k "cuda or graph or replay"
+run 45 tests python3 -m pytest -q -p no:cacheprovider tests/robo_rl/runners/test_device_rollout.py \
+    tests/robo_rl/test_capture.py tests/robo_rl/algorithms/test_ppo_capture.py tests/robo_rl/runners/test_off_policy_capture.py \
+    -k cuda
 if [ "$PARTS" = smoke ]; then
     run 60 sim-smoke python3 bench/gpu_bench.py sim --output "$JSON" --envs 16384 --modes graph compile+graph \
         --seconds 0.3
@@ -43,17 +44,19 @@ if [ "$PARTS" = smoke ]; then
         runner.loop.eval_min_train_success=0 $COMPILED
     log done; exit 0
 fi
-run 100 sim python3 bench/gpu_bench.py sim --output "$JSON" --seconds 0.5
+run 75 sim python3 bench/gpu_bench.py sim --output "$JSON" --seconds 0.3
 # shellcheck disable=SC2086  # COMPILED is a list of overrides
-train 80 hover-16k-compiled quadrotor_hover_ppo 45 task.num_envs=16384 $COMPILED
-train 50 hover-16k-graph quadrotor_hover_ppo 30 task.num_envs=16384
+train 100 hover-16k quadrotor_hover_ppo 70 task.num_envs=16384 $COMPILED
 # shellcheck disable=SC2086
-train 50 hover-4k-compiled quadrotor_hover_ppo 30 task.num_envs=4096 $COMPILED
+train 60 hover-4k quadrotor_hover_ppo 45 task.num_envs=4096 $COMPILED
 # shellcheck disable=SC2086
-train 60 hover-65k-compiled quadrotor_hover_ppo 35 task.num_envs=65536 $COMPILED
-run 45 sac python3 bench/gpu_bench.py train --output "$JSON" --preset quadrotor_hover_sac --budget 30 \
-    --set task.device=cuda off_policy.capture=always
+train 65 hover-65k quadrotor_hover_ppo 50 task.num_envs=65536 $COMPILED
+# SAC with the preset's update-to-data ratio (2 updates per 64 transitions) on 1024 envs: 32 updates per step
 # shellcheck disable=SC2086
-train 55 robust-16k-compiled quadrotor_hover_robust_ppo 40 task.num_envs=16384 $COMPILED
-run 30 torchrun python3 -m torch.distributed.run --standalone --nproc_per_node=1 bench/nccl_check.py
+run 55 sac python3 bench/gpu_bench.py train --output "$JSON" --preset quadrotor_hover_sac --budget 45 \
+    --set task.device=cuda off_policy.capture=always task.num_envs=1024 off_policy.updates_per_step=32 \
+    off_policy.loop.eval_interval=16 $COMPILED
+# shellcheck disable=SC2086
+train 70 robust-16k quadrotor_hover_robust_ppo 55 task.num_envs=16384 $COMPILED
+run 25 torchrun python3 -m torch.distributed.run --standalone --nproc_per_node=1 bench/nccl_check.py
 log done

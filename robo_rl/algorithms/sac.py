@@ -14,6 +14,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from robo_rl.algorithms.capturable import UpdateNoise, adam
 from robo_rl.algorithms.encoder_config import EncoderConfig
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, reduce_ensemble, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
@@ -96,12 +97,12 @@ class SAC:
         self.cfg = cfg
         self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
         action_dim = int(action_low.numel())
+        self.action_dim = action_dim
         if actor is None:
             actor = SquashedGaussianActor(
                 obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
             )
         self.actor = actor.to(device)
-        trainable = getattr(self.actor, "trainable_parameters", self.actor.parameters)
         self.critic = QEnsemble(
             critic_obs_dim,
             action_dim,
@@ -114,9 +115,47 @@ class SAC:
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.log_alpha = torch.tensor(math.log(cfg.init_alpha), device=device, requires_grad=True)
         self.target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
-        self.actor_optimizer = torch.optim.Adam(trainable(), lr=cfg.actor_learning_rate, fused=True)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate, fused=True)
-        self.alpha_optimizer = torch.optim.Adam([self.log_alpha], lr=cfg.alpha_learning_rate, fused=True)
+        self.make_optimizers(capturable=False)
+
+    def make_optimizers(self, capturable: bool) -> None:
+        """(Re)build the three Adam optimizers, empty; `capturable` for updates in a captured graph
+        (`robo_rl.algorithms.capturable.adam`). Call before the first update or checkpoint load."""
+        cfg = self.cfg
+        trainable = getattr(self.actor, "trainable_parameters", self.actor.parameters)
+        self.actor_optimizer = adam(trainable(), cfg.actor_learning_rate, capturable)
+        self.critic_optimizer = adam(self.critic.parameters(), cfg.critic_learning_rate, capturable)
+        self.alpha_optimizer = adam([self.log_alpha], cfg.alpha_learning_rate, capturable)
+
+    def capture_problem(self) -> str | None:
+        """Why this SAC's updates cannot be captured (an actor whose sampling cannot take noise drawn before:
+        DSRL's steered flow), or None."""
+        if not isinstance(self.actor, SquashedGaussianActor):
+            return f"its actor {type(self.actor).__name__} draws its own noise"
+        return None
+
+    def new_noise(self, count: int, batch_size: int) -> UpdateNoise:
+        """Tensors for the draws of `count` updates (`draw_noise` fills them): per update, the standard normals
+        of the next action and of the actor's action (in the order `update` draws them) and, with a critic
+        subset smaller than the ensemble, uniform keys choosing it."""
+        like = self.log_alpha.detach()
+        noise = {"normal": like.new_empty(count, 2, batch_size, self.action_dim)}
+        if self.cfg.critic_subset < self.cfg.num_critics:
+            noise["subset"] = like.new_empty(count, self.cfg.num_critics)
+        return noise
+
+    @staticmethod
+    def draw_noise(noise: UpdateNoise) -> None:
+        """Fresh draws into `new_noise`'s tensors (one random call each, from the default generator)."""
+        noise["normal"].normal_()
+        if "subset" in noise:
+            noise["subset"].uniform_()
+
+    def actor_plan(self, allowed: tuple[bool, ...]) -> tuple[bool, ...]:
+        """Which of the next updates step the actor and the temperature: every one allowed (critic warm-up)."""
+        return allowed
+
+    def advance(self, count: int) -> None:
+        """`count` updates ran as a captured graph: SAC counts none."""
 
     @property
     def alpha(self) -> torch.Tensor:
@@ -145,24 +184,40 @@ class SAC:
         """Normalized action `(N, A)` for exploration (sampled) or evaluation (deterministic)."""
         return self.actor.deterministic(obs) if deterministic else self.actor.sample(obs)[0]
 
-    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]:
-        """One critic step (and, if asked, one actor and temperature step), then a target-network update."""
-        metrics = {"critic_loss": self.update_critic(batch)}
+    def update(
+        self, batch: Transitions, update_actor: bool = True, noise: UpdateNoise | None = None
+    ) -> dict[str, torch.Tensor]:
+        """One critic step (and, if asked, one actor and temperature step), then a target-network update.
+
+        `noise`: this update's row of `new_noise` (drawn before: a captured update); None draws here."""
+        normal = None if noise is None else noise["normal"]
+        keys = None if noise is None else noise.get("subset")
+        metrics = {"critic_loss": self.update_critic(batch, None if normal is None else normal[0], keys)}
         if update_actor:
-            metrics.update(self.update_actor(batch))
+            metrics.update(self.update_actor(batch, None if normal is None else normal[1]))
         self.update_targets()
         return metrics
+
+    def update_step(
+        self, batch: Transitions, step_actor: bool, noise: UpdateNoise | None = None
+    ) -> dict[str, torch.Tensor]:
+        """`update`, which counts nothing (the form a captured graph replays, as TD3's)."""
+        return self.update(batch, step_actor, noise)
 
     def update_targets(self) -> None:
         """Move the target critics towards the critics (Polyak, `tau`)."""
         polyak_update(self.target_critic, self.critic, self.cfg.tau)
 
-    def update_critic(self, batch: Transitions) -> torch.Tensor:
+    def update_critic(
+        self, batch: Transitions, normal: torch.Tensor | None = None, keys: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """One step of the critic optimizer on the soft Bellman error; the loss. Its gradient reaches whatever
-        produced `batch.critic_obs` with grad and sits in the critic optimizer (DrQ's camera encoder)."""
+        produced `batch.critic_obs` with grad and sits in the critic optimizer (DrQ's camera encoder).
+        `normal` `(B, A)` and `keys` `(E,)`: the next action's and the critic subset's draws, made before."""
         with torch.no_grad():
-            next_action, next_log_prob = self.actor.sample(batch.next_obs)
-            next_q = subset_min(self.target_critic(batch.next_critic_obs, next_action), self.cfg.critic_subset)
+            next_action, next_log_prob = self._sample(batch.next_obs, normal)
+            next_q = self.target_critic(batch.next_critic_obs, next_action)
+            next_q = subset_min(next_q, self.cfg.critic_subset, keys=keys)
             target = soft_target(batch.rewards, next_q, next_log_prob, batch.terminated, self.cfg.gamma, self.alpha)
         loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
         self.critic_optimizer.zero_grad(set_to_none=True)
@@ -171,9 +226,13 @@ class SAC:
         self.critic_optimizer.step()
         return loss.detach()
 
-    def update_actor(self, batch: Transitions) -> dict[str, torch.Tensor]:
-        """One actor step and one temperature step; their metrics."""
-        action, log_prob = self.actor.sample(batch.obs)
+    def _sample(self, obs: torch.Tensor, normal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actor's sample, with the draws `normal` when given (only the squashed Gaussian takes them)."""
+        return self.actor.sample(obs) if normal is None else self.actor.sample(obs, normal)
+
+    def update_actor(self, batch: Transitions, normal: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """One actor step and one temperature step; their metrics. `normal` `(B, A)`: the action's draws."""
+        action, log_prob = self._sample(batch.obs, normal)
         with frozen(self.critic):
             q = self.critic(batch.critic_obs, action)
         q = reduce_ensemble(q, self.cfg.actor_q)

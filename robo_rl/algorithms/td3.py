@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from robo_rl.algorithms.capturable import UpdateNoise, adam
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update
 from robo_rl.algorithms.td3_losses import smoothed_action, td3_actor_loss, td3_target
 from robo_rl.distributed import LOCAL, Reducer
@@ -78,9 +79,39 @@ class TD3:
         )
         self.target_actor = copy.deepcopy(self.actor).requires_grad_(False)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate, fused=True)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_learning_rate, fused=True)
+        self.action_dim = action_dim
+        self.make_optimizers(capturable=False)
         self.critic_steps = 0
+
+    def make_optimizers(self, capturable: bool) -> None:
+        """(Re)build both Adam optimizers, empty; `capturable` for updates in a captured graph
+        (`robo_rl.algorithms.capturable.adam`). Call before the first update or checkpoint load."""
+        self.actor_optimizer = adam(self.actor.parameters(), self.cfg.actor_learning_rate, capturable)
+        self.critic_optimizer = adam(self.critic.parameters(), self.cfg.critic_learning_rate, capturable)
+
+    def capture_problem(self) -> str | None:
+        """Why the updates cannot be captured; None: they can."""
+        return None
+
+    def new_noise(self, count: int, batch_size: int) -> UpdateNoise:
+        """Tensors for the target smoothing draws of `count` updates, standard normal `(count, B, A)`."""
+        like = next(self.critic.parameters()).detach()
+        return {"normal": like.new_empty(count, batch_size, self.action_dim)}
+
+    @staticmethod
+    def draw_noise(noise: UpdateNoise) -> None:
+        """Fresh draws into `new_noise`'s tensors (one random call, from the default generator)."""
+        noise["normal"].normal_()
+
+    def actor_plan(self, allowed: tuple[bool, ...]) -> tuple[bool, ...]:
+        """Which of the next `len(allowed)` updates step the actor and the targets: every `policy_delay`-th critic
+        step, counted on from `critic_steps`, where allowed (critic warm-up)."""
+        delay = self.cfg.policy_delay
+        return tuple(ok and (self.critic_steps + i + 1) % delay == 0 for i, ok in enumerate(allowed))
+
+    def advance(self, count: int) -> None:
+        """`count` updates ran as a captured graph (whose Python does not run): count their critic steps."""
+        self.critic_steps += count
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
@@ -90,11 +121,23 @@ class TD3:
             return action
         return (action + self.cfg.exploration_noise * torch.randn_like(action)).clamp(-1.0, 1.0)
 
-    def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]:
-        """A critic step; every `policy_delay` critic steps also an actor step and the target updates."""
-        metrics = {"critic_loss": self._update_critic(batch)}
+    def update(
+        self, batch: Transitions, update_actor: bool = True, noise: UpdateNoise | None = None
+    ) -> dict[str, torch.Tensor]:
+        """A critic step; every `policy_delay` critic steps also an actor step and the target updates.
+
+        `noise`: this update's row of `new_noise` (drawn before); None draws here."""
+        step_actor = self.actor_plan((update_actor,))[0]
         self.critic_steps += 1
-        if update_actor and self.critic_steps % self.cfg.policy_delay == 0:
+        return self.update_step(batch, step_actor, noise)
+
+    def update_step(
+        self, batch: Transitions, step_actor: bool, noise: UpdateNoise | None = None
+    ) -> dict[str, torch.Tensor]:
+        """A critic step and, with `step_actor`, an actor step and the target updates; counts nothing (a
+        captured graph replays it without Python: the caller counts, `advance`)."""
+        metrics = {"critic_loss": self._update_critic(batch, None if noise is None else noise["normal"])}
+        if step_actor:
             with frozen(self.critic):
                 actor_loss = td3_actor_loss(self.critic(batch.critic_obs, self.actor(batch.obs))[0])
             self.actor_optimizer.zero_grad(set_to_none=True)
@@ -106,10 +149,11 @@ class TD3:
             metrics["actor_loss"] = actor_loss.detach()
         return metrics
 
-    def _update_critic(self, batch: Transitions) -> torch.Tensor:
+    def _update_critic(self, batch: Transitions, normal: torch.Tensor | None = None) -> torch.Tensor:
         cfg = self.cfg
         with torch.no_grad():
-            next_action = smoothed_action(self.target_actor(batch.next_obs), cfg.target_noise, cfg.target_noise_clip)
+            target_action = self.target_actor(batch.next_obs)
+            next_action = smoothed_action(target_action, cfg.target_noise, cfg.target_noise_clip, normal=normal)
             next_q = self.target_critic(batch.next_critic_obs, next_action)
             target = td3_target(batch.rewards, next_q, batch.terminated, cfg.gamma)
         loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)

@@ -8,10 +8,19 @@ from robo_rl.algorithms.off_policy_targets import bootstrapped_target
 
 
 def smoothed_action(
-    target_action: torch.Tensor, noise_std: float, noise_clip: float, generator: torch.Generator | None = None
+    target_action: torch.Tensor,
+    noise_std: float,
+    noise_clip: float,
+    generator: torch.Generator | None = None,
+    normal: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Target policy smoothing in normalized action space: `clip(a' + clip(N(0, std), ±c), -1, 1)`."""
-    noise = torch.randn(target_action.shape, generator=generator, device=target_action.device) * noise_std
+    """Target policy smoothing in normalized action space: `clip(a' + clip(N(0, std), ±c), -1, 1)`.
+
+    `normal`: standard normal draws shaped like `target_action`, drawn before (a captured update has no random
+    call); None draws them here."""
+    if normal is None:
+        normal = torch.randn(target_action.shape, generator=generator, device=target_action.device)
+    noise = normal * noise_std
     return (target_action + noise.clamp(-noise_clip, noise_clip)).clamp(-1.0, 1.0)
 
 

@@ -78,10 +78,14 @@ class SquashedGaussianActor(nn.Module):
         mean, log_std = self.net(self.obs_normalizer(obs)).chunk(2, dim=-1)
         return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
 
-    def sample(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Reparameterized normalized action `(B, A)` in (-1, 1) and its log-probability `(B,)`."""
+    def sample(self, obs: torch.Tensor, noise: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterized normalized action `(B, A)` in (-1, 1) and its log-probability `(B,)`.
+
+        `noise`: the standard normal draws `(B, A)`, drawn before (a captured update has no random call); None
+        draws them here."""
         mean, log_std = self._mean_log_std(obs)
-        pre_tanh = mean + log_std.exp() * torch.randn_like(mean)
+        eps = torch.randn_like(mean) if noise is None else noise
+        pre_tanh = mean + log_std.exp() * eps
         return torch.tanh(pre_tanh), squashed_log_prob(pre_tanh, mean, log_std)
 
     def deterministic(self, obs: torch.Tensor) -> torch.Tensor:

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 import torch
 from torch import nn
 
+from robo_rl.capture import CAPTURE_MODES, CaptureMode, capture_backend, capture_enabled
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import (
     INFO_FINAL_OBS,
@@ -38,6 +39,7 @@ from robo_rl.hil.demos import load_demo_frames, load_demos
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.image_spec import STATE_KEY, ImageSpec
+from robo_rl.runners.captured_updates import CapturedUpdates
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
@@ -160,8 +162,22 @@ class OffPolicyRunnerConfig:
     warmup: Literal["random", "policy"] = "random"
     """How the first `learning_starts` transitions are collected: uniformly random actions, or the (pretrained)
     policy itself (WSRL's warm-up rollouts)."""
+    capture: CaptureMode = "never"
+    """Run each iteration's gradient steps as one captured graph (a CUDA graph: one replay instead of hundreds of
+    kernel launches; `robo_rl.runners.captured_updates`), and evaluations of a capturable eval env too:
+    "always", "auto" (where the env's device is CUDA) or "never" (the classic loop). SAC and TD3 only, in the env
+    loop, without cameras, a prior buffer or several processes: "always" refuses the others (ValueError naming the
+    setting), "auto" leaves them on the classic loop.
+    Statistically the same algorithm; the random draws come in another order than the classic loop's."""
 
     def __post_init__(self) -> None:
+        if self.capture not in CAPTURE_MODES:
+            raise ValueError(f"capture must be one of {CAPTURE_MODES}, got {self.capture!r}")
+        if self.capture == "always" and (self.actor_learner or self.prior_buffer is not None):
+            setting = "actor_learner" if self.actor_learner else "prior_buffer"
+            raise ValueError(
+                f"off_policy.capture=always captures the env loop's updates from online data: not with {setting}"
+            )
         if self.updates_per_step < 0 or self.learning_starts < 0:
             raise ValueError("updates_per_step and learning_starts must not be negative")
         if self.update_to_data is not None and not 0.0 <= self.update_to_data <= 1000.0:
@@ -284,6 +300,39 @@ def check_camera_run(cfg: OffPolicyRunnerConfig, cameras: tuple[ImageSpec, ...],
         raise ValueError("off_policy.bc_pretrain_steps clones a state actor; with cameras use sac.bc_weight")
 
 
+def capture_refusal(
+    cfg: OffPolicyRunnerConfig, algorithm: Any, cameras: tuple[ImageSpec, ...], world: int
+) -> str | None:
+    """Why this run's updates cannot be captured (`off_policy.capture`), or None."""
+    if cfg.actor_learner or cfg.prior_buffer is not None:
+        return "actor_learner and prior_buffer runs are not captured"
+    if cameras:
+        return "camera runs (DrQ) are not captured"
+    if world > 1:
+        return "runs over several processes are not captured (their gradient all-reduce)"
+    problem = getattr(algorithm, "capture_problem", None)
+    if problem is None:
+        return f"{type(algorithm).__name__} updates are not captured (SAC and TD3 are)"
+    reason: str | None = problem()
+    return None if reason is None else f"{type(algorithm).__name__}: {reason}"
+
+
+def captured_updates(
+    cfg: OffPolicyRunnerConfig, algorithm: Any, buffer: ReplayBuffer, cameras: tuple[ImageSpec, ...], world: int
+) -> CapturedUpdates | None:
+    """The captured gradient steps `off_policy.capture` asks for, or None ("never", or "auto" where they cannot
+    be); ValueError naming the setting when "always" cannot be honoured. Rebuilds the algorithm's optimizers capturable,
+    so it comes before any update or checkpoint load."""
+    if not capture_enabled(cfg.capture, buffer.device):
+        return None
+    refusal = capture_refusal(cfg, algorithm, cameras, world)
+    if refusal is not None:
+        if cfg.capture == "always":
+            raise ValueError(f"off_policy.capture=always: {refusal}; use capture=auto or never")
+        return None
+    return CapturedUpdates(algorithm, buffer, cfg.batch_size, capture_backend(buffer.device))
+
+
 @dataclass(frozen=True)
 class SparseCadence:
     """The off-policy cadence, where an iteration is a single env step: a metrics row (which flushes the episode
@@ -339,6 +388,10 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         self.buffer = ReplayBuffer(capacity, *dims, env.device, self.cameras)
         self.prior: ReplayBuffer | None = None
         self.sampler: ReplayBuffer | SymmetricSampler = self.buffer
+        self.updates = captured_updates(cfg, algorithm, self.buffer, self.cameras, reducer.world.size)
+        """The captured gradient steps with `off_policy.capture`, else None (the classic loop)."""
+        if self.updates is not None:  # evaluations of a capturable eval env are captured too
+            self.capture_backend = capture_backend(env.device)
         if cfg.prior_buffer is not None:
             self.prior = load_prior_buffer(Path(cfg.prior_buffer), cfg.buffer_capacity, env)
             self.sampler = SymmetricSampler(self.buffer, self.prior, cfg.prior_fraction)
@@ -451,6 +504,11 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         count = self._updates_due()
         if count == 0:
             return metrics
+        if self.updates is not None and self.sampler is self.buffer:  # interventions: the classic loop below
+            warmup = self.cfg.critic_warmup_steps
+            allowed = tuple(self.gradient_steps + i >= warmup for i in range(count))
+            self.gradient_steps += count
+            return self.updates.run(allowed, self.generator)
         for batch in self.sampler.sample_many(self.cfg.batch_size, count, self.generator):  # drawn at once
             update_actor = self.gradient_steps >= self.cfg.critic_warmup_steps
             metrics = self.algorithm.update(batch, update_actor=update_actor)
@@ -520,6 +578,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
                 "the learner process, and checkpoints hold the actor side only"
             )
         self.algorithm.load_state_dict(state["algorithm"])
+        if self.updates is not None:
+            self.updates.reset()  # the loaded optimizer state is new tensors
         if isinstance(state["buffer"], ReplayHistory):  # what `load` read from a latest.pt's chunk files
             self.buffer.load_history(state["buffer"])
         else:

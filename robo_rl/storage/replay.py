@@ -261,10 +261,26 @@ class ReplayBuffer:
     def sample_many(self, batch_size: int, count: int, generator: torch.Generator | None = None) -> list[Transitions]:
         """`count` batches of `batch_size`, drawn with one random call and two gathers for all of them (several
         gradient steps per call without per-batch sampling work); `count=1` draws what `sample` draws."""
+        return self.gather_many(self.draw_indices(batch_size, count, generator), count)
+
+    def draw_indices(
+        self, batch_size: int, count: int, generator: torch.Generator | None = None, out: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The `count * batch_size` slots `sample_many` gathers, drawn uniformly from the stored ones; into `out`
+        (int64, on the buffer's device) when given, so that a captured graph reading `out` sees fresh draws
+        (`robo_rl.runners.captured_updates`): the draw depends on the growing length, the gather does not."""
         if self._size == 0:
             raise ValueError("cannot sample from an empty ReplayBuffer")
-        idx = torch.randint(self._size, (count * batch_size,), device=self.device, generator=generator)
+        shape = (count * batch_size,)
+        if out is None:
+            return torch.randint(self._size, shape, device=self.device, generator=generator)
+        return torch.randint(self._size, shape, device=self.device, generator=generator, out=out)
+
+    def gather_many(self, idx: torch.Tensor, count: int) -> list[Transitions]:
+        """The transitions in slots `idx` `(count * batch_size,)` as `count` batches: two row gathers for all of
+        them, no host sync (capturable)."""
         gathered = self._gather(idx)
+        batch_size = idx.shape[0] // count
         return [_rows(gathered, i * batch_size, (i + 1) * batch_size) for i in range(count)]
 
     def _gather(self, idx: torch.Tensor) -> Transitions:
