@@ -145,6 +145,8 @@ def warm_ups(runner: Any) -> int:
 
     blocks = [getattr(runner, "_device_rollout", None), getattr(runner, "_captured_evaluation", None)]
     blocks += [getattr(runner, name, None) for name in ("_captured_update", "_captured_updates")]
+    updates = getattr(runner, "updates", None)  # the off-policy runner's captured gradient steps, one per plan
+    blocks += list(getattr(updates, "_graphs", {}).values())
     count = int(counters["stats"]["unique_graphs"])
     for block in blocks:
         captured = getattr(block, "captured", block)
