@@ -57,6 +57,6 @@ run 55 sac python3 bench/gpu_bench.py train --output "$JSON" --preset quadrotor_
     --set task.device=cuda off_policy.capture=always task.num_envs=1024 off_policy.updates_per_step=32 \
     off_policy.loop.eval_interval=16 $COMPILED
 # shellcheck disable=SC2086
-train 70 robust-16k quadrotor_hover_robust_ppo 55 task.num_envs=16384 $COMPILED
+train 70 robust-16k-graph quadrotor_hover_robust_ppo 55 task.num_envs=16384
 run 25 torchrun python3 -m torch.distributed.run --standalone --nproc_per_node=1 bench/nccl_check.py
 log done
