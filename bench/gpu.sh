@@ -1,6 +1,7 @@
 #!/bin/sh
 # Issue 38's GPU measurements in one run on a lent GPU machine (the device tool), under 8 minutes:
 #   PARTS=smoke   the CUDA equivalence tests (captured graph against eager) and a short simulator row;
+#   PARTS=hover   the CUDA tests, hover PPO at 16k envs (compiled, then the graph path alone), SAC;
 #   PARTS=all     (default) everything: simulator eager / captured / compiled+captured at 4k-262k envs, hover PPO to
 #                 the gate at 4k, 16k and 65k envs, the robust preset, SAC to the hover gate, torchrun with NCCL.
 # Every part has its own timeout, so one that fails or overruns costs only its own rows. Results: JSON lines in
@@ -36,6 +37,16 @@ COMPILED="task.config.compile=true task.eval_config.compile=true"
 run 45 tests python3 -m pytest -q -p no:cacheprovider tests/robo_rl/runners/test_device_rollout.py \
     tests/robo_rl/test_capture.py tests/robo_rl/algorithms/test_ppo_capture.py tests/robo_rl/runners/test_off_policy_capture.py \
     -k cuda
+if [ "$PARTS" = hover ]; then  # the PPO gate alone: compiled, then the graph path without compilation
+    # shellcheck disable=SC2086
+    train 110 hover-16k quadrotor_hover_ppo 80 task.num_envs=16384 $COMPILED
+    train 60 hover-16k-graph quadrotor_hover_ppo 45 task.num_envs=16384
+    # shellcheck disable=SC2086
+    run 55 sac python3 bench/gpu_bench.py train --output "$JSON" --preset quadrotor_hover_sac --budget 40 \
+        --set task.device=cuda off_policy.capture=always task.num_envs=1024 off_policy.updates_per_step=32 \
+        off_policy.loop.eval_interval=16 $COMPILED
+    log done; exit 0
+fi
 if [ "$PARTS" = smoke ]; then
     run 60 sim-smoke python3 bench/gpu_bench.py sim --output "$JSON" --envs 16384 --modes graph compile+graph \
         --seconds 0.3

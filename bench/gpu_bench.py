@@ -108,6 +108,7 @@ def part_train(args: argparse.Namespace) -> dict[str, Any]:
         if metrics["wall_time"] > args.budget:
             raise TimeoutError
 
+    runner.stop_requested = lambda: runner.wall_time > args.budget  # also where rows are rare (off-policy)
     reached = False
     try:
         result = runner.learn(on_row)

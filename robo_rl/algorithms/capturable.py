@@ -28,6 +28,25 @@ def adam(params: Iterable[nn.Parameter | torch.Tensor], lr: float, capturable: b
     return torch.optim.Adam(params, lr=step_size, fused=True, capturable=True)
 
 
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """`optimizer.load_state_dict(state)` that keeps a capturable optimizer capturable.
+
+    A loaded state brings its groups' own settings: a checkpoint of a classic optimizer says `capturable=False`
+    (CUDA graph capture of the step then refuses) and a float step size. Each group that was capturable stays so,
+    and keeps its step-size tensor (the one a graph reads), with the loaded value written into it."""
+    kept = [(bool(group.get("capturable", False)), group["lr"]) for group in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, (capturable, lr) in zip(optimizer.param_groups, kept, strict=True):
+        if not capturable:
+            continue
+        group["capturable"] = True
+        if isinstance(lr, torch.Tensor):
+            loaded = group["lr"]
+            with torch.no_grad():
+                lr.copy_(loaded if isinstance(loaded, torch.Tensor) else torch.tensor(float(loaded)))
+            group["lr"] = lr
+
+
 def noise_row(noise: UpdateNoise | None, i: int) -> UpdateNoise | None:
     """Update `i`'s draws (views), or None (the update draws its own)."""
     return None if noise is None else {name: draws[i] for name, draws in noise.items()}

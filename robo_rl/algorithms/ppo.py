@@ -200,6 +200,8 @@ class PPO:
         lr: float | torch.Tensor = self._learning_rate if self._lr_tensor is None else self._lr_tensor
         for group in self.optimizer.param_groups:
             group["lr"] = lr  # the tensor itself: a loaded optimizer state brings its own
+            if self._lr_tensor is not None:  # and its own capturable flag (False from a classic optimizer)
+                group["capturable"] = True
 
     def compute_returns(self, storage: RolloutStorage) -> None:
         storage.advantages, storage.returns = gae(

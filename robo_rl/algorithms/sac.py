@@ -14,7 +14,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from robo_rl.algorithms.capturable import UpdateNoise, adam
+from robo_rl.algorithms.capturable import UpdateNoise, adam, load_optimizer_state
 from robo_rl.algorithms.encoder_config import EncoderConfig
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, reduce_ensemble, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
@@ -274,6 +274,5 @@ class SAC:
         self.target_critic.load_state_dict(state["target_critic"])
         with torch.no_grad():
             self.log_alpha.copy_(state["log_alpha"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
-        self.alpha_optimizer.load_state_dict(state["alpha_optimizer"])
+        for name in ("actor_optimizer", "critic_optimizer", "alpha_optimizer"):
+            load_optimizer_state(getattr(self, name), state[name])

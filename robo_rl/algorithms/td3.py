@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from robo_rl.algorithms.capturable import UpdateNoise, adam
+from robo_rl.algorithms.capturable import UpdateNoise, adam, load_optimizer_state
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update
 from robo_rl.algorithms.td3_losses import smoothed_action, td3_actor_loss, td3_target
 from robo_rl.distributed import LOCAL, Reducer
@@ -175,6 +175,8 @@ class TD3:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        for name in ("actor", "critic", "target_actor", "target_critic", "actor_optimizer", "critic_optimizer"):
+        for name in ("actor", "critic", "target_actor", "target_critic"):
             getattr(self, name).load_state_dict(state[name])
+        for name in ("actor_optimizer", "critic_optimizer"):
+            load_optimizer_state(getattr(self, name), state[name])
         self.critic_steps = int(state["critic_steps"])

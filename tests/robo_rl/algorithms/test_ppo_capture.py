@@ -236,6 +236,8 @@ def test_a_classic_ppo_made_capturable_goes_on_where_it_was() -> None:
             if i == 1 and algorithm is algorithms[0]:
                 algorithm.make_capturable()
                 assert algorithm.optimizer.state_dict()["state"][0]["step"].item() == 4  # 2 epochs x 2 minibatches
+                # the classic state it loaded said capturable=False, which CUDA graph capture refuses (seen on a GPU)
+                assert all(group["capturable"] for group in algorithm.optimizer.param_groups)
                 CapturedPPOUpdate(algorithm, storage, "eager")()
             else:
                 algorithm.update(storage)

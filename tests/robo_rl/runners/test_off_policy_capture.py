@@ -198,3 +198,19 @@ def test_the_setting_reads_from_the_command_line(mode: str) -> None:
     from robo_rl.experiment import ExperimentConfig
 
     assert apply_overrides(ExperimentConfig(), [f"off_policy.capture={text}"]).off_policy.capture == mode
+
+
+def test_a_classic_checkpoint_loads_into_capturable_optimizers() -> None:
+    """A classic optimizer's state says capturable=False and a float step size; loaded into a capturable SAC it must
+    stay capturable (CUDA graph capture of Adam's step refuses otherwise) with its step-size tensor kept."""
+    from robo_rl.algorithms.capturable import adam, load_optimizer_state
+
+    parameter = torch.nn.Parameter(torch.ones(3))
+    classic = adam([parameter], lr=1e-3)
+    parameter.grad = torch.ones(3)
+    classic.step()
+    capturable = adam([parameter], lr=5e-4, capturable=True)
+    step_size = capturable.param_groups[0]["lr"]
+    load_optimizer_state(capturable, classic.state_dict())
+    group = capturable.param_groups[0]
+    assert group["capturable"] and group["lr"] is step_size and float(step_size) == pytest.approx(1e-3)
