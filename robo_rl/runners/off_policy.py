@@ -162,12 +162,12 @@ class OffPolicyRunnerConfig:
     warmup: Literal["random", "policy"] = "random"
     """How the first `learning_starts` transitions are collected: uniformly random actions, or the (pretrained)
     policy itself (WSRL's warm-up rollouts)."""
-    capture: CaptureMode = "never"
+    capture: CaptureMode = "auto"
     """Run each iteration's gradient steps as one captured graph (a CUDA graph: one replay instead of hundreds of
     kernel launches; `robo_rl.runners.captured_updates`), and evaluations of a capturable eval env too:
-    "always", "auto" (where the env's device is CUDA) or "never" (the classic loop). SAC and TD3 only, in the env
-    loop, without cameras, a prior buffer or several processes: "always" refuses the others (ValueError naming the
-    setting), "auto" leaves them on the classic loop.
+    "auto" (the default: where the env's device is CUDA), "always" or "never" (the classic loop). SAC and TD3
+    only, in the env loop, without cameras, a prior buffer or several processes: "always" refuses the others
+    (ValueError naming the setting), "auto" leaves them on the classic loop.
     Statistically the same algorithm; the random draws come in another order than the classic loop's."""
 
     def __post_init__(self) -> None:

@@ -140,8 +140,9 @@ def test_subset_keys_choose_a_random_subset() -> None:
     assert torch.equal(subset_min(q, 2, keys=keys), torch.full((3,), 1.0))  # members 4 and 1
 
 
-def test_capture_auto_is_off_on_the_cpu_and_the_default_is_off() -> None:
-    assert OffPolicyRunnerConfig().capture == "never"
+def test_capture_auto_is_off_on_the_cpu_and_the_default() -> None:
+    """The default, "auto", captures on CUDA only: on the CPU the classic loop runs, as it always did."""
+    assert OffPolicyRunnerConfig().capture == "auto"
     env = make("pendulum", num_envs=2, seed=0)
     assert OffPolicyRunner(env, _algorithm("sac"), _config("auto"), seed=0).updates is None
 
