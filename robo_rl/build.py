@@ -22,7 +22,7 @@ from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
 from robo_rl.hil.realtime import RealTimeEnv
 from robo_rl.image_spec import ImageSpec
-from robo_rl.runners.evaluate import EVAL_SEED_OFFSET
+from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, PRECHECK_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.runners.run_dir import RunDirectory
@@ -152,18 +152,12 @@ def build_runner(
         env = RealTimeEnv(env, cfg.hil.rate_hz or None)
     if cfg.hil.teleop != "none":
         env = _with_teleop(cfg, env, make_teleop)
-    eval_env = None
+    eval_env = precheck_env = None
     if evaluate and world.is_main:
-        eval_env = chunked(
-            cfg,
-            make_env(
-                task.name,
-                num_envs=cfg.loop.eval_episodes,
-                device=task.device,
-                seed=cfg.seed + EVAL_SEED_OFFSET,
-                config=task.evaluation_config,
-            ),
-        )
+        eval_env = _evaluation_env(cfg, make_env, cfg.loop.eval_episodes, cfg.seed + EVAL_SEED_OFFSET)
+        if cfg.loop.eval_precheck_episodes > 0:
+            precheck = cfg.loop.eval_precheck_episodes
+            precheck_env = _evaluation_env(cfg, make_env, precheck, cfg.seed + PRECHECK_SEED_OFFSET)
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.on_policy:
         policy = build_policy(cfg, env)
@@ -172,13 +166,23 @@ def build_runner(
         entry = algorithm(cfg.algo)
         update = entry.build(policy, getattr(cfg, entry.section("build")))
         update.reducer = reducer
-        return OnPolicyRunner(env, policy, update, cfg.runner, seed, eval_env=eval_env, run=run, reducer=reducer)
+        evaluation = {"eval_env": eval_env, "precheck_env": precheck_env}
+        return OnPolicyRunner(env, policy, update, cfg.runner, seed, run=run, reducer=reducer, **evaluation)
     learner = build_off_policy(cfg, env)
     for module in vars(learner).values():
         if isinstance(module, nn.Module):
             broadcast_module(module, reducer)
     learner.reducer = reducer
-    return OffPolicyRunner(env, learner, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer)
+    return OffPolicyRunner(
+        env, learner, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer, precheck_env=precheck_env
+    )
+
+
+def _evaluation_env(cfg: ExperimentConfig, make_env: EnvFactory, episodes: int, seed: int) -> BatchedEnv:
+    """An evaluation env of `episodes` parallel episodes with the task's evaluation settings."""
+    task = cfg.task
+    env = make_env(task.name, num_envs=episodes, device=task.device, seed=seed, config=task.evaluation_config)
+    return chunked(cfg, env)
 
 
 def _check_distributable(cfg: ExperimentConfig, processes: int) -> None:

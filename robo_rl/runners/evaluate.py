@@ -14,6 +14,9 @@ from robo_rl.runners.gate_test import SequentialGate
 
 EVAL_SEED_OFFSET = 1_000_003
 """Evaluation envs are reset with `seed + EVAL_SEED_OFFSET`: fixed held-out initial states per training seed."""
+PRECHECK_SEED_OFFSET = 2_000_003
+"""The evaluation's pre-check (`LoopConfig.eval_precheck_episodes`) is reset with `seed + PRECHECK_SEED_OFFSET`:
+held-out initial states of their own."""
 
 
 def evaluation_due(

@@ -23,8 +23,10 @@ from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import (
     EVAL_SEED_OFFSET,
+    PRECHECK_SEED_OFFSET,
     EvalResult,
     eval_metrics,
+    evaluate,
     evaluate_held_out,
     evaluation_due,
     targets_reached,
@@ -137,6 +139,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         run: run directory to log and checkpoint into; None keeps everything in memory (tests).
         reducer: the processes' collectives; rank 0 alone evaluates and decides for every rank.
         cadence: when rows are produced and logged, and checkpoints written.
+        precheck_env: the env of the evaluation's pre-check (`LoopConfig.eval_precheck_episodes`), or None.
     """
 
     obs: torch.Tensor
@@ -151,9 +154,13 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         run: RunDirectory | None,
         reducer: Reducer,
         cadence: Cadence,
+        precheck_env: BatchedEnv | None = None,
     ) -> None:
         self.env, self.cfg, self.seed = env, cfg, seed
         self.eval_env, self.run, self.reducer, self.cadence = eval_env, run, reducer, cadence
+        self.precheck_env = precheck_env
+        self._precheck_rate: float | None = None
+        """This iteration's pre-check success rate (None where none ran)."""
         self.tracker = EpisodeTracker(env.num_envs, env.device)
         self.iteration = self.env_steps = 0
         self.wall_time = 0.0
@@ -273,12 +280,25 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         """Evaluate on a row's iteration of the evaluation grid, unless the training success is below
         eval_min_train_success; never without an eval env (ranks other than 0)."""
         cfg = self.cfg.loop
+        self._precheck_rate = None
         if stats is None or self.eval_env is None:
             return None
         due = evaluation_due(
             self.iteration, cfg.max_iterations, cfg.eval_interval, stats.success_rate, cfg.eval_min_train_success
         )
-        return self.evaluate() if due else None
+        return self.evaluate() if due and self._precheck_passes() else None
+
+    def _precheck_passes(self) -> bool:
+        """The evaluation's pre-check (`LoopConfig.eval_precheck_episodes`): True where none applies (no pre-check
+        env, no success target, the final evaluation, a task without success), else whether the deterministic
+        policy's success on the pre-check episodes reaches the target less the margin."""
+        cfg = self.cfg.loop
+        if self.precheck_env is None or cfg.target_success_rate is None or self.iteration >= cfg.max_iterations:
+            return True
+        actor = self._deterministic_actor().eval()
+        rate = evaluate(self.precheck_env, actor, seed=self.seed + PRECHECK_SEED_OFFSET).success_rate
+        self._precheck_rate = rate
+        return rate is None or rate >= cfg.target_success_rate - cfg.eval_precheck_margin
 
     def _agree(self, reached: bool) -> bool:
         """Rank 0's `reached` on every rank on the evaluation grid, where rank 0 may have evaluated (whatever the
@@ -302,6 +322,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
             "train_reward_per_step": stats.reward_per_step,
             **self._extra_metrics(),
             **eval_metrics(evaluation),
+            **({} if self._precheck_rate is None else {"eval_precheck_success_rate": self._precheck_rate}),
             **{name: float(value) for name, value in losses.items()},  # a tensor is read here, on a row only
         }
 

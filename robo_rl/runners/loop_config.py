@@ -41,6 +41,17 @@ class LoopConfig:
     episodes that had finished (`eval_gate`: 1 pass, 0 fail)."""
     eval_episodes: int = 100
     """Episodes per evaluation, run in parallel as one batched env."""
+    eval_precheck_episodes: int = 0
+    """> 0, with a `target_success_rate`: before a due periodic evaluation, this many deterministic episodes of
+    their own (another batched env, held-out initial states of another seed) are flown first, and the evaluation
+    runs only when their success rate reaches `target_success_rate - eval_precheck_margin`. A cheap deterministic
+    test of whether the costly gate evaluation can pass: unlike `eval_min_train_success` it judges the policy that
+    is evaluated, not the exploring one (whose success can lag the deterministic policy's by tens of points). The
+    gate itself is still the whole evaluation. 0: off. The row's `eval_precheck_success_rate` records each."""
+    eval_precheck_margin: float = 0.05
+    """How far below the target the pre-check's success rate may be and still let the evaluation run: with 100
+    episodes and 0.05, a policy that would pass the 95 % gate with 96 % fails the pre-check (< 90/100) with
+    probability 0.8 % (binomial), and only delays that evaluation to a later iteration."""
     save_interval: int = 50
     """Iterations between scheduled checkpoints (0: none). What a checkpoint is differs, because an off-policy
     checkpoint carries the replay buffer: on-policy, a numbered snapshot checkpoints/model_XXXXXX.pt and
@@ -58,6 +69,10 @@ class LoopConfig:
             raise ValueError(f"save_every_s must not be negative, got {self.save_every_s}")
         if self.eval_episodes < 1:
             raise ValueError(f"eval_episodes must be at least 1, got {self.eval_episodes}")
+        if self.eval_precheck_episodes < 0:
+            raise ValueError(f"eval_precheck_episodes must not be negative, got {self.eval_precheck_episodes}")
+        if not 0.0 <= self.eval_precheck_margin < 1.0:
+            raise ValueError(f"eval_precheck_margin must lie in [0, 1), got {self.eval_precheck_margin}")
 
 
 LOOP_FIELDS = frozenset(f.name for f in fields(LoopConfig))

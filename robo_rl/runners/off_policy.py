@@ -375,8 +375,9 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         eval_env: BatchedEnv | None = None,
         run: RunDirectory | None = None,
         reducer: Reducer = LOCAL,
+        precheck_env: BatchedEnv | None = None,
     ) -> None:
-        super().__init__(env, cfg, seed, eval_env, run, reducer, SparseCadence())
+        super().__init__(env, cfg, seed, eval_env, run, reducer, SparseCadence(), precheck_env)
         self.algorithm = algorithm
         self.cameras = image_specs_of(env)
         """The env's cameras, whose frames the replay buffers keep; () for a state-only env."""

@@ -87,6 +87,8 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         seed: seeds torch and the env stream.
         eval_env: env for deterministic evaluation (its num_envs = episodes per evaluation); None skips it.
         run: run directory to log and checkpoint into; None keeps everything in memory (tests).
+        reducer: the processes' collectives (several processes: gradients averaged).
+        precheck_env: the env of the evaluation's pre-check (`LoopConfig.eval_precheck_episodes`), or None.
     """
 
     def __init__(
@@ -99,8 +101,9 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         eval_env: BatchedEnv | None = None,
         run: RunDirectory | None = None,
         reducer: Reducer = LOCAL,
+        precheck_env: BatchedEnv | None = None,
     ) -> None:
-        super().__init__(env, cfg, seed, eval_env, run, reducer, SnapshotCadence())
+        super().__init__(env, cfg, seed, eval_env, run, reducer, SnapshotCadence(), precheck_env)
         self.policy, self.algorithm = policy, algorithm
         num_steps = algorithm.cfg.num_steps
         self.storage = RolloutStorage(

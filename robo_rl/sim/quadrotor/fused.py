@@ -35,8 +35,8 @@ _EQUATIONS += ("motor_command", "within_bounds", "reward")
  DRAG_X, DRAG_Y, DRAG_Z, GRAVITY, SLOPE, OFFSET, HOVER_0, HOVER_1, HOVER_2, HOVER_3, DT, SUBSTEPS, INTEGRATOR,
  MAX_STEPS, WINDOW, SUCCESS_SUM, MAX_DISTANCE, COS_MAX_TILT, MAX_RATE_SQUARED, FLOOR, ALIVE, W_POSITION,
  W_DISTANCE, W_ATTITUDE, W_VELOCITY, W_RATES, W_ACTION, W_CRASH, TARGET_X, TARGET_Y, TARGET_Z, INIT_POSITION,
- INIT_VELOCITY, INIT_RATES, INIT_ATTITUDE, HOVER_ROTOR, INTEGRAL_LIMIT, W_INTEGRAL, HISTORY_ROW,
- GEOMETRY) = range(50)  # fmt: skip
+ INIT_VELOCITY, INIT_RATES, INIT_ATTITUDE, HOVER_ROTOR, INTEGRAL_LIMIT, W_INTEGRAL, HISTORY_ROW, REWARD_FLOOR,
+ GEOMETRY) = range(51)  # fmt: skip
 NUM_CONSTANTS = GEOMETRY + 12
 
 
@@ -178,9 +178,14 @@ def physics(
         c[ALIVE], c[W_POSITION], c[W_DISTANCE], c[W_ATTITUDE], c[W_VELOCITY], c[W_RATES], c[W_ACTION], c[W_CRASH]
     )
     integrate(c, integral, s, final_obs, i)
-    reward_out[i] = reward(e, (s[7], s[8], s[9]), rates, offsets, dist, r22, 1.0 if crashed else 0.0, weights)
+    floored = c[REWARD_FLOOR] > -np.inf
+    crash = 1.0 if crashed and not floored else 0.0  # with a floor, the crash penalty comes after it
+    r = reward(e, (s[7], s[8], s[9]), rates, offsets, dist, r22, crash, weights)
     if c[INTEGRAL_LIMIT] > 0.0:
-        reward_out[i] -= c[W_INTEGRAL] * (integral[0, i] ** 2 + integral[1, i] ** 2 + integral[2, i] ** 2)
+        r -= c[W_INTEGRAL] * (integral[0, i] ** 2 + integral[1, i] ** 2 + integral[2, i] ** 2)
+    if floored:
+        r = max(r, c[REWARD_FLOOR]) - (c[W_CRASH] if crashed else 0.0)
+    reward_out[i] = r
     in_window = count > int(c[MAX_STEPS]) - int(c[WINDOW])
     total = error_sum[i] + (dist if in_window else 0.0)
     error_sum[i] = total
@@ -254,6 +259,7 @@ def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geo
     c[HOVER_ROTOR] = params.hover_command
     c[INTEGRAL_LIMIT], c[W_INTEGRAL] = config.position_integral_limit, config.integral_weight
     c[HISTORY_ROW] = 21 if config.position_integral_limit > 0 else 18
+    c[REWARD_FLOOR] = -math.inf if config.reward_floor is None else config.reward_floor
     c[GEOMETRY : GEOMETRY + 12] = (*geometry.y, *geometry.minus_x, *geometry.minus_spin)
     return with_fraction(c, config, 1.0)
 

@@ -142,6 +142,11 @@ class HoverConfig:
     what pushes the policy to use the integral (integral action) rather than tolerate a sag."""
     crash_penalty: float = 5.0
     """Reward penalty charged once, at the step that crashes."""
+    reward_floor: float | None = None
+    """With a value: the reward of a step before the crash penalty is at least this (0: surviving a step never
+    costs reward). Without it, far from the target the penalties outweigh `alive_reward`, and a policy learns that
+    crashing early pays better than flying on: measured, it stopped the hover preset from learning to survive for
+    tens of iterations (docs/BENCHMARKS.md, issue 46). None: no floor."""
     success_position_error: float = 0.10
     """An episode succeeds when it is not crashed and its mean position error over the last `success_window`..."""
     success_window: float = 1.0
@@ -224,8 +229,8 @@ class QuadrotorHover(BatchedTask):
     `actuator` states what an action means (the policy artifact records it).
 
     Reward: `alive_reward - position_weight |e_p|^2 - distance_weight |e_p| - attitude_weight (1 - R_zz)
-    - velocity_weight |e_v|^2 - angular_velocity_weight |w|^2 - action_weight |a - hover_action|^2`, minus
-    `crash_penalty` at a crash.
+    - velocity_weight |e_v|^2 - angular_velocity_weight |w|^2 - action_weight |a - hover_action|^2
+    - integral_weight |I|^2` (at least `reward_floor` when it is set), minus `crash_penalty` at a crash.
     Terminated (crash) beyond `max_position_error`, `max_tilt`, `max_angular_speed` or below `floor_height`
     (and on non-finite states); truncated after `max_episode_steps`; finished envs reset inside `step`.
     `info["success"]`: truncated without crash and mean position error over the last `success_window` below
@@ -645,11 +650,16 @@ class QuadrotorHover(BatchedTask):
         position_error, velocity_error, angular_velocity, _ = errors
         deviations = torch.cat((position_error, velocity_error, angular_velocity, action - self._hover))
         cost = rows_matmul(self._cost_weights, deviations.square_()).squeeze(0)
-        cost = cost.add_(1.0 - rotation[8], alpha=c.attitude_weight).add_(terminated, alpha=c.crash_penalty)
+        cost = cost.add_(1.0 - rotation[8], alpha=c.attitude_weight)
+        if c.reward_floor is None:
+            cost = cost.add_(terminated, alpha=c.crash_penalty)
         cost = cost.add_(distance, alpha=c.distance_weight)
         if self._integrates and c.integral_weight > 0:
             cost = cost.add_(self._integral.square().sum(0), alpha=c.integral_weight)
-        return cost.neg_().add_(c.alive_reward)
+        reward = cost.neg_().add_(c.alive_reward)
+        if c.reward_floor is None:
+            return reward
+        return reward.clamp_(min=c.reward_floor).sub_(terminated.to(reward.dtype), alpha=c.crash_penalty)
 
     def _reset_where(self, done: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> None:
         if draws.episode is not None:

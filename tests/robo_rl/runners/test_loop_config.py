@@ -63,7 +63,7 @@ def test_a_current_section_comes_back_equal() -> None:
     assert nest_loop_keys({"loop": None, "max_iterations": 3}) == {"loop": None, "max_iterations": 3}
 
 
-def test_loop_fields_are_the_nine_shared_settings() -> None:
+def test_loop_fields_are_the_eleven_shared_settings() -> None:
     assert LOOP_FIELDS == {
         "max_iterations",
         "target_return",
@@ -72,6 +72,8 @@ def test_loop_fields_are_the_nine_shared_settings() -> None:
         "eval_min_train_success",
         "eval_sequential",
         "eval_episodes",
+        "eval_precheck_episodes",
+        "eval_precheck_margin",
         "save_interval",
         "save_every_s",
     }

@@ -12,16 +12,23 @@ import yaml
 from robo_rl.runners.flight_plot import plot_flights, record_positions
 from robo_rl.sim import make
 
+HOVER_ITERATION_BOUND = 100
+"""Iterations within which the preset must pass its gate: seeds 0-4 took 31-43 at issue 46 (docs/BENCHMARKS.md),
+the preset before it 109 on seed 0."""
+
 
 @pytest.mark.slow
-def test_hover_success_rate_rises_past_the_gate(trained_hover_run: Path) -> None:
-    """The preset, trained in the shared session run (seed 0, target 90 %), starts from a policy that does not
-    hover and stops at an evaluation past its target, whose policy is the run's best."""
+def test_hover_preset_passes_its_gate_within_an_iteration_bound(trained_hover_run: Path) -> None:
+    """The preset, trained in the shared session run (seed 0, as the preset says), starts from a policy that does not
+    hover (its first pre-check), and stops within `HOVER_ITERATION_BOUND` iterations at an evaluation of 1000
+    flights past its target (>= 97 %, above the 95 % gate), whose policy is the run's best."""
     rows = [json.loads(line) for line in (trained_hover_run / "metrics.jsonl").read_text().splitlines()]
+    assert rows[0]["eval_precheck_success_rate"] < 0.1  # the untrained policy (iteration 1)
     evaluations = [row["eval_success_rate"] for row in rows if row.get("eval_success_rate") is not None]
-    assert evaluations[0] < 0.1  # the untrained policy's evaluation (iteration 1)
-    target = yaml.safe_load((trained_hover_run / "config.yaml").read_text())["runner"]["loop"]["target_success_rate"]
-    assert target >= 0.9 and evaluations[-1] >= target
+    loop = yaml.safe_load((trained_hover_run / "config.yaml").read_text())["runner"]["loop"]
+    assert loop["target_success_rate"] >= 0.97 and loop["eval_episodes"] == 1000
+    assert evaluations[-1] >= loop["target_success_rate"]
+    assert len(rows) <= HOVER_ITERATION_BOUND
     assert (trained_hover_run / "checkpoints" / "best.pt").is_file()
 
 

@@ -54,8 +54,9 @@ linear_drag: [0.01, 0.02, 0.03]
         {"frame": "crazyflie_2_1_bare_2023"},
         {"frame": "px4_x500", "substeps": 2},
         {"position_integral_limit": 0.005, "episode_length": 0.3, "action_history": 2},
+        {"position_integral_limit": 0.5, "integral_weight": 12.0, "reward_floor": 0.0, "crash_penalty": 20.0},
     ],
-    ids=["default", "euler-substeps-history", "floor-short-episodes", "bare-2023", "x500", "position-integral"],
+    ids=lambda changes: "-".join(f"{key}={value}" for key, value in changes.items()) or "default",
 )
 def test_numba_steps_match_torch_steps(changes: dict) -> None:
     _check_numba_matches_torch(dataclasses.replace(HoverConfig(), **changes))

@@ -256,6 +256,26 @@ def test_truncation_after_max_episode_steps_and_reward_at_the_target() -> None:
     assert info["success"].all() and env.episode_time.eq(0).all()
 
 
+@pytest.mark.parametrize("backend", ["torch", "numba"])
+def test_reward_floor_keeps_a_flying_step_at_the_floor_and_charges_the_crash_after_it(backend: str) -> None:
+    """Worked by hand with the default weights (alive 2, |e|^2 and |e| at 1 each), at rest with the hover command so
+    that every other term is 0: 0.5 m off, 2 - 0.25 - 0.5 = 1.25 with or without the floor; 1.5 m off, 2 - 2.25 - 1.5
+    = -1.75, floored to 0; 2.5 m off (past max_position_error 2: a crash), 2 - 6.25 - 2.5 - 20 = -26.75, floored
+    to 0 - 20."""
+    if backend == "numba":
+        pytest.importorskip("numba")
+    positions = [(0.5, 0.0, 0.0), (0.0, 1.5, 0.0), (0.0, 0.0, -2.5)]
+    expected = {None: [1.25, -1.75, -26.75], 0.0: [1.25, 0.0, -20.0]}
+    for floor, rewards in expected.items():
+        config = HoverConfig(**STILL, crash_penalty=20.0, reward_floor=floor, backend=backend)  # type: ignore[arg-type]
+        env = QuadrotorHover(3, config=config, seed=0)
+        state = torch.cat([_state_at(position, 1, env) for position in positions])
+        env.set_state(state)
+        _, reward, terminated, _, _ = env.step(_hover_actions(env))
+        assert terminated.tolist() == [False, False, True]
+        torch.testing.assert_close(reward, torch.tensor(rewards), rtol=0, atol=2e-4)
+
+
 def _success_after(env: QuadrotorHover, positions: list[tuple[float, float, float]]) -> tuple[bool, bool]:
     """Place the quad at each position for one second in turn; returns (truncated, success) at the end."""
     for position in positions:
