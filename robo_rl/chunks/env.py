@@ -69,6 +69,9 @@ class ChunkEnv:
         self.dt = env.dt * self.execute
         self.max_episode_steps = math.ceil(env.max_episode_steps / self.execute)
         self.idle_action = _idle_action(env.action_spec, idle_action, env.device)
+        nominal = getattr(env, "nominal_action", None)
+        self.nominal_action = None if nominal is None else tuple(nominal) * horizon
+        """The wrapped env's `nominal_action` at every step of a chunk (`PolicyConfig.init_mean="nominal"`)."""
 
     def __getattr__(self, name: str) -> Any:  # privileged_obs, render, ... of the wrapped env
         return getattr(self.env, name)

@@ -27,7 +27,6 @@ from robo_rl.runners.evaluate import (
     EvalResult,
     eval_metrics,
     evaluate,
-    evaluate_held_out,
     evaluation_due,
     targets_reached,
 )
@@ -172,7 +171,8 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         self.capture_backend: CaptureBackend | None = None
         """Set by a runner whose `capture` setting is on: evaluations of a capturable eval env then run as one
         captured graph (`robo_rl.runners.device_rollout.CapturedEvaluation`)."""
-        self._captured_evaluation: Any = None
+        self._captured_evaluations: dict[int, Any] = {}
+        """The captured evaluation of each evaluation env (by id), built at its first evaluation."""
 
     def _reset_env(self) -> None:
         """Seed torch and reset the training env: the last step of building a runner."""
@@ -252,19 +252,22 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         target = loop.target_success_rate
         if loop.eval_sequential and target is not None and loop.target_return is None:
             gate = SequentialGate(target=target)
-        if self.capture_backend is not None and self.eval_env is not None and capturable(self.eval_env):
-            return self._evaluate_captured(gate)
-        return evaluate_held_out(self.eval_env, self._deterministic_actor().eval(), self.seed, gate)
+        if self.eval_env is None:
+            raise RuntimeError("no evaluation env was given to the runner")
+        return self._evaluate_on(self.eval_env, self.seed + EVAL_SEED_OFFSET, gate)
 
-    def _evaluate_captured(self, gate: SequentialGate | None) -> EvalResult:
-        """`evaluate` as one captured graph, built at the first evaluation (its actor shares the parameters)."""
+    def _evaluate_on(self, env: BatchedEnv, seed: int, gate: SequentialGate | None = None) -> EvalResult:
+        """`evaluate` on `env` from the initial states of `seed`; as one captured graph where capture is on and the
+        env is capturable, built at its first evaluation (its actor shares the parameters)."""
+        if self.capture_backend is None or not capturable(env):
+            return evaluate(env, self._deterministic_actor().eval(), seed=seed, gate=gate)
         from robo_rl.runners.device_rollout import CapturedEvaluation
 
-        assert self.eval_env is not None and self.capture_backend is not None
-        if self._captured_evaluation is None:
+        captured = self._captured_evaluations.get(id(env))
+        if captured is None:
             actor = self._deterministic_actor().eval()
-            self._captured_evaluation = CapturedEvaluation(self.eval_env, actor, self.capture_backend)
-        return self._captured_evaluation(self.seed + EVAL_SEED_OFFSET, gate)
+            captured = self._captured_evaluations[id(env)] = CapturedEvaluation(env, actor, self.capture_backend)
+        return captured(seed, gate)
 
     def _stops(self, reached: bool) -> bool:
         return self.iteration >= self.cfg.loop.max_iterations or reached or self._estop() or self.stop_requested()
@@ -295,8 +298,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         cfg = self.cfg.loop
         if self.precheck_env is None or cfg.target_success_rate is None or self.iteration >= cfg.max_iterations:
             return True
-        actor = self._deterministic_actor().eval()
-        rate = evaluate(self.precheck_env, actor, seed=self.seed + PRECHECK_SEED_OFFSET).success_rate
+        rate = self._evaluate_on(self.precheck_env, self.seed + PRECHECK_SEED_OFFSET).success_rate
         self._precheck_rate = rate
         return rate is None or rate >= cfg.target_success_rate - cfg.eval_precheck_margin
 

@@ -9,8 +9,10 @@ the two paths step against step.
 Random numbers for the resets come from the counter-based generator inside the kernel
 (`robo_rl.sim.numba_support.uniform`); they differ from the torch path's draws (same distribution).
 
-Supported: "motor" actions, a fixed hover point, no domain randomization (the default hover task), with or
-without the position integral observation. The compiled
+Supported: "motor" actions, a fixed hover point, no domain randomization but the thrust curve's scale
+(`RandomizationConfig.thrust_coefficient`: a new scale U(1 - r, 1 + r) per episode, drawn in the kernel like the
+resets, r shrunk by a curriculum as the torch path does), with or without the position integral observation. The
+compiled
 kernel is cached on disk (`robo_rl.sim.numba_support.cache_directory`).
 """
 
@@ -36,7 +38,7 @@ _EQUATIONS += ("motor_command", "within_bounds", "reward")
  MAX_STEPS, WINDOW, SUCCESS_SUM, MAX_DISTANCE, COS_MAX_TILT, MAX_RATE_SQUARED, FLOOR, ALIVE, W_POSITION,
  W_DISTANCE, W_ATTITUDE, W_VELOCITY, W_RATES, W_ACTION, W_CRASH, TARGET_X, TARGET_Y, TARGET_Z, INIT_POSITION,
  INIT_VELOCITY, INIT_RATES, INIT_ATTITUDE, HOVER_ROTOR, INTEGRAL_LIMIT, W_INTEGRAL, HISTORY_ROW, REWARD_FLOOR,
- GEOMETRY) = range(51)  # fmt: skip
+ THRUST_RANGE, GEOMETRY) = range(52)  # fmt: skip
 NUM_CONSTANTS = GEOMETRY + 12
 
 
@@ -106,9 +108,11 @@ def store(state: Any, s: Any, i: int) -> None:
 
 
 @numba.njit(fastmath=FASTMATH, inline="always")
-def body_of(c: Any) -> Any:
+def body_of(c: Any, thrust_scale: float) -> Any:
+    """The frame of the constants with its thrust curve scaled by `thrust_scale` (this env's episode)."""
     return Body(
-        c[INV_MASS], c[INERTIA_X], c[INERTIA_Y], c[INERTIA_Z], c[THRUST_0], c[THRUST_1], c[THRUST_2],
+        c[INV_MASS], c[INERTIA_X], c[INERTIA_Y], c[INERTIA_Z], c[THRUST_0] * thrust_scale,
+        c[THRUST_1] * thrust_scale, c[THRUST_2] * thrust_scale,
         c[TORQUE_TO_THRUST], c[RISE_RATE], c[FALL_RATE], c[DRAG_X], c[DRAG_Y], c[DRAG_Z], 0.0, 0.0, -c[GRAVITY],
         0.0, 0.0, 0.0,
     )  # fmt: skip
@@ -138,12 +142,14 @@ def integrate(c: Any, integral: Any, s: Any, out: Any, i: int) -> None:
 
 @numba.njit(fastmath=FASTMATH)
 def physics(
-    c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, integral: Any, out: Any, i: int
-) -> None:
+    c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, integral: Any, thrust_scale: Any,
+    out: Any, i: int,
+) -> None:  # fmt: skip
     """Env i's step up to its outcome (the resets are a separate pass; LLVM still does not vectorize this loop
     over envs, see docs/BENCHMARKS.md "Quadrotor step"): clipped
     action into the history, integration, reward, crash, time limit, success, final observation rows 0-17."""
-    final_obs, reward_out, done, terminated, truncated, success, distance, rotor = out
+    final_obs, reward_out, done, terminated, truncated, success, distance, rotor, final_scale = out
+    final_scale[i] = thrust_scale[i]
     a = (clip(action[i, 0]), clip(action[i, 1]), clip(action[i, 2]), clip(action[i, 3]))
     if history.shape[0] > 0:
         history[0, i], history[1, i], history[2, i], history[3, i] = a[0], a[1], a[2], a[3]
@@ -152,7 +158,7 @@ def physics(
         motor_command(a[0], slope, offset), motor_command(a[1], slope, offset),
         motor_command(a[2], slope, offset), motor_command(a[3], slope, offset),
     )  # fmt: skip
-    body, geometry = body_of(c), geometry_of(c)
+    body, geometry = body_of(c, thrust_scale[i]), geometry_of(c)
     substeps = int(c[SUBSTEPS])
     h = c[DT] / substeps
     s = load(state, i)
@@ -197,15 +203,16 @@ def physics(
 
 
 @numba.njit(parallel=True, cache=True, fastmath=FASTMATH)
-def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral: Any, action: Any, seed: Any,
-         counter: Any, out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
+def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral: Any, thrust_scale: Any, action: Any,
+         seed: Any, counter: Any, out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
     """One control step of every env, in parallel over envs.
 
     In place: `state` `(17, N)`, `history` `(4 k, N)`, `steps` and `error_sum` `(N,)`, `integral` `(3, N)`
-    (or `(0, N)` without the position integral), as `QuadrotorHover` holds them. `action` `(N, 4)`; `c` the
-    constants (`NUM_CONSTANTS` float64). Outputs: `out` = (final observation `(obs_dim, N)`, reward, done,
-    terminated, truncated, success, distance `(N,)`, motor states `(4, N)` before the resets), `obs`
-    `(obs_dim, N)` and `rotor_now` `(4, N)` after them. Component-major like the state.
+    (or `(0, N)` without the position integral), `thrust_scale` `(N,)` (this episode's scale of the thrust curve,
+    drawn anew at a reset when `c[THRUST_RANGE]` > 0), as `QuadrotorHover` holds them. `action` `(N, 4)`; `c`
+    the constants (`NUM_CONSTANTS` float64). Outputs: `out` = (final observation `(obs_dim, N)`, reward, done,
+    terminated, truncated, success, distance `(N,)`, motor states `(4, N)` before the resets, thrust scale `(N,)`
+    before the resets), `obs` `(obs_dim, N)` and `rotor_now` `(4, N)` after them. Component-major like the state.
     """
     n, rows, first = state.shape[1], history.shape[0], int(c[HISTORY_ROW])
     final_obs, done, rotor = out[0], out[2], out[7]
@@ -213,7 +220,7 @@ def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral:
         for i in numba.prange(n):
             history[j, i] = history[j - 4, i]
     for i in numba.prange(n):
-        physics(c, state, action, history, steps, error_sum, integral, out, i)
+        physics(c, state, action, history, steps, error_sum, integral, thrust_scale, out, i)
     for j in range(rows):
         for i in numba.prange(n):
             final_obs[first + j, i] = history[j, i]
@@ -234,6 +241,8 @@ def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral:
             integrate(c, integral, s, obs, i)
             for j in range(4):
                 rotor_now[j, i] = s[13 + j]
+            if c[THRUST_RANGE] > 0.0:  # the 13th uniform: the torch path's 13 initial-state draws hold a phase there
+                thrust_scale[i] = 1.0 + c[THRUST_RANGE] * (uniform(seed, counter, i, 12) * 2.0 - 1.0)
 
 
 def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geometry) -> np.ndarray:
@@ -265,11 +274,13 @@ def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geo
 
 
 def with_fraction(c: np.ndarray, config: Any, fraction: float) -> np.ndarray:
-    """`c` with the initial-state ranges of `config` scaled by the curriculum `fraction` (in place)."""
+    """`c` with the initial-state ranges and the thrust scale's half-range of `config` scaled by the curriculum
+    `fraction` (in place)."""
     c[INIT_POSITION] = config.init_position_range * fraction
     c[INIT_VELOCITY] = config.init_velocity_range * fraction
     c[INIT_RATES] = config.init_angular_velocity_range * fraction
     c[INIT_ATTITUDE] = config.init_attitude_range * fraction
+    c[THRUST_RANGE] = config.randomization.thrust_coefficient * fraction
     return c
 
 

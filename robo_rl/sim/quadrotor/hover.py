@@ -165,10 +165,11 @@ class HoverConfig:
     backend: Backend = "torch"
     """"torch": tensor ops (CPU or CUDA; fused further by `compile`). "numba": the whole step in one compiled
     per-env CPU loop (`robo_rl.sim.quadrotor.fused`, the same equations), for "motor" actions, a fixed hover
-    point and no randomization; its reset draws come from a counter-based generator inside the kernel, so its
-    episodes differ from the torch backend's (same distribution). The first process compiles it (10-20 s), later
-    ones load it from disk (~/.cache/robo_rl/numba). "auto": numba where it applies (and is installed), else
-    torch: what the hover presets evaluate on."""
+    point and no randomization but the thrust scale; its reset draws come from a counter-based generator inside the
+    kernel, so its episodes differ from the torch backend's (same distribution). The first process compiles it
+    (10-20 s), later ones load it from disk (~/.cache/robo_rl/numba). "auto": numba where it applies (and is
+    installed), else torch: what the hover presets evaluate on, and train on (where they randomize only the
+    thrust scale)."""
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -201,7 +202,7 @@ class HoverConfig:
         """What this configuration would need for the numba step (empty: it applies, on the CPU)."""
         needs = (
             ("action_mode='motor'", self.action_mode != "motor"),
-            ("no domain randomization", self.randomization.enabled),
+            ("no domain randomization but thrust_coefficient", not self.randomization.only_thrust_scale),
             ("no observation noise", any(self.randomization.observation_noise)),  # the kernel adds none
             ("compile=false (numba is the other way to fuse the step)", self.compile),
         )
@@ -421,21 +422,25 @@ class QuadrotorHover(BatchedTask):
         action = action.to(device="cpu", dtype=self.dtype).reshape(n, 4).contiguous()
         constants = self._fused.with_fraction(self._fused_constants, self.config, self.curriculum_fraction)
         final_obs, obs = torch.empty(dim, n), torch.empty(dim, n)
-        reward, distance = torch.empty(n), torch.empty(n)
+        reward, distance, final_scale = torch.empty(n), torch.empty(n), torch.empty(n)
         done, terminated, truncated, success = (torch.empty(n, dtype=torch.bool) for _ in range(4))
         rotor, rotor_now = torch.empty(4, n), torch.empty(4, n)
-        outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor)
+        outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor, final_scale)
         self._fused.set_threads(self._fused_threads)
         self._fused.step(
             constants, self._state.numpy(), self._history.numpy(), self._steps.numpy(), self._error_sum.numpy(),
-            self._integral.numpy(), action.numpy(), self._fused_seed, self.control_steps,
-            tuple(t.numpy() for t in outcome), obs.numpy(), rotor_now.numpy(),
+            self._integral.numpy(), self._episode[THRUST_SCALE].numpy(), action.numpy(), self._fused_seed,
+            self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(), rotor_now.numpy(),
         )  # fmt: skip
+        final_episode = self._episode
+        if self.config.randomization.enabled:  # the episodes that ended drew a new thrust scale
+            final_episode = self._episode.clone()
+            final_episode[THRUST_SCALE] = final_scale
         self.privileged_obs = torch.cat((self._episode, rotor_now)).T.contiguous()
         info = {
             INFO_FINAL_OBS: final_obs.T.contiguous(),
             INFO_PRIVILEGED_OBS: self.privileged_obs,
-            INFO_FINAL_PRIVILEGED_OBS: torch.cat((self._episode, rotor)).T.contiguous(),
+            INFO_FINAL_PRIVILEGED_OBS: torch.cat((final_episode, rotor)).T.contiguous(),
             INFO_SUCCESS: success,
             INFO_TRACKING_ERROR: distance,
         }

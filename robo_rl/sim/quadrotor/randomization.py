@@ -7,6 +7,7 @@ and the constant disturbance of that episode expressed as the accelerations it c
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -144,6 +145,12 @@ class RandomizationConfig:
     def observation_noise(self) -> tuple[float, float, float]:
         """Noise standard deviations (position m, velocity m/s, angular velocity rad/s)."""
         return (self.position_noise, self.velocity_noise, self.angular_velocity_noise)
+
+    @property
+    def only_thrust_scale(self) -> bool:
+        """Whether nothing but the thrust curve's scale (`thrust_coefficient`) is drawn per episode, or nothing at
+        all (what the numba hover step supports)."""
+        return not dataclasses.replace(self, thrust_coefficient=0.0).enabled
 
     @property
     def enabled(self) -> bool:

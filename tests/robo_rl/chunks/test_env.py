@@ -140,3 +140,19 @@ def test_it_matches_the_simulator_stepped_by_hand_and_a_receding_executor() -> N
             twin_obs = twin.step(torch.zeros(3, 1))[0]
             executor.reset(np.ones(3, dtype=bool))
             assert torch.equal(result[0], twin_obs)
+
+
+def test_a_policy_that_starts_at_the_nominal_action_starts_there_at_every_step_of_its_chunk() -> None:
+    """`PolicyConfig.init_mean="nominal"` on a chunk env: the quadrotor's hover command, repeated for each step."""
+    from robo_rl.api.configs import preset
+    from robo_rl.build import build_policy
+
+    inner = make("quadrotor/hover", num_envs=2)
+    env = ChunkEnv(inner, 3)
+    assert env.nominal_action == tuple(inner.hover_action) * 3
+    cfg = preset("quadrotor_hover_ppo")
+    assert cfg.policy.init_mean == "nominal"
+    torch.manual_seed(0)
+    actor = build_policy(cfg, env).deterministic_actor()
+    hover = torch.tensor(inner.hover_action).repeat(3)
+    torch.testing.assert_close(actor(env.reset(seed=0)), hover.expand(2, 12), atol=0.05, rtol=0)

@@ -45,7 +45,7 @@ def _eval_mean_return(stdout: str) -> float:
         ("train", ["--set", "--seed", "--num-envs", "--max-iterations", "--runs-root", "--resume", "--export"]),
         ("eval", ["--episodes", "--seed", "--checkpoint", "--onnx", "run_dir"]),
         ("export", ["--output", "--checkpoint", "run_dir"]),
-        ("demo", ["--runs-root", "--seed", "--device"]),
+        ("demo", ["--runs-root", "--seed", "--device", "--max-iterations"]),
     ],
 )
 def test_subcommand_help(command: str, options: list[str], capsys: pytest.CaptureFixture[str]) -> None:

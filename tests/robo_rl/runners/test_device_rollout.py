@@ -44,7 +44,8 @@ def _runner(
     name: str = "quadrotor_hover_ppo",
 ) -> OnPolicyRunner:
     base = preset(name)
-    config = replace(base.task.config, episode_length=0.05)  # 5 steps: resets inside every rollout
+    # 5 steps: resets inside every rollout; the torch step (the captured path's, as on a GPU), not the numba one
+    config = replace(base.task.config, episode_length=0.05, backend="torch")
     if curriculum:  # the robust preset's curriculum: a fraction that changes every step, read from a tensor
         config = replace(config, curriculum=CurriculumConfig(steps=20))
     cfg = replace(
@@ -118,7 +119,7 @@ def test_captured_evaluation_is_evaluate() -> None:
     """The evaluation block, replayed, gives `evaluate`'s result episode by episode, also after the actor's
     parameters changed in place and after `evaluate` itself reset the same env in between (its tensors rebound)."""
     runner = _with_backend("fx")
-    config = replace(preset("quadrotor_hover_ppo").task.config, episode_length=0.05)
+    config = replace(preset("quadrotor_hover_ppo").task.config, episode_length=0.05, backend="torch")
     runner.eval_env = make("quadrotor/hover", num_envs=8, device="cpu", seed=0, config=config)
     actor = runner._deterministic_actor().eval()
     for _ in range(3):
@@ -128,7 +129,8 @@ def test_captured_evaluation_is_evaluate() -> None:
         with torch.no_grad():  # the next round evaluates a changed policy
             for parameter in runner.policy.actor_parameters():
                 parameter.mul_(1.5)
-    assert runner._captured_evaluation is not None and runner._captured_evaluation.captured.captured
+    (evaluation,) = runner._captured_evaluations.values()
+    assert evaluation.captured.captured
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")

@@ -23,7 +23,8 @@ def test_hover_preset_passes_its_gate_within_an_iteration_bound(trained_hover_ru
     hover (its first pre-check), and stops within `HOVER_ITERATION_BOUND` iterations at an evaluation of 1000
     flights past its target (>= 97 %, above the 95 % gate), whose policy is the run's best."""
     rows = [json.loads(line) for line in (trained_hover_run / "metrics.jsonl").read_text().splitlines()]
-    assert rows[0]["eval_precheck_success_rate"] < 0.1  # the untrained policy (iteration 1)
+    prechecks = [row["eval_precheck_success_rate"] for row in rows if "eval_precheck_success_rate" in row]
+    assert prechecks[0] < 0.1  # the untrained policy (iteration 2)
     evaluations = [row["eval_success_rate"] for row in rows if row.get("eval_success_rate") is not None]
     loop = yaml.safe_load((trained_hover_run / "config.yaml").read_text())["runner"]["loop"]
     assert loop["target_success_rate"] >= 0.97 and loop["eval_episodes"] == 1000

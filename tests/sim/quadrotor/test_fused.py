@@ -13,6 +13,8 @@ import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS
 from robo_rl.sim.quadrotor import HoverConfig, QuadrotorHover
+from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
+from robo_rl.sim.quadrotor.randomization import THRUST_SCALE, RandomizationConfig
 
 fused = pytest.importorskip("robo_rl.sim.quadrotor.fused", reason="numba is not installed")
 
@@ -26,9 +28,10 @@ def _pair(config: HoverConfig, seed: int = 0) -> tuple[QuadrotorHover, Quadrotor
 
 
 def _sync(source: QuadrotorHover, target: QuadrotorHover) -> None:
-    """Give `target` the physical state and episode bookkeeping of `source`."""
-    for name in ("_state", "_history", "_steps", "_error_sum", "_integral"):
+    """Give `target` the physical state, episode parameters and bookkeeping of `source`."""
+    for name in ("_state", "_history", "_steps", "_error_sum", "_integral", "_episode"):
         setattr(target, name, getattr(source, name).clone())
+    target._apply_episode()
 
 
 # The identified Crazyflie's numbers with linear drag and an idle command: every term of the equations is on.
@@ -55,8 +58,9 @@ linear_drag: [0.01, 0.02, 0.03]
         {"frame": "px4_x500", "substeps": 2},
         {"position_integral_limit": 0.005, "episode_length": 0.3, "action_history": 2},
         {"position_integral_limit": 0.5, "integral_weight": 12.0, "reward_floor": 0.0, "crash_penalty": 20.0},
+        {"randomization": RandomizationConfig(thrust_coefficient=0.3), "position_integral_limit": 0.5},
     ],
-    ids=lambda changes: "-".join(f"{key}={value}" for key, value in changes.items()) or "default",
+    ids=lambda changes: "-".join(f"{key}={value}" for key, value in changes.items())[:80] or "default",
 )
 def test_numba_steps_match_torch_steps(changes: dict) -> None:
     _check_numba_matches_torch(dataclasses.replace(HoverConfig(), **changes))
@@ -108,6 +112,26 @@ def test_resets_follow_the_torch_equations_from_the_kernel_s_draws() -> None:
     first = env._observe(*env._errors(), None).T
     torch.testing.assert_close(obs, first, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(env.privileged_obs, info[INFO_PRIVILEGED_OBS])
+
+
+def test_a_reset_draws_the_thrust_scale_from_the_kernel_s_13th_uniform_within_the_curriculum_range() -> None:
+    """Thrust randomization on the numba step: at a reset the scale is 1 + f r (2 u - 1) with u the env's 13th
+    counter-based uniform (after the 12 of the initial state), r `thrust_coefficient` and f the curriculum fraction
+    (the torch path's `EpisodeSampler.from_uniform`); the final privileged observation keeps the ended episode's
+    scale, the next one holds the new."""
+    randomization = RandomizationConfig(thrust_coefficient=0.2)
+    config = HoverConfig(backend="numba", randomization=randomization, curriculum=CurriculumConfig(steps=4))
+    env = QuadrotorHover(N, config=config, seed=3)
+    before = env._episode[THRUST_SCALE].clone()
+    assert bool((before - 1).abs().le(0.2 * 0.25 + 1e-6).all()) and before.std() > 0.01  # drawn at reset(), f 0.25
+    env._steps.fill_(config.max_episode_steps - 1)  # every env's episode ends at the next step
+    _, _, _, _, info = env.step(torch.full((N, 4), env.hover_action[0]))
+    fraction = env.curriculum_fraction
+    uniforms = torch.tensor([fused.uniform(env._fused_seed, env.control_steps, i, 12) for i in range(N)])
+    expected = 1 + 0.2 * fraction * (uniforms * 2 - 1)
+    torch.testing.assert_close(env._episode[THRUST_SCALE], expected.float(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(info[INFO_FINAL_PRIVILEGED_OBS][:, THRUST_SCALE], before)
+    torch.testing.assert_close(info[INFO_PRIVILEGED_OBS][:, THRUST_SCALE], env._episode[THRUST_SCALE])
 
 
 def test_counter_based_draws_are_uniform_independent_and_reproducible() -> None:
