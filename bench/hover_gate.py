@@ -1,18 +1,29 @@
-"""Wall-clock from process start to the quadrotor hover gate, per algorithm, median over seeds.
+"""Wall-clock to the quadrotor hover gate, side by side: robo_rl's presets, the preset before issue 46, SB3 PPO and
+RLtools' Learning to Fly TD3, one process at a time, interleaved seed by seed.
 
 The hover gate (issue 4): >= 95 % of 1000 evaluation episodes of 5 s from random initial states (position
 +-0.5 m, attitude +-30 deg, velocity +-1 m/s, body rates +-2 rad/s) end without a crash and with a mean position
-error below 0.10 m over the last second. Target: <= 10 s from process start on a 2-core CPU.
+error below 0.10 m over the last second, on the identified Crazyflie 2.1 (L2F's). `quadrotor_hover_ppo` trains on
+past it to 97 % (its own target: the gate with margin); each row says which target its run stopped at.
 
-Every run is its own Python process (so "from process start" includes interpreter start-up, imports, building
-the envs and networks, training and the gate evaluations), started one at a time with the same torch thread
-count. robo_rl runs train the presets `quadrotor_hover_<algo>` exactly as `robo-rl train` would. The
-Stable-Baselines3 side trains SB3 PPO on the same batched env through robo_rl's Gymnasium vector adapter
-(`GymnasiumVectorEnv`, bridged to SB3's VecEnv in `sb3_vec_env.py`) with the robo_rl PPO preset's
-hyperparameters where SB3 has them; its gate check is the same 1000-episode evaluation (robo_rl's `evaluate`
-on the batched env, SB3's deterministic policy), run whenever at least half of the training episodes since the
-last check passed the gate, as robo_rl's preset does. Runs that miss the gate within `--budget` seconds count
-as infinite in the median (the JSON keeps how far they got).
+What runs (`--kinds`):
+- `ppo`, `sac`, `td3`: the presets `quadrotor_hover_<kind>` exactly as `robo-rl train` runs them;
+- `ppo_c75d814`: the PPO preset as it was at c75d814, before issue 46 (`C75D814_PPO`: the same code with that
+  preset's settings, which reproduces its runs step for step: seed 0 passes at iteration 109 there and here);
+- `sb3_ppo`: Stable-Baselines3 PPO on the same batched env through robo_rl's Gymnasium vector adapter, with the
+  c75d814 PPO preset's hyperparameters where SB3 has them, gated by robo_rl's 1000-episode evaluation whenever half
+  of its training episodes since the last check passed;
+- `rltools_td3`: RLtools' own "Learning to Fly in Seconds" TD3 (C++, 1 env, 300k steps, built from source outside
+  this repository as bench/rltools_l2f.py says; `--rltools-build DIR`): its wall-clock to its own 300k steps (it
+  has no success gate of ours; seed fixed inside the program, so its seeds only repeat the timing).
+
+Every run is its own process, started one at a time with the same torch thread count, seed by seed across the
+kinds (seed 0 of every kind, then seed 1, ...), so a drift of the shared VM's speed spreads over all kinds.
+"Training seconds" are the runner's training wall-clock (collection, updates, evaluations); "from process start"
+adds interpreter start-up, imports and building the envs. With `--fresh N` each robo_rl run also evaluates its
+best policy on N fresh flights (the demo's seed 12345); with `--l2f N` it flies it N times in L2F's own Crazyflie
+(`robo-rl eval --sim l2f`). Runs that miss their target within `--budget` training seconds count as infinite in the
+median (the JSON keeps how far they got).
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,28 +45,50 @@ from machine import finite_or_none, machine_info, warn_if_busy
 from robo_rl.api.threads import choose_threads, prefer_passive_waiting, usable_cpus
 
 RESULTS = Path(__file__).parent / "results" / "hover_gate.json"
-ROBO_ALGOS = ("ppo", "sac", "td3")
+ROBO_KINDS = ("ppo", "ppo_c75d814", "sac", "td3")
+KINDS = (*ROBO_KINDS, "sb3_ppo", "rltools_td3")
 TARGET_SECONDS = 10.0
 GATE = 0.95
 GATE_EPISODES = 1000
 GATE_SEED_OFFSET = 1_000_003
+FRESH_SEED = 12345
+C75D814_PPO = (
+    "task.config.integral_weight=4.0",
+    "task.config.crash_penalty=5.0",
+    "task.config.reward_floor=null",
+    "task.config.backend=torch",
+    "policy.init_log_std=-1.0",
+    "policy.init_mean=zero",
+    "ppo.lam=0.95",
+    "ppo.num_minibatches=4",
+    "ppo.desired_kl=0.01",
+    "runner.loop.target_success_rate=0.95",
+    "runner.loop.eval_interval=1",
+    "runner.loop.eval_min_train_success=0.5",
+    "runner.loop.eval_precheck_episodes=0",
+)
+"""`quadrotor_hover_ppo` as it was at c75d814 (robo_rl/configs/quadrotor_hover_ppo.yaml there): what issue 46
+changed, set back."""
 
 
-def worker_robo(algo: str, seed: int, budget: float) -> dict[str, Any]:
-    """Train preset quadrotor_hover_<algo> until the gate (or `budget` s of training); report timings."""
-    from robo_rl.api.configs import preset
+def worker_robo(kind: str, seed: int, budget: float, fresh: int, l2f: int) -> dict[str, Any]:
+    """Train `kind` until its target (or `budget` s of training); report timings and what the policy flies."""
+    from robo_rl.api.configs import override, preset
     from robo_rl.api.process_time import seconds_since_process_start
     from robo_rl.build import build_runner
-    from robo_rl.config import apply_overrides
     from robo_rl.sim import make
 
-    cfg = apply_overrides(preset(f"quadrotor_hover_{algo}"), [f"seed={seed}"])
+    name = "quadrotor_hover_ppo" if kind == "ppo_c75d814" else f"quadrotor_hover_{kind}"
+    overrides = [f"seed={seed}", *(C75D814_PPO if kind == "ppo_c75d814" else ())]
+    cfg = override(preset(name), overrides)
     runner = build_runner(cfg, make)
-    last_rate: list[float | None] = [None]
+    evaluations: list[dict[str, Any]] = []
 
     def stop_at_budget(metrics: dict[str, Any]) -> None:
         if metrics.get("eval_success_rate") is not None:
-            last_rate[0] = metrics["eval_success_rate"]
+            evaluations.append(
+                {key: metrics[key] for key in ("iteration", "env_steps", "wall_time", "eval_success_rate")}
+            )
         if metrics["wall_time"] > budget:
             raise TimeoutError
 
@@ -63,32 +97,70 @@ def worker_robo(algo: str, seed: int, budget: float) -> dict[str, Any]:
         reached, steps, train_s = result.reached_target, result.env_steps, result.wall_time
     except TimeoutError:
         reached, steps, train_s = False, runner.env_steps, runner.wall_time
-    return {
+    since_start = seconds_since_process_start()
+    gate = next((row for row in evaluations if row["eval_success_rate"] >= GATE), None)
+    row: dict[str, Any] = {
         "reached": reached,
-        "seconds_from_process_start": seconds_since_process_start(),
+        "target": cfg.loop.target_success_rate,
+        "seconds_from_process_start": since_start,
         "training_seconds": train_s,
+        "iterations": runner.iteration,
         "env_steps": steps,
-        "last_eval_success_rate": last_rate[0],
+        "at_stop_success_rate": evaluations[-1]["eval_success_rate"] if evaluations else None,
+        "first_gate_pass_training_seconds": None if gate is None else gate["wall_time"],
+        "evaluations": evaluations,
     }
+    if reached and (fresh or l2f):
+        row |= _fly_the_policy(runner, cfg, fresh, l2f)
+    return row
+
+
+def _fly_the_policy(runner: Any, cfg: Any, fresh: int, l2f: int) -> dict[str, Any]:
+    """The deterministic policy on `fresh` new flights of robo_rl's evaluation env, and in L2F native."""
+    from robo_rl.runners.evaluate import evaluate
+    from robo_rl.sim import make
+
+    out: dict[str, Any] = {}
+    actor = runner._deterministic_actor().eval()
+    if fresh:
+        env = make(cfg.task.name, fresh, config=cfg.task.evaluation_config)
+        out["fresh_success_rate"] = evaluate(env, actor, seed=FRESH_SEED).success_rate
+    if l2f:
+        from rich.console import Console
+
+        from robo_rl.api.l2f_transfer import evaluate_in_l2f
+        from robo_rl.cli.export import export_run
+        from robo_rl.cli.train import create_run
+
+        with tempfile.TemporaryDirectory() as folder:  # the run as robo-rl train leaves it, then robo-rl export
+            run = create_run(Path(folder), cfg, "bench/hover_gate.py", runner.env)
+            runner.save(run.latest_checkpoint)
+            path = export_run(run.path, run.latest_checkpoint, Console(quiet=True))
+            result, _ = evaluate_in_l2f(path, "native", l2f, seed=FRESH_SEED)
+        out["l2f_success_rate"] = result.success_rate
+        out["l2f_crash_rate"] = result.crash_rate
+        out["l2f_steady_state_error_m"] = result.steady_state_error
+    return out
 
 
 def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
-    """SB3 PPO with the robo_rl hover PPO preset's settings, through the Gymnasium vector adapter."""
+    """SB3 PPO with the c75d814 hover PPO preset's settings, through the Gymnasium vector adapter."""
     import torch
     from sb3_vec_env import GymnasiumVectorToSB3
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.logger import Logger
 
-    from robo_rl.api.configs import preset
+    from robo_rl.api.configs import override, preset
     from robo_rl.api.process_time import seconds_since_process_start
     from robo_rl.runners.evaluate import evaluate
     from robo_rl.sim import make
     from robo_rl.sim.gymnasium_adapter import GymnasiumVectorEnv
 
-    cfg = preset("quadrotor_hover_ppo")
+    cfg = override(preset("quadrotor_hover_ppo"), list(C75D814_PPO))
     ppo = cfg.ppo
-    env = GymnasiumVectorToSB3(GymnasiumVectorEnv(make(cfg.task.name, cfg.task.num_envs, seed=seed)))
+    train_env = make(cfg.task.name, cfg.task.num_envs, seed=seed, config=cfg.task.config)
+    env = GymnasiumVectorToSB3(GymnasiumVectorEnv(train_env))
     env.seed(seed)
     eval_env = make(cfg.task.name, GATE_EPISODES, config=cfg.task.evaluation_config)  # robo_rl's own evaluator
     batch = cfg.task.num_envs * ppo.num_steps
@@ -153,16 +225,42 @@ def worker_sb3(seed: int, budget: float) -> dict[str, Any]:
         pass
     return {
         "reached": gate.reached,
+        "target": GATE,
         "seconds_from_process_start": seconds_since_process_start(),
         "training_seconds": time.perf_counter() - gate.start,
         "env_steps": model.num_timesteps,
-        "last_eval_success_rate": gate.last_rate,
+        "at_stop_success_rate": gate.last_rate,
     }
 
 
-def run_worker(kind: str, seed: int, threads: int, budget: float) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--worker", kind, "--seed", str(seed), "--budget", str(budget)]
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+def run_rltools(build: Path | None) -> dict[str, Any]:
+    """RLtools' Learning to Fly TD3 once (bench/rltools_l2f.py's timing of it): seconds to its 300k steps."""
+    from rltools_l2f import TARGET_STEPS, run_once
+
+    if build is None:
+        raise SystemExit("--kinds rltools_td3 needs --rltools-build DIR (see bench/rltools_l2f.py)")
+    exe = (build / "training_benchmark").resolve()
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    with tempfile.TemporaryDirectory(prefix="rltools_l2f_") as folder:
+        result = run_once([str(exe)], Path(folder), env, echo=False)
+    if result["returncode"] != 0:
+        raise RuntimeError(f"{exe} failed:\n" + "\n".join(result["output_tail"]))
+    return {
+        "reached": result["wall_at_300k_steps_s"] is not None,
+        "target": f"{TARGET_STEPS} env steps (its own budget; it reports no success rate)",
+        "seconds_from_process_start": result["wall_at_300k_steps_s"],
+        "training_seconds": result["program_reported_s"],
+        "env_steps": TARGET_STEPS,
+        "executable": str(exe),
+    }
+
+
+def run_worker(kind: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    if kind == "rltools_td3":
+        return run_rltools(args.rltools_build)
+    command = [sys.executable, __file__, "--worker", kind, "--seed", str(seed), "--budget", str(args.budget)]
+    command += ["--fresh", str(args.fresh), "--l2f", str(args.l2f)]
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
     prefer_passive_waiting(env)  # as robo-rl does: idle OpenMP threads sleep (robo_rl.api.threads)
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -171,24 +269,36 @@ def run_worker(kind: str, seed: int, threads: int, budget: float) -> dict[str, A
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    seconds = [r["seconds_from_process_start"] if r["reached"] else math.inf for r in rows]
-    median = statistics.median(seconds)
-    return {
-        "median_seconds_from_process_start": finite_or_none(median),
+    def median_of(key: str) -> float | None:
+        return finite_or_none(statistics.median(r[key] if r["reached"] else math.inf for r in rows))
+
+    summary: dict[str, Any] = {
+        "median_seconds_from_process_start": median_of("seconds_from_process_start"),
+        "median_training_seconds": median_of("training_seconds"),
+        "max_training_seconds": finite_or_none(max(r["training_seconds"] if r["reached"] else math.inf for r in rows)),
         "reached": sum(r["reached"] for r in rows),
         "runs": len(rows),
         "median_env_steps": statistics.median(r["env_steps"] for r in rows),
     }
+    for key in ("iterations", "at_stop_success_rate", "fresh_success_rate", "l2f_success_rate"):
+        values = [r[key] for r in rows if r.get(key) is not None]
+        if values:
+            summary[f"median_{key}"] = statistics.median(values)
+            summary[f"min_{key}"] = min(values)
+    return summary
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--algos", nargs="+", default=[*ROBO_ALGOS, "sb3_ppo"], help="what to run")
-    parser.add_argument("--seeds", type=int, default=5, help="seeds per algorithm (0 .. N-1)")
+    parser.add_argument("--kinds", "--algos", nargs="+", default=["ppo", "ppo_c75d814"], choices=KINDS)
+    parser.add_argument("--seeds", type=int, default=5, help="seeds per kind (0 .. N-1)")
     default_threads = choose_threads(None, usable_cpus())
     help_threads = f"torch threads per run (default: robo-rl's choice, {default_threads} here)"
     parser.add_argument("--threads", type=int, default=default_threads, help=help_threads)
     parser.add_argument("--budget", type=float, default=120.0, help="training seconds before a run gives up")
+    parser.add_argument("--fresh", type=int, default=0, help="robo_rl runs: fresh flights of the policy at the end")
+    parser.add_argument("--l2f", type=int, default=0, help="robo_rl runs: flights in L2F native at the end")
+    parser.add_argument("--rltools-build", type=Path, help="folder of RLtools' training_benchmark (rltools_td3)")
     parser.add_argument("--output", type=Path, default=RESULTS, help="JSON results path")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
@@ -197,30 +307,32 @@ def main() -> None:
         if args.worker == "sb3_ppo":
             row = worker_sb3(args.seed, args.budget)
         else:
-            row = worker_robo(args.worker, args.seed, args.budget)
+            row = worker_robo(args.worker, args.seed, args.budget, args.fresh, args.l2f)
         print(json.dumps(row))
         return
-    warn_if_busy()
-    results: dict[str, Any] = {"runs": {}, "summary": {}}
-    for kind in args.algos:
-        rows = []
-        for seed in range(args.seeds):
-            row = {"seed": seed, **run_worker(kind, seed, args.threads, args.budget)}
-            rows.append(row)
-            status = "gate" if row["reached"] else "MISSED"
+    results: dict[str, Any] = {"runs": {kind: [] for kind in args.kinds}, "summary": {}, "load_before": []}
+    for seed in range(args.seeds):
+        for kind in args.kinds:
+            results["load_before"].append([kind, seed, warn_if_busy()])
+            row = {"seed": seed, **run_worker(kind, seed, args)}
+            results["runs"][kind].append(row)
+            status = "target" if row["reached"] else "MISSED"
+            extra = "".join(
+                f", {key} {row[key]:.3f}" for key in ("at_stop_success_rate", "fresh_success_rate") if row.get(key)
+            )
             print(
-                f"{kind:<8} seed {seed}: {status} {row['seconds_from_process_start']:6.1f} s from process start, "
-                f"{row['training_seconds']:6.1f} s training, {row['env_steps']:>10,} env steps",
+                f"{kind:<12} seed {seed}: {status} {row['training_seconds'] or math.nan:6.1f} s training, "
+                f"{row['seconds_from_process_start'] or math.nan:6.1f} s from process start, "
+                f"{row['env_steps']:>10,} env steps{extra}",
                 flush=True,
             )
-        results["runs"][kind] = rows
-        results["summary"][kind] = summarize(rows)
-        print(f"{kind:<8} {results['summary'][kind]}", flush=True)
-    ours = results["summary"].get("ppo", {}).get("median_seconds_from_process_start")
-    theirs = results["summary"].get("sb3_ppo", {}).get("median_seconds_from_process_start")
-    results["sb3_ppo_over_ppo_time_ratio"] = theirs / ours if ours and theirs else None
+    for kind in args.kinds:
+        results["summary"][kind] = summarize(results["runs"][kind])
+        print(f"{kind:<12} {results['summary'][kind]}", flush=True)
+    new, old = (results["summary"].get(k, {}).get("median_training_seconds") for k in ("ppo", "ppo_c75d814"))
+    results["c75d814_over_ppo_training_time_ratio"] = old / new if old and new else None
     results["target_seconds"] = TARGET_SECONDS
-    results["settings"] = {"threads": args.threads, "budget": args.budget, "seeds": args.seeds}
+    results["settings"] = {key: str(value) for key, value in vars(args).items() if key not in ("worker", "seed")}
     results["machine"] = machine_info()
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2))

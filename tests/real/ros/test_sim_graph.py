@@ -36,8 +36,8 @@ CTBR_HOVER_GAINS = {
 
 @pytest.fixture(scope="module")
 def hover_policy(trained_hover_run: Path) -> Path:
-    """The shared session run's quadrotor_hover_ppo policy (trained to 90 % of its evaluation flights; its steady
-    position error, with the position integral it observes, is a few cm), exported to ONNX."""
+    """The shared session run's quadrotor_hover_ppo policy (trained to the preset's 97 % of its evaluation
+    flights; its steady position error, with the position integral it observes, is a few cm), exported to ONNX."""
     return trained_hover_run / "policy.onnx"
 
 
