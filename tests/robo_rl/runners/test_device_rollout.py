@@ -17,7 +17,7 @@ import torch
 from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
 from robo_rl.capture import CaptureBackend
-from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, evaluate
+from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, PRECHECK_SEED_OFFSET, evaluate
 from robo_rl.runners.on_policy import OnPolicyRunner
 from robo_rl.sim import make
 from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
@@ -146,3 +146,24 @@ def test_cuda_graph_rollout_is_the_eager_one() -> None:
         _seeded(100 + iteration, eager.update, graph.update)  # the update's own device check: test_ppo_capture.py
         graph.policy.load_state_dict(eager.policy.state_dict())  # in place: the graphs read the loaded weights
     assert graph._device_rollout is not None and graph._device_rollout.captured.captured
+
+
+def test_captured_precheck_is_evaluate_on_its_own_env() -> None:
+    """The gate evaluation's pre-check (LoopConfig.eval_precheck_episodes) on its own, smaller env: replayed as a
+    graph of its own, beside the gate evaluation's, with `evaluate`'s results on the pre-check's seed; the pass
+    decision reads the replayed rate."""
+    runner = _with_backend("fx")
+    config = replace(preset("quadrotor_hover_ppo").task.config, episode_length=0.05, backend="torch")
+    runner.eval_env = make("quadrotor/hover", num_envs=8, device="cpu", seed=0, config=config)
+    runner.precheck_env = make("quadrotor/hover", num_envs=4, device="cpu", seed=1, config=config)
+    actor = runner._deterministic_actor().eval()
+    seed = runner.seed + PRECHECK_SEED_OFFSET
+    expected = evaluate(runner.precheck_env, actor, seed=seed)
+    passes = runner._precheck_passes()
+    runner.evaluate()
+    got = runner._evaluate_on(runner.precheck_env, seed)
+    assert (got.returns, got.lengths, got.successes) == (expected.returns, expected.lengths, expected.successes)
+    assert runner._precheck_rate == expected.success_rate
+    assert passes == (expected.success_rate >= 0.97 - 0.01)
+    assert set(runner._captured_evaluations) == {id(runner.precheck_env), id(runner.eval_env)}
+    assert runner._captured_evaluations[id(runner.precheck_env)].captured.captured  # recorded at its second call
