@@ -294,13 +294,19 @@ class TrainingLoop(ABC, Generic[ConfigT]):
     def _precheck_passes(self) -> bool:
         """The evaluation's pre-check (`LoopConfig.eval_precheck_episodes`): True where none applies (no pre-check
         env, no success target, the final evaluation, a task without success), else whether the deterministic
-        policy's success on the pre-check episodes reaches the target less the margin."""
+        policy's success on the pre-check episodes reaches the target less the margin. It stops as soon as its
+        outcome is certain (`SequentialGate.certain`: a failing policy after its first few crashes, not after whole
+        episodes); its rate is recorded where it ran to the end."""
         cfg = self.cfg.loop
         if self.precheck_env is None or cfg.target_success_rate is None or self.iteration >= cfg.max_iterations:
             return True
-        rate = self._evaluate_on(self.precheck_env, self.seed + PRECHECK_SEED_OFFSET).success_rate
-        self._precheck_rate = rate
-        return rate is None or rate >= cfg.target_success_rate - cfg.eval_precheck_margin
+        threshold = cfg.target_success_rate - cfg.eval_precheck_margin
+        gate = SequentialGate(target=threshold, margin=threshold / 2) if 0.0 < threshold < 1.0 else None
+        result = self._evaluate_on(self.precheck_env, self.seed + PRECHECK_SEED_OFFSET, gate)
+        if result.decision is not None and len(result.returns) < self.precheck_env.num_envs:
+            return result.decision == "pass"  # stopped early: the outcome is certain, the rate is not known
+        self._precheck_rate = rate = result.success_rate
+        return rate is None or rate >= threshold
 
     def _agree(self, reached: bool) -> bool:
         """Rank 0's `reached` on every rank on the evaluation grid, where rank 0 may have evaluated (whatever the

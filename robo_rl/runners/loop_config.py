@@ -47,7 +47,9 @@ class LoopConfig:
     runs only when their success rate reaches `target_success_rate - eval_precheck_margin`. A cheap deterministic
     test of whether the costly gate evaluation can pass: unlike `eval_min_train_success` it judges the policy that
     is evaluated, not the exploring one (whose success can lag the deterministic policy's by tens of points). The
-    gate itself is still the whole evaluation. 0: off. The row's `eval_precheck_success_rate` records each."""
+    gate itself is still the whole evaluation. The pre-check stops once its outcome is certain (a failing policy
+    after its first few crashes). 0: off. The row's `eval_precheck_success_rate` records each one that ran to its
+    end."""
     eval_precheck_margin: float = 0.05
     """How far below the target the pre-check's success rate may be and still let the evaluation run: with 100
     episodes and 0.05, a policy that would pass the 95 % gate with 96 % fails the pre-check (< 90/100) with

@@ -75,3 +75,26 @@ def test_the_margin_sets_the_precheck_threshold() -> None:
     wide = _rows(_runner(stops_some, "runner.loop.eval_precheck_margin=0.5"))[0]
     assert wide["eval_precheck_success_rate"] == plain["eval_precheck_success_rate"]
     assert wide["eval_success_rate"] is not None
+
+
+def test_a_failing_precheck_stops_at_its_first_crashes() -> None:
+    """On the hover task a policy with its motors off crashes every flight within the first second: the pre-check
+    (20 episodes, threshold 92 %) is certain to fail after 2 crashes and stops there instead of flying 5 s, and the
+    gate evaluation is skipped; the row has no pre-check rate, since the rate of the unfinished episodes is unknown."""
+    settings = ["runner.loop.eval_interval=1", "runner.loop.max_iterations=2", "runner.loop.eval_episodes=50"]
+    settings += ["runner.loop.eval_precheck_episodes=20", "task.num_envs=8", "runner.loop.eval_precheck_margin=0.05"]
+    runner = build_runner(apply_overrides(preset("quadrotor_hover_ppo"), settings), make)
+    assert isinstance(runner, OnPolicyRunner) and runner.precheck_env is not None
+    precheck_env = runner.precheck_env
+    runner._deterministic_actor = lambda: Script(lambda obs: -torch.ones(obs.shape[0], 4))  # type: ignore[method-assign]
+    steps = [0]
+    step = precheck_env.step
+
+    def counted(action: torch.Tensor) -> Any:
+        steps[0] += 1
+        return step(action)
+
+    precheck_env.step = counted  # type: ignore[method-assign]
+    rows = _rows(runner)
+    assert "eval_precheck_success_rate" not in rows[0] and rows[0]["eval_success_rate"] is None
+    assert 0 < steps[0] < precheck_env.max_episode_steps // 5
