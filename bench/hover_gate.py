@@ -326,17 +326,22 @@ def main() -> None:
                 f"{row['env_steps']:>10,} env steps{extra}",
                 flush=True,
             )
+            save(results, args)  # after every run: an interrupted benchmark keeps the runs it made
     for kind in args.kinds:
-        results["summary"][kind] = summarize(results["runs"][kind])
         print(f"{kind:<12} {results['summary'][kind]}", flush=True)
+    print(f"wrote {args.output}")
+
+
+def save(results: dict[str, Any], args: argparse.Namespace) -> None:
+    """The results so far, with each kind's summary of its finished runs, written to `args.output`."""
+    results["summary"] = {kind: summarize(rows) for kind, rows in results["runs"].items() if rows}
     new, old = (results["summary"].get(k, {}).get("median_training_seconds") for k in ("ppo", "ppo_c75d814"))
     results["c75d814_over_ppo_training_time_ratio"] = old / new if old and new else None
     results["target_seconds"] = TARGET_SECONDS
     results["settings"] = {key: str(value) for key, value in vars(args).items() if key not in ("worker", "seed")}
-    results["machine"] = machine_info()
+    results.setdefault("machine", machine_info())
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(results, indent=2))
-    print(f"wrote {args.output}")
 
 
 if __name__ == "__main__":
