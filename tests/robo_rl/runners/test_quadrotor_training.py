@@ -9,6 +9,9 @@ import pytest
 import torch
 import yaml
 
+from robo_rl.api.configs import preset
+from robo_rl.build import build_runner
+from robo_rl.config import apply_overrides
 from robo_rl.runners.flight_plot import plot_flights, record_positions
 from robo_rl.sim import make
 
@@ -33,6 +36,29 @@ def test_hover_preset_passes_its_gate_within_an_iteration_bound(trained_hover_ru
     assert evaluations[-1] >= loop["target_success_rate"]
     assert len(rows) <= HOVER_ITERATION_BOUND
     assert (trained_hover_run / "checkpoints" / "best.pt").is_file()
+
+
+TD3_HOVER_ITERATION_BOUND = 8_000
+"""Iterations (of 256 env steps and 8 updates each) within which `quadrotor_hover_td3` must pass its gate on seed 0:
+it took 4,400 at issue 46 (seed 1 too: the preset's docstring); the bound leaves room for other arithmetic."""
+
+
+@pytest.mark.slow
+def test_td3_hover_preset_passes_its_gate_within_an_iteration_bound() -> None:
+    """`quadrotor_hover_td3` (seed 0) reaches >= 97 % of 1000 deterministic evaluation flights within
+    `TD3_HOVER_ITERATION_BOUND` iterations, from a policy that does not hover."""
+    cfg = apply_overrides(preset("quadrotor_hover_td3"), ["seed=0"])
+    loop = cfg.off_policy.loop
+    assert loop.target_success_rate >= 0.97 and loop.eval_episodes == 1000
+    cfg = apply_overrides(cfg, [f"off_policy.loop.max_iterations={TD3_HOVER_ITERATION_BOUND}"])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as measured; small networks run no faster on more
+    try:
+        result = build_runner(cfg, make).learn()
+    finally:
+        torch.set_num_threads(threads)
+    assert result.reached_target
+    assert result.iterations <= TD3_HOVER_ITERATION_BOUND
 
 
 def test_flight_recording_stops_each_episode_at_its_end(tmp_path: Path) -> None:
