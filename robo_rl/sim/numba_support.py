@@ -89,6 +89,32 @@ def set_threads(threads: int) -> None:
     numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))
 
 
+class Kernel:
+    """A per-env kernel compiled twice: over the envs in numba's threads (`parallel=True`, `prange`), and as plain
+    loops on the calling thread. One thread runs the serial copy: numba's OpenMP layer wakes its whole thread team
+    for every `prange` loop even where `numba.set_num_threads(1)` leaves the work to one of them (measured on the
+    2-core VM, issue 46: hover PPO to its gate 21-24 s with the parallel copy on one thread, 12.4-13.1 s with the
+    pool limited to one thread at start-up; the 500-step evaluations, six loops a step, paid most of it). Each copy
+    has its own disk cache entry (the serial one's name ends in `_serial`)."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.parallel = numba.njit(parallel=True, cache=True, fastmath=FASTMATH)(function)
+        serial = types.FunctionType(
+            function.__code__, function.__globals__, f"{function.__name__}_serial", function.__defaults__
+        )
+        serial.__qualname__ = f"{function.__qualname__}_serial"
+        serial.__doc__ = function.__doc__
+        self.serial = numba.njit(cache=True, fastmath=FASTMATH)(serial)
+
+    def __call__(self, threads: int, *args: Any) -> None:
+        """Run with `threads` of numba's threads (the serial copy for one)."""
+        if threads <= 1:
+            self.serial(*args)
+            return
+        set_threads(threads)
+        self.parallel(*args)
+
+
 def warm_caches() -> None:
     """Compile every kernel into the disk cache now (`make install` does), so that no run pays for it later."""
     from robo_rl.sim.quadrotor import fused as quadrotor

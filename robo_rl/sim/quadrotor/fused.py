@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from robo_rl.sim.numba_support import FASTMATH, jit_copies, numba, set_threads, uniform
+from robo_rl.sim.numba_support import FASTMATH, Kernel, jit_copies, numba, set_threads, uniform
 from robo_rl.sim.quadrotor import equations
 
 __all__ = ["constants", "set_threads", "step", "uniform", "warm_cache", "with_fraction"]
@@ -202,10 +202,9 @@ def physics(
     rotor[0, i], rotor[1, i], rotor[2, i], rotor[3, i] = s[13], s[14], s[15], s[16]
 
 
-@numba.njit(parallel=True, cache=True, fastmath=FASTMATH)
-def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral: Any, thrust_scale: Any, action: Any,
+def _step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral: Any, thrust_scale: Any, action: Any,
          seed: Any, counter: Any, out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
-    """One control step of every env, in parallel over envs.
+    """One control step of every env (`step` runs it in parallel over envs, or on the calling thread).
 
     In place: `state` `(17, N)`, `history` `(4 k, N)`, `steps` and `error_sum` `(N,)`, `integral` `(3, N)`
     (or `(0, N)` without the position integral), `thrust_scale` `(N,)` (this episode's scale of the thrust curve,
@@ -243,6 +242,10 @@ def step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral:
                 rotor_now[j, i] = s[13 + j]
             if c[THRUST_RANGE] > 0.0:  # the 13th uniform: the torch path's 13 initial-state draws hold a phase there
                 thrust_scale[i] = 1.0 + c[THRUST_RANGE] * (uniform(seed, counter, i, 12) * 2.0 - 1.0)
+
+
+step = Kernel(_step)
+"""`step(threads, *args)`: `_step` over the envs in numba's threads, or its serial copy on one thread."""
 
 
 def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geometry) -> np.ndarray:
@@ -290,4 +293,7 @@ def warm_cache() -> None:
 
     from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
 
-    QuadrotorHover(2, config=HoverConfig(backend="numba"), seed=0).step(torch.zeros(2, 4))
+    env = QuadrotorHover(2, config=HoverConfig(backend="numba"), seed=0)
+    env.step(torch.zeros(2, 4))  # the serial copy
+    env._fused_threads = 2
+    env.step(torch.zeros(2, 4))  # the parallel one

@@ -426,8 +426,8 @@ class QuadrotorHover(BatchedTask):
         done, terminated, truncated, success = (torch.empty(n, dtype=torch.bool) for _ in range(4))
         rotor, rotor_now = torch.empty(4, n), torch.empty(4, n)
         outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor, final_scale)
-        self._fused.set_threads(self._fused_threads)
         self._fused.step(
+            self._fused_threads,
             constants, self._state.numpy(), self._history.numpy(), self._steps.numpy(), self._error_sum.numpy(),
             self._integral.numpy(), self._episode[THRUST_SCALE].numpy(), action.numpy(), self._fused_seed,
             self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(), rotor_now.numpy(),

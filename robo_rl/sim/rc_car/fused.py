@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from robo_rl.sim.numba_support import FASTMATH, jit_copies, numba, set_threads, uniform
+from robo_rl.sim.numba_support import FASTMATH, Kernel, jit_copies, numba, set_threads, uniform
 from robo_rl.sim.rc_car import equations
 from robo_rl.sim.rc_car.track import PROJECTION_JUMP, PROJECTION_STEPS
 
@@ -219,10 +219,9 @@ def env_step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_act
     segment[i] = p[4]
 
 
-@numba.njit(parallel=True, cache=True, fastmath=FASTMATH)
-def step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_action: Any, counts: Any, floats: Any,
+def _step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_action: Any, counts: Any, floats: Any,
          projection: Any, action: Any, seed: Any, counter: Any, out: Any) -> None:  # fmt: skip
-    """One control step of every env, in parallel over envs.
+    """One control step of every env (`step` runs it in parallel over envs, or on the calling thread).
 
     In place, as `RCCarRace` holds them (component-major): `state` `(7, N)`, the latency `buffer` `(L + D + 1, 2, N)`
     (D: the drive's extra delay),
@@ -234,6 +233,10 @@ def step(c: Any, table: Any, state: Any, buffer: Any, history: Any, last_action:
     for i in numba.prange(state.shape[1]):
         env_step(c, table, state, buffer, history, last_action, counts, floats, projection, action, seed, counter,
                  out, i)  # fmt: skip
+
+
+step = Kernel(_step)
+"""`step(threads, *args)`: `_step` over the envs in numba's threads, or its serial copy on one thread."""
 
 
 def constants(config: Any, params: Any, model: Any, track: Any, latency: int, drive_delay: int = 0) -> np.ndarray:
@@ -263,4 +266,7 @@ def warm_cache() -> None:
 
     from robo_rl.sim.rc_car.race import RaceConfig, RCCarRace
 
-    RCCarRace(2, config=RaceConfig(backend="numba"), seed=0).step(torch.zeros(2, 2))
+    env = RCCarRace(2, config=RaceConfig(backend="numba"), seed=0)
+    env.step(torch.zeros(2, 2))  # the serial copy
+    env._fused_threads = 2
+    env.step(torch.zeros(2, 2))  # the parallel one

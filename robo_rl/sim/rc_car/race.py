@@ -390,8 +390,8 @@ class RCCarRace(BatchedTask):
         reward, lap_time, progress = torch.empty(n), torch.empty(n), torch.empty(n)
         flags, laps = torch.empty(5, n, dtype=torch.bool), torch.empty(n, dtype=torch.long)
         counts = (self._steps, self._laps, self._slow_steps, segment)
-        self._fused.set_threads(self._fused_threads)
         self._fused.step(
+            self._fused_threads,
             self._fused_constants, self._fused_table, self._state.numpy(), self._buffer.numpy(),
             self._history.numpy(), self._last_action.numpy(), tuple(t.numpy() for t in counts),
             (self._distance.numpy(), self._lap_start.numpy()), projection.numpy(), action.numpy(), self._fused_seed,
