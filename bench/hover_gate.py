@@ -126,17 +126,28 @@ def _fly_the_policy(runner: Any, cfg: Any, fresh: int, l2f: int) -> dict[str, An
         env = make(cfg.task.name, fresh, config=cfg.task.evaluation_config)
         out["fresh_success_rate"] = evaluate(env, actor, seed=FRESH_SEED).success_rate
     if l2f:
-        from rich.console import Console
+        import contextlib
+        import io
 
+        import yaml
+
+        from robo_rl.api.envs import task_record
         from robo_rl.api.l2f_transfer import evaluate_in_l2f
-        from robo_rl.cli.export import export_run
-        from robo_rl.cli.train import create_run
+        from robo_rl.cli.main import main as robo_rl
+        from robo_rl.config import to_dict
+        from robo_rl.runners.run_dir import RunDirectory
+        from robo_rl.task_record import write_task_record
 
         with tempfile.TemporaryDirectory() as folder:  # the run as robo-rl train leaves it, then robo-rl export
-            run = create_run(Path(folder), cfg, "bench/hover_gate.py", runner.env)
+            saved = yaml.safe_dump(to_dict(cfg), sort_keys=False)
+            run = RunDirectory.create(Path(folder), cfg.name, cfg.seed, saved, "bench/hover_gate.py")
+            write_task_record(run.path, task_record(cfg, runner.env))
             runner.save(run.latest_checkpoint)
-            path = export_run(run.path, run.latest_checkpoint, Console(quiet=True))
-            result, _ = evaluate_in_l2f(path, "native", l2f, seed=FRESH_SEED)
+            with contextlib.redirect_stdout(io.StringIO()):  # this worker's stdout is its JSON row
+                exported = robo_rl(["export", str(run.path), "--checkpoint", str(run.latest_checkpoint)])
+            if exported != 0:
+                raise RuntimeError(f"robo-rl export {run.path} exited {exported}")
+            result, _ = evaluate_in_l2f(run.path / "policy.onnx", "native", l2f, seed=FRESH_SEED)
         out["l2f_success_rate"] = result.success_rate
         out["l2f_crash_rate"] = result.crash_rate
         out["l2f_steady_state_error_m"] = result.steady_state_error
