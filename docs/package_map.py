@@ -38,6 +38,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "envs",
         "spaces",
         "image_spec",
+        "memory_spec",
         "artifact",
         "actuator",
         "task_record",

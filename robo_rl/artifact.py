@@ -29,6 +29,11 @@ sends them, uint8 `(batch, height, width, channels)` at the spec's size, and sca
 inside itself; resizing and cropping a robot's frames to the spec's size happens before the graph, on the deploy
 side (`robo_rl.image_preprocessing` states this, and a reader refuses any other statement). A robo_rl that reads
 schema 3 refuses such files: it would feed them the state vector alone.
+
+Schema 5 adds memory (`robo_rl.memory`: a `robo_rl.memory_spec.MemorySpec` as JSON): a policy that carries a state
+from step to step takes it as a second float input `h_in` `(batch, size)` after `obs` (and before any camera) and
+returns the next one as a second output `h_out` after `action`; the spec states the size, the reset value and when
+to reset. A robo_rl that reads schema 4 refuses such files: it would run them without their state.
 """
 
 from __future__ import annotations
@@ -41,10 +46,11 @@ from typing import Any
 
 from robo_rl.actuator import ACTUATOR_KEY, Actuator, ActuatorError, DriveActuator, actuator_from_json
 from robo_rl.image_spec import ImageSpec, check_camera_names
+from robo_rl.memory_spec import MemorySpec
 from robo_rl.spaces import SpaceSpec
 
 PREFIX = "robo_rl."
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The newest schema this module reads (and writes, for policies with camera inputs)."""
 CHUNK_SCHEMA = 2
 """The first schema with action chunks (`robo_rl.action_chunk`)."""
@@ -52,11 +58,14 @@ ACTUATOR_SCHEMA = 3
 """The first schema with the actuator model (`robo_rl.actuator`)."""
 IMAGES_SCHEMA = 4
 """The first schema with camera inputs (`robo_rl.images`)."""
+MEMORY_SCHEMA = 5
+"""The first schema with memory (`robo_rl.memory`)."""
 ACTUATOR_BOUND_TOLERANCE = 1e-6
 """Largest difference accepted between the actuator's action bounds and each action's (absolute and relative)."""
 SCHEMA_KEY = PREFIX + "schema"
 ACTION_CHUNK_KEY = PREFIX + "action_chunk"
 IMAGES_KEY = PREFIX + "images"
+MEMORY_KEY = PREFIX + "memory"
 IMAGE_PREPROCESSING_KEY = PREFIX + "image_preprocessing"
 IMAGE_PREPROCESSING = "in graph: uint8 HWC -> float CHW / 255; before graph: resize and crop to the spec's size"
 """What a camera policy's graph does to its image inputs, and what the deploy side must do before it."""
@@ -101,6 +110,9 @@ class PolicyArtifact:
     images: tuple[ImageSpec, ...] = ()
     """The camera inputs, in the order of the graph's image inputs (each named after its camera); () for a policy
     that observes the state vector only."""
+    memory: MemorySpec | None = None
+    """The state the policy carries between steps (`h_in` -> `h_out`, its size and reset rule); None for a policy
+    without memory."""
 
     def __post_init__(self) -> None:
         check_camera_names(self.images)
@@ -112,7 +124,9 @@ class PolicyArtifact:
     @property
     def schema(self) -> int:
         """The oldest schema that holds this artifact, which `to_props` writes: 1, 2 for a chunked policy, 3 for
-        one that states its actuator, 4 for one with cameras."""
+        one that states its actuator, 4 for one with cameras, 5 for one with memory."""
+        if self.memory is not None:
+            return MEMORY_SCHEMA
         if self.images:
             return IMAGES_SCHEMA
         if self.actuator is not None:
@@ -131,6 +145,8 @@ class PolicyArtifact:
             props[ACTION_CHUNK_KEY] = str(self.action_chunk)
         if self.actuator is not None:
             props[ACTUATOR_KEY] = self.actuator.to_json()
+        if self.memory is not None:
+            props[MEMORY_KEY] = self.memory.to_json()
         if self.images:
             props[IMAGES_KEY] = json.dumps([spec.to_dict() for spec in self.images])
             props[IMAGE_PREPROCESSING_KEY] = IMAGE_PREPROCESSING
@@ -174,6 +190,7 @@ def _provenance(props: Mapping[str, str], unknown_version: str | None) -> dict[s
         "action_chunk": _action_chunk(props, schema),
         "actuator": _actuator(props, schema),
         "images": _images(props, schema),
+        "memory": _memory(props, schema),
         "config_hash": props.get(PREFIX + "config_hash"),
         "git_hash": props.get(PREFIX + "git_hash"),
         "version": props.get(PREFIX + "version", unknown_version),
@@ -235,6 +252,20 @@ def _images(props: Mapping[str, str], schema: int) -> tuple[ImageSpec, ...]:
     except ValueError as error:
         raise ArtifactError(f"metadata {IMAGES_KEY!r}: {error}") from None
     return specs
+
+
+def _memory(props: Mapping[str, str], schema: int) -> MemorySpec | None:
+    """The memory of `robo_rl.memory` (None without it); malformed JSON or fields, or the key in a file that claims
+    an older schema, are ArtifactError naming the key."""
+    text = props.get(MEMORY_KEY)
+    if text is None:
+        return None
+    if schema < MEMORY_SCHEMA:
+        raise ArtifactError(f"metadata {MEMORY_KEY!r} needs {SCHEMA_KEY} >= {MEMORY_SCHEMA}, the file says {schema}")
+    try:
+        return MemorySpec.from_dict(json.loads(text))
+    except ValueError as error:
+        raise ArtifactError(f"metadata {MEMORY_KEY!r}: {error}") from None
 
 
 def _actuator(props: Mapping[str, str], schema: int) -> Actuator | None:

@@ -20,6 +20,7 @@ CORE = tuple(
         "envs",
         "spaces",
         "image_spec",
+        "memory_spec",
         "artifact",
         "actuator",
         "task_record",

@@ -9,6 +9,11 @@ A camera policy (`robo_rl.modules.camera_policy.CameraPolicy`, metadata with `im
 camera, named after it, uint8 `(batch, height, width, channels)`; the scaling to [0, 1] and the HWC -> CHW reorder
 are inside the graph (`robo_rl.artifact.IMAGE_PREPROCESSING`). `robo_rl.export.camera` wraps this with the checks
 and parity a camera policy needs.
+
+A policy with memory (`robo_rl.modules.recurrent.RecurrentDeterministicActor`, metadata with `memory`) takes its
+state as a second input `h_in` float32 `(batch, size)` and returns the next state as a second output `h_out`;
+`onnx_episode_parity` checks it against torch over whole episodes, the state carried and reset as the deploy side
+does.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from robo_rl.artifact import PolicyArtifact
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.flow_metadata import flow_metadata
 from robo_rl.image_spec import ImageSpec
+from robo_rl.memory_spec import STATE_INPUT, STATE_OUTPUT, MemorySpec
 from robo_rl.modules.camera_policy import CameraPolicy
 
 if TYPE_CHECKING:
@@ -69,6 +75,8 @@ class PolicyMetadata:
     images: tuple[ImageSpec, ...] = ()
     """The camera inputs of a `CameraPolicy`, in its input order (`CameraPolicy.specs`); () for a policy of the
     state vector alone. Non-empty makes the file schema 4 (`robo_rl.artifact`)."""
+    memory: MemorySpec | None = None
+    """The state a policy with memory carries (`RecurrentDeterministicActor.memory`); makes the file schema 5."""
 
     def to_props(self) -> dict[str, str]:
         """ONNX metadata_props: the policy artifact (`robo_rl.artifact`) of these specs and provenance."""
@@ -87,6 +95,7 @@ class PolicyMetadata:
             action_chunk=self.action_chunk,
             actuator=self.actuator,
             images=self.images,
+            memory=self.memory,
         )
 
 
@@ -111,6 +120,11 @@ def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> P
 
     actor = actor.eval().to("cpu")
     _check_cameras(actor, artifact)
+    if artifact.memory is not None and artifact.images:
+        raise ValueError("a policy with both cameras and memory cannot be exported yet")
+    size = getattr(actor, "state_size", None)
+    if artifact.memory is not None and size != artifact.memory.size:
+        raise ValueError(f"the metadata's memory of size {artifact.memory.size} must be the actor's state ({size})")
     example = example_inputs(artifact)
     _check_output_width(actor, example, artifact)
     with _quiet_exporter():
@@ -119,7 +133,7 @@ def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> P
             example,
             dynamo=True,
             input_names=list(input_names(artifact)),
-            output_names=[ACTION_OUTPUT],
+            output_names=list(output_names(artifact)),
             dynamic_shapes=_batch_dimensions(artifact),
             opset_version=OPSET,
             verbose=False,
@@ -133,6 +147,11 @@ def export_artifact(actor: nn.Module, artifact: PolicyArtifact, path: Path) -> P
     return save_checked(model, path)
 
 
+def output_names(artifact: PolicyArtifact) -> tuple[str, ...]:
+    """The graph's output names: `action`, then `h_out` for a policy with memory."""
+    return (ACTION_OUTPUT, STATE_OUTPUT) if artifact.memory is not None else (ACTION_OUTPUT,)
+
+
 def input_names(artifact: PolicyArtifact) -> tuple[str, ...]:
     """The graph's input names: `obs`, then each camera's name in `artifact.images` order. ValueError when a
     camera takes the name of the state input or of the output (the graph would have two values of one name)."""
@@ -142,12 +161,16 @@ def input_names(artifact: PolicyArtifact) -> tuple[str, ...]:
             f"camera {taken[0]!r} cannot be exported: '{OBS_INPUT}' and '{ACTION_OUTPUT}' name the "
             "state input and the action output; rename the camera"
         )
+    if artifact.memory is not None:
+        return (OBS_INPUT, STATE_INPUT)
     return (OBS_INPUT, *(spec.name for spec in artifact.images))
 
 
 def example_inputs(artifact: PolicyArtifact, batch: int = EXAMPLE_BATCH) -> tuple[torch.Tensor, ...]:
-    """Zero inputs of the graph's dtypes and shapes: the state `(batch, obs_dim)` float32, then each camera's
-    uint8 frames `(batch, height, width, channels)`."""
+    """Zero inputs of the graph's dtypes and shapes: the state `(batch, obs_dim)` float32, then the memory's
+    `(batch, size)` float32 or each camera's uint8 frames `(batch, height, width, channels)`."""
+    if artifact.memory is not None:
+        return (torch.zeros(batch, artifact.obs.dim), torch.zeros(batch, artifact.memory.size))
     frames = (torch.zeros(batch, *spec.shape, dtype=torch.uint8) for spec in artifact.images)
     return (torch.zeros(batch, artifact.obs.dim), *frames)
 
@@ -156,6 +179,8 @@ def _batch_dimensions(artifact: PolicyArtifact) -> tuple[object, ...]:
     """torch.export's dynamic shapes: dimension 0 of every input is the one `batch`. It follows the forward
     signature, so a `CameraPolicy.forward(state, *frames)` has its frames as one tuple argument."""
     batch = {0: torch.export.Dim("batch", min=1)}
+    if artifact.memory is not None:
+        return (batch, batch)
     if not artifact.images:
         return (batch,)
     return (batch, tuple(batch for _ in artifact.images))
@@ -179,7 +204,14 @@ def _describe(specs: tuple[ImageSpec, ...]) -> str:
 def _check_output_width(actor: nn.Module, example: tuple[torch.Tensor, ...], artifact: PolicyArtifact) -> None:
     """ValueError unless the actor outputs what the metadata describes (H actions of a chunk)."""
     with torch.no_grad():
-        width = actor(*example).shape[-1]
+        out = actor(*example)
+    if artifact.memory is not None:
+        if not isinstance(out, tuple) or len(out) != 2 or out[1].shape[-1] != artifact.memory.size:
+            raise ValueError(
+                f"a policy with memory of size {artifact.memory.size} must return (action, next state of that size)"
+            )
+        out = out[0]
+    width = out.shape[-1]
     if width != artifact.output_dim:
         chunk = f"{artifact.action_chunk} × " if artifact.action_chunk > 1 else ""
         raise ValueError(
@@ -232,3 +264,27 @@ def onnx_parity(actor: nn.Module, path: Path, obs: torch.Tensor) -> float:
         expected = actor.eval().to("cpu")(obs.cpu()).numpy()
     got = session.run([ACTION_OUTPUT], {OBS_INPUT: obs.cpu().numpy().astype(np.float32)})[0]
     return float(np.max(np.abs(expected - got)))
+
+
+def onnx_episode_parity(actor: nn.Module, path: Path, obs: torch.Tensor, starts: torch.Tensor) -> float:
+    """Max absolute difference in actions and states between torch `actor` `(obs, h) -> (action, h)` and
+    onnxruntime over episodes: obs `(T, batch, obs_dim)`, the state reset to zeros where `starts` `(T, batch)` is
+    true and otherwise carried from the previous step's output (each side carries its own)."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    actor = actor.eval().to("cpu")
+    size = int(session.get_inputs()[1].shape[1])
+    h_torch = torch.zeros(obs.shape[1], size)
+    h_onnx = np.zeros((obs.shape[1], size), dtype=np.float32)
+    worst = 0.0
+    for t in range(obs.shape[0]):
+        reset = starts[t].cpu().numpy()
+        h_torch = torch.where(starts[t].cpu().unsqueeze(-1), torch.zeros_like(h_torch), h_torch)
+        h_onnx = np.where(reset[:, None], np.float32(0.0), h_onnx).astype(np.float32)
+        with torch.no_grad():
+            action, h_torch = actor(obs[t].cpu(), h_torch)
+        feeds = {OBS_INPUT: obs[t].cpu().numpy().astype(np.float32), STATE_INPUT: h_onnx}
+        got, h_onnx = session.run([ACTION_OUTPUT, STATE_OUTPUT], feeds)
+        worst = max(worst, float(np.max(np.abs(action.numpy() - got))), float(np.max(np.abs(h_torch.numpy() - h_onnx))))
+    return worst

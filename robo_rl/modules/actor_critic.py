@@ -40,6 +40,14 @@ class PolicyConfig:
     """Upper clamp on the log-std."""
     normalize_obs: bool = True
     """Keep running mean/std of observations inside the module and normalize inputs with them."""
+    memory: Literal["none", "gru", "history"] = "none"
+    """The actor's memory (`robo_rl.modules.recurrent`): "none" (an MLP of the current observation), "gru" (a GRU
+    layer after `actor_hidden`, its hidden state carried between steps) or "history" (the last `history_length`
+    observations and actions, fed to an MLP of `actor_hidden`)."""
+    memory_size: int = 32
+    """Units of the GRU layer (`memory: gru`)."""
+    history_length: int = 4
+    """Past steps the window holds (`memory: history`)."""
 
 
 class ActionScaler(nn.Module):

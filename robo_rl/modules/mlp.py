@@ -9,7 +9,7 @@ from torch import nn
 
 Activation = Literal["elu", "relu", "tanh", "leaky_relu"]
 
-_ACTIVATIONS: dict[str, type[nn.Module]] = {
+ACTIVATIONS: dict[str, type[nn.Module]] = {
     "elu": nn.ELU,
     "relu": nn.ReLU,
     "tanh": nn.Tanh,
@@ -26,7 +26,7 @@ def mlp(
     dims = (in_dim, *hidden)
     for a, b in itertools.pairwise(dims):
         norm = [nn.LayerNorm(b)] if layer_norm else []
-        layers += [nn.Linear(a, b), *norm, _ACTIVATIONS[activation]()]
+        layers += [nn.Linear(a, b), *norm, ACTIVATIONS[activation]()]
     layers.append(nn.Linear(dims[-1], out_dim))
     return nn.Sequential(*layers)
 

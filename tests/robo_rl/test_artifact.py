@@ -3,6 +3,7 @@ firmware export read it."""
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -20,6 +21,8 @@ from robo_rl.artifact import (
     IMAGE_PREPROCESSING_KEY,
     IMAGES_KEY,
     IMAGES_SCHEMA,
+    MEMORY_KEY,
+    MEMORY_SCHEMA,
     SCHEMA_KEY,
     SCHEMA_VERSION,
     ArtifactError,
@@ -27,6 +30,7 @@ from robo_rl.artifact import (
     PolicyArtifact,
 )
 from robo_rl.image_spec import CameraIntrinsics, ImageSpec
+from robo_rl.memory_spec import MemorySpec
 from robo_rl.spaces import SpaceSpec
 
 ARTIFACT = PolicyArtifact(
@@ -229,7 +233,7 @@ VISION = replace(MOTOR, images=CAMERAS)
 
 def test_camera_inputs_round_trip_in_a_schema_4_file_with_the_preprocessing_stated() -> None:
     props = VISION.to_props()
-    assert props[SCHEMA_KEY] == "4" == str(IMAGES_SCHEMA) == str(SCHEMA_VERSION)
+    assert props[SCHEMA_KEY] == "4" == str(IMAGES_SCHEMA)
     assert "resize and crop to the spec's size" in props[IMAGE_PREPROCESSING_KEY]
     assert PolicyArtifact.from_props(props) == VISION and PolicyArtifact.from_foreign(props, 2, 1) == VISION
     assert PolicyArtifact.from_props(MOTOR.to_props()).images == ()
@@ -256,3 +260,40 @@ def test_a_robo_rl_without_cameras_refuses_a_camera_policy(monkeypatch: pytest.M
 def test_malformed_camera_metadata_is_refused_naming_the_key(change: dict[str, str], message: str) -> None:
     with pytest.raises(ArtifactError, match=message):
         PolicyArtifact.from_props({**VISION.to_props(), **change})
+
+
+RECURRENT = replace(MOTOR, memory=MemorySpec("gru", 16))
+
+
+def test_memory_round_trips_in_a_schema_5_file_naming_its_state_input_and_output() -> None:
+    props = RECURRENT.to_props()
+    assert props[SCHEMA_KEY] == "5" == str(MEMORY_SCHEMA) == str(SCHEMA_VERSION)
+    stated = json.loads(props[MEMORY_KEY])
+    assert stated["input"] == "h_in" and stated["output"] == "h_out" and stated["size"] == 16
+    assert stated["reset_value"] == 0.0 and "episode's first step" in stated["reset_rule"]
+    assert PolicyArtifact.from_props(props) == RECURRENT and PolicyArtifact.from_foreign(props, 2, 1) == RECURRENT
+    assert PolicyArtifact.from_props(MOTOR.to_props()).memory is None
+
+
+def test_a_robo_rl_without_memory_refuses_a_recurrent_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader of schema 4 would run the graph without its state: the schema makes it refuse the file."""
+    monkeypatch.setattr(artifact_module, "SCHEMA_VERSION", 4)
+    with pytest.raises(NewerSchemaError, match=r"policy schema 5; this robo_rl reads up to 4"):
+        PolicyArtifact.from_props(RECURRENT.to_props())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({SCHEMA_KEY: "4"}, r"'robo_rl\.memory' needs robo_rl\.schema >= 5, the file says 4"),
+        ({MEMORY_KEY: "{"}, r"'robo_rl\.memory': "),
+        ({MEMORY_KEY: '{"kind": "lstm"}'}, r"missing fields"),
+        ({MEMORY_KEY: json.dumps({**MemorySpec("gru", 4).to_dict(), "size": 0})}, r"size must be an integer >= 1"),
+        ({MEMORY_KEY: json.dumps({**MemorySpec("gru", 4).to_dict(), "kind": "lstm"})}, r"kind must be one of"),
+        ({MEMORY_KEY: json.dumps({**MemorySpec("gru", 4).to_dict(), "input": "state"})}, r"must be 'h_in'"),
+        ({MEMORY_KEY: json.dumps({**MemorySpec("gru", 4).to_dict(), "reset_rule": "never"})}, r"not the rule"),
+    ],
+)
+def test_malformed_memory_metadata_is_refused_naming_the_key(change: dict[str, str], message: str) -> None:
+    with pytest.raises(ArtifactError, match=message):
+        PolicyArtifact.from_props({**RECURRENT.to_props(), **change})
