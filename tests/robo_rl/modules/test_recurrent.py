@@ -90,7 +90,7 @@ def test_export_refuses_a_memory_size_the_policy_does_not_have(tmp_path: Path) -
     policy = _policy(GRU)
     specs = SpaceSpec.unnamed("obs", OBS), SpaceSpec.unnamed("action", ACT)
     memory = replace(policy.memory, size=policy.state_size + 1)
-    with pytest.raises(ValueError, match="must be the actor.s state"):
+    with pytest.raises(ValueError, match=r"must be the actor.s state"):
         export_onnx(
             policy.deterministic_actor(),
             PolicyMetadata(*specs, 0.01, "t", "c", "g", memory=memory),
