@@ -7,14 +7,15 @@ runs the minibatch epochs; collecting rollouts is the runner's job.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
-from robo_rl.modules.distributions import StochasticPolicy
+from robo_rl.modules.distributions import DiagonalGaussian, StochasticPolicy
+from robo_rl.modules.recurrent import RecurrentActorCritic
 from robo_rl.storage.rollout import Minibatch, RolloutStorage
 
 
@@ -219,7 +220,9 @@ class PPO:
         self.compute_returns(storage)
         totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "kl": 0.0}
         count = 0
-        for batch in storage.minibatches(self.cfg.num_minibatches, self.cfg.num_epochs):
+        recurrent = isinstance(self.policy, RecurrentActorCritic)
+        batches = storage.sequence_minibatches if recurrent else storage.minibatches
+        for batch in batches(self.cfg.num_minibatches, self.cfg.num_epochs):
             stats = self._step(batch)
             for key in totals:
                 totals[key] += stats[key]
@@ -239,7 +242,12 @@ class PPO:
         """The loss of one minibatch and its statistics (detached device tensors: policy_loss, value_loss,
         entropy, and kl, the KL from the distribution that collected the rollout to the current one)."""
         cfg = self.cfg
-        distribution = self.policy.distribution(batch.obs, batch.actions)
+        if batch.hidden is not None:  # a policy with memory replays its minibatch's sequences from their start
+            assert isinstance(self.policy, RecurrentActorCritic)
+            sequence = self.policy.sequence(batch.sequences(batch.obs), batch.hidden, batch.starts)
+            distribution: Any = DiagonalGaussian(sequence.mean.flatten(0, 1), sequence.std.flatten(0, 1))
+        else:
+            distribution = self.policy.distribution(batch.obs, batch.actions)
         log_probs, entropy = distribution.log_prob(batch.actions), distribution.entropy()
         with torch.no_grad():
             old = type(distribution).from_params(batch.old_distribution)
@@ -297,9 +305,10 @@ def build_policy(
     seed: int = 0,
     nominal_action: torch.Tensor | None = None,
     device: str | torch.device = "cpu",
-) -> ActorCritic:
-    """PPO's policy (the registry's `build_policy`): the Gaussian actor-critic of the `policy` section, its mean
-    starting at `nominal_action` where `cfg.init_mean` asks for it (`seed` is not used: torch's global seed
-    initializes the networks)."""
-    policy = ActorCritic(obs_dim, action_low, action_high, cfg, critic_obs_dim, nominal_action)
+) -> ActorCritic | RecurrentActorCritic:
+    """PPO's policy (the registry's `build_policy`): the Gaussian actor-critic of the `policy` section, with memory
+    where `cfg.memory` asks for it (`robo_rl.modules.recurrent`), its mean starting at `nominal_action` where
+    `cfg.init_mean` asks for it (`seed` is not used: torch's global seed initializes the networks)."""
+    kind = RecurrentActorCritic if cfg.memory != "none" else ActorCritic
+    policy = kind(obs_dim, action_low, action_high, cfg, critic_obs_dim, nominal_action)
     return policy.to(device)

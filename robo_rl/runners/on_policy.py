@@ -20,6 +20,7 @@ from robo_rl.capture import CAPTURE_MODES, CaptureMode, capture_backend, capture
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
 from robo_rl.modules.distributions import StochasticPolicy
+from robo_rl.modules.recurrent import RecurrentActorCritic
 from robo_rl.runners.device_rollout import DeviceRollout, rollout_unsupported
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
@@ -106,9 +107,13 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         super().__init__(env, cfg, seed, eval_env, run, reducer, SnapshotCadence(), precheck_env)
         self.policy, self.algorithm = policy, algorithm
         num_steps = algorithm.cfg.num_steps
+        self.recurrent = isinstance(policy, RecurrentActorCritic)
+        state_size = policy.state_size if isinstance(policy, RecurrentActorCritic) else 0
         self.storage = RolloutStorage(
-            num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device
+            num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device, state_size
         )
+        self.hidden = torch.zeros(env.num_envs, max(state_size, 1), device=env.device)
+        """A policy with memory: each env's state before its next step (zeroed where an episode ended)."""
         self._device_rollout: DeviceRollout | None = None
         self._captured_update: CapturedPPOUpdate | None = None
         if self._captures(cfg.capture):
@@ -131,6 +136,9 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
             if self._device_rollout is None:
                 self._device_rollout = DeviceRollout(self, self.capture_backend)
             self._device_rollout()
+            return
+        if self.recurrent:
+            self._collect_with_memory()
             return
         policy, storage, env = self.policy, self.storage, self.env
         value = policy.value(self.critic_obs)
@@ -158,6 +166,44 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
             self.tracker.record(reward, done, info.get(INFO_SUCCESS))
             self.obs, self.critic_obs, value = next_obs, next_critic, next_value
         self.env_steps += storage.num_steps * env.num_envs
+
+    def _collect_with_memory(self) -> None:
+        """`collect` for a policy with memory: the state is carried per env, zeroed after an episode ends, and
+        stored at the rollout's start with the episode starts, so that the update can replay each sequence."""
+        policy, storage, env = self.policy, self.storage, self.env
+        assert isinstance(policy, RecurrentActorCritic)
+        storage.hidden_start.copy_(self.hidden)
+        value, h, started = policy.value(self.critic_obs), self.hidden, torch.zeros_like(storage.starts[0])
+        for _ in range(storage.num_steps):
+            action, distribution, h_next = policy.act(self.obs, h)
+            next_obs, reward, terminated, truncated, info = env.step(policy.scaler(action))
+            done = terminated | truncated
+            next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
+            final_critic = critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS)
+            both = policy.value(torch.cat([next_critic, final_critic]))
+            next_value, final_value = both.chunk(2)
+            storage.add(
+                obs=self.obs,
+                critic_obs=self.critic_obs,
+                actions=action,
+                log_probs=distribution.log_prob(action),
+                values=value,
+                next_values=torch.where(done, final_value, next_value),
+                distribution=distribution.params(),
+                rewards=reward,
+                terminated=terminated,
+                dones=done,
+                starts=started,
+            )
+            self.tracker.record(reward, done, info.get(INFO_SUCCESS))
+            h = torch.where(done.unsqueeze(-1), torch.zeros_like(h_next), h_next)
+            self.obs, self.critic_obs, value, started = next_obs, next_critic, next_value, done
+        self.hidden = h
+        self.env_steps += storage.num_steps * env.num_envs
+
+    def _reset_env(self) -> None:
+        super()._reset_env()
+        self.hidden.zero_()
 
     def update(self) -> Losses:
         """PPO update on the collected rollout, then fold its observations into the normalizers.

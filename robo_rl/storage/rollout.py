@@ -21,6 +21,16 @@ class Minibatch:
     """The parameters of the distribution that collected the actions (`ActionDistribution.params()`)."""
     advantages: torch.Tensor
     returns: torch.Tensor
+    hidden: torch.Tensor | None = None
+    """A policy with memory: the state `(n, state)` of each of the minibatch's n envs at the rollout's first step;
+    the other fields then hold whole sequences, `(T * n, ...)` time-major (step t's rows `[t * n, (t + 1) * n)`)."""
+    starts: torch.Tensor | None = None
+    """A policy with memory: `(T, n)`, true where an episode starts at step t (the state is zeroed before it)."""
+
+    def sequences(self, field: torch.Tensor) -> torch.Tensor:
+        """A time-major field `(T * n, ...)` of a sequence minibatch as `(T, n, ...)`."""
+        assert self.starts is not None, "not a sequence minibatch"
+        return field.reshape(self.starts.shape[0], self.starts.shape[1], *field.shape[1:])
 
 
 class RolloutStorage:
@@ -38,7 +48,10 @@ class RolloutStorage:
         critic_obs_dim: int,
         action_dim: int,
         device: torch.device | str,
+        state_size: int = 0,
     ) -> None:
+        """`state_size` > 0: the policy has memory; `hidden_start` and `starts` then hold what `sequence_minibatches`
+        needs to replay the rollout through it."""
         self.num_steps = num_steps
         self.num_envs = num_envs
 
@@ -59,6 +72,10 @@ class RolloutStorage:
         self.dones = zeros(dtype=torch.bool)
         self.advantages = zeros()
         self.returns = zeros()
+        self.starts = zeros(dtype=torch.bool)
+        """True where step t is an episode's first step after the rollout's first step (the state was zeroed)."""
+        self.hidden_start = torch.zeros(num_envs, max(state_size, 1), device=device)
+        """The policy's state `(num_envs, state)` at the rollout's first step (after any reset there)."""
         self.step = 0
 
     def add(self, distribution: Mapping[str, torch.Tensor] | None = None, **fields: torch.Tensor) -> None:
@@ -128,4 +145,36 @@ class RolloutStorage:
                     old_distribution=old,
                     advantages=fields["advantages"],
                     returns=fields["returns"],
+                )
+
+    def sequence_minibatches(
+        self, num_minibatches: int, num_epochs: int, generator: torch.Generator | None = None
+    ) -> Iterator[Minibatch]:
+        """Minibatches of whole env sequences for a policy with memory: each epoch shuffles the envs and splits them
+        into `num_minibatches` groups; a minibatch holds its envs' `num_steps` steps time-major, with their state at
+        the rollout's start and where episodes start (`Minibatch.hidden`, `Minibatch.starts`)."""
+        if num_minibatches > self.num_envs:
+            raise ValueError(
+                f"{num_minibatches} minibatches of whole sequences need at least as many envs, got {self.num_envs}"
+            )
+        size = self.num_envs // num_minibatches
+        for _ in range(num_epochs):
+            perm = torch.randperm(self.num_envs, device=self.obs.device, generator=generator)
+            for i in range(num_minibatches):
+                envs = perm[i * size : (i + 1) * size]
+
+                def pick(field: torch.Tensor, envs: torch.Tensor = envs) -> torch.Tensor:
+                    return field.index_select(1, envs).flatten(0, 1)
+
+                yield Minibatch(
+                    obs=pick(self.obs),
+                    critic_obs=pick(self.critic_obs),
+                    actions=pick(self.actions),
+                    old_log_probs=pick(self.log_probs),
+                    old_values=pick(self.values),
+                    old_distribution={name: pick(value) for name, value in self.distribution.items()},
+                    advantages=pick(self.advantages),
+                    returns=pick(self.returns),
+                    hidden=self.hidden_start.index_select(0, envs),
+                    starts=self.starts.index_select(1, envs),
                 )
