@@ -4,6 +4,7 @@ policy (or any policy ONNX file) into C for a microcontroller target (robo_rl.fi
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +18,16 @@ from robo_rl.cli.progress import terminal
 from robo_rl.config import config_hash
 from robo_rl.envs import SpaceSpec
 from robo_rl.export.camera import camera_parity, export_camera_policy, sample_camera_inputs
-from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
+from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_episode_parity, onnx_parity
 from robo_rl.firmware_export import boards
 from robo_rl.modules.camera_policy import CameraPolicy
+from robo_rl.modules.recurrent import RecurrentDeterministicActor
 
 PARITY_TOLERANCE = 1e-5
 PARITY_SAMPLES = 4096
 CAMERA_PARITY_SAMPLES = 64
+PARITY_EPISODES = 16
+"""Envs side by side in a policy with memory's parity check (`sample_episodes`): 256 steps each."""
 """Observations the parity check of a camera policy runs: frames make each one up to ~100 kB per camera, and 64
 random ones already cover every byte value at every pixel position many times over."""
 TARGETS = ("onnx", *boards.names())
@@ -207,5 +211,18 @@ def export_checked(actor: torch.nn.Module, metadata: PolicyMetadata, path: Path)
         path = export_camera_policy(actor, metadata, path)
         state, frames = sample_camera_inputs(actor.specs, metadata.obs_spec.dim, CAMERA_PARITY_SAMPLES)
         return path, camera_parity(actor, path, state, frames), CAMERA_PARITY_SAMPLES
+    if isinstance(actor, RecurrentDeterministicActor):
+        path = export_onnx(actor, replace(metadata, memory=actor.memory), path)
+        obs, starts = sample_episodes(metadata.obs_spec)
+        return path, onnx_episode_parity(actor, path, obs, starts), PARITY_SAMPLES
     path = export_onnx(actor, metadata, path)
     return path, onnx_parity(actor, path, sample_observations(metadata.obs_spec, PARITY_SAMPLES)), PARITY_SAMPLES
+
+
+def sample_episodes(spec: SpaceSpec, batch: int = PARITY_EPISODES, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """`PARITY_SAMPLES` observations as `(steps, batch, obs_dim)` sequences (`sample_observations`) with random
+    episode starts (1 in 50 steps, and the first): what a policy with memory's parity runs over."""
+    obs = sample_observations(spec, PARITY_SAMPLES, seed).reshape(PARITY_SAMPLES // batch, batch, spec.dim)
+    starts = torch.rand(obs.shape[:2], generator=torch.Generator().manual_seed(seed)) < 0.02
+    starts[0] = True
+    return obs, starts
