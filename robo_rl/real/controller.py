@@ -15,6 +15,13 @@ resized to its spec). Frames do not trigger anything: the state's arrival or the
 and the newest frames go with it. A camera input is watched like any other: no frame for the staleness timeout
 and the safe command goes out, naming it; a frame's age counts from its header stamp, so frames that arrive late
 (a slow camera pipeline) go stale as silent ones do.
+
+A policy with memory (`PolicyRuntime.memory`) carries its state from one of its commands to the next, and the state
+is reset (`robo_rl.memory_spec.RESET_RULE`) whenever the policy's control starts: at `restart` (the node's
+activation, which is an episode's start on the robot) and at the first policy step after any command that was not
+the policy's own (a safe command for whatever fault: stale or missing inputs, non-finite values, the e-stop, the
+move home; or the operator's action). A state carried across such a gap would describe a past the robot did not
+live under the policy's control.
 """
 
 from __future__ import annotations
@@ -67,7 +74,8 @@ class PolicyController:
 
     Integral observations (`integral(FIELD)` sources) run over the policy's uninterrupted control: they start from
     0 at `restart` and whenever the policy's own commands resume after a safe command or an operator's action, and
-    only periods whose command was the policy's add to them (an e-stop or a fault never winds them up).
+    only periods whose command was the policy's add to them (an e-stop or a fault never winds them up). A policy's
+    memory is reset at the same moments (module docstring).
     """
 
     def __init__(
@@ -112,10 +120,11 @@ class PolicyController:
         """The last command was the policy's own (not the safe command, not the operator's)."""
 
     def restart(self) -> None:
-        """Start control afresh (the node activates): the e-stop latch cleared, the integrals from 0."""
+        """Start control afresh (the node activates): the e-stop latch cleared, the integrals and the policy's
+        memory from their reset values."""
         self.safety.reset()
         self.policy_in_control = False
-        self.assembler.reset_integrals()
+        self._policy_starts()
 
     def observe(self, fields: Mapping[str, float], source: str | None = None) -> None:
         """Merge newly arrived message fields into the latest observation and feed the watchdog of `source`, the
@@ -208,7 +217,7 @@ class PolicyController:
         if stale:
             return self._safe(self._stale_fault(stale)), None
         if not self.policy_in_control:
-            self.assembler.reset_integrals()  # the policy's control starts (again) with this period
+            self._policy_starts()  # the policy's control starts (again) with this period
         try:
             obs = self.assembler(self.fields)
         except MissingFieldError as err:
@@ -220,6 +229,11 @@ class PolicyController:
         if result.fault and self.chunks is not None:
             self.chunks.clear()  # a non-finite chunk must not feed the next steps' commands
         return result, (self.clock() - self.observed_at) if not result.fault else None
+
+    def _policy_starts(self) -> None:
+        """The policy's uninterrupted control begins: its integral observations and its memory are reset."""
+        self.assembler.reset_integrals()
+        self.runtime.reset_memory()
 
     def _action(self, obs: np.ndarray) -> np.ndarray | None:
         """The policy's action for now: its own, or the one due now from the chunks (None: all are past)."""

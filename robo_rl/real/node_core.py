@@ -174,7 +174,8 @@ class PolicyNodeCore:
     # ------------------------------------------------------------------------------------------------ lifecycle
 
     def activate(self) -> None:
-        """Start control: clears the e-stop latch, the integral observations and the counters."""
+        """Start control: clears the e-stop latch, the integral observations, a policy's memory (an episode starts:
+        `PolicyController`) and the counters."""
         with self.lock:
             self.controller.restart()
             self.counters.reset()

@@ -3,6 +3,12 @@
 A camera policy (artifact schema 4) has one more graph input per camera, named after it: the camera's frame as
 uint8 `(1, height, width, channels)` at its `ImageSpec`'s size, made so by `robo_rl.real.images` from what the
 profile's image input receives. `PolicyRuntime` feeds the state vector and the newest frame of every camera.
+
+A policy with memory (artifact schema 5, `robo_rl.memory_spec`) has one more input `h_in` and output `h_out`, float32
+`(1, size)`: `PolicyRuntime` holds the state, feeds it as `h_in` and keeps each call's `h_out` for the next call;
+`reset_memory()` sets every entry to the artifact's `reset_value`, and its caller decides when (`RESET_RULE`; the
+node's `PolicyController` does it). A file whose graph does not take and return the state its metadata states is
+refused, and so is memory with action chunks or cameras, which no robo_rl export writes.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from typing import Any
 import numpy as np
 
 from robo_rl.actuator import ACTUATOR_KEY, Actuator, DriveActuator, MotorActuator
-from robo_rl.artifact import ArtifactError, PolicyArtifact
+from robo_rl.artifact import MEMORY_KEY, ArtifactError, PolicyArtifact
 from robo_rl.image_spec import ImageSpec
+from robo_rl.memory_spec import STATE_INPUT, STATE_OUTPUT, MemorySpec
 from robo_rl.real.profile import CommandSpec, InputSpec, RobotProfile
 
 OBS_INPUT = "obs"
@@ -73,6 +80,8 @@ class PolicyInfo:
     """What the actions mean physically (`robo_rl.actuator`): the profile's command map must apply it."""
     images: tuple[ImageSpec, ...] = ()
     """The camera inputs (`robo_rl.images`), in graph input order; () for a state-only policy."""
+    memory: MemorySpec | None = None
+    """The state a policy with memory carries (`robo_rl.memory_spec`); None for a policy without memory."""
 
     @classmethod
     def from_props(cls, props: Mapping[str, str]) -> PolicyInfo:
@@ -98,6 +107,7 @@ class PolicyInfo:
             obs_high=artifact.obs.high,
             actuator=artifact.actuator,
             images=artifact.images,
+            memory=artifact.memory,
         )
 
 
@@ -287,10 +297,13 @@ class PolicyRuntime:
     """An exported policy in onnxruntime (CPU): `runtime(obs)` `(obs_dim,)` → action `(action_dim,)`; a chunked
     policy's H actions `(action_chunk, action_dim)` from `runtime.chunk(obs)`.
 
+    A policy with memory carries its state from call to call (`state`); `reset_memory()` sets it to the artifact's
+    reset value, as it is after construction.
+
     With a `profile`, the constructor refuses to start (ProfileMismatchError) unless the metadata fits it.
     `threads` is onnxruntime's intra-op thread count (see `session_threads`; 0: automatic, which is 1). The
     constructor runs the policy once on zeros, so that onnxruntime's one-time set-up (memory planning, kernel
-    selection) is not paid by the first real observation.
+    selection) is not paid by the first real observation; the state that run leaves is reset.
     """
 
     def __init__(self, path: Path | str, profile: RobotProfile | None = None, threads: int = 0) -> None:
@@ -300,7 +313,10 @@ class PolicyRuntime:
         self.info = _policy_info(self.path, self.session)
         if profile is not None:
             self.check(profile)
+        self._state: np.ndarray | None = None
+        self.reset_memory()
         self._warm_up()
+        self.reset_memory()
 
     @property
     def obs_dim(self) -> int:
@@ -327,6 +343,23 @@ class PolicyRuntime:
         """The policy's camera inputs (() for a state-only policy)."""
         return self.info.images
 
+    @property
+    def memory(self) -> MemorySpec | None:
+        """The state the policy carries between calls; None for a policy without memory."""
+        return self.info.memory
+
+    @property
+    def state(self) -> np.ndarray | None:
+        """A copy of the state the next call feeds as `h_in`, float32 `(1, size)`; None without memory."""
+        return None if self._state is None else self._state.copy()
+
+    def reset_memory(self) -> None:
+        """Set every entry of the state to the artifact's `reset_value` (`robo_rl.memory_spec.RESET_RULE` says
+        when); nothing for a policy without memory."""
+        memory = self.info.memory
+        if memory is not None:
+            self._state = np.full((1, memory.size), memory.reset_value, dtype=np.float32)
+
     def _warm_up(self) -> None:
         frames = {camera.name: np.zeros(camera.shape, dtype=np.uint8) for camera in self.cameras}
         try:
@@ -342,12 +375,15 @@ class PolicyRuntime:
     def chunk(self, obs: np.ndarray, frames: Mapping[str, np.ndarray] | None = None) -> np.ndarray:
         """Actions `(action_chunk, action_dim)` float64 for one observation `(obs_dim,)` and the cameras' frames
         (`{camera: (height, width, channels) uint8}`, every camera of the policy); row i is meant for `i * dt`
-        seconds after the observation."""
+        seconds after the observation. A policy with memory is fed its state and keeps the state it returns."""
         obs = np.asarray(obs, dtype=np.float32)
         if obs.shape != (self.obs_dim,):
             raise ValueError(f"observation shape {obs.shape}, policy expects ({self.obs_dim},)")
         feed = {OBS_INPUT: obs[None, :]} | self._frames(frames or {})
-        action = self.session.run([ACTION_OUTPUT], feed)[0]
+        if self._state is None:
+            action = self.session.run([ACTION_OUTPUT], feed)[0]
+        else:
+            action, self._state = self.session.run([ACTION_OUTPUT, STATE_OUTPUT], feed | {STATE_INPUT: self._state})
         return action[0].astype(np.float64).reshape(self.action_chunk, self.action_dim)
 
     def _frames(self, frames: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -372,9 +408,48 @@ def _policy_info(path: Path, session: Any) -> PolicyInfo:
         raise PolicyFileError(f"{path}: {err}") from None
     _check_width(path, "input", session.get_inputs(), OBS_INPUT, len(info.obs_names))
     _check_width(path, "output", session.get_outputs(), ACTION_OUTPUT, len(info.action_names) * info.action_chunk)
+    if info.memory is not None:
+        _check_memory(path, session, info)
     for camera in info.images:
         _check_image_input(path, session.get_inputs(), camera)
+    _check_no_other_inputs(path, session.get_inputs(), info)
     return info
+
+
+def _check_memory(path: Path, session: Any, info: PolicyInfo) -> None:
+    """The graph takes the state as float32 `h_in` `(batch, size)` and returns it as `h_out` of the same shape;
+    a policy with memory has neither action chunks nor cameras (no robo_rl export writes them, and what its state
+    means across a chunk is not defined)."""
+    memory = info.memory
+    assert memory is not None
+    where = f"its memory ({MEMORY_KEY}: {memory.kind}, {memory.size} entries)"
+    if info.action_chunk > 1:
+        raise PolicyFileError(f"{path}: {where} with action chunks of {info.action_chunk}: not supported")
+    if info.images:
+        raise PolicyFileError(f"{path}: {where} with cameras: not supported")
+    for role, values, name in (
+        ("input", session.get_inputs(), STATE_INPUT),
+        ("output", session.get_outputs(), STATE_OUTPUT),
+    ):
+        found = {value.name: value for value in values}
+        if name not in found:
+            raise PolicyFileError(f"{path}: no graph {role} {name!r} for {where} (it has {sorted(found)})")
+        value = found[name]
+        if value.type != "tensor(float)" or len(value.shape) != 2 or value.shape[1] != memory.size:
+            raise PolicyFileError(
+                f"{path}: {role} {name!r} is {value.type} {value.shape}, {where} needs float32 (batch, {memory.size})"
+            )
+
+
+def _check_no_other_inputs(path: Path, inputs: list[Any], info: PolicyInfo) -> None:
+    """Every graph input is one the runtime feeds: an input the metadata does not name (e.g. `h_in` of a file
+    whose metadata states no memory) is refused here, by name, rather than at the first call."""
+    fed = {OBS_INPUT, *(camera.name for camera in info.images)} | ({STATE_INPUT} if info.memory else set())
+    other = sorted(value.name for value in inputs if value.name not in fed)
+    if not other:
+        return
+    hint = f" (a policy with memory states it in {MEMORY_KEY})" if STATE_INPUT in other else ""
+    raise PolicyFileError(f"{path}: graph inputs {other} are not in its metadata{hint}")
 
 
 def _check_image_input(path: Path, inputs: list[Any], camera: ImageSpec) -> None:

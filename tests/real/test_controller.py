@@ -215,6 +215,9 @@ class _IntegralEcho:
     def check(self, profile: RobotProfile) -> None:
         pass
 
+    def reset_memory(self) -> None:
+        pass  # no memory: nothing to reset
+
     def __call__(self, obs: np.ndarray, frames: object = None) -> np.ndarray:
         return np.array([obs[1]], dtype=np.float64)
 
