@@ -34,6 +34,16 @@ Schema 5 adds memory (`robo_rl.memory`: a `robo_rl.memory_spec.MemorySpec` as JS
 from step to step takes it as a second float input `h_in` `(batch, size)` after `obs` (and before any camera) and
 returns the next one as a second output `h_out` after `action`; the spec states the size, the reset value and when
 to reset. A robo_rl that reads schema 4 refuses such files: it would run them without their state.
+
+The vehicle card (`robo_rl.vehicle`, a JSON object) is documentation a deployer needs and the graph does not hold:
+the frames and conventions, the training vehicle (for a quadrotor: mass, inertia, rotor positions and spin
+directions in the action order, the rotor and motor model), what each observation entry is where it is not a plain
+measurement (an integral's update, clamp and reset rule; the action history's order and reset value) and the ranges
+the training randomized. Its `kind` names the vehicle family, whose task writes the rest (the quadrotor tasks:
+`robo_rl.sim.quadrotor.vehicle_card`); where it lists `observation` groups, their `names` in order are the
+observation's, which this module checks. It changes nothing a reader does with the file: a robo_rl without the key
+runs the policy exactly as one with it, so the key is optional and raises no schema (`vehicle_card_json` writes it,
+`PolicyArtifact.vehicle_card` reads it).
 """
 
 from __future__ import annotations
@@ -66,6 +76,8 @@ SCHEMA_KEY = PREFIX + "schema"
 ACTION_CHUNK_KEY = PREFIX + "action_chunk"
 IMAGES_KEY = PREFIX + "images"
 MEMORY_KEY = PREFIX + "memory"
+VEHICLE_KEY = PREFIX + "vehicle"
+"""The vehicle card (JSON object, see the module docstring); optional at every schema."""
 IMAGE_PREPROCESSING_KEY = PREFIX + "image_preprocessing"
 IMAGE_PREPROCESSING = "in graph: uint8 HWC -> float CHW / 255; before graph: resize and crop to the spec's size"
 """What a camera policy's graph does to its image inputs, and what the deploy side must do before it."""
@@ -113,9 +125,14 @@ class PolicyArtifact:
     memory: MemorySpec | None = None
     """The state the policy carries between steps (`h_in` -> `h_out`, its size and reset rule); None for a policy
     without memory."""
+    vehicle: str | None = None
+    """The vehicle card as canonical JSON (`vehicle_card_json`): frames, the training vehicle, each observation
+    entry's definition, the trained parameter ranges; None: the task states none (or the file predates the key)."""
 
     def __post_init__(self) -> None:
         check_camera_names(self.images)
+        if self.vehicle is not None:
+            _check_vehicle_card(self.vehicle, self.obs)
         if isinstance(self.action_chunk, bool) or not isinstance(self.action_chunk, int) or self.action_chunk < 1:
             raise ArtifactError(f"action_chunk: must be an integer >= 1, got {self.action_chunk!r}")
         if self.actuator is not None:
@@ -132,6 +149,11 @@ class PolicyArtifact:
         if self.actuator is not None:
             return ACTUATOR_SCHEMA
         return CHUNK_SCHEMA if self.action_chunk > 1 else 1
+
+    @property
+    def vehicle_card(self) -> dict[str, Any] | None:
+        """The vehicle card as a JSON object (a fresh dict), or None without one."""
+        return None if self.vehicle is None else json.loads(self.vehicle)
 
     @property
     def output_dim(self) -> int:
@@ -153,6 +175,7 @@ class PolicyArtifact:
         optional = {"version": self.version, "task": self.task, "config_hash": self.config_hash}
         optional["git_hash"] = self.git_hash
         optional["task_config"] = self.task_config
+        optional["vehicle"] = self.vehicle
         props.update({PREFIX + key: value for key, value in optional.items() if value is not None})
         if self.dt is not None:
             props[PREFIX + "dt"] = repr(self.dt)
@@ -195,6 +218,7 @@ def _provenance(props: Mapping[str, str], unknown_version: str | None) -> dict[s
         "git_hash": props.get(PREFIX + "git_hash"),
         "version": props.get(PREFIX + "version", unknown_version),
         "task_config": props.get(PREFIX + "task_config"),
+        "vehicle": props.get(VEHICLE_KEY),
     }
 
 
@@ -283,6 +307,48 @@ def _actuator(props: Mapping[str, str], schema: int) -> Actuator | None:
     except ActuatorError as err:
         message = str(err).removeprefix(f"{ACTUATOR_KEY}: ").removeprefix(ACTUATOR_KEY).lstrip(": ")
         raise ArtifactError(f"metadata {ACTUATOR_KEY!r}: {message}") from None
+
+
+def vehicle_card_json(card: Mapping[str, Any]) -> str:
+    """A vehicle card as the canonical JSON `robo_rl.vehicle` holds (sorted keys, no spaces); ArtifactError when it
+    is not a JSON object with a `kind`, or holds non-finite numbers."""
+    try:
+        text = json.dumps(card, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ArtifactError(f"metadata {VEHICLE_KEY!r}: not plain finite JSON ({error})") from None
+    _parse_vehicle_card(text)
+    return text
+
+
+def _parse_vehicle_card(text: str) -> dict[str, Any]:
+    try:
+        card = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ArtifactError(f"metadata {VEHICLE_KEY!r} is not JSON: {error}") from None
+    if not isinstance(card, dict):
+        raise ArtifactError(f"metadata {VEHICLE_KEY!r} must be a JSON object")
+    kind = card.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ArtifactError(f"metadata {VEHICLE_KEY!r} needs a 'kind' (the vehicle family), got {kind!r}")
+    return card
+
+
+def _check_vehicle_card(text: str, obs: SpaceSpec) -> None:
+    """ArtifactError unless `text` is a vehicle card whose observation groups, if it lists them, name the
+    observation's entries in order (a card of another observation would define the wrong entries)."""
+    groups = _parse_vehicle_card(text).get("observation")
+    if groups is None:
+        return
+    if not isinstance(groups, list) or not all(
+        isinstance(g, dict) and isinstance(g.get("names"), list) for g in groups
+    ):
+        raise ArtifactError(f"metadata {VEHICLE_KEY!r}: 'observation' must be a list of groups with 'names'")
+    names = tuple(name for group in groups for name in group["names"])
+    if names != obs.names:
+        raise ArtifactError(
+            f"metadata {VEHICLE_KEY!r}: its observation groups name {len(names)} entries {list(names)[:4]}..., "
+            f"not the policy's {obs.dim} observations {list(obs.names)[:4]}..."
+        )
 
 
 def _check_actuator_bounds(actuator: Actuator, action: SpaceSpec) -> None:

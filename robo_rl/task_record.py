@@ -38,6 +38,10 @@ class TaskSpecs:
     the motor command, an RC car's drive command); None: the task has none, or the run was recorded before it was.
     Export writes it into the policy (`robo_rl.actuator`), so it is recorded when training starts, not rebuilt
     from a later simulator."""
+    vehicle: str | None = None
+    """The task's vehicle card as canonical JSON (`robo_rl.artifact.vehicle_card_json`: frames, the vehicle, what
+    each observation entry is, the randomized ranges); None: the task states none, or the run predates it. Recorded
+    when training starts, for the same reason as `actuator`; export writes it as `robo_rl.vehicle`."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -48,6 +52,8 @@ class TaskSpecs:
         }
         if self.actuator is not None:
             out["actuator"] = self.actuator.to_json()
+        if self.vehicle is not None:
+            out["vehicle"] = self.vehicle
         return out
 
     @classmethod
@@ -58,7 +64,8 @@ class TaskSpecs:
         except ActuatorError as err:
             raise ValueError(f"specs.actuator: {err}") from None
         specs = _spec(data["obs"]), _spec(data["action"]), float(data["dt"]), int(data["critic_obs_dim"])
-        return cls(*specs, actuator=model)
+        vehicle = data.get("vehicle")
+        return cls(*specs, actuator=model, vehicle=None if vehicle is None else str(vehicle))
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ The library's link to `robo_rl.sim`: the core and the runners receive a factory,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from robo_rl.artifact import vehicle_card_json
 from robo_rl.build import EnvFactory, TeleopFactory
 from robo_rl.config import ConfigError, to_dict
 from robo_rl.envs import BatchedEnv, task_specs
@@ -90,10 +92,21 @@ def robot_env_factory(
 
 def task_record(cfg: ExperimentConfig, env: BatchedEnv) -> TaskRecord:
     """What `cfg.task` resolves to: the task's registered config dataclass as `task.config` sets it, and `env`'s
-    specs (written into the run directory as RUN/task.yaml)."""
-    from robo_rl.sim import task_settings
+    specs (written into the run directory as RUN/task.yaml), with the task's vehicle card where it states one and
+    `env` observes what the card defines (not a robot's own observation, say)."""
+    from robo_rl.sim import task_settings, vehicle_card
 
-    return TaskRecord(cfg.task.name, to_dict(task_settings(cfg.task.name, cfg.task.config)), task_specs(env))
+    settings = task_settings(cfg.task.name, cfg.task.config)
+    specs = task_specs(env)
+    card = vehicle_card(cfg.task.name, settings)
+    if card is not None and _card_names(card) == specs.obs.names:
+        specs = replace(specs, vehicle=vehicle_card_json(card))
+    return TaskRecord(cfg.task.name, to_dict(settings), specs)
+
+
+def _card_names(card: dict[str, Any]) -> tuple[str, ...]:
+    """The observation entries a vehicle card defines, in order."""
+    return tuple(name for group in card.get("observation", ()) for name in group["names"])
 
 
 def teleop_factory() -> TeleopFactory:

@@ -191,6 +191,7 @@ def export_run(run_dir: Path, checkpoint: Path | None, console: Console, output:
         task_config=task.config_json(),
         action_chunk=horizon,
         actuator=task.specs.actuator,  # recorded at training time: what the actions meant to that simulator
+        vehicle=task.specs.vehicle,  # the vehicle card, recorded at training time too
     )
     path, error, samples = export_checked(trained.actor, metadata, output or run_dir / "policy.onnx")
     verdict = "ok" if error <= PARITY_TOLERANCE else "MISMATCH"

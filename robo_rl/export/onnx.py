@@ -77,6 +77,8 @@ class PolicyMetadata:
     state vector alone. Non-empty makes the file schema 4 (`robo_rl.artifact`)."""
     memory: MemorySpec | None = None
     """The state a policy with memory carries (`RecurrentDeterministicActor.memory`); makes the file schema 5."""
+    vehicle: str | None = None
+    """The task's vehicle card as canonical JSON (`TaskSpecs.vehicle`, `robo_rl.vehicle`); None leaves it out."""
 
     def to_props(self) -> dict[str, str]:
         """ONNX metadata_props: the policy artifact (`robo_rl.artifact`) of these specs and provenance."""
@@ -96,6 +98,7 @@ class PolicyMetadata:
             actuator=self.actuator,
             images=self.images,
             memory=self.memory,
+            vehicle=self.vehicle,
         )
 
 

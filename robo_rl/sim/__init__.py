@@ -6,7 +6,7 @@ from robo_rl.sim.experts import make_expert
 from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
 from robo_rl.sim.manager_based import IsaacLabConfig, from_isaaclab
 from robo_rl.sim.mjlab_env import from_mjlab
-from robo_rl.sim.registry import about, default_config, make, names, register, task_settings
+from robo_rl.sim.registry import about, default_config, make, names, register, task_settings, vehicle_card
 
 # By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built. The backend
 # and the description are README's task table (docs/readme_lists.py writes it; tasks with the same pair share a row).
@@ -14,8 +14,9 @@ _MUJOCO = "MuJoCo (`mujoco.rollout` on CPU threads; MJX with `backend=mjx` where
 _QUADROTOR = "Crazyflie-class quadrotor: hover from random states, figure-eight tracking"
 _MUJOCO_TASKS = "cart-pole swing-up; 4-DoF arm reaching targets with joint torques or joint positions"
 register("pendulum", "robo_rl.sim.pendulum.task:Pendulum", about="Gymnasium's Pendulum-v1 swing-up, batched")
-register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover", about=_QUADROTOR)
-register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack", about=_QUADROTOR)
+_QUADROTOR_CARD = "robo_rl.sim.quadrotor.vehicle_card:quadrotor_card"
+register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover", about=_QUADROTOR, vehicle=_QUADROTOR_CARD)
+register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack", about=_QUADROTOR, vehicle=_QUADROTOR_CARD)
 register(
     "rc_car/race",
     "robo_rl.sim.rc_car:RCCarRace",
@@ -91,4 +92,5 @@ __all__ = [
     "names",
     "register",
     "task_settings",
+    "vehicle_card",
 ]

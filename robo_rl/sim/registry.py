@@ -24,16 +24,32 @@ EnvFactory = Callable[..., BatchedEnv]
 
 _TASKS: dict[str, tuple[EnvFactory, Any] | str] = {}
 _ABOUT: dict[str, tuple[str, str]] = {}
+_VEHICLE: dict[str, str] = {}
 
 
-def register(name: str, factory: EnvFactory | str, backend: str = "torch", about: str = "") -> None:
+def register(name: str, factory: EnvFactory | str, backend: str = "torch", about: str = "", vehicle: str = "") -> None:
     """Register `factory` (or its import path `"module:Name"`, imported on first use) under `name`; its
     `config` parameter default is the task's default config. `backend` and `about` are README's task table row
-    (tasks with the same pair share a row; docs/readme_lists.py writes it)."""
+    (tasks with the same pair share a row; docs/readme_lists.py writes it). `vehicle`: import path of the task's
+    vehicle card, a function of its config returning a JSON object (`robo_rl.artifact`'s `robo_rl.vehicle`); ""
+    for a task that states none."""
     if name in _TASKS:
         raise ValueError(f"task {name!r} is already registered")
     _TASKS[name] = factory if isinstance(factory, str) else (factory, _default_config(factory))
     _ABOUT[name] = (backend, about)
+    if vehicle:
+        _VEHICLE[name] = vehicle
+
+
+def vehicle_card(name: str, config: Any) -> dict[str, Any] | None:
+    """Task `name`'s vehicle card for its config `config` (`task_settings`), or None when the task states none."""
+    _entry(name)
+    path = _VEHICLE.get(name)
+    if path is None:
+        return None
+    module, _, attribute = path.partition(":")
+    card: dict[str, Any] = getattr(importlib.import_module(module), attribute)(task_settings(name, config))
+    return card
 
 
 def about(name: str) -> tuple[str, str]:

@@ -25,9 +25,11 @@ from robo_rl.artifact import (
     MEMORY_SCHEMA,
     SCHEMA_KEY,
     SCHEMA_VERSION,
+    VEHICLE_KEY,
     ArtifactError,
     NewerSchemaError,
     PolicyArtifact,
+    vehicle_card_json,
 )
 from robo_rl.image_spec import CameraIntrinsics, ImageSpec
 from robo_rl.memory_spec import MemorySpec
@@ -297,3 +299,38 @@ def test_a_robo_rl_without_memory_refuses_a_recurrent_policy(monkeypatch: pytest
 def test_malformed_memory_metadata_is_refused_naming_the_key(change: dict[str, str], message: str) -> None:
     with pytest.raises(ArtifactError, match=message):
         PolicyArtifact.from_props({**RECURRENT.to_props(), **change})
+
+
+CARD = {"kind": "cart", "observation": [{"names": ["x"], "quantity": "position"}, {"names": ["v"]}], "mass": 1.5}
+CARDED = replace(ARTIFACT, vehicle=vehicle_card_json(CARD))
+
+
+def test_the_vehicle_card_round_trips_as_canonical_json_without_raising_the_schema() -> None:
+    """The card documents what the graph does not hold and changes nothing a reader does with the file: an older
+    robo_rl ignores the key and runs the policy the same, so the file keeps its schema (1 here)."""
+    props = CARDED.to_props()
+    assert props[SCHEMA_KEY] == "1" and props[VEHICLE_KEY] == vehicle_card_json(dict(reversed(CARD.items())))
+    assert PolicyArtifact.from_props(props) == CARDED and PolicyArtifact.from_foreign(props, 2, 1) == CARDED
+    assert CARDED.vehicle_card == CARD and ARTIFACT.vehicle_card is None and VEHICLE_KEY not in ARTIFACT.to_props()
+    assert replace(MOTOR, vehicle=CARDED.vehicle).to_props()[SCHEMA_KEY] == "3"  # the actuator's, not the card's
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", r"'robo_rl\.vehicle' is not JSON"),
+        ("[1]", r"must be a JSON object"),
+        ('{"mass": 1}', r"needs a 'kind'"),
+        ('{"kind": "cart", "observation": {"names": ["x"]}}', r"list of groups with 'names'"),
+        ('{"kind": "cart", "observation": [{"names": ["v"]}, {"names": ["x"]}]}', r"not the policy's 2 observations"),
+        ('{"kind": "cart", "observation": [{"names": ["x"]}]}', r"name 1 entries"),
+    ],
+)
+def test_a_malformed_vehicle_card_is_refused_naming_the_key(text: str, message: str) -> None:
+    with pytest.raises(ArtifactError, match=message):
+        PolicyArtifact.from_props({**ARTIFACT.to_props(), VEHICLE_KEY: text})
+
+
+def test_a_card_with_non_finite_numbers_is_refused() -> None:
+    with pytest.raises(ArtifactError, match=r"not plain finite JSON"):
+        vehicle_card_json({"kind": "cart", "mass": math.nan})

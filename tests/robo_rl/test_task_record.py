@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,13 @@ def test_a_record_reads_back_as_written_infinite_bounds_included(tmp_path: Path)
     write_task_record(tmp_path, RECORD)
     assert read_task_record(tmp_path) == RECORD
     assert read_task_record(tmp_path / "elsewhere") is None  # a run made before records: None, not an error
+
+
+def test_the_vehicle_card_is_recorded_and_a_record_without_one_reads_back(tmp_path: Path) -> None:
+    carded = TaskRecord("cart", RECORD.config, replace(SPECS, vehicle='{"kind":"cart","mass":1.5}'))
+    write_task_record(tmp_path, carded)
+    assert read_task_record(tmp_path) == carded
+    assert "vehicle" not in SPECS.to_dict() and TaskSpecs.from_dict(SPECS.to_dict()).vehicle is None
 
 
 @pytest.mark.parametrize(
