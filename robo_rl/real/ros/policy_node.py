@@ -38,6 +38,11 @@ frames arrive older than that by their header stamps (a frame's age counts from 
 read (unknown encoding, grey for a colour camera) is skipped and counted. /diagnostics reports every input's age
 (`input_age_ms.NAME`) and the stale ones (`stale_inputs`).
 
+Memory (a policy with memory, artifact schema 5: inputs obs and h_in, outputs action and h_out): the node carries
+the state from one of the policy's commands to the next and resets it to the artifact's reset_value where
+`robo_rl.memory_spec.RESET_RULE` says: at activation, and at the first policy command after any safe command (a
+stale, missing or non-finite input, the e-stop, go_home) or the operator's action (real/controller.py).
+
 Outputs: what goes out for each decision is the profile's command type's adapter (real/ros/outputs.py): the
 command message with its stamp and joint names, and for PX4 (a px4_msgs command type) the offboard protocol around
 it: microsecond timestamps, the OffboardControlMode heartbeat, the fault hold then silence, VehicleCommand requests
@@ -185,6 +190,8 @@ class PolicyNode(LifecycleNode):
         self._subscribe([*inputs, *cameras])
         info = runtime.info
         chunk = f" × {runtime.action_chunk} steps ({settings.chunk_execution})" if runtime.action_chunk > 1 else ""
+        memory = runtime.memory
+        chunk += f", memory {memory.kind} of {memory.size}" if memory is not None else ""
         self.get_logger().info(
             f"configured: policy {runtime.path.name} (task {info.task}, dt {info.dt} s, {runtime.obs_dim} obs, "
             f"{runtime.action_dim} actions{chunk}, onnxruntime {runtime.threads} thread(s)) on profile {profile.name}; "
