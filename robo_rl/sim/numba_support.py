@@ -22,7 +22,10 @@ from typing import Any
 import numpy as np
 
 _SIM = Path(__file__).parent
-SOURCES = ("numba_support.py", "quadrotor/equations.py", "quadrotor/fused.py", "rc_car/equations.py", "rc_car/fused.py")
+SOURCES = (
+    "numba_support.py", "quadrotor/equations.py", "quadrotor/airframes.py", "quadrotor/fused.py", "rc_car/equations.py",
+    "rc_car/fused.py",
+)  # fmt: skip
 """The files whose compiled code the cache holds, relative to the sim package."""
 FASTMATH = {"contract", "afn", "arcp", "nsz", "reassoc"}
 """Fast-math without "nnan"/"ninf": a NaN state must still fail a bounds test (a crash), never be assumed away."""

@@ -11,9 +11,13 @@ Random numbers for the resets come from the counter-based generator inside the k
 
 Supported: "motor" actions, a fixed hover point, no domain randomization but the thrust curve's scale
 (`RandomizationConfig.thrust_coefficient`: a new scale U(1 - r, 1 + r) per episode, drawn in the kernel like the
-resets, r shrunk by a curriculum as the torch path does), with or without the position integral observation. The
-compiled
-kernel is cached on disk (`robo_rl.sim.numba_support.cache_directory`).
+resets, r shrunk by a curriculum as the torch path does) and whole airframes (`HoverConfig.airframes`: drawn in
+the kernel at a reset by the same functions as the torch path's, `robo_rl.sim.quadrotor.airframes`, with their
+action latency), with or without the position integral observation. The compiled kernel is cached on disk
+(`robo_rl.sim.numba_support.cache_directory`).
+
+Counter-based uniforms of a reset, per env: 0-11 the initial state, 12 the thrust scale, 13-22 the airframe
+(`airframes.AIRFRAME_UNIFORMS`), 23 its latency.
 """
 
 from __future__ import annotations
@@ -24,7 +28,15 @@ from typing import Any
 import numpy as np
 
 from robo_rl.sim.numba_support import FASTMATH, Kernel, jit_copies, numba, set_threads, uniform
-from robo_rl.sim.quadrotor import equations
+from robo_rl.sim.quadrotor import airframes, equations
+from robo_rl.sim.quadrotor.randomization import (
+    BATTERY,
+    EPISODE_NAMES,
+    LATENCY,
+    QUADRATIC_SHARE,
+    THRUST_SCALE,
+    THRUST_TO_WEIGHT,
+)
 
 __all__ = ["constants", "set_threads", "step", "uniform", "warm_cache", "with_fraction"]
 _EQUATIONS = ("quaternion_rate", "rotation", "motor_rate", "rotor_thrust", "derivative", "axpy", "rk4")
@@ -39,10 +51,22 @@ _EQUATIONS += ("motor_command", "within_bounds", "reward")
  W_DISTANCE, W_ATTITUDE, W_VELOCITY, W_RATES, W_ACTION, W_CRASH, TARGET_X, TARGET_Y, TARGET_Z, INIT_POSITION,
  INIT_VELOCITY, INIT_RATES, INIT_ATTITUDE, HOVER_ROTOR, INTEGRAL_LIMIT, W_INTEGRAL, HISTORY_ROW, REWARD_FLOOR,
  THRUST_RANGE, GEOMETRY) = range(52)  # fmt: skip
-NUM_CONSTANTS = GEOMETRY + 12
+# Airframes: the nominal mass and motor time constants, whether airframes are drawn, the latency's range (whole
+# steps) and the curriculum fraction that shrinks it, then the airframe constants (`airframes.NUM_CONSTANTS`).
+MASS, RISE_TIME, FALL_TIME, AIRFRAMES, LATENCY_LOW, LATENCY_HIGH, FRACTION = range(GEOMETRY + 12, GEOMETRY + 19)
+AIRFRAME = GEOMETRY + 19
+NUM_CONSTANTS = AIRFRAME + airframes.NUM_CONSTANTS
+FEATURES = len(EPISODE_NAMES)
+"""First row of the airframe features in the episode parameters (`airframes.FEATURE_NAMES`)."""
+HOVER_ROW = FEATURES + airframes.HOVER_FEATURE
 
 
 _EQ = jit_copies(equations, _EQUATIONS, {"Body": equations.Body, "Geometry": equations.Geometry})
+_LAYOUT = {name: value for name, value in vars(airframes).items() if name.isupper() and isinstance(value, int)}
+_AIRFRAME = jit_copies(
+    airframes, ("airframe", "feature", "episode_rows", "hover_command"), {"log": math.log, **_LAYOUT}
+)
+episode_rows, hover_command = _AIRFRAME["episode_rows"], _AIRFRAME["hover_command"]
 rk4, semi_implicit_euler, normalized = _EQ["rk4"], _EQ["semi_implicit_euler"], _EQ["normalized"]
 rotation, motor_command = _EQ["rotation"], _EQ["motor_command"]
 within_bounds, reward = _EQ["within_bounds"], _EQ["reward"]
@@ -50,9 +74,9 @@ Body, Geometry, RewardWeights = equations.Body, equations.Geometry, equations.Re
 
 
 @numba.njit(fastmath=FASTMATH, inline="always")
-def initial_state(c: Any, seed: Any, counter: Any, env: int) -> Any:
-    """A new episode's state around the target, from 12 uniforms, as `QuadrotorHover._initial_state` (the
-    curriculum fraction is already in the ranges of `c`)."""
+def initial_state(c: Any, seed: Any, counter: Any, env: int, rotor: float) -> Any:
+    """A new episode's state around the target, from 12 uniforms, its motors at `rotor`, as
+    `QuadrotorHover._initial_state` (the curriculum fraction is already in the ranges of `c`)."""
     u = [uniform(seed, counter, env, k) for k in range(12)]
     rp, rv, rw = c[INIT_POSITION], c[INIT_VELOCITY], c[INIT_RATES]
     half = u[9] * (c[INIT_ATTITUDE] / 2.0)
@@ -60,7 +84,6 @@ def initial_state(c: Any, seed: Any, counter: Any, env: int) -> Any:
     azimuth = u[11] * (2.0 * np.pi)
     radius = np.sqrt(max(1.0 - axis_z * axis_z, 0.0))
     sin_half = np.sin(half)
-    rotor = c[HOVER_ROTOR]
     return (
         c[TARGET_X] + (u[0] * 2.0 - 1.0) * rp, c[TARGET_Y] + (u[1] * 2.0 - 1.0) * rp,
         c[TARGET_Z] + (u[2] * 2.0 - 1.0) * rp,
@@ -108,14 +131,42 @@ def store(state: Any, s: Any, i: int) -> None:
 
 
 @numba.njit(fastmath=FASTMATH, inline="always")
-def body_of(c: Any, thrust_scale: float) -> Any:
-    """The frame of the constants with its thrust curve scaled by `thrust_scale` (this env's episode)."""
+def body_of(c: Any, episode: Any, i: int) -> Any:
+    """Env i's body: the frame of the constants with its thrust curve scaled by this episode's thrust scale, or
+    with airframes the episode's airframe, as `QuadrotorHover._apply_episode` derives it (`DynamicsParams.scaled`
+    with the curve of `randomization.thrust_curves`)."""
+    if c[AIRFRAMES] > 0.0:
+        return airframe_body(c, episode, i)
+    thrust_scale = episode[THRUST_SCALE, i]
     return Body(
         c[INV_MASS], c[INERTIA_X], c[INERTIA_Y], c[INERTIA_Z], c[THRUST_0] * thrust_scale,
         c[THRUST_1] * thrust_scale, c[THRUST_2] * thrust_scale,
         c[TORQUE_TO_THRUST], c[RISE_RATE], c[FALL_RATE], c[DRAG_X], c[DRAG_Y], c[DRAG_Z], 0.0, 0.0, -c[GRAVITY],
         0.0, 0.0, 0.0,
     )  # fmt: skip
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def airframe_body(c: Any, episode: Any, i: int) -> Any:
+    mass = c[MASS] * episode[0, i]
+    k = episode[THRUST_TO_WEIGHT, i] * mass * (c[GRAVITY] / 4.0)
+    share, scale = episode[QUADRATIC_SHARE, i], episode[THRUST_SCALE, i] * episode[BATTERY, i]
+    inv_mass = 1.0 / mass
+    drag = c[MASS] * inv_mass  # the constants hold drag / nominal mass
+    return Body(
+        inv_mass, c[INERTIA_X] * episode[1, i], c[INERTIA_Y] * episode[2, i], c[INERTIA_Z] * episode[3, i], 0.0,
+        k * (1.0 - share) * scale, k * share * scale, c[TORQUE_TO_THRUST] * episode[5, i],
+        1.0 / (c[RISE_TIME] * episode[6, i]), 1.0 / (c[FALL_TIME] * episode[7, i]), c[DRAG_X] * drag,
+        c[DRAG_Y] * drag, c[DRAG_Z] * drag, 0.0, 0.0, -c[GRAVITY], 0.0, 0.0, 0.0,
+    )  # fmt: skip
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def hover_action(c: Any, episode: Any, i: int, rotor: int) -> float:
+    """The action the reward measures from: the frame's hover action, or env i's airframe's own."""
+    if c[AIRFRAMES] > 0.0:
+        return (episode[HOVER_ROW, i] - c[OFFSET]) / c[SLOPE]
+    return c[HOVER_0 + rotor]
 
 
 @numba.njit(fastmath=FASTMATH, inline="always")
@@ -142,23 +193,23 @@ def integrate(c: Any, integral: Any, s: Any, out: Any, i: int) -> None:
 
 @numba.njit(fastmath=FASTMATH)
 def physics(
-    c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, integral: Any, thrust_scale: Any,
-    out: Any, i: int,
+    c: Any, state: Any, action: Any, history: Any, steps: Any, error_sum: Any, integral: Any, episode: Any,
+    buffer: Any, out: Any, i: int,
 ) -> None:  # fmt: skip
     """Env i's step up to its outcome (the resets are a separate pass; LLVM still does not vectorize this loop
     over envs, see docs/BENCHMARKS.md "Quadrotor step"): clipped
     action into the history, integration, reward, crash, time limit, success, final observation rows 0-17."""
-    final_obs, reward_out, done, terminated, truncated, success, distance, rotor, final_scale = out
-    final_scale[i] = thrust_scale[i]
+    final_obs, reward_out, done, terminated, truncated, success, distance, rotor = out
     a = (clip(action[i, 0]), clip(action[i, 1]), clip(action[i, 2]), clip(action[i, 3]))
     if history.shape[0] > 0:
         history[0, i], history[1, i], history[2, i], history[3, i] = a[0], a[1], a[2], a[3]
+    applied = delayed(buffer, episode, a, i)
     slope, offset = c[SLOPE], c[OFFSET]
     command = (
-        motor_command(a[0], slope, offset), motor_command(a[1], slope, offset),
-        motor_command(a[2], slope, offset), motor_command(a[3], slope, offset),
+        motor_command(applied[0], slope, offset), motor_command(applied[1], slope, offset),
+        motor_command(applied[2], slope, offset), motor_command(applied[3], slope, offset),
     )  # fmt: skip
-    body, geometry = body_of(c, thrust_scale[i]), geometry_of(c)
+    body, geometry = body_of(c, episode, i), geometry_of(c)
     substeps = int(c[SUBSTEPS])
     h = c[DT] / substeps
     s = load(state, i)
@@ -178,7 +229,10 @@ def physics(
     dist = np.sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2])
     within = within_bounds(dist, r22, s[10], s[11], s[12], c[MAX_DISTANCE], c[COS_MAX_TILT], c[MAX_RATE_SQUARED])
     crashed = not (within and s[2] >= c[FLOOR])
-    offsets = (a[0] - c[HOVER_0], a[1] - c[HOVER_1], a[2] - c[HOVER_2], a[3] - c[HOVER_3])
+    offsets = (
+        a[0] - hover_action(c, episode, i, 0), a[1] - hover_action(c, episode, i, 1),
+        a[2] - hover_action(c, episode, i, 2), a[3] - hover_action(c, episode, i, 3),
+    )  # fmt: skip
     rates = (s[10], s[11], s[12])
     weights = RewardWeights(
         c[ALIVE], c[W_POSITION], c[W_DISTANCE], c[W_ATTITUDE], c[W_VELOCITY], c[W_RATES], c[W_ACTION], c[W_CRASH]
@@ -202,16 +256,17 @@ def physics(
     rotor[0, i], rotor[1, i], rotor[2, i], rotor[3, i] = s[13], s[14], s[15], s[16]
 
 
-def _step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral: Any, thrust_scale: Any, action: Any,
-         seed: Any, counter: Any, out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
+def _step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral: Any, episode: Any, buffer: Any,
+          action: Any, seed: Any, counter: Any, out: Any, obs: Any, rotor_now: Any) -> None:  # fmt: skip
     """One control step of every env (`step` runs it in parallel over envs, or on the calling thread).
 
     In place: `state` `(17, N)`, `history` `(4 k, N)`, `steps` and `error_sum` `(N,)`, `integral` `(3, N)`
-    (or `(0, N)` without the position integral), `thrust_scale` `(N,)` (this episode's scale of the thrust curve,
-    drawn anew at a reset when `c[THRUST_RANGE]` > 0), as `QuadrotorHover` holds them. `action` `(N, 4)`; `c`
-    the constants (`NUM_CONSTANTS` float64). Outputs: `out` = (final observation `(obs_dim, N)`, reward, done,
-    terminated, truncated, success, distance `(N,)`, motor states `(4, N)` before the resets, thrust scale `(N,)`
-    before the resets), `obs` `(obs_dim, N)` and `rotor_now` `(4, N)` after them. Component-major like the state.
+    (or `(0, N)` without the position integral), `episode` `(rows, N)` (this episode's parameters: its thrust
+    scale drawn anew at a reset when `c[THRUST_RANGE]` > 0, the whole airframe with `c[AIRFRAMES]`), `buffer`
+    `(L + 1, 4, N)` the last actions for a latency of up to L steps, as `QuadrotorHover` holds them. `action`
+    `(N, 4)`; `c` the constants (`NUM_CONSTANTS` float64). Outputs: `out` = (final observation `(obs_dim, N)`,
+    reward, done, terminated, truncated, success, distance `(N,)`, motor states `(4, N)` before the resets), `obs`
+    `(obs_dim, N)` and `rotor_now` `(4, N)` after them. Component-major like the state.
     """
     n, rows, first = state.shape[1], history.shape[0], int(c[HISTORY_ROW])
     final_obs, done, rotor = out[0], out[2], out[7]
@@ -219,7 +274,7 @@ def _step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral
         for i in numba.prange(n):
             history[j, i] = history[j - 4, i]
     for i in numba.prange(n):
-        physics(c, state, action, history, steps, error_sum, integral, thrust_scale, out, i)
+        physics(c, state, action, history, steps, error_sum, integral, episode, buffer, out, i)
     for j in range(rows):
         for i in numba.prange(n):
             final_obs[first + j, i] = history[j, i]
@@ -227,8 +282,13 @@ def _step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral
     rotor_now[:, :] = rotor
     for i in numba.prange(n):  # envs whose episode ended start a new one (rare: branchy is fine here)
         if done[i]:
-            s = initial_state(c, seed, counter, i)
+            new_episode(c, seed, counter, episode, i)
+            rotor_start = float(episode[HOVER_ROW, i]) if c[AIRFRAMES] > 0.0 else c[HOVER_ROTOR]
+            s = initial_state(c, seed, counter, i, rotor_start)
             store(state, s, i)
+            for j in range(buffer.shape[0]):
+                for k in range(4):
+                    buffer[j, k, i] = hover_action(c, episode, i, k)
             steps[i] = 0
             error_sum[i] = 0.0
             for j in range(rows):
@@ -240,16 +300,58 @@ def _step(c: Any, state: Any, history: Any, steps: Any, error_sum: Any, integral
             integrate(c, integral, s, obs, i)
             for j in range(4):
                 rotor_now[j, i] = s[13 + j]
-            if c[THRUST_RANGE] > 0.0:  # the 13th uniform: the torch path's 13 initial-state draws hold a phase there
-                thrust_scale[i] = 1.0 + c[THRUST_RANGE] * (uniform(seed, counter, i, 12) * 2.0 - 1.0)
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def delayed(buffer: Any, episode: Any, a: Any, i: int) -> Any:
+    """The action to apply now: `a` itself, or with a latency buffer `a` pushed in and the one the env's latency
+    (episode row `LATENCY`, whole steps) picks out, as `QuadrotorHover._delayed`."""
+    depth = buffer.shape[0]
+    if depth == 1:
+        return a
+    for j in range(depth - 1, 0, -1):
+        for k in range(4):
+            buffer[j, k, i] = buffer[j - 1, k, i]
+    for k in range(4):
+        buffer[0, k, i] = a[k]
+    latency = int(episode[LATENCY, i])
+    return (
+        float(buffer[latency, 0, i]), float(buffer[latency, 1, i]), float(buffer[latency, 2, i]),
+        float(buffer[latency, 3, i]),
+    )  # fmt: skip
+
+
+@numba.njit(fastmath=FASTMATH, inline="always")
+def new_episode(c: Any, seed: Any, counter: Any, episode: Any, i: int) -> None:
+    """Env i's episode parameters of a new episode, from its counter-based uniforms 12-23 (module docstring), as
+    `EpisodeSampler.from_uniform` maps its draws: the thrust scale 1 + f r (2 u - 1), then with airframes the
+    airframe (`airframes.episode_rows`), its latency floor(f (low + u (high + 1 - low))) and hover command."""
+    if c[THRUST_RANGE] > 0.0:  # the 13th uniform: the torch path's 13 initial-state draws hold a phase there
+        episode[THRUST_SCALE, i] = 1.0 + c[THRUST_RANGE] * (uniform(seed, counter, i, 12) * 2.0 - 1.0)
+    if c[AIRFRAMES] == 0.0:
+        return
+    u = [uniform(seed, counter, i, 13 + k) for k in range(airframes.AIRFRAME_UNIFORMS)]
+    rows = episode_rows(u, c[AIRFRAME:])
+    for k in range(len(airframes.AIRFRAME_ROWS)):
+        episode[airframes.AIRFRAME_ROWS[k], i] = rows[k]
+    for k in range(len(airframes.AIRFRAME_ROWS), len(rows)):
+        episode[FEATURES + k - len(airframes.AIRFRAME_ROWS), i] = rows[k]
+    low, high = c[LATENCY_LOW], c[LATENCY_HIGH]
+    latency = c[FRACTION] * (low + uniform(seed, counter, i, 13 + airframes.AIRFRAME_UNIFORMS) * (high + 1.0 - low))
+    episode[LATENCY, i] = min(np.floor(latency), high)
+    ratio = episode[THRUST_TO_WEIGHT, i] * episode[THRUST_SCALE, i] * episode[BATTERY, i]
+    episode[HOVER_ROW, i] = hover_command(ratio, episode[QUADRATIC_SHARE, i])
 
 
 step = Kernel(_step)
 """`step(threads, *args)`: `_step` over the envs in numba's threads, or its serial copy on one thread."""
 
 
-def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geometry) -> np.ndarray:
-    """The kernel's constants (float64 `(NUM_CONSTANTS,)`) of a `HoverConfig`, frame and "motor" action map."""
+def constants(
+    config: Any, params: Any, action_map: Any, geometry: equations.Geometry, sampler: Any = None
+) -> np.ndarray:
+    """The kernel's constants (float64 `(NUM_CONSTANTS,)`) of a `HoverConfig`, frame, "motor" action map and the
+    env's `EpisodeSampler` (needed with airframes)."""
     c = np.zeros(NUM_CONSTANTS)
     c[INV_MASS], c[INERTIA_X : INERTIA_Z + 1] = 1.0 / params.mass, params.inertia
     c[THRUST_0 : THRUST_2 + 1], c[TORQUE_TO_THRUST] = params.thrust_curve, params.torque_to_thrust
@@ -273,6 +375,11 @@ def constants(config: Any, params: Any, action_map: Any, geometry: equations.Geo
     c[HISTORY_ROW] = 21 if config.position_integral_limit > 0 else 18
     c[REWARD_FLOOR] = -math.inf if config.reward_floor is None else config.reward_floor
     c[GEOMETRY : GEOMETRY + 12] = (*geometry.y, *geometry.minus_x, *geometry.minus_spin)
+    c[MASS], c[RISE_TIME], c[FALL_TIME] = params.mass, params.motor_rise_time_constant, params.motor_fall_time_constant
+    if config.airframes is not None:
+        c[AIRFRAMES] = 1.0
+        c[LATENCY_LOW], c[LATENCY_HIGH] = config.airframes.latency_steps(config.dt)
+        c[AIRFRAME:] = sampler.airframe_constants
     return with_fraction(c, config, 1.0)
 
 
@@ -284,6 +391,7 @@ def with_fraction(c: np.ndarray, config: Any, fraction: float) -> np.ndarray:
     c[INIT_RATES] = config.init_angular_velocity_range * fraction
     c[INIT_ATTITUDE] = config.init_attitude_range * fraction
     c[THRUST_RANGE] = config.randomization.thrust_coefficient * fraction
+    c[FRACTION] = fraction
     return c
 
 

@@ -27,6 +27,7 @@ from robo_rl.envs import (
 )
 from robo_rl.sim.batched_task import BatchedTask
 from robo_rl.sim.quadrotor.actions import ACTION_MODES, ActionMode, CtbrConfig, make_action_map
+from robo_rl.sim.quadrotor.airframes import HOVER_FEATURE, AirframeDistribution
 from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
 from robo_rl.sim.quadrotor.dynamics import (
     ANGULAR_VELOCITY,
@@ -49,6 +50,7 @@ from robo_rl.sim.quadrotor.randomization import (
     BATTERY,
     DISTURBANCE_ACCELERATION,
     DISTURBANCE_ANGULAR_ACCELERATION,
+    EPISODE_NAMES,
     LATENCY,
     SCALES,
     THRUST_SCALE,
@@ -153,6 +155,15 @@ class HoverConfig:
     """...seconds is below `success_position_error` m (reported as `info["success"]`)."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization, all off by default."""
+    airframes: AirframeDistribution | None = None
+    """With a distribution: every env flies a whole airframe drawn at each reset (mass, arm, inertia, thrust curve,
+    motor time constants, torque per thrust, latency; `robo_rl.sim.quadrotor.airframes`), expressed as scales of
+    `frame`, which then only fixes the action map (the motor command range) and the units of the scales. The
+    action stays a normalized motor command; its thrust comes from each airframe's own curve. The reward's hover
+    action, the initial motor states and the latency buffer follow each airframe's hover command; the action
+    history starts at `frame`'s hover action (what a deployer knows). `randomization` may still draw the thrust
+    scale, battery sag, disturbances (as accelerations of the drawn airframe) and observation noise, not the
+    factors an airframe draws. "motor" actions only. None: the frame alone (default)."""
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     """Growth of the initial-state and randomization ranges during training, off by default (evaluate with it
     off: full ranges)."""
@@ -197,6 +208,18 @@ class HoverConfig:
                 raise ValueError(f"HoverConfig.{name} must be an int >= {1 if name == 'substeps' else 0}, got {value}")
         if self.max_episode_steps < 1 or self.init_attitude_range > math.pi or self.max_tilt > math.pi:
             raise ValueError("HoverConfig: need episode_length >= dt, init_attitude_range <= pi and max_tilt <= pi")
+        if self.airframes is not None:
+            self._check_airframes()
+
+    def _check_airframes(self) -> None:
+        r = self.randomization
+        drawn = ("mass", "inertia", "inertia_scale", "torque_coefficient", "motor_time_constant")
+        drawn += ("motor_rise_time_constant", "motor_fall_time_constant", "thrust_to_weight", "max_action_latency")
+        clash = [name for name in drawn if getattr(r, name) not in (0, 0.0, None)]
+        if clash:
+            raise ValueError(f"HoverConfig: airframes draw these themselves; set them off in randomization: {clash}")
+        if self.action_mode != "motor":
+            raise ValueError("HoverConfig.airframes needs action_mode='motor' (a normalized motor command per rotor)")
 
     def numba_unsupported(self) -> list[str]:
         """What this configuration would need for the numba step (empty: it applies, on the CPU)."""
@@ -238,7 +261,9 @@ class QuadrotorHover(BatchedTask):
     `success_position_error`. `info["tracking_error"]` `(num_envs,)`: position error norm in m at every step.
 
     Privileged (critic) observation `(num_envs, 22)`: this episode's parameter scales, action latency and
-    disturbance (see `randomization.EPISODE_NAMES`), then the motor states (normalized commands reached).
+    disturbance (see `randomization.EPISODE_NAMES`), then the motor states (normalized commands reached). With
+    `airframes`, `(num_envs, 31)`: the drawn airframe's normalized features (`airframes.FEATURE_NAMES`: log mass,
+    arm, inertia, motor time constants, torque per thrust, and its hover command) come before the motor states.
 
     Internally tensors are component-major (`(17, num_envs)` state, see `robo_rl.sim.quadrotor.dynamics`);
     everything the env returns or accepts is batch-major `(num_envs, ...)`.
@@ -270,7 +295,10 @@ class QuadrotorHover(BatchedTask):
         self.nominal_action = self.hover_action
         """The action that holds the nominal frame at rest (`PolicyConfig.init_mean="nominal"` starts there)."""
         self._nominal = DynamicsParams.nominal(self.params, num_envs, self.device, self.dtype)
-        self._sampler = EpisodeSampler(config.randomization, self.params, self.device, self.dtype)
+        self._sampler = EpisodeSampler(
+            config.randomization, self.params, self.device, self.dtype, config.airframes, config.dt
+        )
+        self._draws_episodes = config.randomization.enabled or config.airframes is not None
         self._check_motor_stability()
         self.obs_spec = self._obs_spec()
         self.action_spec = SpaceSpec(self._action_map.names, (-1.0,) * 4, (1.0,) * 4, ("1",) * 4)
@@ -299,7 +327,8 @@ class QuadrotorHover(BatchedTask):
 
     @property
     def episode_params(self) -> torch.Tensor:
-        """`(num_envs, 18)` copy of this episode's randomized parameters (`randomization.EPISODE_NAMES`)."""
+        """`(num_envs, 18)` copy of this episode's randomized parameters (`randomization.EPISODE_NAMES`; with
+        airframes `(num_envs, 27)`, then `airframes.FEATURE_NAMES`)."""
         return self._episode.T.contiguous()
 
     @property
@@ -413,7 +442,9 @@ class QuadrotorHover(BatchedTask):
 
         # Below a few hundred envs one thread beats waking numba's pool (sim_bridge steps one env in real time).
         self._fused_threads = torch.get_num_threads() if self.num_envs >= FUSED_PARALLEL_ENVS else 1
-        self._fused_constants = fused.constants(self.config, self.params, self._action_map, self._nominal.geometry)
+        self._fused_constants = fused.constants(
+            self.config, self.params, self._action_map, self._nominal.geometry, self._sampler
+        )
         return fused
 
     def _fused_step(self, action: torch.Tensor) -> StepResult:
@@ -422,20 +453,18 @@ class QuadrotorHover(BatchedTask):
         action = action.to(device="cpu", dtype=self.dtype).reshape(n, 4).contiguous()
         constants = self._fused.with_fraction(self._fused_constants, self.config, self.curriculum_fraction)
         final_obs, obs = torch.empty(dim, n), torch.empty(dim, n)
-        reward, distance, final_scale = torch.empty(n), torch.empty(n), torch.empty(n)
+        reward, distance = torch.empty(n), torch.empty(n)
         done, terminated, truncated, success = (torch.empty(n, dtype=torch.bool) for _ in range(4))
         rotor, rotor_now = torch.empty(4, n), torch.empty(4, n)
-        outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor, final_scale)
+        outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor)
+        # The kernel draws new episode parameters in place where an episode ends: keep the ended ones.
+        final_episode = self._episode.clone() if self._draws_episodes else self._episode
         self._fused.step(
             self._fused_threads,
             constants, self._state.numpy(), self._history.numpy(), self._steps.numpy(), self._error_sum.numpy(),
-            self._integral.numpy(), self._episode[THRUST_SCALE].numpy(), action.numpy(), self._fused_seed,
-            self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(), rotor_now.numpy(),
+            self._integral.numpy(), self._episode.numpy(), self._action_buffer.numpy(), action.numpy(),
+            self._fused_seed, self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(), rotor_now.numpy(),
         )  # fmt: skip
-        final_episode = self._episode
-        if self.config.randomization.enabled:  # the episodes that ended drew a new thrust scale
-            final_episode = self._episode.clone()
-            final_episode[THRUST_SCALE] = final_scale
         self.privileged_obs = torch.cat((self._episode, rotor_now)).T.contiguous()
         info = {
             INFO_FINAL_OBS: final_obs.T.contiguous(),
@@ -501,7 +530,10 @@ class QuadrotorHover(BatchedTask):
 
         self._hover = column(list(self.hover_action))
         self._hover_history = self._hover.repeat(c.action_history, 1)
-        self._hover_buffer = self._hover.unsqueeze(0).repeat(c.randomization.max_action_latency + 1, 1, 1)
+        self._hover_buffer = self._hover.unsqueeze(0).repeat(self._sampler.max_latency + 1, 1, 1)
+        self._hover_target = self._hover
+        """The action the reward's action term measures from: `(4, 1)` the frame's hover action, or with airframes
+        `(1, N)` each airframe's own (`_apply_episode`)."""
         self._state_template = column([0.0, 0.0, 0.0, 1.0] + [0.0] * 9 + [p.hover_command] * 4)
         ranges = [c.init_position_range] * 3 + [c.init_velocity_range] * 3 + [c.init_angular_velocity_range] * 3
         self._init_width = column([2 * r for r in ranges])
@@ -522,6 +554,8 @@ class QuadrotorHover(BatchedTask):
         ranges = self.config.randomization.scale_ranges(self.params)
         p = self.params
         tau = min(p.motor_rise_time_constant * ranges[6][0], p.motor_fall_time_constant * ranges[7][0])
+        if self.config.airframes is not None:  # the fall is never faster than the rise
+            tau = self.config.airframes.motor_rise_time_constant[0]
         if h >= tau:
             raise ValueError(
                 f"integration step dt/substeps = {h:.4g} s is not below the smallest motor time constant "
@@ -578,7 +612,7 @@ class QuadrotorHover(BatchedTask):
 
     def _delayed(self, action: torch.Tensor) -> torch.Tensor:
         """The action `(4, N)` to apply now: `action` delayed by each env's latency in control steps."""
-        if self.config.randomization.max_action_latency == 0:
+        if self._sampler.max_latency == 0:
             return action
         self._action_buffer = torch.cat((action.unsqueeze(0), self._action_buffer[:-1]))
         return self._action_buffer.gather(0, self._latency_index).squeeze(0)
@@ -598,7 +632,7 @@ class QuadrotorHover(BatchedTask):
         noise = None
         if self._noise_std is not None:
             noise = torch.randn(shape, generator=generator, device=self.device, dtype=self.dtype)
-        episode = self._sampler.draw(self.num_envs, generator) if self.config.randomization.enabled else None
+        episode = self._sampler.draw(self.num_envs, generator) if self._draws_episodes else None
         init = torch.rand(_INIT_DRAWS, self.num_envs, generator=generator, device=self.device, dtype=self.dtype)
         return _Draws(noise, episode, init)
 
@@ -653,7 +687,7 @@ class QuadrotorHover(BatchedTask):
     ) -> torch.Tensor:
         c = self.config
         position_error, velocity_error, angular_velocity, _ = errors
-        deviations = torch.cat((position_error, velocity_error, angular_velocity, action - self._hover))
+        deviations = torch.cat((position_error, velocity_error, angular_velocity, action - self._hover_target))
         cost = rows_matmul(self._cost_weights, deviations.square_()).squeeze(0)
         cost = cost.add_(1.0 - rotation[8], alpha=c.attitude_weight)
         if c.reward_floor is None:
@@ -677,9 +711,9 @@ class QuadrotorHover(BatchedTask):
             self._history = torch.where(done, self._hover_history, self._history)
         if self._integrates:
             self._integral = self._integral.masked_fill(done, 0.0)
-        if self.config.randomization.max_action_latency > 0:
-            self._action_buffer = torch.where(done, self._hover_buffer, self._action_buffer)
-        if self.config.randomization.enabled:
+        if self._sampler.max_latency > 0:
+            self._action_buffer = torch.where(done, self._buffer_start(), self._action_buffer)
+        if self._draws_episodes:
             self._apply_episode()
 
     def _first_obs(self, done: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> torch.Tensor:
@@ -701,13 +735,27 @@ class QuadrotorHover(BatchedTask):
         quaternion = torch.cat((half_angle.cos().unsqueeze(0), axis.mul_(half_angle.sin())))
         position, velocity = reference_position + offsets[0:3], reference_velocity + offsets[3:6]
         rotor = self._state_template[MOTOR_STATE].expand(-1, self.num_envs)
+        if self.config.airframes is not None:  # each airframe starts at its own hover command
+            rotor = self._airframe_hover_command().expand(4, -1)
         return torch.cat((position, quaternion, velocity, offsets[6:9], rotor))
+
+    def _airframe_hover_command(self) -> torch.Tensor:
+        """`(1, N)` each env's hover command (normalized motor command) of the episode parameters now."""
+        return self._episode[len(EPISODE_NAMES) + HOVER_FEATURE :][:1]
+
+    def _buffer_start(self) -> torch.Tensor:
+        """The latency buffer of a new episode `(L + 1, 4, N or 1)`: the hover action (each airframe's own)."""
+        if self.config.airframes is None:
+            return self._hover_buffer
+        hover = self._action_map.action_of(self._airframe_hover_command())
+        return hover.unsqueeze(0).expand(self._sampler.max_latency + 1, 4, -1)
 
     def _apply_episode(self) -> None:
         """Derive the dynamics parameters, disturbances and latencies from the episode parameters."""
         randomization, episode = self.config.randomization, self._episode
+        airframes = self.config.airframes is not None
         self._dynamics = self._nominal
-        if randomization.randomizes_dynamics:
+        if randomization.randomizes_dynamics or airframes:
             scales = episode[SCALES].clone()
             scales[THRUST_SCALE] *= episode[BATTERY]
             curve = None
@@ -715,11 +763,15 @@ class QuadrotorHover(BatchedTask):
                 curve = thrust_curves(episode, self._nominal.mass * scales[0], self.params.gravity)
             self._dynamics = self._nominal.scaled(scales, curve)
         self._force = self._torque = None
-        if randomization.has_disturbance:
-            self._force = episode[DISTURBANCE_ACCELERATION] * self._nominal_mass
-            self._torque = episode[DISTURBANCE_ANGULAR_ACCELERATION] * self._nominal_inertia
-        if randomization.max_action_latency > 0:
+        if randomization.has_disturbance:  # accelerations of the nominal frame, or of each drawn airframe
+            mass = self._dynamics.mass if airframes else self._nominal_mass
+            inertia = self._dynamics.inertia if airframes else self._nominal_inertia  # the arm folded in
+            self._force = episode[DISTURBANCE_ACCELERATION] * mass
+            self._torque = episode[DISTURBANCE_ANGULAR_ACCELERATION] * inertia
+        if self._sampler.max_latency > 0:
             self._latency_index = episode[LATENCY : LATENCY + 1].long().unsqueeze(1).expand(1, 4, self.num_envs)
+        if airframes:
+            self._hover_target = self._action_map.action_of(self._airframe_hover_command())
 
 
 def _norm(vectors: torch.Tensor) -> torch.Tensor:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 
 from robo_rl.envs import SpaceSpec
+from robo_rl.sim.quadrotor import airframes as airframe_math
+from robo_rl.sim.quadrotor.airframes import AIRFRAME_ROWS, AIRFRAME_UNIFORMS, FEATURE_NAMES, AirframeDistribution
 from robo_rl.sim.quadrotor.dynamics import PARAM_SCALE_NAMES
 from robo_rl.sim.quadrotor.params import QuadrotorParams
 
@@ -166,14 +168,26 @@ def _valid_range(value: Range | None, positive: bool, top: float = math.inf) -> 
 
 
 class EpisodeSampler:
-    """Draws episode parameters `(18, n)` (rows `EPISODE_NAMES`) from a generator, with one random call."""
+    """Draws episode parameters `(18, n)` (rows `EPISODE_NAMES`) from a generator, with one random call.
+
+    With `airframes` (and the control period `dt` its latency needs) the parameters are `(18 + 9, n)`: each
+    column a whole airframe (`robo_rl.sim.quadrotor.airframes`: rows `AIRFRAME_ROWS` and the latency from it,
+    then its `FEATURE_NAMES`), the thrust scale, battery and disturbances still from `config`."""
 
     def __init__(
-        self, config: RandomizationConfig, nominal: QuadrotorParams, device: torch.device, dtype: torch.dtype
+        self,
+        config: RandomizationConfig,
+        nominal: QuadrotorParams,
+        device: torch.device,
+        dtype: torch.dtype,
+        airframes: AirframeDistribution | None = None,
+        dt: float = 0.01,
     ) -> None:
         acceleration = config.disturbance_force * nominal.gravity  # force / nominal mass
         angular = [config.disturbance_torque / moment for moment in nominal.inertia]
-        min_latency = config.min_action_latency
+        min_latency, max_latency = config.min_action_latency, config.max_action_latency
+        if airframes is not None:
+            min_latency, max_latency = airframes.latency_steps(dt)
         _, c1, c2 = nominal.thrust_curve
         share = c2 / (c1 + c2) if c1 + c2 > 0 else 1.0
         ratio = nominal.thrust_to_weight
@@ -182,7 +196,7 @@ class EpisodeSampler:
             (ratio, ratio) if config.thrust_to_weight is None else config.thrust_to_weight,
             (share, share) if config.thrust_to_weight is None else config.thrust_curve_quadratic,
             (1.0 - config.battery_sag, 1.0),
-            (float(min_latency), float(config.max_action_latency + 1)),
+            (float(min_latency), float(max_latency + 1)),
             *([(-acceleration, acceleration)] * 3),
             *[(-a, a) for a in angular],
         ]
@@ -190,46 +204,71 @@ class EpisodeSampler:
         # value = low + (high - low) * U(0, 1); the latency row is floored to an integer number of steps.
         self._width = _column([high - low for low, high in ranges], device, dtype)
         self._offset = _column([low for low, _ in ranges], device, dtype)
-        self._max_latency = float(config.max_action_latency)
-        self._nominal = _column(nominal_values, device, dtype)
-        self.rebuilds_thrust_curve = config.thrust_to_weight is not None
+        self._max_latency = float(max_latency)
+        self.max_latency = max_latency
+        """Most control steps of latency a draw can hold."""
+        self.rebuilds_thrust_curve = config.thrust_to_weight is not None or airframes is not None
         spec_ranges = [*ranges[:LATENCY], (float(min_latency), self._max_latency), *ranges[LATENCY + 1 :]]
-        self.spec = self._spec(spec_ranges)
+        self.airframes = airframes
+        self.airframe_constants: tuple[float, ...] = ()
+        """`airframes.NUM_CONSTANTS` floats of the airframe distribution relative to the nominal frame, or ()."""
+        names: tuple[str, ...] = EPISODE_NAMES
+        if airframes is not None:
+            self.airframe_constants = airframes.constants(nominal)
+            for row, limits in airframes.scale_ranges(nominal).items():
+                spec_ranges[row] = limits
+            spec_ranges += [(-1.0, 1.0)] * (len(FEATURE_NAMES) - 1) + [(0.0, 1.0)]
+            nominal_values += list(airframes.nominal_features(nominal))
+            names = (*EPISODE_NAMES, *FEATURE_NAMES)
+        self._nominal = _column(nominal_values, device, dtype)
+        self.names = names
+        """Names of the rows of the drawn parameters."""
+        self.num_uniforms = len(EPISODE_NAMES) + (AIRFRAME_UNIFORMS if airframes is not None else 0)
+        """U(0, 1) rows one draw takes (`draw`)."""
+        self.spec = self._spec(spec_ranges, names)
 
     def nominal(self, n: int) -> torch.Tensor:
-        """`(18, n)` parameters of the nominal frame: scales 1, no latency, no disturbance."""
+        """`(18, n)` parameters of the nominal frame: scales 1, no latency, no disturbance (with airframes, then
+        the nominal frame's features)."""
         return self._nominal.expand(-1, n).clone()
 
     def sample(self, n: int, generator: torch.Generator, fraction: float | torch.Tensor = 1.0) -> torch.Tensor:
-        """`(18, n)` freshly drawn parameters; `fraction` < 1 shrinks every range toward the nominal values
-        (scales toward 1, disturbances and latency toward 0) for a curriculum."""
+        """`(rows, n)` freshly drawn parameters (rows `names`); `fraction` < 1 shrinks every range of `config`
+        toward the nominal values (scales toward 1, disturbances and latency toward 0) for a curriculum. The
+        airframes' factors are not shrunk (their latency is)."""
         return self.from_uniform(self.draw(n, generator), fraction)
 
     def draw(self, n: int, generator: torch.Generator) -> torch.Tensor:
-        """`(18, n)` U(0, 1) samples, the only random call of `sample`."""
+        """`(num_uniforms, n)` U(0, 1) samples, the only random call of `sample`."""
         width = self._width
-        return torch.rand(len(EPISODE_NAMES), n, generator=generator, device=width.device, dtype=width.dtype)
+        return torch.rand(self.num_uniforms, n, generator=generator, device=width.device, dtype=width.dtype)
 
     def from_uniform(self, uniform: torch.Tensor, fraction: float | torch.Tensor = 1.0) -> torch.Tensor:
-        """`(18, n)` parameters from U(0, 1) samples `(18, n)` (no random call: traceable by torch.compile);
-        `fraction` (a float or a 0-d tensor) as in `sample`."""
-        values = torch.addcmul(self._offset, uniform, self._width)
+        """`(rows, n)` parameters from U(0, 1) samples `(num_uniforms, n)` (no random call: traceable by
+        torch.compile); `fraction` (a float or a 0-d tensor) as in `sample`. With airframes, rows 18.. of
+        `uniform` are the airframe's draws (`airframes.airframe`)."""
+        values = torch.addcmul(self._offset[: len(EPISODE_NAMES)], uniform[: len(EPISODE_NAMES)], self._width)
         if isinstance(fraction, torch.Tensor) or fraction < 1.0:
-            values = torch.lerp(self._nominal, values, fraction)
+            values = torch.lerp(self._nominal[: len(EPISODE_NAMES)], values, fraction)
         values[LATENCY].floor_().clamp_(max=self._max_latency)
-        return values
+        if self.airframes is None:
+            return values
+        rows = airframe_math.episode_rows(uniform[len(EPISODE_NAMES) :], self.airframe_constants)
+        values[list(AIRFRAME_ROWS)] = torch.stack(rows[: len(AIRFRAME_ROWS)])
+        ratio = values[THRUST_TO_WEIGHT] * values[THRUST_SCALE] * values[BATTERY]
+        hover = airframe_math.hover_command(ratio, values[QUADRATIC_SHARE])
+        return torch.cat((values, torch.stack((*rows[len(AIRFRAME_ROWS) :], hover))))
 
     @staticmethod
-    def _spec(ranges: list[Range]) -> SpaceSpec:
-        units = ("1",) * 8 + ("1", "1", "1", "steps") + ("m/s^2",) * 3 + ("rad/s^2",) * 3
-        return SpaceSpec(
-            names=EPISODE_NAMES, low=tuple(r[0] for r in ranges), high=tuple(r[1] for r in ranges), units=units
-        )
+    def _spec(ranges: list[Range], names: tuple[str, ...]) -> SpaceSpec:
+        units: tuple[str, ...] = ("1",) * 8 + ("1", "1", "1", "steps") + ("m/s^2",) * 3 + ("rad/s^2",) * 3
+        units += ("1",) * (len(names) - len(units))
+        return SpaceSpec(names=names, low=tuple(r[0] for r in ranges), high=tuple(r[1] for r in ranges), units=units)
 
 
 def thrust_curves(episode: torch.Tensor, mass: torch.Tensor, gravity: float) -> torch.Tensor:
     """`(3, N)` thrust curves `k ((1 - b) u + b u^2)` from the drawn thrust-to-weight ratios and quadratic shares of
-    `episode` `(18, N)` and the envs' masses `(N,)` in kg: `4 k` = ratio x weight."""
+    `episode` `(18+, N)` and the envs' masses `(N,)` in kg: `4 k` = ratio x weight."""
     k = episode[THRUST_TO_WEIGHT] * mass * (gravity / 4.0)
     share = episode[QUADRATIC_SHARE]
     return torch.stack((torch.zeros_like(k), k * (1.0 - share), k * share))

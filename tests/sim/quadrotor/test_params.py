@@ -15,7 +15,7 @@ from robo_rl.config import ConfigError
 from robo_rl.sim.quadrotor import HoverConfig, QuadrotorHover, RandomizationConfig
 from robo_rl.sim.quadrotor.params import QuadrotorParams, frame_names, load_frame, load_params
 
-BUNDLED = ["crazyflie_2_1", "crazyflie_2_1_bare_2023", "px4_x500", "racing_250mm"]
+BUNDLED = ["asctec_hummingbird", "crazyflie_2_1", "crazyflie_2_1_bare_2023", "px4_x500", "racing_250mm"]
 CRAZYFLIE_YAML = """
 mass: 0.027
 arm_length: 0.04
