@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_SUCCESS
-from robo_rl.sim.quadrotor import HoverConfig, QuadrotorHover, RandomizationConfig
+from robo_rl.sim.quadrotor import CurriculumConfig, HoverConfig, QuadrotorHover, RandomizationConfig
 from robo_rl.sim.quadrotor.airframes import (
     AIRFRAME_UNIFORMS,
     FACTOR_NAMES,
@@ -237,11 +237,11 @@ def test_numba_steps_match_torch_steps_with_airframes() -> None:
 def test_a_numba_reset_draws_the_airframe_the_torch_sampler_maps_from_the_kernel_s_uniforms() -> None:
     """At a reset the kernel draws each env's airframe from its counter-based uniforms 13-22 and its latency from
     the 24th, the thrust scale from the 13th (`fused` docstring): `EpisodeSampler.from_uniform` on those same
-    numbers gives the same episode rows; the motors start at the new hover command and the latency buffer at the
-    new hover action, the action history at the frame's."""
+    numbers gives the same episode rows (a curriculum shrinking the thrust scale and the latency); the motors start
+    at the new hover command and the latency buffer at the new hover action, the action history at the frame's."""
     fused = pytest.importorskip("robo_rl.sim.quadrotor.fused", reason="numba is not installed")
     config = HoverConfig(airframes=DISTRIBUTION, randomization=RandomizationConfig(thrust_coefficient=0.2),
-                         backend="numba")  # fmt: skip
+                         backend="numba", curriculum=CurriculumConfig(steps=4, initial_fraction=0.6))  # fmt: skip
     n = 64
     env = QuadrotorHover(n, config=config, seed=3)
     env._steps.fill_(config.max_episode_steps - 1)
@@ -254,12 +254,34 @@ def test_a_numba_reset_draws_the_airframe_the_torch_sampler_maps_from_the_kernel
     draws[THRUST_SCALE], draws[LATENCY] = kernel_uniforms(12), kernel_uniforms(13 + AIRFRAME_UNIFORMS)
     for k in range(AIRFRAME_UNIFORMS):
         draws[ROWS + k] = kernel_uniforms(13 + k)
-    expected = env._sampler.from_uniform(draws.float())
+    fraction = env.curriculum_fraction
+    assert fraction == pytest.approx(0.7)  # one step of four from 0.6
+    expected = env._sampler.from_uniform(draws.float(), fraction)
     torch.testing.assert_close(env._episode, expected, rtol=2e-5, atol=2e-5)
+    full = env._sampler.from_uniform(draws.float())  # the curriculum shrank some latencies and thrust scales
+    assert bool((env._episode[LATENCY] < full[LATENCY]).any()) and not torch.equal(env._episode[4], full[4])
     hover = env._episode[-1]
     torch.testing.assert_close(env.state[:, 13:], hover.unsqueeze(1).expand(n, 4))
     torch.testing.assert_close(env._action_buffer, (2 * hover - 1).expand(3, 4, n), rtol=1e-6, atol=1e-6)
     assert bool((env._history == env.hover_action[0]).all())
+
+
+def test_numba_backend_with_airframes_resumes_exactly_from_a_state_dict() -> None:
+    """The airframes, latency buffer and per-env hover actions come back with a state dict: the same actions after
+    it give bit-identical observations and rewards, across resets."""
+    pytest.importorskip("robo_rl.sim.quadrotor.fused", reason="numba is not installed")
+    config = HoverConfig(airframes=DISTRIBUTION, backend="numba", episode_length=0.2)
+    env = QuadrotorHover(64, config=config, seed=0)
+    actions = [torch.rand(64, 4, generator=torch.Generator().manual_seed(i)) * 2 - 1 for i in range(40)]
+    for action in actions[:10]:
+        env.step(action)
+    saved = env.state_dict()
+    first = [env.step(action)[:2] for action in actions[10:]]
+    resumed = QuadrotorHover(64, config=config, seed=99)
+    resumed.load_state_dict(saved)
+    second = [resumed.step(action)[:2] for action in actions[10:]]
+    for (obs_a, reward_a), (obs_b, reward_b) in zip(first, second, strict=True):
+        assert torch.equal(obs_a, obs_b) and torch.equal(reward_a, reward_b)
 
 
 def test_airframes_reject_what_they_draw_themselves_and_ctbr_actions() -> None:
