@@ -284,6 +284,27 @@ def test_numba_backend_with_airframes_resumes_exactly_from_a_state_dict() -> Non
         assert torch.equal(obs_a, obs_b) and torch.equal(reward_a, reward_b)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")
+def test_cuda_steps_airframes_like_the_cpu() -> None:
+    """The torch step on CUDA with the CPU env's airframes, latency buffer and states: the same rewards and
+    observations for 30 steps up to each env's first end (a new episode draws from the device's own stream)."""
+    config = HoverConfig(airframes=DISTRIBUTION, episode_length=10.0)
+    cpu = QuadrotorHover(64, config=config, seed=0)
+    gpu = QuadrotorHover(64, device="cuda", config=config, seed=0)
+    for name in ("_state", "_episode", "_action_buffer", "_history"):
+        setattr(gpu, name, getattr(cpu, name).to("cuda"))
+    gpu._apply_episode()
+    running = torch.ones(64, dtype=torch.bool)
+    generator = torch.Generator().manual_seed(2)
+    for _ in range(30):
+        action = cpu._hover_target.T + (torch.rand(64, 4, generator=generator) * 0.4 - 0.2)  # around hover
+        ours, theirs = gpu.step(action.cuda()), cpu.step(action)
+        torch.testing.assert_close(ours[1].cpu()[running], theirs[1][running], rtol=0, atol=1e-4)
+        running &= ~(theirs[2] | theirs[3])  # an env that ended observes its next episode
+        torch.testing.assert_close(ours[0].cpu()[running], theirs[0][running], rtol=0, atol=1e-4)
+    assert running.float().mean() > 0.8
+
+
 def test_airframes_reject_what_they_draw_themselves_and_ctbr_actions() -> None:
     with pytest.raises(ValueError, match="airframes draw these"):
         HoverConfig(airframes=DISTRIBUTION, randomization=RandomizationConfig(mass=0.1))
