@@ -18,6 +18,7 @@ from robo_rl.api.runs import load_trained, make_env
 from robo_rl.cli.arguments import add_task_param_argument, add_threads_argument
 from robo_rl.cli.progress import terminal
 from robo_rl.envs import INFO_SUCCESS, BatchedEnv, RenderableEnv
+from robo_rl.runners.policy_stepper import Actor, PolicyStepper
 
 VIDEO_SUFFIXES = (".gif", ".mp4")
 MIN_FPS = 0.01
@@ -104,16 +105,18 @@ def _check_arguments(output: Path, episodes: int, fps: float, max_seconds: float
 
 def _rollout(
     env: BatchedEnv,
-    actor: Callable[[torch.Tensor], torch.Tensor],
+    actor: Actor,
     seed: int,
     episodes: int,
     every: int,
     max_seconds: float,
     on_frame: Callable[[int], None] | None,
 ) -> tuple[list[np.ndarray], tuple[float, ...], tuple[bool | None, ...]]:
-    """Frames of env 0 every `every` steps, and each episode's return and success."""
+    """Frames of env 0 every `every` steps, and each episode's return and success (an actor with memory has its
+    state carried and reset at each episode's start)."""
     renderable: RenderableEnv = env  # type: ignore[assignment]
     obs = env.reset(seed=seed)
+    policy = PolicyStepper(actor, env.num_envs, env.device)
     frames: list[np.ndarray] = []
     returns: list[float] = []
     successes: list[bool | None] = []
@@ -124,7 +127,8 @@ def _rollout(
                 frames.append(renderable.render(0))
                 if on_frame is not None:
                     on_frame(len(frames))
-            obs, reward, terminated, truncated, info = env.step(actor(obs))
+            obs, reward, terminated, truncated, info = env.step(policy(obs))
+            policy.restart(terminated | truncated)
             episode_return += float(reward[0])
             steps += 1
             if bool(terminated[0] | truncated[0]):

@@ -10,13 +10,13 @@ the rollout is `collect`'s, number for number (tests/robo_rl/runners/test_device
 
 `CapturedEvaluation` does the same for the deterministic evaluation: all `max_episode_steps` steps of the eval
 env in one replay, the results read once at the end (an early stop by a sequential gate is decided afterwards,
-on the same episodes: the gate's decision does not depend on where it stops).
+on the same episodes: the gate's decision does not depend on where it stops). An actor with memory has its state
+carried inside the block as `evaluate` carries it (`PolicyStepper`, one of the block's owners).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -34,6 +34,7 @@ from robo_rl.envs import (
 from robo_rl.runners.evaluate import EvalResult
 from robo_rl.runners.gate_test import SequentialGate
 from robo_rl.runners.loop import critic_observation
+from robo_rl.runners.policy_stepper import Actor, PolicyStepper
 
 if TYPE_CHECKING:
     from robo_rl.runners.on_policy import OnPolicyRunner
@@ -133,11 +134,12 @@ class CapturedEvaluation:
     training updates them), as they do in a runner. The env's `reset(seed)` runs eagerly before each replay.
     """
 
-    def __init__(self, env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], backend: CaptureBackend):
+    def __init__(self, env: BatchedEnv, actor: Actor, backend: CaptureBackend):
         if not capturable(env):
             raise ValueError("a captured evaluation needs an env with a split step (robo_rl.envs.CapturableEnv)")
         self.env, self.actor = env, actor
         n, device = env.num_envs, env.device
+        self.policy = PolicyStepper(actor, n, device)
         self.draws = StaticDraws(env.max_episode_steps)
         self.obs = torch.zeros(n, env.obs_spec.dim, device=device)
         self.returns = torch.zeros(n, device=device)
@@ -146,13 +148,14 @@ class CapturedEvaluation:
         self.succeeded = torch.zeros(n, dtype=torch.bool, device=device)
         self.squared_error = torch.zeros((), device=device)
         self.defines_success = self.tracks = False
-        self.captured = Captured(self._block, owners=(env, self), backend=backend)
+        self.captured = Captured(self._block, owners=(env, self, self.policy), backend=backend)
 
     @torch.no_grad()
     def __call__(self, seed: int, gate: SequentialGate | None = None) -> EvalResult:
         """One episode per env from the initial states of `seed`: `evaluate(env, actor, seed, gate)`'s result."""
         env: Any = self.env
         self.obs.copy_(env.reset(seed=seed))
+        self.policy.restart(torch.ones(env.num_envs, dtype=torch.bool, device=env.device))
         for tensor in (self.returns, self.lengths, self.succeeded, self.squared_error):
             tensor.zero_()
         self.running.fill_(True)
@@ -164,7 +167,8 @@ class CapturedEvaluation:
     def _block(self) -> None:
         env: Any = self.env
         for t in range(self.draws.steps):
-            obs, reward, terminated, truncated, info = env.transition(self.actor(self.obs), self.draws.values[t])
+            obs, reward, terminated, truncated, info = env.transition(self.policy(self.obs), self.draws.values[t])
+            self.policy.restart(terminated | truncated)
             self.returns += reward * self.running
             self.lengths += self.running.long()
             ended = self.running & (terminated | truncated)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from robo_rl.envs import INFO_SUCCESS, INFO_TRACKING_ERROR, BatchedEnv
 from robo_rl.runners.gate_test import SequentialGate
+from robo_rl.runners.policy_stepper import Actor, PolicyStepper
 
 EVAL_SEED_OFFSET = 1_000_003
 """Evaluation envs are reset with `seed + EVAL_SEED_OFFSET`: fixed held-out initial states per training seed."""
@@ -74,7 +73,7 @@ class EvalResult:
 
 def evaluate_held_out(
     eval_env: BatchedEnv | None,
-    actor: Callable[[torch.Tensor], torch.Tensor],
+    actor: Actor,
     training_seed: int,
     gate: SequentialGate | None = None,
 ) -> EvalResult:
@@ -113,23 +112,17 @@ def eval_metrics(evaluation: EvalResult | None) -> dict[str, float | None]:
     } | gate
 
 
-def act(actor: Callable[[torch.Tensor], torch.Tensor], obs: Any) -> torch.Tensor:
-    """The actor's action for `obs`; a camera env's observation dict goes to the actor's `act` (a `CameraPolicy`
-    takes state and frames as separate inputs, the form it is exported in)."""
-    camera_act = getattr(actor, "act", None)
-    if isinstance(obs, dict) and camera_act is not None:
-        return camera_act(obs)
-    return actor(obs)
-
-
 @torch.no_grad()
 def evaluate(
     env: BatchedEnv,
-    actor: Callable[[torch.Tensor], torch.Tensor],
+    actor: Actor,
     seed: int,
     gate: SequentialGate | None = None,
 ) -> EvalResult:
     """Run each of the env's `num_envs` copies for exactly one episode with `actor` `(N, obs) → (N, act)`.
+
+    An actor with memory (`(obs, h) -> (action, h_next)`, robo_rl.runners.policy_stepper) has its state carried
+    from step to step and set to its reset state at each env's episode start.
 
     The env is reset with `seed`, so the same seed evaluates the same initial states. Where the env reports
     `info["success"]`, each episode's value at its last step is collected; an episode still running after
@@ -139,6 +132,7 @@ def evaluate(
     holds the finished episodes only.
     """
     obs = env.reset(seed=seed)
+    policy = PolicyStepper(actor, env.num_envs, env.device)
     returns = torch.zeros(env.num_envs, device=env.device)
     lengths = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
     running = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
@@ -146,7 +140,8 @@ def evaluate(
     squared_error = torch.zeros((), device=env.device)
     defines_success = tracks = False
     for _ in range(env.max_episode_steps):
-        obs, reward, terminated, truncated, info = env.step(act(actor, obs))
+        obs, reward, terminated, truncated, info = env.step(policy(obs))
+        policy.restart(terminated | truncated)
         returns += reward * running
         lengths += running.long()
         ended = running & (terminated | truncated)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
 import torch
 
 from robo_rl.envs import BatchedEnv
+from robo_rl.runners.policy_stepper import Actor, PolicyStepper
 
 matplotlib.use("Agg")  # headless
 import matplotlib.pyplot as plt
@@ -18,18 +18,21 @@ POSITION_NAMES = ("position_error_x", "position_error_y", "position_error_z")
 
 
 @torch.no_grad()
-def record_positions(env: BatchedEnv, actor: Callable[[torch.Tensor], torch.Tensor], seed: int) -> torch.Tensor:
-    """`(steps, num_envs, 3)` position errors of one deterministic episode per env; NaN after an env's end."""
+def record_positions(env: BatchedEnv, actor: Actor, seed: int) -> torch.Tensor:
+    """`(steps, num_envs, 3)` position errors of one deterministic episode per env; NaN after an env's end (an
+    actor with memory has its state carried, as `robo_rl.runners.evaluate.evaluate` carries it)."""
     names = env.obs_spec.names
     missing = [name for name in POSITION_NAMES if name not in names]
     if missing:
         raise ValueError(f"the task's observation has no {missing}; flight plots need a position error")
     columns = [names.index(name) for name in POSITION_NAMES]
     obs = env.reset(seed=seed)
+    policy = PolicyStepper(actor, env.num_envs, env.device)
     running = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
     track = [obs[:, columns].clone()]
     for _ in range(env.max_episode_steps):
-        obs, _, terminated, truncated, info = env.step(actor(obs))
+        obs, _, terminated, truncated, info = env.step(policy(obs))
+        policy.restart(terminated | truncated)
         last = info["final_obs"][:, columns]
         track.append(torch.where(running.unsqueeze(-1), last, torch.full_like(last, float("nan"))))
         running &= ~(terminated | truncated)
