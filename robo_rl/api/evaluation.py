@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from robo_rl.api.onnx_policy import onnx_actor, policy_artifact
 from robo_rl.api.runs import load_trained, make_env
 from robo_rl.envs import BatchedEnv
 from robo_rl.runners.evaluate import EvalResult, evaluate
 from robo_rl.runners.flight_plot import plot_flights, record_positions
+from robo_rl.runners.policy_stepper import Actor
 
 
 def evaluate_run(
@@ -33,8 +32,9 @@ def evaluate_run(
     return evaluate(env, actor, seed=seed)
 
 
-def run_onnx_actor(run_dir: Path, env: BatchedEnv) -> Callable[[torch.Tensor], torch.Tensor]:
-    """RUN_DIR/policy.onnx in onnxruntime, checked to fit `env`'s observation and action sizes."""
+def run_onnx_actor(run_dir: Path, env: BatchedEnv) -> Actor:
+    """RUN_DIR/policy.onnx in onnxruntime, checked to fit `env`'s observation and action sizes (a policy with
+    memory: `(obs, h_in) -> (action, h_out)`, which `evaluate` carries)."""
     return onnx_actor(run_dir / "policy.onnx", env.obs_spec.dim, env.action_spec.dim)
 
 
@@ -63,7 +63,8 @@ def evaluate_policy_file(
     """Evaluate a policy artifact (any robo_rl policy.onnx, imported ones included) on a registered task: the
     policy's own unless `task` is given, built with the task settings the file recorded at training time
     (`robo_rl.task_config`: the observation it was trained with, its frame, its randomization) and then
-    `task_params`. The policy's observation and action names must be the task's."""
+    `task_params`. The policy's observation and action names must be the task's. A policy with memory has its
+    state carried from step to step and set to the file's reset value at each env's episode start."""
     from robo_rl.sim import make, names
 
     if episodes < 1:

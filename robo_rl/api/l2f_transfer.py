@@ -3,7 +3,8 @@
 Everything the flight needs comes from the file: the observation names and their bounds (the position integral's
 limit), the control period, the training task's config (initial-state ranges, crash and success criteria, target)
 and the actuator model (`robo_rl.actuator`: how an action becomes a motor command). The flight itself is
-`robo_rl.sim.quadrotor.l2f_gate.fly`.
+`robo_rl.sim.quadrotor.l2f_gate.fly`. A policy with memory (`robo_rl.memory`) has its state carried from step to
+step, each episode's starting at the file's reset value.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from robo_rl.actuator import ACTUATOR_KEY, ActuatorError, MotorActuator
 from robo_rl.api.onnx_policy import onnx_actor, policy_artifact
 from robo_rl.artifact import PolicyArtifact
 from robo_rl.config import ConfigError, from_dict
+from robo_rl.runners.policy_stepper import PolicyStepper
 from robo_rl.sim.quadrotor.hover import HoverConfig
 from robo_rl.sim.quadrotor.l2f_gate import INTEGRAL_NAMES, L2FResult, L2FUnavailableError, fly, native_params
 from robo_rl.sim.quadrotor.params import QuadrotorParams, load_frame
@@ -34,7 +36,9 @@ class L2FPolicy:
     """A hover policy artifact, read for flying in L2F."""
 
     act: Callable[[np.ndarray], np.ndarray]
-    """obs `(n, obs_dim)` float32 → actions `(n, 4)`, in onnxruntime."""
+    """obs `(n, obs_dim)` float32 → actions `(n, 4)`, in onnxruntime (with memory: each env's state carried)."""
+    start_episodes: Callable[[int], None]
+    """n episodes begin: a policy with memory sets their states to the reset value (without memory: nothing)."""
     obs_names: tuple[str, ...]
     dt: float
     config: HoverConfig
@@ -65,16 +69,17 @@ def read_l2f_policy(path: Path) -> L2FPolicy:
     if config.action_mode != "motor":
         raise ValueError(f"{path}: --sim l2f flies motor-level policies; this one has action_mode {config.action_mode}")
     actuator = _actuator(path, props.get(ACTUATOR_KEY), config, notes)
-    model = onnx_actor(path, artifact.obs.dim, artifact.action.dim)
+    stepper = PolicyStepper(onnx_actor(path, artifact.obs.dim, artifact.action.dim))
 
     def act(obs: np.ndarray) -> np.ndarray:
-        return model(torch.from_numpy(obs)).numpy()
+        return stepper(torch.from_numpy(obs)).numpy()
 
     bounds = [
         artifact.obs.high[artifact.obs.names.index(name)] for name in INTEGRAL_NAMES if name in artifact.obs.names
     ]
     dt = artifact.dt if artifact.dt is not None else config.dt
-    return L2FPolicy(act, artifact.obs.names, dt, config, actuator, float(max(bounds, default=0.0)), tuple(notes))
+    limit = float(max(bounds, default=0.0))
+    return L2FPolicy(act, stepper.start, artifact.obs.names, dt, config, actuator, limit, tuple(notes))
 
 
 def _hover_config(path: Path, artifact: PolicyArtifact, notes: list[str]) -> HoverConfig:
@@ -137,6 +142,7 @@ def evaluate_in_l2f(
             seed=seed,
             config=policy.config,
             integral_limit=policy.integral_limit,
+            start_episodes=policy.start_episodes,
         )
     except L2FUnavailableError as error:
         raise ValueError(str(error)) from None

@@ -28,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "observation and action names must be the task's. --sim l2f flies a quadrotor/hover policy (a .onnx file, "
         "or RUN_DIR/policy.onnx) in L2F, the Crazyflie simulator of 'Learning to Fly in Seconds' (PyPI l2f 2.0.18), "
         "from robo_rl's evaluation initial states and judged by robo_rl's hover gate; it prints success %%, crash "
-        "%%, steady-state error (cm), episodes and plant.",
+        "%%, steady-state error (cm), episodes and plant. A policy with memory (inputs obs and h_in) has its state "
+        "carried from step to step and set to the file's reset value at each episode's start.",
     )
     p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train, or a policy .onnx file")
     p.add_argument("--task", help="for a policy .onnx file: the registered task (default: the policy's own)")

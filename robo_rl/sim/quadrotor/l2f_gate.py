@@ -43,6 +43,9 @@ INTEGRAL_NAMES = tuple(f"position_error_integral_{axis}" for axis in "xyz")
 
 PolicyFn = Callable[[np.ndarray], np.ndarray]
 """obs `(n, obs_dim)` float32 → actions `(n, 4)` in [-1, 1]."""
+EpisodesStart = Callable[[int], None]
+"""Called with n before the first step of n episodes flown side by side: where a policy with memory sets each of
+their states to its reset value (`robo_rl.memory_spec.RESET_RULE`)."""
 Plant: TypeAlias = Literal["native"] | QuadrotorParams
 
 
@@ -344,6 +347,7 @@ def fly(
     seed: int = 0,
     config: HoverConfig | None = None,
     integral_limit: float | None = None,
+    start_episodes: EpisodesStart | None = None,
 ) -> L2FResult:
     """Fly `episodes` hover episodes of `config.episode_length` s in L2F and judge them by robo_rl's hover gate.
 
@@ -353,7 +357,8 @@ def fly(
     `plant`: "native" (L2F's own Crazyflie) or a `QuadrotorParams` frame put into L2F's engine. Initial states
     are robo_rl's for `config` (default `HoverConfig()`) and `seed`, with the motor states at the plant's hover
     command. `integral_limit`: L of the position_error_integral_* observations (default
-    `config.position_integral_limit`).
+    `config.position_integral_limit`). `start_episodes(n)` (a policy with memory) is called before the first step
+    of each batch of n episodes (every episode runs from its own first step to its last: nothing is reset inside).
     """
     config = HoverConfig() if config is None else config
     if episodes < 1:
@@ -371,9 +376,9 @@ def fly(
     states[:, 13:17] = hover_command
     observer = _Observer(tuple(obs_names), np.array(config.target_position), dt, float(limit), hover_action)
     command = np.vectorize(actuator.command, otypes=[np.float64])
+    batches = [states[start : start + L2F_MAX_BATCH] for start in range(0, episodes, L2F_MAX_BATCH)]
     outcomes = [
-        _fly_batch(policy_fn, observer, command, parameters, states[start : start + L2F_MAX_BATCH], config, seed)
-        for start in range(0, episodes, L2F_MAX_BATCH)
+        _fly_batch(policy_fn, observer, command, parameters, batch, config, seed, start_episodes) for batch in batches
     ]
     crashed = np.concatenate([o[0] for o in outcomes])
     window_error = np.concatenate([o[1] for o in outcomes])
@@ -390,12 +395,15 @@ def _fly_batch(
     states: np.ndarray,
     config: HoverConfig,
     seed: int,
+    start_episodes: EpisodesStart | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(crashed `(n,)`, mean position error over the last window `(n,)` m) of one batch of episodes."""
     n = len(states)
     engine = L2FEngine(parameters, n, seed)
     engine.set_state(states)
     observer.reset(n)
+    if start_episodes is not None:
+        start_episodes(n)
     steps, window = config.max_episode_steps, config.success_steps
     crashed = np.zeros(n, dtype=bool)
     error_sum = np.zeros(n)
