@@ -2,6 +2,9 @@
 
 - `ir`: `load_policy(path | ModelProto) -> PolicyIR`, a chain of Dense / Activation / Clip / Elementwise layers
   read from the ONNX graph (constants folded), with the observation/action metadata; `evaluate` runs it in numpy.
+  A policy with memory (`robo_rl.memory`, a GRU) has one stateful `Gru` layer: `evaluate_step` and
+  `evaluate_episode` carry its state `h_in -> h_out`, and its C entry is `{prefix}_policy_step(obs, h_in, action,
+  h_out)` with `{prefix}_policy_reset(state)` (float32 only).
 - `quantize`: `quantize(ir, calibration_obs, activations="float" | "int8") -> QuantizedIR` (int8 weights with
   per-output-channel scales), its numpy simulation, error report and worst-case bound.
 - `codegen`: `generate_c(ir, prefix, quantization) -> CSources`, one header and one source, no heap, no libc.

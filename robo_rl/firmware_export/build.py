@@ -1,7 +1,9 @@
 """Compile generated policies: a host shared library driven through ctypes, and a Cortex-M4F object with its size.
 
 Host: `gcc -O2 -std=c99 -Wall -Wextra -Werror -pedantic -shared -fPIC`; many policies (different prefixes) can go
-into one library, compiled by a few compiler processes at once (`build_host_library`).
+into one library, compiled by a few compiler processes at once (`build_host_library`). A policy with memory
+(`{prefix}_policy_step`, `{PREFIX}_STATE_SIZE` in its header) loads as a `HostRecurrentPolicy`
+(`build_host_recurrent`), which also runs whole streams of steps with resets as a deploy side does.
 Cortex-M4F: `arm-none-eabi-gcc -mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16 -O2 ...` into one
 object; `arm-none-eabi-size` of that object alone gives text (code + const weights), data and bss.
 """
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -32,6 +35,18 @@ CORTEX_M4_SIZE = "arm-none-eabi-size"
 CORTEX_M4_ARCH = ("-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16")
 CORTEX_M4_CFLAGS = (*CORTEX_M4_ARCH, "-O2", "-std=c99", *WARNINGS, "-ffunction-sections", "-fdata-sections")
 COMPILE_TIMEOUT_S = 600
+
+
+class GeneratedHeader(Protocol):
+    """What the header readers below need: the prefix and the header's text (codegen's `CSources`, or any
+    hand-written stand-in with the same fields)."""
+
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def header(self) -> str: ...
+    @property
+    def header_name(self) -> str: ...
 
 
 class ToolNotFoundError(RuntimeError):
@@ -96,6 +111,65 @@ class HostPolicy:
         return (actions[0], codes[0:1].reshape(())) if single else (actions, codes)
 
 
+@dataclass(frozen=True, eq=False)
+class HostRecurrentPolicy:
+    """A compiled policy with memory: `int {prefix}_policy_step(obs, h_in, action, h_out)` and
+    `void {prefix}_policy_reset(state)` in a loaded library."""
+
+    prefix: str
+    obs_dim: int
+    action_dim: int
+    state_size: int
+    library_path: Path
+    step_function: Callable[[int, int, int, int], int] = field(repr=False)
+    reset_function: Callable[[int], None] = field(repr=False)
+
+    def reset_state(self) -> np.ndarray:
+        """`(state_size,)` float32: the state after the C reset function (it starts NaN-filled, so every entry
+        shows what the function wrote)."""
+        state = np.full(self.state_size, np.nan, np.float32)
+        self.reset_function(state.ctypes.data)
+        return state
+
+    def step(self, obs: np.ndarray, h_in: np.ndarray, in_place: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+        """One call on obs `(obs_dim,)` and state `(state_size,)`: (action, h_out, return code). `action` and
+        `h_out` start NaN-filled (what the C code left unwritten stays NaN; on an error code `h_out` is h_in
+        unchanged when `in_place`). `in_place`: pass one array as both h_in and h_out."""
+        x = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1)
+        h = np.ascontiguousarray(h_in, dtype=np.float32).reshape(-1).copy()
+        if x.size != self.obs_dim or h.size != self.state_size:
+            raise ValueError(
+                f"{self.prefix}: obs/state of {x.size}/{h.size} entries, the policy takes {self.obs_dim}/"
+                f"{self.state_size}"
+            )
+        action = np.full(self.action_dim, np.nan, np.float32)
+        h_out = h if in_place else np.full(self.state_size, np.nan, np.float32)
+        code = self.step_function(x.ctypes.data, h.ctypes.data, action.ctypes.data, h_out.ctypes.data)
+        return action, h_out, int(code)
+
+    def episode(
+        self, obs: np.ndarray, starts: np.ndarray, in_place: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A stream of steps as a deploy side runs them: obs `(T, obs_dim)`, `starts` `(T,)` bool (the state is
+        reset with the C reset function at those steps and at step 0, and carried from h_out otherwise; a step
+        that returns an error code keeps the state). Returns (actions `(T, action_dim)`, states `(T, state_size)`
+        as h_out after each step, codes `(T,)`)."""
+        obs = np.asarray(obs, dtype=np.float32)
+        starts = np.asarray(starts, dtype=bool).reshape(-1)
+        if obs.ndim != 2 or len(starts) != len(obs):
+            raise ValueError(f"obs {obs.shape} and starts {starts.shape} must be (T, obs_dim) and (T,)")
+        actions = np.empty((len(obs), self.action_dim), np.float32)
+        states = np.empty((len(obs), self.state_size), np.float32)
+        codes = np.empty(len(obs), np.int32)
+        h = self.reset_state()
+        for t in range(len(obs)):
+            h = self.reset_state() if starts[t] else h
+            actions[t], h_out, codes[t] = self.step(obs[t], h, in_place)
+            h = h_out if codes[t] == 0 else h
+            states[t] = h_out
+        return actions, states, codes
+
+
 def find_tool(name: str) -> str:
     """Path of an installed program, or ToolNotFoundError saying which package provides it."""
     path = shutil.which(name)
@@ -105,7 +179,7 @@ def find_tool(name: str) -> str:
     return path
 
 
-def header_define(sources: CSources, name: str) -> int:
+def header_define(sources: GeneratedHeader, name: str) -> int:
     """Integer value of `#define {PREFIX}_{name} <int>` in the generated header."""
     match = re.search(rf"^#define {sources.prefix.upper()}_{name} (\d+)\b", sources.header, re.MULTILINE)
     if match is None:
@@ -113,7 +187,14 @@ def header_define(sources: CSources, name: str) -> int:
     return int(match.group(1))
 
 
-def output_width(sources: CSources) -> int:
+def state_size(sources: GeneratedHeader) -> int:
+    """`{PREFIX}_STATE_SIZE` of a policy with memory; 0 for a header without it."""
+    if f"#define {sources.prefix.upper()}_STATE_SIZE " not in sources.header:
+        return 0
+    return header_define(sources, "STATE_SIZE")
+
+
+def output_width(sources: GeneratedHeader) -> int:
     """Floats the policy function writes: `ACTION_CHUNK` steps (1 in a header without it, e.g. a hand-written
     one) of `ACTION_DIM` actions."""
     chunk = f"#define {sources.prefix.upper()}_ACTION_CHUNK "
@@ -126,6 +207,30 @@ def build_host(sources: CSources, directory: Path) -> HostPolicy:
     return build_host_library([sources], directory)[sources.prefix]
 
 
+def build_host_recurrent(sources: CSources, directory: Path) -> HostRecurrentPolicy:
+    """Compile one policy with memory into a shared library in `directory` and load it; ValueError for a policy
+    without memory (`build_host`)."""
+    size = state_size(sources)
+    if not size:
+        raise ValueError(f"{sources.header_name} defines no state: the policy has no memory (use build_host)")
+    loaded, path = _load_library([sources], Path(directory), "policies", 1)
+    step = getattr(loaded, f"{sources.prefix}_policy_step")
+    step.argtypes = (ctypes.c_void_p,) * 4
+    step.restype = ctypes.c_int
+    reset = getattr(loaded, f"{sources.prefix}_policy_reset")
+    reset.argtypes = (ctypes.c_void_p,)
+    reset.restype = None
+    return HostRecurrentPolicy(
+        prefix=sources.prefix,
+        obs_dim=header_define(sources, "OBS_DIM"),
+        action_dim=output_width(sources),
+        state_size=size,
+        library_path=path,
+        step_function=step,
+        reset_function=reset,
+    )
+
+
 def build_host_library(
     sources: Sequence[CSources], directory: Path, name: str = "policies", jobs: int | None = None
 ) -> dict[str, HostPolicy]:
@@ -135,10 +240,20 @@ def build_host_library(
     call, then linked once. The library file name carries a hash of its sources, so a changed policy is never
     served from an already-loaded library of the same path.
     """
+    with_memory = [s.prefix for s in sources if state_size(s)]
+    if with_memory:
+        raise ValueError(f"policies with memory load with build_host_recurrent, one at a time: {with_memory}")
+    loaded, library = _load_library(sources, Path(directory), name, jobs)
+    return {s.prefix: _host_policy(loaded, library, s) for s in sources}
+
+
+def _load_library(
+    sources: Sequence[CSources], directory: Path, name: str, jobs: int | None
+) -> tuple[ctypes.CDLL, Path]:
+    """Compile `sources` into one shared library (named by a hash of the sources) and load it."""
     prefixes = [s.prefix for s in sources]
     if len(set(prefixes)) != len(prefixes):
         raise ValueError(f"prefixes must be distinct to share a library: {prefixes}")
-    directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     c_files = [s.write(directory)[1] for s in sources]
     digest = hashlib.sha1("".join(s.header + s.source for s in sources).encode()).hexdigest()[:12]
@@ -146,8 +261,7 @@ def build_host_library(
     if not library.exists():
         objects = _compile_objects(find_tool(HOST_CC), (*HOST_CFLAGS, "-fPIC"), c_files, directory, jobs)
         _run([find_tool(HOST_CC), "-shared", "-o", str(library), *map(str, objects), "-lm"], directory)
-    loaded = ctypes.CDLL(str(library))
-    return {s.prefix: _host_policy(loaded, library, s) for s in sources}
+    return ctypes.CDLL(str(library)), library
 
 
 def build_cortex_m4(sources: CSources, directory: Path) -> SizeReport:

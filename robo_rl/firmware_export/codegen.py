@@ -9,6 +9,17 @@ The entry point is `int {prefix}_policy(const float *obs, float *action)`:
 - returns `{PREFIX}_OK` (0), or `{PREFIX}_ERR_NONFINITE` (1) when an observation is NaN or ±inf; `action` is
   then left untouched (nothing is written), so the caller keeps its previous command or its own fallback.
 
+A policy with memory (a `Gru` layer, `ir.PolicyIR.state_size` > 0) has instead
+`int {prefix}_policy_step(const float *obs, const float *h_in, float *action, float *h_out)`: `h_in`
+`({PREFIX}_STATE_SIZE,)` is the state the previous step returned (or the reset state), `h_out` receives the next
+one; `h_in` and `h_out` may be the same array (the state updated in place), no other arguments may overlap. A
+NaN or infinite entry in `obs` or `h_in` returns `{PREFIX}_ERR_NONFINITE` with neither `action` nor `h_out`
+written. `void {prefix}_policy_reset(float *state)` sets the state to the reset value the metadata states
+(`{PREFIX}_STATE_RESET_VALUE`); the caller resets it where the metadata's reset rule says (an episode's start,
+a hand-over to the policy, after a safe command). The GRU stage computes the gates' input and state parts with the
+dense kernel (`W x + Wb` and `R h + Rb`, `3 * STATE_SIZE` rows each, into two static scratch vectors), then
+`h' = (1 - z) * n + z * h` unit by unit, writing `h_out` directly; the layers after it read `h_out`.
+
 Layout: consecutive layers run as stages; a stage is an optional Dense layer followed by the pointwise layers
 after it (normalizer, activations, clips, action scaling), fused into one loop over the features (a loop that
 several stages share, e.g. the same activation, becomes one function). Stages ping-pong between two static
@@ -46,7 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
-from robo_rl.firmware_export.ir import Activation, Clip, Dense, Elementwise, Pointwise, PolicyInfo, PolicyIR
+from robo_rl.firmware_export.ir import Activation, Clip, Dense, Elementwise, Gru, Pointwise, PolicyInfo, PolicyIR
 from robo_rl.firmware_export.quantize import QuantizedDense, QuantizedIR
 
 ROW_BLOCKS = {"float": 16, "int8": 4, "int8_codes": 4}
@@ -82,7 +93,7 @@ class CSources:
 
 @dataclass(frozen=True)
 class _Stage:
-    """An optional Dense layer and the pointwise layers that follow it, computed in one pass."""
+    """An optional Dense layer and the pointwise layers that follow it, computed in one pass; or a GRU alone."""
 
     index: int
     dense: Dense | QuantizedDense | None
@@ -90,6 +101,8 @@ class _Stage:
     """(layer index in the IR, layer)."""
     in_width: int
     out_width: int
+    gru: Gru | None = None
+    """The stage is this GRU step (then `dense` is None and `pointwise` empty): its output is the new state."""
 
 
 def generate_c(
@@ -105,7 +118,9 @@ def generate_c(
     if quantization is not None and quantization.ir is not ir:
         raise ValueError("quantization was made from a different PolicyIR than the one given")
     _check_prefix(prefix)
-    layers = quantization.layers if quantization is not None else ir.layers
+    layers: Sequence[Dense | QuantizedDense | Pointwise | Gru] = (
+        quantization.layers if quantization is not None else ir.layers
+    )
     stages = _stages(layers, ir.obs_dim)
     header_name, source_name = f"{prefix}_policy.h", f"{prefix}_policy.c"
     kind = quantization.description if quantization is not None else "float32 weights and activations"
@@ -119,21 +134,26 @@ def _check_prefix(prefix: str) -> None:
         raise ValueError(f"prefix {prefix!r} is not a C identifier")
 
 
-def _stages(layers: Sequence[Dense | QuantizedDense | Pointwise], obs_dim: int) -> tuple[_Stage, ...]:
-    groups: list[tuple[Dense | QuantizedDense | None, list[tuple[int, Pointwise]]]] = []
+def _stages(layers: Sequence[Dense | QuantizedDense | Pointwise | Gru], obs_dim: int) -> tuple[_Stage, ...]:
+    """Consecutive layers grouped into stages. A GRU is a stage of its own: the pointwise layers after it start a
+    new stage, so that its output (the new state) is never changed in place."""
+    groups: list[tuple[Dense | QuantizedDense | Gru | None, list[tuple[int, Pointwise]]]] = []
     for index, layer in enumerate(layers):
-        if isinstance(layer, Dense | QuantizedDense):
+        if isinstance(layer, Dense | QuantizedDense | Gru):
             groups.append((layer, []))
-        elif groups:
+        elif groups and not isinstance(groups[-1][0], Gru):
             groups[-1][1].append((index, layer))
         else:
             groups.append((None, [(index, layer)]))
     if not groups:
         groups.append((None, []))  # an identity policy still copies obs to action
     stages, width = [], obs_dim
-    for number, (dense, pointwise) in enumerate(groups):
-        out = dense.out_features if dense is not None else width
-        stages.append(_Stage(number, dense, tuple(pointwise), width, out))
+    for number, (head, pointwise) in enumerate(groups):
+        out = head.out_features if head is not None else width
+        if isinstance(head, Gru):
+            stages.append(_Stage(number, None, (), width, out, gru=head))
+        else:
+            stages.append(_Stage(number, head, tuple(pointwise), width, out))
         width = out
     return tuple(stages)
 
@@ -199,7 +219,7 @@ def _header(ir: PolicyIR, prefix: str, header_name: str, kind: str, stages: tupl
         "",
         "/* Return codes of the policy function. */",
         f"#define {upper}_OK 0",
-        f"#define {upper}_ERR_NONFINITE 1 /* an observation is NaN or +-inf; action was not written */",
+        f"#define {upper}_ERR_NONFINITE 1 /* an input is NaN or +-inf; nothing was written */",
         "",
         f"#define {upper}_OBS_DIM {ir.obs_dim}",
         f"#define {upper}_ACTION_DIM {len(info.action_names)} /* actions of one step */",
@@ -210,14 +230,11 @@ def _header(ir: PolicyIR, prefix: str, header_name: str, kind: str, stages: tupl
         f"#define {upper}_GIT_HASH {_c_string(info.git_hash or '')}",
         f"#define {upper}_CONFIG_HASH {_c_string(info.config_hash or '')}",
         "",
+        *_state_defines(ir, upper),
         *_index_defines(f"{upper}_OBS", info.obs_names, "obs"),
         *_index_defines(f"{upper}_ACTION", info.action_names, "action"),
         *_bound_defines(upper, info),
-        f"/* Runs the policy on obs[{upper}_OBS_DIM] and writes action[{upper}_ACTION_CHUNK * {upper}_ACTION_DIM]",
-        f"   (step i's action j at action[i * {upper}_ACTION_DIM + j]).",
-        f"   Returns {upper}_OK, or {upper}_ERR_NONFINITE without writing action when an observation is NaN",
-        "   or infinite. obs and action must not overlap. Not reentrant: uses static scratch buffers. */",
-        f"int {prefix}_policy(const float *obs, float *action);",
+        *(_step_declarations(prefix, upper) if ir.state_size else _policy_declaration(prefix, upper)),
         "",
         "#ifdef __cplusplus",
         "}",
@@ -227,6 +244,46 @@ def _header(ir: PolicyIR, prefix: str, header_name: str, kind: str, stages: tupl
         "",
     ]
     return "\n".join(lines)
+
+
+def _policy_declaration(prefix: str, upper: str) -> list[str]:
+    return [
+        f"/* Runs the policy on obs[{upper}_OBS_DIM] and writes action[{upper}_ACTION_CHUNK * {upper}_ACTION_DIM]",
+        f"   (step i's action j at action[i * {upper}_ACTION_DIM + j]).",
+        f"   Returns {upper}_OK, or {upper}_ERR_NONFINITE without writing action when an observation is NaN",
+        "   or infinite. obs and action must not overlap. Not reentrant: uses static scratch buffers. */",
+        f"int {prefix}_policy(const float *obs, float *action);",
+    ]
+
+
+def _step_declarations(prefix: str, upper: str) -> list[str]:
+    """The entry points of a policy with memory: one step with the state in and out, and the state's reset."""
+    return [
+        f"/* One control step: runs the policy on obs[{upper}_OBS_DIM] and the state h_in[{upper}_STATE_SIZE] (the",
+        f"   previous step's h_out, or a reset state), writes action[{upper}_ACTION_CHUNK * {upper}_ACTION_DIM] and",
+        f"   the next state h_out[{upper}_STATE_SIZE]. h_in and h_out may be the same array (the state updated in",
+        "   place); nothing else may overlap. Returns "
+        f"{upper}_OK, or {upper}_ERR_NONFINITE when an entry of obs or h_in is",
+        "   NaN or infinite: then neither action nor h_out is written. Not reentrant: uses static scratch buffers. */",
+        f"int {prefix}_policy_step(const float *obs, const float *h_in, float *action, float *h_out);",
+        "",
+        f"/* Sets state[{upper}_STATE_SIZE] to the reset state (every entry {upper}_STATE_RESET_VALUE): before an",
+        "   episode's first step, when the policy takes over from another controller, after a safe command. */",
+        f"void {prefix}_policy_reset(float *state);",
+    ]
+
+
+def _state_defines(ir: PolicyIR, upper: str) -> list[str]:
+    memory = ir.info.memory
+    if not ir.state_size or memory is None:
+        return []
+    return [
+        f"/* The state carried from step to step ({memory.kind} memory, graph input {memory.input} -> output "
+        f"{memory.output}). */",
+        f"#define {upper}_STATE_SIZE {ir.state_size}",
+        f"#define {upper}_STATE_RESET_VALUE {float_literal(memory.reset_value)}",
+        "",
+    ]
 
 
 def _bound_defines(upper: str, info: PolicyInfo) -> list[str]:
@@ -268,6 +325,7 @@ def _description(ir: PolicyIR, kind: str, stages: tuple[_Stage, ...]) -> list[st
         f"Network: {_network_summary(stages)}.",
         f"Graph inputs (concatenated into obs in this order): {', '.join(f'{n}[{w}]' for n, w in info.inputs)};"
         f" output: {info.output}.",
+        *_memory_lines(info),
         "",
         "Observation obs[i]: name [unit] (low, high)",
         *_vector_table(info.obs_names, info.obs_units, info.obs_low, info.obs_high),
@@ -276,6 +334,16 @@ def _description(ir: PolicyIR, kind: str, stages: tuple[_Stage, ...]) -> list[st
         *_vector_table(info.action_names, info.action_units, info.action_low, info.action_high),
     ]
     return ["/*", *(f" * {_comment(line)}".rstrip() for line in lines), " */"]
+
+
+def _memory_lines(info: PolicyInfo) -> list[str]:
+    memory = info.memory
+    if memory is None:
+        return []
+    return [
+        f"Memory: {memory.kind} state of {memory.size} (graph input {memory.input} -> output {memory.output}), "
+        f"reset value {memory.reset_value:g}. Reset rule: {memory.reset_rule}.",
+    ]
 
 
 def _chunk_line(info: PolicyInfo) -> list[str]:
@@ -290,6 +358,8 @@ def _chunk_line(info: PolicyInfo) -> list[str]:
 def _network_summary(stages: tuple[_Stage, ...]) -> str:
     parts = [str(stages[0].in_width)]
     for stage in stages:
+        if stage.gru is not None:
+            parts.append(f"gru {stage.gru.hidden_size}")
         if stage.dense is not None:
             parts.append(f"dense {stage.dense.out_features}")
         parts.extend(_pointwise_summary(layer) for _, layer in stage.pointwise)
@@ -353,7 +423,10 @@ class _Source:
     def __init__(self, ir: PolicyIR, prefix: str, header_name: str, stages: tuple[_Stage, ...]) -> None:
         self.ir, self.prefix, self.header_name, self.stages = ir, prefix, header_name, stages
         self.upper = prefix.upper()
+        self.gru_denses = {s.index: _gru_denses(s.gru) for s in stages if s.gru is not None}
+        """Stage index → the GRU's input part (W, Wb) and state part (R, Rb) as Dense layers of 3H rows."""
         denses = [s.dense for s in stages if s.dense is not None]
+        denses += [dense for pair in self.gru_denses.values() for dense in pair]
         self.kernels: dict[str, set[int]] = {}
         for dense in denses:
             self.kernels.setdefault(_kernel_kind(dense), set()).update(_row_blocks(dense))
@@ -362,7 +435,7 @@ class _Source:
         self.shared_pointwise = self._shared_pointwise()
 
     def render(self, kind: str) -> str:
-        self.needs_exp = any(
+        self.needs_exp = bool(self.gru_denses) or any(
             isinstance(layer, Activation) and layer.kind in EXP_ACTIVATIONS
             for stage in self.stages
             for _, layer in stage.pointwise
@@ -391,7 +464,7 @@ class _Source:
             *(self._kernel(kernel, rows) for kernel, rows in self.kernels.items()),
             *(self._shared_pointwise_function(key, name) for key, name in self.shared_pointwise.items()),
             *(self._stage_function(stage) for stage in self.stages),
-            self._entry(),
+            self._step_entry() if self.gru_denses else self._entry(),
         ]
         return "\n".join(part for part in parts if part)
 
@@ -399,6 +472,9 @@ class _Source:
         return f"{self.prefix}_stage{stage.index}_{what}"
 
     def _constants(self, stage: _Stage) -> str:
+        if stage.gru is not None:
+            inputs, states = self.gru_denses[stage.index]
+            return self._dense_constants(stage, inputs, "input_") + self._dense_constants(stage, states, "state_")
         blocks = []
         if stage.dense is not None:
             blocks.append(self._dense_constants(stage, stage.dense))
@@ -411,7 +487,7 @@ class _Source:
                 )
         return "".join(blocks)
 
-    def _dense_constants(self, stage: _Stage, dense: Dense | QuantizedDense) -> str:
+    def _dense_constants(self, stage: _Stage, dense: Dense | QuantizedDense, stem: str = "") -> str:
         paired = _kernel_kind(dense) == "int8_codes"
         blocked = (_paired if paired else _blocked)(dense.weight, _row_blocks(dense))
         order = "[input pair][row pair][input][row] (inputs padded to even)" if paired else "[input][row in block]"
@@ -419,12 +495,13 @@ class _Source:
             f"/* Stage {stage.index}: dense '{_comment(dense.name)}', {dense.in_features} -> {dense.out_features}. "
             f"Weight rows in blocks of {'+'.join(map(str, _row_blocks(dense)))}, each stored {order}. */"
         ]
+        weight_name, bias_name = self._name(stage, f"{stem}weight"), self._name(stage, f"{stem}bias")
         if isinstance(dense, QuantizedDense) and paired:
             scale = _float_literals(dense.output_scale, dense.name)
             weight = [str(int(v)) for v in blocked]
             lines += [
                 f"static const union {{ int8_t bytes[{len(weight)}]; uint32_t words[{(len(weight) + 3) // 4}]; }} "
-                f"{self._name(stage, 'weight')} = {{{_array_body(weight)}}};",
+                f"{weight_name} = {{{_array_body(weight)}}};",
                 "/* Per row: integer sum to output (weight scale x input scale). */",
                 f"static const float {self._name(stage, 'scale')}[{len(scale)}] = {_array_body(scale)};",
             ]
@@ -433,21 +510,27 @@ class _Source:
             weight = [str(int(v)) for v in blocked]
             what = "weight scale x input scale" if dense.input_scale is not None else "weight scale"
             lines += [
-                f"static const int8_t {self._name(stage, 'weight')}[{len(weight)}] = {_array_body(weight)};",
+                f"static const int8_t {weight_name}[{len(weight)}] = {_array_body(weight)};",
                 f"/* Per row: integer sum to output ({what}). */",
                 f"static const float {self._name(stage, 'scale')}[{len(scale)}] = {_array_body(scale)};",
             ]
         else:
             weight = _float_literals(blocked, dense.name)
-            lines.append(f"static const float {self._name(stage, 'weight')}[{len(weight)}] = {_array_body(weight)};")
+            lines.append(f"static const float {weight_name}[{len(weight)}] = {_array_body(weight)};")
         bias = _float_literals(dense.bias, dense.name)
-        lines.append(f"static const float {self._name(stage, 'bias')}[{len(bias)}] = {_array_body(bias)};")
+        lines.append(f"static const float {bias_name}[{len(bias)}] = {_array_body(bias)};")
         return "\n".join(lines) + "\n"
 
     def _buffers(self) -> str:
-        lines = [
-            f"static float {self.prefix}_buffer{k}[{self.buffer_width}];" for k in range(min(len(self.stages) - 1, 2))
-        ]
+        used = sorted({stage.index % 2 for stage in self.stages[:-1] if stage.gru is None})  # a GRU writes h_out
+        lines = [f"static float {self.prefix}_buffer{k}[{self.buffer_width}];" for k in used]
+        for stage in self.stages:
+            if stage.gru is not None:
+                rows = 3 * stage.gru.hidden_size
+                lines += [
+                    f"static float {self.prefix}_stage{stage.index}_input_gates[{rows}]; /* W x + Wb: z, r, h */",
+                    f"static float {self.prefix}_stage{stage.index}_state_gates[{rows}]; /* R h + Rb: z, r, h */",
+                ]
         if self.code_width:
             even = self.code_width + self.code_width % 2
             lines += [
@@ -580,6 +663,8 @@ class _Source:
         return [f"    {loop}", *(f"        {line}" for line in body), "    }"]
 
     def _stage_function(self, stage: _Stage) -> str:
+        if stage.gru is not None:
+            return self._gru_function(stage, stage.gru)
         lines = [f"static void {self.prefix}_stage{stage.index}(const float *restrict x, float *restrict y)", "{"]
         dense = stage.dense
         if dense is not None:
@@ -599,6 +684,38 @@ class _Source:
                 "    }",
             ]
         return "\n".join([*lines, "}"]) + "\n"
+
+    def _gru_function(self, stage: _Stage, gru: Gru) -> str:
+        """One GRU step: both gate parts with the dense kernel, then the update unit by unit. `y` may be `h`: unit
+        i's old state is read before its new one is written, and the state part is computed before."""
+        p, size = self.prefix, gru.hidden_size
+        input_gates, state_gates = f"{p}_stage{stage.index}_input_gates", f"{p}_stage{stage.index}_state_gates"
+        sigmoid, tanh = (_activation_code(Activation("", kind), f"{p}_exp") for kind in ("sigmoid", "tanh"))
+        lines = [
+            f"/* Stage {stage.index}: GRU '{_comment(gru.name)}', {gru.in_features} inputs, state {size} (ONNX GRU,",
+            "   linear_before_reset=1): z = sigmoid(Wz x + Wbz + Rz h + Rbz), r = sigmoid(Wr x + Wbr + Rr h + Rbr),",
+            "   n = tanh(Wh x + Wbh + r * (Rh h + Rbh)), h' = (1 - z) * n + z * h. */",
+            f"static void {p}_stage{stage.index}(const float *restrict x, const float *h, float *y)",
+            "{",
+            f"    {p}_dense({self._name(stage, 'input_weight')}, {self._name(stage, 'input_bias')}, x, {input_gates}, "
+            f"{gru.in_features}, {3 * size});",
+            f"    {p}_dense({self._name(stage, 'state_weight')}, {self._name(stage, 'state_bias')}, h, {state_gates}, "
+            f"{size}, {3 * size});",
+            f"    const float *gx = {input_gates}, *gh = {state_gates};",
+            f"    for (int i = 0; i < {size}; ++i) {{",
+            "        float v = gx[i] + gh[i];",
+            *(f"        {line}" for line in sigmoid),
+            "        const float z = v;",
+            f"        v = gx[{size} + i] + gh[{size} + i];",
+            *(f"        {line}" for line in sigmoid),
+            "        const float r = v;",
+            f"        v = gx[{2 * size} + i] + r * gh[{2 * size} + i];",
+            *(f"        {line}" for line in tanh),
+            "        y[i] = (1.0f - z) * v + z * h[i];",
+            "    }",
+            "}",
+        ]
+        return "\n".join(lines) + "\n"
 
     def _dense_call(self, stage: _Stage, dense: Dense | QuantizedDense) -> str:
         kind = _kernel_kind(dense)
@@ -680,6 +797,55 @@ class _Source:
             "    }\n" + "".join(calls) + f"    return {u}_OK;\n"
             "}\n"
         )
+
+    def _step_entry(self) -> str:
+        """`{prefix}_policy_step` and `{prefix}_policy_reset` of a policy with memory: the GRU stage reads `h_in` and
+        writes `h_out`, the stage after it reads `h_out`."""
+        p, u = self.prefix, self.upper
+        calls, source = [], "obs"
+        for stage in self.stages:
+            last = stage.index == len(self.stages) - 1
+            if stage.gru is not None:
+                calls.append(f"    {p}_stage{stage.index}({source}, h_in, h_out);\n")
+                source = "h_out"
+                if last:
+                    calls.append(f"    for (int i = 0; i < {u}_STATE_SIZE; ++i) action[i] = h_out[i];\n")
+                continue
+            target = "action" if last else f"{p}_buffer{stage.index % 2}"
+            calls.append(f"    {p}_stage{stage.index}({source}, {target});\n")
+            source = target
+        check = (
+            "        if (!(VALUE[i] >= -FLT_MAX && VALUE[i] <= FLT_MAX)) {\n"
+            f"            return {u}_ERR_NONFINITE;\n"
+            "        }\n"
+        )
+        return (
+            f"int {p}_policy_step(const float *obs, const float *h_in, float *action, float *h_out)\n"
+            "{\n"
+            "    /* Check every input before writing anything: !(x within +-FLT_MAX) holds for NaN and +-inf. */\n"
+            f"    for (int i = 0; i < {u}_OBS_DIM; ++i) {{\n" + check.replace("VALUE", "obs") + "    }\n"
+            f"    for (int i = 0; i < {u}_STATE_SIZE; ++i) {{\n"
+            + check.replace("VALUE", "h_in")
+            + "    }\n"
+            + "".join(calls)
+            + f"    return {u}_OK;\n"
+            "}\n\n"
+            f"void {p}_policy_reset(float *state)\n"
+            "{\n"
+            f"    for (int i = 0; i < {u}_STATE_SIZE; ++i) {{\n"
+            f"        state[i] = {u}_STATE_RESET_VALUE;\n"
+            "    }\n"
+            "}\n"
+        )
+
+
+def _gru_denses(gru: Gru | None) -> tuple[Dense, Dense]:
+    """A GRU's input part (W, Wb) and state part (R, Rb) as Dense layers of 3H rows (z, r, h)."""
+    assert gru is not None
+    return (
+        Dense(f"{gru.name} W", gru.input_weight, gru.input_bias),
+        Dense(f"{gru.name} R", gru.state_weight, gru.state_bias),
+    )
 
 
 _DSP_SWITCH = """

@@ -12,6 +12,11 @@ loop (so the resolution is 40 / K instructions) and, as a check of the method on
 loops whose instruction counts are known exactly (`QemuResult.loop_checks`). The count is QEMU's count of
 executed instructions (each counts 1, whatever its cycle cost on silicon); `estimated_latency_us` turns it into
 an estimated time on a real MCU.
+
+A policy with memory (`{prefix}_policy_step`, `{PREFIX}_STATE_SIZE`) runs its inputs as one stream of steps: the
+state is reset (with its own reset function) where `resets` says and carried from each step's `h_out` otherwise;
+`QemuResult.states` holds each step's `h_out`, and the timed loop carries the state in place from a reset, so
+its count is the cost of one control step.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from robo_rl.firmware_export.build import (
     header_define,
     object_size,
     output_width,
+    state_size,
 )
 
 TEMPLATES = Path(__file__).parent / "templates" / "qemu"
@@ -71,13 +77,19 @@ left unwritten by the policy."""
 
 class PolicySources(Protocol):
     """What the QEMU runner needs from codegen's `CSources`: the prefix of `int {prefix}_policy(...)` and
-    `{PREFIX}_OBS_DIM`/`{PREFIX}_ACTION_DIM`, file names and contents, written to a folder."""
+    `{PREFIX}_OBS_DIM`/`{PREFIX}_ACTION_DIM` (and, with memory, `{prefix}_policy_step`/`_reset` and
+    `{PREFIX}_STATE_SIZE`), file names and contents, written to a folder (read-only: frozen dataclasses fit)."""
 
-    prefix: str
-    header_name: str
-    header: str
-    source_name: str
-    source: str
+    @property
+    def prefix(self) -> str: ...
+    @property
+    def header_name(self) -> str: ...
+    @property
+    def header(self) -> str: ...
+    @property
+    def source_name(self) -> str: ...
+    @property
+    def source(self) -> str: ...
 
     def write(self, directory: Path) -> tuple[Path, Path]: ...
 
@@ -117,6 +129,8 @@ class QemuResult:
     firmware_size: `arm-none-eabi-size` of the whole test firmware ELF (policy, test driver, stored inputs,
         startup code and the libm functions used), not of the policy alone (that is `build.build_cortex_m4`).
     loop_checks: known-length loops measured the same way; their relative errors bound the method's error.
+    states: (num_inputs, state_size) float32, each step's h_out (NaN marker where unwritten) for a policy with
+        memory; None without.
     """
 
     outputs: np.ndarray
@@ -126,6 +140,7 @@ class QemuResult:
     firmware_size: SizeReport
     loop_checks: tuple[LoopCheck, ...]
     log: str
+    states: np.ndarray | None = None
 
     @property
     def written(self) -> np.ndarray:
@@ -159,36 +174,45 @@ def run_in_qemu(
     directory: Path,
     timeout: float = 60.0,
     timed_inferences: int = TIMED_INFERENCES,
+    resets: np.ndarray | None = None,
 ) -> QemuResult:
     """Builds the test firmware for `sources`, runs it in QEMU on `inputs` and returns what it printed.
 
     inputs: (num_inputs, obs_dim) or (obs_dim,) observations, cast to float32 (non-finite values are allowed:
         they exercise the policy's error code). directory: where sources, firmware and log are written.
-    timeout: seconds QEMU may run. Raises ToolNotFoundError when a program is missing, CompileError when the
-    firmware does not build, QemuError when the run fails, faults, times out or prints something unexpected.
+    timeout: seconds QEMU may run. resets: (num_inputs,) bool, for a policy with memory only: the state is
+        reset before those steps (default: before the first only; the first always is).
+    Raises ToolNotFoundError when a program is missing, CompileError when the firmware does not build,
+    QemuError when the run fails, faults, times out or prints something unexpected.
     """
     directory = Path(directory)
-    firmware = build_firmware(sources, inputs, directory, timed_inferences)
+    firmware = build_firmware(sources, inputs, directory, timed_inferences, resets)
     log = _run_qemu(firmware, timeout)
     (directory / "qemu.log").write_text(log)
     num_inputs = len(_as_observations(inputs, header_define(sources, "OBS_DIM")))
-    return _parse_log(log, num_inputs, output_width(sources), object_size(firmware))
+    return _parse_log(log, num_inputs, output_width(sources), object_size(firmware), state_size(sources))
 
 
 def build_firmware(
-    sources: PolicySources, inputs: np.ndarray, directory: Path, timed_inferences: int = TIMED_INFERENCES
+    sources: PolicySources,
+    inputs: np.ndarray,
+    directory: Path,
+    timed_inferences: int = TIMED_INFERENCES,
+    resets: np.ndarray | None = None,
 ) -> Path:
     """Writes the policy sources and the generated firmware headers into `directory` and links the test
-    firmware (one compiler call). inputs: (num_inputs, obs_dim) observations. Returns the ELF's path."""
+    firmware (one compiler call). inputs: (num_inputs, obs_dim) observations; resets: see `run_in_qemu`.
+    Returns the ELF's path."""
     _require_tools()
     if timed_inferences < 1:
         raise ValueError(f"timed_inferences must be >= 1, got {timed_inferences}")
     observations = _as_observations(inputs, header_define(sources, "OBS_DIM"))
+    starts = _as_resets(resets, len(observations), state_size(sources))
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     _, source_path = sources.write(directory)
     (directory / POLICY_CONFIG_HEADER).write_text(_policy_config_header(sources))
-    (directory / INPUTS_HEADER).write_text(_inputs_header(observations, timed_inferences))
+    (directory / INPUTS_HEADER).write_text(_inputs_header(observations, timed_inferences, starts))
     firmware = directory / FIRMWARE_NAME
     command = [
         CORTEX_M4_CC,
@@ -258,14 +282,35 @@ def _run_qemu(firmware: Path, timeout: float) -> str:
 
 
 def _policy_config_header(sources: PolicySources) -> str:
-    obs_dim, action_dim = header_define(sources, "OBS_DIM"), output_width(sources)
+    obs_dim, action_dim, size = header_define(sources, "OBS_DIM"), output_width(sources), state_size(sources)
+    if size:
+        entry = (
+            f"#define QEMU_POLICY_STEP {sources.prefix}_policy_step\n"
+            f"#define QEMU_POLICY_RESET {sources.prefix}_policy_reset\n"
+        )
+    else:
+        entry = f"#define QEMU_POLICY {sources.prefix}_policy\n"
     return (
         "/* Generated by robo_rl.firmware_export.qemu: which policy the QEMU test firmware runs. */\n"
         "#ifndef ROBO_RL_QEMU_POLICY_H\n#define ROBO_RL_QEMU_POLICY_H\n"
-        f'#include "{sources.header_name}"\n'
-        f"#define QEMU_POLICY {sources.prefix}_policy\n"
-        f"#define QEMU_OBS_DIM {obs_dim}\n#define QEMU_ACTION_DIM {action_dim}\n#endif\n"
+        f'#include "{sources.header_name}"\n{entry}'
+        f"#define QEMU_OBS_DIM {obs_dim}\n#define QEMU_ACTION_DIM {action_dim}\n#define QEMU_STATE_SIZE {size}\n"
+        "#endif\n"
     )
+
+
+def _as_resets(resets: np.ndarray | None, count: int, size: int) -> np.ndarray | None:
+    """The reset flags `(count,)` bool of a policy with memory (step 0 always resets); None without memory."""
+    if not size:
+        if resets is not None:
+            raise ValueError("resets are for a policy with memory; this policy has none")
+        return None
+    starts = np.zeros(count, bool) if resets is None else np.asarray(resets, bool).reshape(-1)
+    if starts.shape != (count,):
+        raise ValueError(f"resets must have shape ({count},), got {starts.shape}")
+    starts = starts.copy()
+    starts[0] = True
+    return starts
 
 
 def _as_observations(inputs: np.ndarray, obs_dim: int) -> np.ndarray:
@@ -275,17 +320,21 @@ def _as_observations(inputs: np.ndarray, obs_dim: int) -> np.ndarray:
     return observations
 
 
-def _inputs_header(observations: np.ndarray, timed_inferences: int) -> str:
+def _inputs_header(observations: np.ndarray, timed_inferences: int, resets: np.ndarray | None = None) -> str:
     rows = ",\n".join(
         "    {{" + ", ".join(f"0x{bits:08x}u" for bits in row) + "}}" for row in observations.view(np.uint32)
     )
+    flags = ""
+    if resets is not None:
+        values = ", ".join(str(int(flag)) for flag in resets)
+        flags = f"static const uint8_t qemu_resets[QEMU_NUM_INPUTS] = {{{values}}};\n"
     return (
         "/* Generated by robo_rl.firmware_export.qemu: observations as float32 bit patterns. */\n"
         "#ifndef ROBO_RL_QEMU_INPUTS_H\n#define ROBO_RL_QEMU_INPUTS_H\n#include <stdint.h>\n"
         f"#define QEMU_NUM_INPUTS {len(observations)}u\n#define QEMU_TIMED_INFERENCES {timed_inferences}u\n"
         f"#define QEMU_LOOP_SHORT {LOOP_SHORT}u\n#define QEMU_LOOP_LONG {LOOP_LONG}u\n"
         "typedef union {\n    uint32_t bits[QEMU_OBS_DIM];\n    float values[QEMU_OBS_DIM];\n} qemu_input_t;\n"
-        f"static const qemu_input_t qemu_inputs[QEMU_NUM_INPUTS] = {{\n{rows}\n}};\n#endif\n"
+        f"static const qemu_input_t qemu_inputs[QEMU_NUM_INPUTS] = {{\n{rows}\n}};\n{flags}#endif\n"
     )
 
 
@@ -296,21 +345,25 @@ def _tagged_lines(log: str) -> list[list[str]]:
     return lines
 
 
-def _parse_log(log: str, num_inputs: int, action_dim: int, size: SizeReport) -> QemuResult:
+def _parse_log(log: str, num_inputs: int, action_dim: int, size: SizeReport, state: int = 0) -> QemuResult:
     lines = _tagged_lines(log)
     outputs = [[int(word, 16) for word in line[1:]] for line in lines if line[0] == "OUT"]
     ticks = {line[1]: (int(line[2], 16), int(line[3], 16)) for line in lines if line[0] == "TICKS"}
-    if len(outputs) != num_inputs or any(len(row) != 2 + action_dim for row in outputs):
-        raise QemuError(f"expected {num_inputs} OUT lines with {action_dim} actions each:\n{log[-4000:]}")
+    if len(outputs) != num_inputs or any(len(row) != 2 + action_dim + state for row in outputs):
+        raise QemuError(
+            f"expected {num_inputs} OUT lines with {action_dim} actions and {state} state entries each:\n{log[-4000:]}"
+        )
     if [row[0] for row in outputs] != list(range(num_inputs)):
         raise QemuError(f"OUT lines out of order:\n{log[-4000:]}")
     if not {"policy", "loop_short", "loop_long"} <= ticks.keys():
         raise QemuError(f"TICKS lines missing:\n{log[-4000:]}")
-    bits = np.array([row[2:] for row in outputs], dtype=np.uint32).reshape(num_inputs, action_dim)
+    words = np.array([row[2:] for row in outputs], dtype=np.uint32).reshape(num_inputs, action_dim + state)
+    bits = np.ascontiguousarray(words[:, :action_dim])
+    states = np.ascontiguousarray(words[:, action_dim:]).view(np.float32) if state else None
     codes = np.array([row[1] for row in outputs], dtype=np.uint32).view(np.int32).astype(np.int64)
     repetitions, policy_ticks = ticks["policy"]
     per_inference = policy_ticks * INSTRUCTIONS_PER_TICK / repetitions if repetitions else None
     checks = tuple(
         LoopCheck(ticks[name][0], ticks[name][1] * INSTRUCTIONS_PER_TICK) for name in ("loop_short", "loop_long")
     )
-    return QemuResult(bits.view(np.float32), codes, per_inference, repetitions, size, checks, log)
+    return QemuResult(bits.view(np.float32), codes, per_inference, repetitions, size, checks, log, states)

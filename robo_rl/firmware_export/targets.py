@@ -14,6 +14,10 @@ Cortex-M4F and the host; with `verify` the host C vs onnxruntime error, the non-
 latency and, for "cortex-m4"/"crazyflie", the QEMU run (error and instructions per inference); with `int8` the
 quantization error. A missing compiler or emulator skips its check with a note. Only numpy, onnx and
 onnxruntime are used here (no torch).
+
+A policy with memory (a GRU, `robo_rl.memory`) is checked over one stream of steps with the state carried and
+reset at episode starts (every `EPISODE_STEPS` steps and at random ones in between), its actions and states
+against onnxruntime run the same way; it exports as float32 only (int8 is refused).
 """
 
 from __future__ import annotations
@@ -38,10 +42,11 @@ from robo_rl.firmware_export.build import (
     build_cortex_m4,
     build_host,
     build_host_object,
+    build_host_recurrent,
 )
 from robo_rl.firmware_export.codegen import CSources, generate_c
 from robo_rl.firmware_export.flow import generate_flow_c
-from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, PolicyInfo, PolicyIR
+from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Gru, Layer, PolicyInfo, PolicyIR
 from robo_rl.firmware_export.policy_file import read_policy
 from robo_rl.firmware_export.quantize import quantize, sample_observations
 
@@ -64,6 +69,10 @@ QEMU_SAMPLES = 32
 """Observations run in QEMU (each is printed bit-exact, so keep it small)."""
 HOST_TIMING_CALLS = 2000
 """Calls of the host latency measurement (best of 5 batches)."""
+EPISODE_STEPS = 200
+"""A policy with memory: steps between the resets of its verification stream."""
+RANDOM_RESET_PROBABILITY = 0.02
+"""A policy with memory: chance that any other step of the verification stream starts an episode too."""
 
 
 @dataclass(frozen=True)
@@ -298,6 +307,39 @@ def onnxruntime_actions(onnx_path: Path, obs: np.ndarray, info: PolicyInfo) -> n
     return run(obs)
 
 
+def episode_starts(count: int, seed: int = 0, episode_steps: int = EPISODE_STEPS) -> np.ndarray:
+    """`(count,)` bool: where a stream of `count` steps starts an episode (its state reset): step 0, every
+    `episode_steps` steps, and at random steps in between (`RANDOM_RESET_PROBABILITY` each)."""
+    starts = np.random.default_rng(seed).random(count) < RANDOM_RESET_PROBABILITY
+    starts[::episode_steps] = True
+    return starts
+
+
+def onnxruntime_episode(
+    onnx_path: Path, obs: np.ndarray, starts: np.ndarray, info: PolicyInfo
+) -> tuple[np.ndarray, np.ndarray]:
+    """A policy with memory in onnxruntime over a stream of steps: obs `(T, obs_dim)`, the state set to the reset
+    value where `starts` `(T,)` is true (and at step 0) and carried from `h_out` otherwise. Returns (actions
+    `(T, action_dim)`, states `(T, state_size)`: each step's `h_out`)."""
+    import onnxruntime as ort
+
+    memory = info.memory
+    if memory is None:
+        raise ValueError("the policy has no memory: use onnxruntime_actions")
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    obs = np.asarray(obs, dtype=np.float32)
+    bounds = np.cumsum([0] + [width for _, width in info.inputs])
+    reset = np.full((1, memory.size), memory.reset_value, np.float32)
+    h, actions, states = reset, [], []
+    for t in range(len(obs)):
+        h = reset if starts[t] or t == 0 else h
+        feeds = {name: obs[t : t + 1, bounds[i] : bounds[i + 1]] for i, (name, _) in enumerate(info.inputs)}
+        action, h = session.run([info.output, memory.output], {**feeds, memory.input: h})
+        actions.append(action[0])
+        states.append(h[0])
+    return np.asarray(actions, np.float32), np.asarray(states, np.float32)
+
+
 def describe_layers(ir: PolicyIR) -> tuple[str, ...]:
     """Short layer descriptions, e.g. ("sub", "div", "clip", "dense 30→64", "elu", ...)."""
     return tuple(_describe_layer(layer) for layer in ir.layers)
@@ -306,6 +348,8 @@ def describe_layers(ir: PolicyIR) -> tuple[str, ...]:
 def _describe_layer(layer: Layer) -> str:
     if isinstance(layer, Dense):
         return f"dense {layer.in_features}→{layer.out_features}"
+    if isinstance(layer, Gru):
+        return f"gru {layer.in_features}→{layer.hidden_size} (state)"
     if isinstance(layer, Activation):
         return layer.kind
     if isinstance(layer, Elementwise):
@@ -398,17 +442,34 @@ def _host_size(inputs: _CheckInputs, directory: Path) -> SizeReport:
 
 
 def _host_latency_us(inputs: _CheckInputs, directory: Path) -> float:
-    """Best-of-5 mean time of one call of the exported C policy on the host, through ctypes, in µs."""
+    """Best-of-5 mean time of one call of the exported C policy on the host, through ctypes, in µs (with memory:
+    one step, the state carried in place)."""
     _require("gcc")
-    host = build_host(inputs.sources, directory)
     obs = np.ascontiguousarray(_verify_observations(inputs)[:1])
     action = np.zeros((1, inputs.ir.action_dim), np.float32)
-    call, obs_address, action_address = host.function, obs.ctypes.data, action.ctypes.data
+    if inputs.ir.state_size:
+        recurrent = build_host_recurrent(inputs.sources, directory)
+        state = recurrent.reset_state()
+        step, addresses = recurrent.step_function, (obs.ctypes.data, state.ctypes.data, action.ctypes.data)
+
+        def call() -> None:
+            step(*addresses, addresses[1])
+
+    else:
+        function, obs_address, action_address = (
+            build_host(inputs.sources, directory).function,
+            obs.ctypes.data,
+            action.ctypes.data,
+        )
+
+        def call() -> None:
+            function(obs_address, action_address)
+
     batch, best = HOST_TIMING_CALLS // 5, math.inf
     for _ in range(5):
         start = time.perf_counter()
         for _ in range(batch):
-            call(obs_address, action_address)
+            call()
         best = min(best, (time.perf_counter() - start) / batch)
     return best * 1e6
 
@@ -441,11 +502,27 @@ def _nonfinite_observation(obs_dim: int) -> np.ndarray:
 
 def _host_parity(inputs: _CheckInputs, directory: Path) -> tuple[Comparison, bool]:
     """Float host C vs onnxruntime, and whether a NaN observation gets the error code."""
+    if inputs.ir.state_size:
+        return _host_episode_parity(inputs, directory)
     obs = _verify_observations(inputs)
     with_nan = np.concatenate([obs, _nonfinite_observation(inputs.ir.obs_dim)])
     actions, codes = _host_actions(inputs.float_sources, with_nan, directory)
     reference = onnxruntime_actions(inputs.onnx_path, obs, inputs.ir.info)
     comparison = _compare("onnxruntime", actions[:-1], reference)
+    return comparison, bool(np.all(codes[:-1] == 0) and codes[-1] != 0)
+
+
+def _host_episode_parity(inputs: _CheckInputs, directory: Path) -> tuple[Comparison, bool]:
+    """A policy with memory: the host C over one stream of steps with resets (`episode_starts`) vs onnxruntime,
+    actions and states side by side; a NaN observation in a last step must get the error code."""
+    _require("gcc")
+    obs = _verify_observations(inputs)
+    starts = episode_starts(len(obs), seed=2)
+    with_nan = np.concatenate([obs, _nonfinite_observation(inputs.ir.obs_dim)])
+    host = build_host_recurrent(inputs.float_sources, directory)
+    actions, states, codes = host.episode(with_nan, np.concatenate([starts, [False]]))
+    reference = np.concatenate(onnxruntime_episode(inputs.onnx_path, obs, starts, inputs.ir.info), axis=1)
+    comparison = _compare("onnxruntime", np.concatenate([actions, states], axis=1)[:-1], reference)
     return comparison, bool(np.all(codes[:-1] == 0) and codes[-1] != 0)
 
 
@@ -464,14 +541,23 @@ def _qemu_check(inputs: _CheckInputs, directory: Path) -> QemuCheck:
         raise _ToolMissing(f"{', '.join(missing)} not found on PATH (the Makefile installs them with apt)")
     obs = _verify_observations(inputs)[:QEMU_SAMPLES]
     with_nan = np.concatenate([obs, _nonfinite_observation(inputs.ir.obs_dim)])
-    result = qemu.run_in_qemu(inputs.sources, with_nan, directory / "firmware")
-    host_actions, _ = _host_actions(inputs.sources, obs, directory / "host")
+    if inputs.ir.state_size:
+        starts = episode_starts(len(obs), seed=3, episode_steps=len(obs) // 2)
+        result = qemu.run_in_qemu(inputs.sources, with_nan, directory / "firmware", resets=np.append(starts, False))
+        assert result.states is not None
+        outputs = np.concatenate([result.outputs, result.states], axis=1)[:-1]
+        host_actions, host_states, _ = build_host_recurrent(inputs.sources, directory / "host").episode(obs, starts)
+        host = np.concatenate([host_actions, host_states], axis=1)
+        reference = np.concatenate(onnxruntime_episode(inputs.onnx_path, obs, starts, inputs.ir.info), axis=1)
+    else:
+        result = qemu.run_in_qemu(inputs.sources, with_nan, directory / "firmware")
+        outputs = result.outputs[:-1]
+        host, _ = _host_actions(inputs.sources, obs, directory / "host")
+        reference = onnxruntime_actions(inputs.onnx_path, obs, inputs.ir.info)
     instructions = result.instructions_per_inference
     return QemuCheck(
-        vs_onnxruntime=_compare(
-            "onnxruntime", result.outputs[:-1], onnxruntime_actions(inputs.onnx_path, obs, inputs.ir.info)
-        ),
-        vs_host=_compare("host C", result.outputs[:-1], host_actions),
+        vs_onnxruntime=_compare("onnxruntime", outputs, reference),
+        vs_host=_compare("host C", outputs, host),
         instructions_per_inference=instructions,
         estimated_latency_us=None if instructions is None else qemu.estimated_latency_us(instructions),
         count_error=result.max_count_error,

@@ -153,7 +153,9 @@ class Scenario:
         return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
-def parse_trace(text: str, obs_dim: int, action_dim: int) -> dict[str, Scenario]:
+def parse_trace(text: str, obs_dim: int, action_dim: int, state_size: int = 0) -> dict[str, Scenario]:
+    """The trace's scenarios; P lines of a policy with memory end with its `state_size` entries (read by
+    test_crazyflie_memory.py), which the runs here leave out."""
     lines = [line.split() for line in text.splitlines() if line[:2] in ("S ", "T ", "P ") or line == "E"]
     assert lines and lines[-1] == ["E"], f"incomplete trace:\n{text[-2000:]}"
     scenarios: dict[str, Scenario] = {}
@@ -168,8 +170,8 @@ def parse_trace(text: str, obs_dim: int, action_dim: int) -> dict[str, Scenario]
             assert len(words) == 20
             rows[names[words[1]]].append(words[2:])
         else:
-            assert len(words) == 4 + 19 + obs_dim + action_dim
-            values = _floats(words[4:])
+            assert len(words) == 4 + 19 + obs_dim + action_dim + state_size
+            values = _floats(words[4 : len(words) - state_size])
             run = (int(words[2]), int(words[3]), values[:19], values[19 : 19 + obs_dim], values[19 + obs_dim :])
             runs[names[words[1]]].append(run)
     for name, table in rows.items():

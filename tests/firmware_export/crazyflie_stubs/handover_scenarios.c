@@ -8,7 +8,8 @@
  * Trace lines (one space between fields; floats as IEEE-754 bit patterns in 8 hex digits, integers in decimal):
  *   S <scenario> <name>                 a scenario begins (controllerOutOfTreeInit)
  *   T <scenario> <tick> <state> <fault> <mode> <policy steps> <blend> <out 4> <pid 4> <policy 4>
- *   P <scenario> <tick> <code> <inputs 19> <observation OBS_DIM> <action ACTION_DIM>
+ *   P <scenario> <tick> <code> <inputs 19> <observation OBS_DIM> <action ACTION_DIM> [<memory STATE_SIZE>]
+ *   M <scenario> <tick> <memory STATE_SIZE>
  *   E                                   end of the trace
  * One T line per tick: the state machine (robo_rl_cf_handover_state, robo_rl_cf_fault), the output's control mode,
  * the policy evaluations so far, the blend weight, then motor commands as PWM ratios (0..1) of M1..M4: what the
@@ -16,7 +17,10 @@
  * distribution), what the PID commands (through the power distribution), and the policy's held command. A P
  * line follows when the policy ran on that tick: its return code, the scripted inputs (position[3], quaternion
  * x y z w, velocity[3], gyro[3] in deg/s, setpoint position[3], setpoint velocity[3]), the clipped observation it
- * saw and its action (in the ONNX file's order).
+ * saw and its action (in the ONNX file's order); for a policy with memory (ROBO_RL_CF_MEMORY_SIZE > 0) also the
+ * controller's memory after the step (the policy's h_out). An M line (policy with memory only) shows the
+ * controller's memory after a tick whenever it differs from the last one shown (policy steps, resets, and the
+ * stale state that start_stream plants before each take-off, which the hand-over must not pass to the policy).
  */
 #include <stdint.h>
 #include <string.h>
@@ -27,7 +31,7 @@
 
 typedef void (*trace_write_t)(const char *text);
 
-#define SCENARIO_LINE_CAPACITY 1024
+#define SCENARIO_LINE_CAPACITY (1024 + 9 * ROBO_RL_CF_MEMORY_SIZE)
 #define SETPOINT_PERIOD_TICKS 10u /* the commander streams a setpoint every 10 ms */
 
 /* sin and cos of 20 and 35 degrees: quaternions tilted by 40 and 70 degrees (literals, the same on every
@@ -56,6 +60,9 @@ static char *cursor;
 static uint32_t scenario_number;
 static uint32_t scenario_tick;
 static control_t stabilizer_control; /* kept between ticks, like the stabilizer's */
+#if ROBO_RL_CF_MEMORY_SIZE > 0
+static float shown_memory[ROBO_RL_CF_MEMORY_SIZE]; /* the memory as the last M line showed it */
+#endif
 
 static void put_text(const char *text)
 {
@@ -127,6 +134,9 @@ static void end_line(void)
 static void begin_scenario(const char *name, world_t *world)
 {
     controllerOutOfTreeInit();
+#if ROBO_RL_CF_MEMORY_SIZE > 0
+    memcpy(shown_memory, policy_memory, sizeof shown_memory); /* M lines show changes from the reset state */
+#endif
     memset(&stabilizer_control, 0, sizeof stabilizer_control);
     memset(world, 0, sizeof *world);
     world->quaternion[3] = 1.0f;
@@ -146,6 +156,13 @@ static float mm(int32_t millimetres)
 
 static void start_stream(world_t *world, int32_t x_mm, int32_t y_mm, int32_t z_mm)
 {
+#if ROBO_RL_CF_MEMORY_SIZE > 0
+    int i;
+
+    for (i = 0; i < ROBO_RL_CF_MEMORY_SIZE; ++i) { /* a stale state, as if left from an earlier flight */
+        policy_memory[i] = 0.5f;
+    }
+#endif
     world->target[0] = mm(x_mm);
     world->target[1] = mm(y_mm);
     world->target[2] = mm(z_mm);
@@ -251,8 +268,21 @@ static void tick(world_t *world)
         put_floats(inputs, 19);
         put_floats(observation, (int)(sizeof observation / sizeof observation[0]));
         put_floats(action, (int)(sizeof action / sizeof action[0]));
+#if ROBO_RL_CF_MEMORY_SIZE > 0
+        put_floats(policy_memory, ROBO_RL_CF_MEMORY_SIZE);
+#endif
         end_line();
     }
+#if ROBO_RL_CF_MEMORY_SIZE > 0
+    if (memcmp(shown_memory, policy_memory, sizeof shown_memory) != 0) {
+        memcpy(shown_memory, policy_memory, sizeof shown_memory);
+        begin_line("M");
+        put_uint(scenario_number);
+        put_uint(scenario_tick);
+        put_floats(policy_memory, ROBO_RL_CF_MEMORY_SIZE);
+        end_line();
+    }
+#endif
     ++scenario_tick;
 }
 

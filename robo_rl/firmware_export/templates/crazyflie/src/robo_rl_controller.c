@@ -46,6 +46,11 @@
  * steps its command is held. The position error integral (observations position_error_integral_*) is updated at
  * each policy step and starts from 0 at each hand-over, with the action history.
  *
+ * A policy with memory (its header defines @@PREFIX@@_STATE_SIZE: a GRU's state, robo_rl.memory) carries its state
+ * from one policy step to the next (policy_memory, updated in place), and the state is reset to the policy's
+ * reset value at each hand-over (entering RAMP, the policy takes over) and at each fallback (a fault hands back
+ * to the PID), as the policy's reset rule asks: the first policy step after a hand-over always starts from it.
+ *
  * Every #define below can be overridden from the build (EXTRA_CFLAGS += -DNAME=value).
  */
 #include <math.h>
@@ -127,6 +132,18 @@ typedef struct {
 
 #include "robo_rl_crazyflie_map.h"
 
+/* The policy's memory, if it has one (see above); the policy call and the memory's reset either way. */
+#ifdef @@PREFIX@@_STATE_SIZE
+#define ROBO_RL_CF_MEMORY_SIZE @@PREFIX@@_STATE_SIZE
+static float policy_memory[ROBO_RL_CF_MEMORY_SIZE]; /* h_in before a policy step, h_out after it */
+#define ROBO_RL_CF_RUN_POLICY(OBS, ACTION) @@prefix@@_policy_step((OBS), policy_memory, (ACTION), policy_memory)
+#define ROBO_RL_CF_RESET_MEMORY() @@prefix@@_policy_reset(policy_memory)
+#else
+#define ROBO_RL_CF_MEMORY_SIZE 0
+#define ROBO_RL_CF_RUN_POLICY(OBS, ACTION) @@prefix@@_policy((OBS), (ACTION))
+#define ROBO_RL_CF_RESET_MEMORY() ((void)0)
+#endif
+
 /* For other firmware modules (and tests): the hand-over state (ROBO_RL_CF_STATE_*), the last fault
  * (ROBO_RL_CF_FAULT_*) and the policy's weight in the motor command (0 PID only ... 1 policy only). */
 uint8_t robo_rl_cf_handover_state(void);
@@ -173,6 +190,7 @@ static void reset_policy_state(void)
     for (i = 0; i < 3; ++i) {
         position_error_integral[i] = 0.0f;
     }
+    ROBO_RL_CF_RESET_MEMORY();
     command_valid = false;
 }
 
@@ -367,7 +385,7 @@ static uint8_t run_policy(const setpoint_t *setpoint, const sensorData_t *sensor
     }
     robo_rl_cf_fill_observation(observation, &signals, (const float(*)[ROBO_RL_CF_MOTORS])history);
     robo_rl_cf_clip_observation(observation);
-    policy_error = (uint8_t)@@prefix@@_policy(observation, action);
+    policy_error = (uint8_t)ROBO_RL_CF_RUN_POLICY(observation, action);
     if (policy_error != @@PREFIX@@_OK) {
         return ROBO_RL_CF_FAULT_POLICY_ERROR;
     }
@@ -412,6 +430,7 @@ static void motor_ratios(const control_t *control, float out[ROBO_RL_CF_MOTORS])
 
 static void enter_fault(uint8_t reason)
 {
+    ROBO_RL_CF_RESET_MEMORY(); /* the PID flies again: a safe command, after which the reset rule resets */
     handover_state = ROBO_RL_CF_STATE_FALLBACK;
     fault_reason = reason;
     policy_active = 0;
