@@ -22,6 +22,7 @@ from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_episode_parity
 from robo_rl.firmware_export import boards
 from robo_rl.modules.camera_policy import CameraPolicy
 from robo_rl.modules.recurrent import RecurrentDeterministicActor
+from robo_rl.runners.policy_stepper import PolicyStepper
 
 PARITY_TOLERANCE = 1e-5
 PARITY_SAMPLES = 4096
@@ -158,10 +159,12 @@ def task_observations(run_dir: Path, checkpoint: Path | None) -> tuple[np.ndarra
     def rollout(count: int, seed: int) -> np.ndarray:
         env = make_env(trained.cfg, num_envs=ROLLOUT_ENVS, device="cpu", seed=seed)
         obs, rows = env.reset(seed), []
+        stepper = PolicyStepper(actor, ROLLOUT_ENVS)  # a policy with memory carries its state per env
         with torch.no_grad():
             for _ in range(-(-count // ROLLOUT_ENVS)):
                 rows.append(obs.cpu().numpy().astype(np.float32))
-                obs = env.step(actor(obs))[0]
+                obs, _, terminated, truncated, _ = env.step(stepper(obs))
+                stepper.restart(terminated | truncated)
         return np.concatenate(rows)[:count]
 
     return rollout(CALIBRATION_OBSERVATIONS, 0), rollout(TEST_OBSERVATIONS, 1)
