@@ -70,16 +70,30 @@ def trained_hover_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     per test session: the pytest-xdist workers share it through a file lock in the session's temporary folder, so
     the tests that need a flying policy (the L2F transfer, the simulated ROS graph, the preset's learning) pay for one
     training."""
+    return _trained_run(tmp_path_factory, "quadrotor_hover_ppo")
+
+
+@pytest.fixture(scope="session")
+def trained_x500_hover_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run directory of robo_rl's quadrotor_hover_x500_ppo preset (seed 0: the PX4 X500 in the ctbr action mode,
+    the policy the quadrotor_px4 profile deploys), trained to its gate and exported, once per test session as
+    `trained_hover_run` (about 20 s on one core)."""
+    return _trained_run(tmp_path_factory, "quadrotor_hover_x500_ppo")
+
+
+def _trained_run(tmp_path_factory: pytest.TempPathFactory, preset: str) -> Path:
+    """`robo-rl train PRESET --seed 0 --export` once per session, shared by the pytest-xdist workers (a file lock in
+    the session's temporary folder); the run directory."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     root = shared / "trained_hover"
-    with FileLock(str(shared / "trained_hover.lock")):
-        policies = sorted(root.glob("quadrotor_hover_ppo/*/policy.onnx"))
+    with FileLock(str(shared / f"trained_{preset}.lock")):
+        policies = sorted(root.glob(f"{preset}/*/policy.onnx"))
         if not policies:
-            argv = [sys.executable, "-m", "robo_rl.cli.main", "train", "quadrotor_hover_ppo", "--seed", "0"]
+            argv = [sys.executable, "-m", "robo_rl.cli.main", "train", preset, "--seed", "0"]
             argv += ["--runs-root", str(root), "--export", "--quiet", "--threads", "1"]
             done = subprocess.run(argv, capture_output=True, text=True, timeout=3000)
             assert done.returncode == 0, done.stderr[-2000:]
-            policies = sorted(root.glob("quadrotor_hover_ppo/*/policy.onnx"))
+            policies = sorted(root.glob(f"{preset}/*/policy.onnx"))
     (policy,) = policies
     return policy.parent

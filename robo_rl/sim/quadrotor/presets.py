@@ -11,6 +11,7 @@ from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
+from robo_rl.sim.quadrotor.airframes import AirframeDistribution
 from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
 from robo_rl.sim.quadrotor.hover import HoverConfig
 from robo_rl.sim.quadrotor.randomization import RandomizationConfig
@@ -77,6 +78,56 @@ def quadrotor_hover_ppo() -> ExperimentConfig:
                 eval_episodes=1000,
             )
         ),
+    )
+
+
+HOVER_X500_TRAINING = replace(HOVER_TRAINING, frame="px4_x500", action_mode="ctbr")
+"""Training settings of `quadrotor_hover_x500_ppo`: `HOVER_TRAINING` (the position integral, the thrust curve drawn
+within +-15 % per episode, the reward) on the Holybro X500 of PX4's Gazebo SITL model (frames/px4_x500.yaml, 2.06 kg),
+commanded as PX4's offboard mode takes it: collective thrust and body rates (`action_mode="ctbr"`, the
+VehicleRatesSetpoint of the quadrotor_px4 profile). The envs step on the torch step (numba takes motor actions only)."""
+
+
+HOVER_X500_EVALUATION = replace(HOVER_X500_TRAINING, randomization=RandomizationConfig(thrust_coefficient=0.0))
+"""Evaluation of `quadrotor_hover_x500_ppo`: the nominal X500."""
+
+
+def quadrotor_hover_x500_ppo() -> ExperimentConfig:
+    """`quadrotor_hover_ppo` on the PX4 X500 in the ctbr action mode (`HOVER_X500_TRAINING`): the policy the
+    quadrotor_px4 profile deploys (that profile states its frame and refuses a policy trained on Crazyflie dynamics,
+    robo_rl.real.airframe). The hover preset's PPO, loop and gate, unchanged: it stops at >= 97 % of 1000
+    deterministic evaluation flights (the gate is 95 %). Measured on seed 0 (one thread, the shared 2-core VM,
+    issue 47): 26 iterations, 16.5 s of training, 98.4 % of the 1000 flights; its policy.onnx in onnxruntime with the
+    training thrust spread (+-15 %) 97.3 % and 97.1 % of 1000 flights (seeds 12345 and 7)."""
+    base = quadrotor_hover_ppo()
+    task = replace(base.task, config=HOVER_X500_TRAINING, eval_config=HOVER_X500_EVALUATION)
+    return replace(base, name="quadrotor_hover_x500_ppo", task=task)
+
+
+HOVER_ANY_TRAINING = replace(
+    HOVER_TRAINING, airframes=AirframeDistribution(), randomization=RandomizationConfig(thrust_coefficient=0.1)
+)
+"""Training settings of `quadrotor_hover_any_ppo`: `HOVER_TRAINING`'s reward and integral on a new airframe per env
+and episode, drawn from `AirframeDistribution` (25 g to 2.5 kg, thrust-to-weight 1.4-5, robo_rl.sim.quadrotor.
+airframes, each range with its source), the thrust curve of each drawn within +-10 % on top. The action is a
+normalized motor command (the Crazyflie frame's map: -1 -> 0, +1 -> 1) whose thrust comes from each airframe's own
+curve; the critic sees the drawn airframe (privileged), the actor does not."""
+
+HOVER_ANY_EVALUATION = replace(HOVER_ANY_TRAINING, randomization=RandomizationConfig(thrust_coefficient=0.0))
+"""Evaluation of `quadrotor_hover_any_ppo` during training: airframes drawn from the same distribution."""
+
+
+def quadrotor_hover_any_ppo() -> ExperimentConfig:
+    """One policy for many quadrotors: PPO with a GRU actor (`robo_rl.modules.recurrent`: 64 units, a GRU of 32,
+    a linear head) on `HOVER_ANY_TRAINING`, stopping at >= 95 % of 1000 deterministic flights of airframes drawn
+    from the distribution. The four bundled frames and the AscTec Hummingbird are evaluation points only
+    (bench/airframes.py flies them zero-shot)."""
+    base = quadrotor_hover_ppo()
+    task = replace(base.task, num_envs=1024, config=HOVER_ANY_TRAINING, eval_config=HOVER_ANY_EVALUATION)
+    policy = replace(base.policy, memory="gru", actor_hidden=(64,), memory_size=32, critic_hidden=(128, 128))
+    loop = replace(base.runner.loop, max_iterations=3000, target_success_rate=0.95, eval_interval=10)
+    return replace(
+        base, name="quadrotor_hover_any_ppo", task=task, policy=policy, runner=replace(base.runner, loop=loop)
     )
 
 
@@ -245,6 +296,7 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
 
 PRESETS = {
     "quadrotor_hover_ppo": quadrotor_hover_ppo,
+    "quadrotor_hover_x500_ppo": quadrotor_hover_x500_ppo,
     "quadrotor_hover_sac": quadrotor_hover_sac,
     "quadrotor_hover_td3": quadrotor_hover_td3,
     "quadrotor_track_ppo": quadrotor_track_ppo,
