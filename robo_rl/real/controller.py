@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from robo_rl.chunks.execution import ChunkExecution, TimedChunkQueue
+from robo_rl.real.airframe import check_airframe
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import (
     command_fields,
@@ -88,6 +89,7 @@ class PolicyController:
         chunk_execution: ChunkExecution | None = None,
     ) -> None:
         runtime.check(profile)
+        check_airframe(runtime, profile)  # a profile that states its frame: the policy's, or a multi-airframe one
         self.runtime = runtime
         self.profile = profile
         self.clock = clock

@@ -539,7 +539,9 @@ class RobotProfile:
     the home pose, commanded only on request (policy_node's `go_home`), rate limited."""
     task_params: tuple[str, ...] = ()
     """`key=value` settings of `task` the policy must have been trained with besides the task's defaults (e.g.
-    `action_mode=ctbr` where the commands are body rates); sim_bridge makes its simulator with them. Empty: none."""
+    `action_mode=ctbr` where the commands are body rates); sim_bridge makes its simulator with them. `frame=NAME`
+    states the airframe: a policy must have been trained on it or on several airframes (`robo_rl.real.airframe`,
+    checked from the policy's recorded task config). Empty: none."""
 
     def __post_init__(self) -> None:
         _require(bool(self.name), "name", "must not be empty")

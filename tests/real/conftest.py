@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import is_dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from filelock import FileLock
 from robo_rl.actuator import actuator_of
 from robo_rl.api.configs import preset
 from robo_rl.build import build_policy
-from robo_rl.config import config_hash
+from robo_rl.config import config_hash, to_dict
 from robo_rl.experiment import ExperimentConfig, TaskConfig
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.image_spec import ImageSpec
@@ -28,7 +29,7 @@ from .camera_probe import write_profile_probe
 # Bundled profile → (preset, task params) of the policy it deploys.
 PROFILE_TASKS = {
     "quadrotor_crazyflie": (lambda: preset("quadrotor_hover_ppo"), ()),
-    "quadrotor_px4": (lambda: preset("quadrotor_hover_ppo"), ("action_mode=ctbr", "position_integral_limit=0")),
+    "quadrotor_px4": (lambda: preset("quadrotor_hover_x500_ppo"), ()),
     "quadrotor_crazyswarm2": (lambda: preset("quadrotor_hover_ppo"), ("action_mode=ctbr", "position_integral_limit=0")),
     "rc_car": (lambda: preset("rc_car_race_ppo"), ()),
     "arm": (lambda: preset("mujoco_arm_reach_ppo"), ("action_mode=position",)),
@@ -64,6 +65,15 @@ class FakeClock:
         self.now += seconds
 
 
+def task_config_json(env: object) -> str | None:
+    """The task config `env` was made with, as `robo-rl export` records it (`robo_rl.task_config`, canonical JSON);
+    None for a task without one."""
+    config = getattr(env, "config", None)
+    if config is None or not is_dataclass(config):
+        return None
+    return json.dumps(to_dict(config), sort_keys=True, separators=(",", ":"))
+
+
 def export_policy(profile: str, path: Path) -> Path:
     """Export a randomly initialized actor for the task `profile` deploys, with its real metadata (the actuator
     model too, as `robo-rl export` records it); for a camera profile, the camera probe of its cameras."""
@@ -75,8 +85,9 @@ def export_policy(profile: str, path: Path) -> Path:
     torch.manual_seed(0)
     policy = build_policy(cfg, env)
     metadata = PolicyMetadata(
-        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", actuator=actuator_of(env)
-    )
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", task_config_json(env),
+        actuator=actuator_of(env),
+    )  # fmt: skip
     return export_onnx(policy.deterministic_actor(), metadata, path)
 
 
@@ -122,8 +133,9 @@ def export_linear_policy(
             return torch.clamp(linear(x), low, high)
 
     metadata = PolicyMetadata(
-        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", actuator=actuator_of(env)
-    )
+        env.obs_spec, env.action_spec, env.dt, cfg.task.name, config_hash(cfg), "test", task_config_json(env),
+        actuator=actuator_of(env),
+    )  # fmt: skip
     return export_onnx(Clipped(), metadata, path)
 
 
