@@ -668,15 +668,15 @@ def _take_state_input(inputs: dict[str, int], memory: MemorySpec | None) -> str:
 
 
 def _check_gru_attributes(node: onnx.NodeProto) -> None:
-    """UnsupportedGraphError unless the GRU is one forward direction, layout 0, linear_before_reset=1 (torch's
-    form), with the default Sigmoid/Tanh activations and no clip."""
+    """UnsupportedGraphError unless the GRU is one forward direction, layout 0, linear_before_reset non-zero
+    (torch's form: 1), with the default Sigmoid/Tanh activations and no clip."""
     direction = _attr(node, "direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
     activations = [a.decode() if isinstance(a, bytes) else a for a in _attr(node, "activations", [])]  # type: ignore[attr-defined]
     problems = [
         *([f"direction {direction!r} (only 'forward')"] if direction != "forward" else []),
         *([f"layout {_attr(node, 'layout', 0)} (only 0)"] if _attr(node, "layout", 0) != 0 else []),
-        *(["linear_before_reset=0 (only 1, torch's GRU)"] if _attr(node, "linear_before_reset", 0) != 1 else []),
+        *(["linear_before_reset=0 (only non-zero, torch's GRU)"] if not _attr(node, "linear_before_reset", 0) else []),
         *([f"activations {activations} (only Sigmoid, Tanh)"] if activations not in ([], ["Sigmoid", "Tanh"]) else []),
         *(["clip"] if _attr(node, "clip", None) is not None else []),
     ]
