@@ -45,6 +45,7 @@ from robo_rl.sim.quadrotor.dynamics import (
     rotation_rows,
     rows_matmul,
 )
+from robo_rl.sim.quadrotor.events import FlightEvent, after_event
 from robo_rl.sim.quadrotor.params import load_frame
 from robo_rl.sim.quadrotor.randomization import (
     BATTERY,
@@ -164,6 +165,9 @@ class HoverConfig:
     history starts at `frame`'s hover action (what a deployer knows). `randomization` may still draw the thrust
     scale, battery sag, disturbances (as accelerations of the drawn airframe) and observation noise, not the
     factors an airframe draws. "motor" actions only. None: the frame alone (default)."""
+    event: FlightEvent | None = None
+    """A change to the airframe at a fixed time into every episode (`robo_rl.sim.quadrotor.events`: a payload, a
+    weakened motor), to measure adaptation in flight; torch step only. None: none (default)."""
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
     """Growth of the initial-state and randomization ranges during training, off by default (evaluate with it
     off: full ranges)."""
@@ -228,6 +232,7 @@ class HoverConfig:
             ("no domain randomization but thrust_coefficient", not self.randomization.only_thrust_scale),
             ("no observation noise", any(self.randomization.observation_noise)),  # the kernel adds none
             ("compile=false (numba is the other way to fuse the step)", self.compile),
+            ("no flight event", self.event is not None),
         )
         return [what for what, bad in needs if bad]
 
@@ -597,9 +602,10 @@ class QuadrotorHover(BatchedTask):
         if self.config.action_history > 0:
             self._history = torch.cat((action, self._history[:-4]))
         c = self.config
-        self._state = integrate(
-            self._state, command, self._dynamics, c.dt, c.substeps, c.integrator, self._force, self._torque
-        )
+        dynamics, force, torque = self._dynamics, self._force, self._torque
+        if c.event is not None:
+            dynamics, force, torque = after_event(c.event, self.episode_time, self._state, dynamics, force, torque)
+        self._state = integrate(self._state, command, dynamics, c.dt, c.substeps, c.integrator, force, torque)
         self._tick()
 
     def _time_limit(self, distance: torch.Tensor, terminated: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

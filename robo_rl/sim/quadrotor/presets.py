@@ -297,6 +297,7 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
 PRESETS = {
     "quadrotor_hover_ppo": quadrotor_hover_ppo,
     "quadrotor_hover_x500_ppo": quadrotor_hover_x500_ppo,
+    "quadrotor_hover_any_ppo": quadrotor_hover_any_ppo,
     "quadrotor_hover_sac": quadrotor_hover_sac,
     "quadrotor_hover_td3": quadrotor_hover_td3,
     "quadrotor_track_ppo": quadrotor_track_ppo,
