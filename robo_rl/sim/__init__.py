@@ -18,6 +18,11 @@ _QUADROTOR_CARD = "robo_rl.sim.quadrotor.vehicle_card:quadrotor_card"
 register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover", about=_QUADROTOR, vehicle=_QUADROTOR_CARD)
 register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack", about=_QUADROTOR, vehicle=_QUADROTOR_CARD)
 register(
+    "quadrotor/hover_teacher",
+    "robo_rl.sim.quadrotor.teacher:hover_teacher",
+    about="the hover task whose actor also sees the drawn airframe: the teacher a memory student is distilled from",
+)
+register(
     "rc_car/race",
     "robo_rl.sim.rc_car:RCCarRace",
     about="F1TENTH-class car (dynamic bicycle, magic-formula tires, latency) racing laps on a track (built-in "

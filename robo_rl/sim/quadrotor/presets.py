@@ -131,6 +131,17 @@ def quadrotor_hover_any_ppo() -> ExperimentConfig:
     )
 
 
+def quadrotor_hover_any_teacher_ppo() -> ExperimentConfig:
+    """The teacher of `quadrotor_hover_any_ppo`'s distilled student: PPO with an MLP actor (64-64) that also observes
+    the drawn airframe (`quadrotor/hover_teacher`: its privileged observation, the airframe's normalized factors and
+    hover command), on `HOVER_ANY_TRAINING`. `robo_rl.algorithms.distill` distills it into the GRU student, which
+    sees what a deployed policy sees (bench/distill_airframes.py)."""
+    base = quadrotor_hover_any_ppo()
+    task = replace(base.task, name="quadrotor/hover_teacher")
+    policy = replace(base.policy, memory="none", actor_hidden=(64, 64))
+    return replace(base, name="quadrotor_hover_any_teacher_ppo", task=task, policy=policy)
+
+
 def _quadrotor_hover_off_policy(algo: Algorithm) -> ExperimentConfig:
     """SAC / TD3 on the hover task: 64 envs, 2 updates of 512 transitions per batched step, 64-64 actor,
     128-128 critics on the privileged observation, the same 1000-episode gate as the PPO preset (on the numba
@@ -298,6 +309,7 @@ PRESETS = {
     "quadrotor_hover_ppo": quadrotor_hover_ppo,
     "quadrotor_hover_x500_ppo": quadrotor_hover_x500_ppo,
     "quadrotor_hover_any_ppo": quadrotor_hover_any_ppo,
+    "quadrotor_hover_any_teacher_ppo": quadrotor_hover_any_teacher_ppo,
     "quadrotor_hover_sac": quadrotor_hover_sac,
     "quadrotor_hover_td3": quadrotor_hover_td3,
     "quadrotor_track_ppo": quadrotor_track_ppo,

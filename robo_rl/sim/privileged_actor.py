@@ -1,0 +1,56 @@
+"""A task whose actor observes what only the critic observes (`ObservePrivileged`): the teacher of a distillation.
+
+Teacher-student training (RAPTOR's meta-imitation, Eschmann et al. 2025; RMA, Kumar et al. 2021) first trains a
+policy that knows the hidden parameters of each episode (here: the drawn airframe, `privileged_obs`), then distills
+it into a student that must infer them from its history (`robo_rl.algorithms.distill`). The wrapper appends the
+env's privileged observation to its observation, so the ordinary PPO preset trains the teacher; the critic still
+sees the privileged part (once more after the observation: harmless). The privileged names keep their own names,
+so no deploy profile can match a teacher: it is not meant to fly a robot.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    BatchedEnv,
+    SpaceSpec,
+    StepResult,
+)
+
+
+class ObservePrivileged:
+    """`env` with `obs := cat(obs, privileged_obs)`; everything else is `env`'s."""
+
+    capturable = False
+    """No split step of its own (`robo_rl.envs.capturable`): the inner env's would return its own observation."""
+
+    def __init__(self, env: BatchedEnv) -> None:
+        if env.privileged_obs_spec is None:
+            raise ValueError(f"{type(env).__name__} has no privileged observation for its actor to observe")
+        self.env = env
+        self.obs_spec = _concat(env.obs_spec, env.privileged_obs_spec)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def reset(self, seed: int | None = None) -> torch.Tensor:
+        obs = self.env.reset(seed=seed)
+        return torch.cat((obs, self.env.privileged_obs), dim=-1)  # type: ignore[attr-defined]
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        info = dict(info)
+        info[INFO_FINAL_OBS] = torch.cat((info[INFO_FINAL_OBS], info[INFO_FINAL_PRIVILEGED_OBS]), dim=-1)
+        return torch.cat((obs, info[INFO_PRIVILEGED_OBS]), dim=-1), reward, terminated, truncated, info
+
+
+def _concat(first: SpaceSpec, second: SpaceSpec) -> SpaceSpec:
+    return SpaceSpec(
+        first.names + second.names, first.low + second.low, first.high + second.high, first.units + second.units
+    )
