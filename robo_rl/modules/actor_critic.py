@@ -152,14 +152,18 @@ class ActorCritic(nn.Module):
 
     def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor, reducer: Reducer = LOCAL) -> None:
         """Fold a batch into the normalizers; with several processes, every rank's batch (`reducer`)."""
-        if isinstance(self.obs_normalizer, EmpiricalNormalizer):
-            update_normalizer(self.obs_normalizer, obs, reducer)
-        if isinstance(self.critic_normalizer, EmpiricalNormalizer):
-            update_normalizer(self.critic_normalizer, critic_obs, reducer)
+        fold_into_normalizers(self, obs, critic_obs, reducer)
 
     def deterministic_actor(self) -> DeterministicActor:
         """The exportable actor; it shares parameters and statistics with this module."""
         return DeterministicActor(self.obs_normalizer, self.actor, self.scaler, self.action_dim)
+
+
+def fold_into_normalizers(policy: nn.Module, obs: torch.Tensor, critic_obs: torch.Tensor, reducer: Reducer) -> None:
+    """Fold a batch into `policy`'s `obs_normalizer` and `critic_normalizer` where they keep statistics."""
+    for normalizer, batch in ((policy.obs_normalizer, obs), (policy.critic_normalizer, critic_obs)):
+        if isinstance(normalizer, EmpiricalNormalizer):
+            update_normalizer(normalizer, batch, reducer)
 
 
 class DeterministicActor(nn.Module):

@@ -20,12 +20,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from robo_rl.distributed import LOCAL, Reducer, update_normalizer
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.memory_spec import MemorySpec
-from robo_rl.modules.actor_critic import ActionScaler, PolicyConfig
+from robo_rl.modules.actor_critic import ActionScaler, PolicyConfig, fold_into_normalizers
 from robo_rl.modules.distributions import DiagonalGaussian
 from robo_rl.modules.mlp import ACTIVATIONS, init_orthogonal, mlp
-from robo_rl.modules.normalizer import EmpiricalNormalizer, make_normalizer
+from robo_rl.modules.normalizer import make_normalizer
 
 
 class GruCore(nn.Module):
@@ -187,10 +187,8 @@ class RecurrentActorCritic(nn.Module):
         return list(self.critic.parameters())
 
     def update_normalizers(self, obs: torch.Tensor, critic_obs: torch.Tensor, reducer: Reducer = LOCAL) -> None:
-        if isinstance(self.obs_normalizer, EmpiricalNormalizer):
-            update_normalizer(self.obs_normalizer, obs, reducer)
-        if isinstance(self.critic_normalizer, EmpiricalNormalizer):
-            update_normalizer(self.critic_normalizer, critic_obs, reducer)
+        """Fold a batch into the normalizers; with several processes, every rank's batch (`reducer`)."""
+        fold_into_normalizers(self, obs, critic_obs, reducer)
 
     def deterministic_actor(self) -> RecurrentDeterministicActor:
         """The exportable actor; it shares parameters and statistics with this module."""

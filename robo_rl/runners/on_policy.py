@@ -137,13 +137,12 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
                 self._device_rollout = DeviceRollout(self, self.capture_backend)
             self._device_rollout()
             return
-        if self.recurrent:
-            self._collect_with_memory()
-            return
         policy, storage, env = self.policy, self.storage, self.env
-        value = policy.value(self.critic_obs)
+        if self.recurrent:  # the state at the rollout's start: the update replays each env's sequence from it
+            storage.hidden_start.copy_(self.hidden)
+        value, started = policy.value(self.critic_obs), torch.zeros_like(storage.starts[0])
         for _ in range(storage.num_steps):
-            action, distribution = policy.act(self.obs)
+            action, distribution = self._act()
             next_obs, reward, terminated, truncated, info = env.step(policy.scaler(action))
             done = terminated | truncated
             next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
@@ -162,44 +161,21 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
                 rewards=reward,
                 terminated=terminated,
                 dones=done,
-            )
-            self.tracker.record(reward, done, info.get(INFO_SUCCESS))
-            self.obs, self.critic_obs, value = next_obs, next_critic, next_value
-        self.env_steps += storage.num_steps * env.num_envs
-
-    def _collect_with_memory(self) -> None:
-        """`collect` for a policy with memory: the state is carried per env, zeroed after an episode ends, and
-        stored at the rollout's start with the episode starts, so that the update can replay each sequence."""
-        policy, storage, env = self.policy, self.storage, self.env
-        assert isinstance(policy, RecurrentActorCritic)
-        storage.hidden_start.copy_(self.hidden)
-        value, h, started = policy.value(self.critic_obs), self.hidden, torch.zeros_like(storage.starts[0])
-        for _ in range(storage.num_steps):
-            action, distribution, h_next = policy.act(self.obs, h)
-            next_obs, reward, terminated, truncated, info = env.step(policy.scaler(action))
-            done = terminated | truncated
-            next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
-            final_critic = critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS)
-            both = policy.value(torch.cat([next_critic, final_critic]))
-            next_value, final_value = both.chunk(2)
-            storage.add(
-                obs=self.obs,
-                critic_obs=self.critic_obs,
-                actions=action,
-                log_probs=distribution.log_prob(action),
-                values=value,
-                next_values=torch.where(done, final_value, next_value),
-                distribution=distribution.params(),
-                rewards=reward,
-                terminated=terminated,
-                dones=done,
                 starts=started,
             )
             self.tracker.record(reward, done, info.get(INFO_SUCCESS))
-            h = torch.where(done.unsqueeze(-1), torch.zeros_like(h_next), h_next)
+            if self.recurrent:  # a new episode starts from the reset state
+                self.hidden = torch.where(done.unsqueeze(-1), torch.zeros_like(self.hidden), self.hidden)
             self.obs, self.critic_obs, value, started = next_obs, next_critic, next_value, done
-        self.hidden = h
         self.env_steps += storage.num_steps * env.num_envs
+
+    def _act(self) -> tuple[torch.Tensor, Any]:
+        """A sampled normalized action and its distribution at the current observation; a policy with memory
+        also advances each env's state (`hidden`)."""
+        if isinstance(self.policy, RecurrentActorCritic):
+            action, distribution, self.hidden = self.policy.act(self.obs, self.hidden)
+            return action, distribution
+        return self.policy.act(self.obs)
 
     def _reset_env(self) -> None:
         super()._reset_env()
