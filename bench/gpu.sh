@@ -6,6 +6,10 @@
 #                 (compiled), SAC (issue 46's goal: the gate in <= 3 s of training at >= 16k envs; on the CPU the
 #                 preset as it is, 16 minibatches, reached the gate in 26 iterations at 16k envs (4 minibatches: 54)
 #                 and in 22 at 65k envs, seed 0; the parts' limits add up to 395 s);
+#   PARTS=airframes  issue 47: the teacher (quadrotor_hover_any_teacher_ppo, 16k envs, eager: its wrapper has no
+#                 split step) for 240 s, then the GRU student distilled from it for 180 s (bench/distill_airframes.py),
+#                 then the student zero-shot on the held-out frames (bench/airframes.py, CPU); on this CPU the
+#                 teacher reached 89.2 % in 25 min and the student 88.1 % in 15 min (docs/BENCHMARKS.md);
 #   PARTS=all     (default) everything: simulator eager / captured / compiled+captured at 4k-262k envs, hover PPO to
 #                 the gate at 4k, 16k and 65k envs, the robust preset, SAC to the hover gate, torchrun with NCCL.
 # Every part has its own timeout, so one that fails or overruns costs only its own rows. Results: JSON lines in
@@ -51,6 +55,17 @@ if [ "$PARTS" = hover ]; then  # the PPO gate alone: compiled, then the graph pa
     run 55 sac python3 bench/gpu_bench.py train --output "$JSON" --preset quadrotor_hover_sac --budget 40 \
         --set task.device=cuda off_policy.capture=always task.num_envs=1024 off_policy.updates_per_step=32 \
         off_policy.loop.eval_interval=16 $COMPILED
+    log done; exit 0
+fi
+if [ "$PARTS" = airframes ]; then  # teacher -> student on the airframe distribution, on CUDA
+    run 270 teacher timeout -s INT 240 python3 -m robo_rl.cli.main train quadrotor_hover_any_teacher_ppo --seed 0 \
+        --device cuda --num-envs 16384 --runs-root "$OUT/runs" --set runner.capture=never --quiet
+    teacher=$(ls -d "$OUT"/runs/quadrotor_hover_any_teacher_ppo/*/ | tail -1)
+    run 230 distill python3 bench/distill_airframes.py "$teacher" --device cuda --num-envs 16384 --budget 180 \
+        --eval-interval 20 --runs-root "$OUT/runs"
+    student=$(ls -d "$OUT"/runs/quadrotor_hover_any_ppo/*/ | tail -1)
+    run 60 export python3 -m robo_rl.cli.main export "$student"
+    run 90 airframes python3 bench/airframes.py "$student/policy.onnx" --output "$OUT/airframes.json"
     log done; exit 0
 fi
 if [ "$PARTS" = smoke ]; then
