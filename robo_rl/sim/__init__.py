@@ -19,7 +19,7 @@ register("quadrotor/hover", "robo_rl.sim.quadrotor:QuadrotorHover", about=_QUADR
 register("quadrotor/track", "robo_rl.sim.quadrotor:QuadrotorTrack", about=_QUADROTOR, vehicle=_QUADROTOR_CARD)
 register(
     "quadrotor/hover_teacher",
-    "robo_rl.sim.quadrotor.teacher:hover_teacher",
+    "robo_rl.sim.quadrotor.teacher:QuadrotorHoverTeacher",
     about="the hover task whose actor also sees the drawn airframe: the teacher a memory student is distilled from",
 )
 register(

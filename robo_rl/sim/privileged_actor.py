@@ -10,6 +10,7 @@ so no deploy profile can match a teacher: it is not meant to fly a robot.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -39,6 +40,13 @@ class ObservePrivileged:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.env, name)
 
+    def state_dict(self) -> dict[str, Any]:
+        """The inner env's state (`robo_rl.storage` resumes training from it)."""
+        return self.env.state_dict()  # type: ignore[attr-defined, no-any-return]
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.env.load_state_dict(state_dict)  # type: ignore[attr-defined]
+
     def reset(self, seed: int | None = None) -> torch.Tensor:
         obs = self.env.reset(seed=seed)
         return torch.cat((obs, self.env.privileged_obs), dim=-1)  # type: ignore[attr-defined]
@@ -51,6 +59,9 @@ class ObservePrivileged:
 
 
 def _concat(first: SpaceSpec, second: SpaceSpec) -> SpaceSpec:
-    return SpaceSpec(
-        first.names + second.names, first.low + second.low, first.high + second.high, first.units + second.units
-    )
+    """`first` then `second`; an entry of `second` whose bounds coincide (a parameter these settings do not draw)
+    becomes unbounded: an observation box of zero width is malformed (Gymnasium's checker says so)."""
+    fixed = [low == high for low, high in zip(second.low, second.high, strict=True)]
+    low = tuple(-math.inf if same else value for same, value in zip(fixed, second.low, strict=True))
+    high = tuple(math.inf if same else value for same, value in zip(fixed, second.high, strict=True))
+    return SpaceSpec(first.names + second.names, first.low + low, first.high + high, first.units + second.units)

@@ -12,8 +12,10 @@ from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
 DEFAULT = HoverConfig()
 
 
-def hover_teacher(
-    num_envs: int, device: str | torch.device = "cpu", config: HoverConfig = DEFAULT, seed: int | None = None
-) -> ObservePrivileged:
+class QuadrotorHoverTeacher(ObservePrivileged):
     """`QuadrotorHover(num_envs, device, config, seed)` whose observation ends with its privileged observation."""
-    return ObservePrivileged(QuadrotorHover(num_envs, device, config, seed))
+
+    def __init__(
+        self, num_envs: int, device: str | torch.device = "cpu", config: HoverConfig = DEFAULT, seed: int | None = None
+    ) -> None:
+        super().__init__(QuadrotorHover(num_envs, device, config, seed))
