@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from robo_rl.real.frames import FLU_TO_FRD_SIGN
-from robo_rl.real.profile import CommandField, CommandSpec, RobotProfile
+from robo_rl.real.profile import JOINT_TRAJECTORY, CommandField, CommandSpec, RobotProfile
 
 AUTO = "auto"
 """`command_type` value: the first of the profile's commands whose package is installed."""
@@ -121,6 +121,16 @@ def command_actions(
             origin = reference
         actions[f.action] = (value - origin) / f.scale
     return actions
+
+
+def stamped_now(command_type: str) -> bool:
+    """Whether a command message with a header goes out with the send time as `header.stamp`: every type but a
+    JointTrajectory. A trajectory keeps its zero stamp, which joint_trajectory_controller reads as "start on receipt,
+    on my clock"; a non-zero one is a start time on the controller's clock, and a trajectory ending before the
+    controller's now is dropped (ros-controls/ros2_controllers, jazzy,
+    JointTrajectoryController::validate_trajectory_msg), so our clock running behind the robot's by more than a
+    point's time_from_start (20 ms for the arm) would freeze the arm."""
+    return command_type != JOINT_TRAJECTORY
 
 
 TIME_FROM_START = ("points[0].time_from_start.sec", "points[0].time_from_start.nanosec")

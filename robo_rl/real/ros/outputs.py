@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from robo_rl.real import px4
+from robo_rl.real.command import stamped_now
 from robo_rl.real.profile import CommandSpec, Px4Settings, RobotProfile
 from robo_rl.real.ros.diagnostics import WARN
 from robo_rl.real.ros.messages import message_class, set_fields
@@ -63,14 +64,15 @@ def make_output(node: Any, spec: CommandSpec, profile: RobotProfile, report: Sta
 
 
 class CommandOutput:
-    """Publishes the command message: the fields, a header stamp (now), PX4's microsecond `timestamp`, the
-    profile's joint names (a JointTrajectory point's duration is among the fields)."""
+    """Publishes the command message: the fields, a header stamp (now; a JointTrajectory's stays zero, "start on
+    receipt", `command.stamped_now`), PX4's microsecond `timestamp`, the profile's joint names (a JointTrajectory
+    point's duration is among the fields)."""
 
     def __init__(self, node: Any, spec: CommandSpec, dt: float) -> None:
         self.node = node
         self.message_type = message_class(spec.type)
         field_types = self.message_type.get_fields_and_field_types()
-        self.stamped = "header" in field_types
+        self.stamped = "header" in field_types and stamped_now(spec.type)
         self.px4_stamped = px4.is_px4(spec.type) and "timestamp" in field_types
         self.joint_names = list(spec.joint_names) if "joint_names" in field_types else None
         self.publisher = node.create_lifecycle_publisher(self.message_type, spec.topic, 10)
