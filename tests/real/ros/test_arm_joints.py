@@ -1,6 +1,8 @@
 """policy_node on the arm profile with real rclpy (scenario_arm_joints.py): JointState read by joint name from a
 driver publishing alphabetically, a gripper's JointState on the same topic skipped, the safe command holding the
-measured pose, the rate limits starting from it, and the move home only on `go_home`, timed by the farthest joint.
+measured pose, the rate limits starting from it, and the move home only on `go_home`, timed by the farthest joint;
+every JointTrajectory stamped zero ("start on receipt": joint_trajectory_controller drops a trajectory whose
+non-zero stamp + time_from_start is past on its clock, tests/real/test_joint_trajectory_rule.py).
 
 Conventions, checked against the message definitions of `.venv-ros`'s wheels (common_interfaces 5.5.1:
 trajectory_msgs/msg/JointTrajectoryPoint.msg, sensor_msgs/msg/JointState.msg; rcl_interfaces 2.3.0:
@@ -72,6 +74,8 @@ def test_joints_are_read_by_name_and_the_rate_limits_start_from_the_measured_pos
     good = _between(arm, "good", "silent")
     assert len(good) > 30, arm["logs"]["policy_node"]
     assert all(c[1] == list(JOINTS) for c in arm["commands"])  # the profile's joint order, always
+    # header.stamp zero: "start on receipt" on the controller's clock (tests/real/test_joint_trajectory_rule.py)
+    assert all(c[4] == [0, 0] for c in arm["commands"])
     # Each target is that joint's own angle, read by name (by index, the alphabetical message would give
     # (-0.8, 0.6, 0.2, 0.3)); from the home pose the first commands would have moved shoulder, elbow and wrist.
     assert all(c[2][1:] == pytest.approx(POSE[1:], abs=TOL) for c in good)

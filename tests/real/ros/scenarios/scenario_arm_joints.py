@@ -43,13 +43,14 @@ def main() -> None:
     processes.start("policy_node", "policy_node", *ros_args("policy_node", "/arm", **params))
     rclpy.init()
     probe = rclpy.create_node("driver")
-    commands: list[tuple[float, list[str], list[float], float]] = []
+    commands: list[tuple[float, list[str], list[float], float, tuple[int, int]]] = []
     statuses: list[tuple[float, int, str, dict[str, str]]] = []
 
     def on_command(m: JointTrajectory) -> None:
         point = m.points[0]
         duration = point.time_from_start.sec + point.time_from_start.nanosec * 1e-9
-        commands.append((time.monotonic(), list(m.joint_names), list(point.positions), duration))
+        stamp = (m.header.stamp.sec, m.header.stamp.nanosec)
+        commands.append((time.monotonic(), list(m.joint_names), list(point.positions), duration, stamp))
 
     def on_diagnostics(m: DiagnosticArray) -> None:
         for s in m.status:
