@@ -491,6 +491,145 @@ class Px4Settings:
             raise ProfileError(str(err)) from None
 
 
+@dataclass(frozen=True)
+class VescCalibration:
+    """A VESC car's ESC and steering servo calibration: the keys of its vesc.yaml, as F1TENTH's vesc packages read
+    them (f1tenth/vesc, ros2 branch). vesc_ackermann's `ackermann_to_vesc` node maps an AckermannDriveStamped
+    linearly and clamps nothing: erpm = speed_to_erpm_gain × speed (m/s) + speed_to_erpm_offset, servo =
+    steering_angle_to_servo_gain × steering angle (rad) + steering_angle_to_servo_offset. vesc_driver clamps what
+    it passes on to the VESC: the erpm to [speed_min, speed_max], the servo value to [servo_min, servo_max]. So the
+    car executes only the speeds and steering angles these limits reach (`speed_reach`, `steering_reach`); the
+    profile refuses commands beyond them, which the car would execute differently from the simulator."""
+
+    speed_to_erpm_gain: float
+    """Electrical RPM per m/s of speed setpoint (motor pole pairs × gear ratio × 60 / wheel circumference); != 0."""
+    speed_to_erpm_offset: float
+    """ERPM at a speed setpoint of 0 (0 on a calibrated car)."""
+    steering_angle_to_servo_gain: float
+    """Servo value per rad of steering angle (negative where a larger value steers right); != 0."""
+    steering_angle_to_servo_offset: float
+    """Servo value of straight wheels, within [servo_min, servo_max]."""
+    servo_min: float
+    """Smallest servo value vesc_driver passes on, in [0, 1] (the VESC's servo output range)."""
+    servo_max: float
+    """Largest servo value vesc_driver passes on, in (servo_min, 1]."""
+    speed_min: float
+    """Smallest ERPM vesc_driver passes on (negative: reverse); it must contain the ERPM of speed 0."""
+    speed_max: float
+    """Largest ERPM vesc_driver passes on."""
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            _require(math.isfinite(value), item.name, f"must be a finite number, got {value}")
+        _require(self.speed_to_erpm_gain != 0, "speed_to_erpm_gain", "must not be 0 (no speed would reach the ESC)")
+        message = "must not be 0 (no steering angle would reach the servo)"
+        _require(self.steering_angle_to_servo_gain != 0, "steering_angle_to_servo_gain", message)
+        servo = f"servo_min={self.servo_min} servo_max={self.servo_max}"
+        inside = 0.0 <= self.servo_min < self.servo_max <= 1.0
+        _require(inside, "servo_min", f"need 0 <= servo_min < servo_max <= 1 (the VESC's servo range), got {servo}")
+        speeds = f"speed_min={self.speed_min} speed_max={self.speed_max}"
+        _require(self.speed_min < self.speed_max, "speed_min", f"must be < speed_max, got {speeds}")
+        straight = self.servo_min <= self.steering_angle_to_servo_offset <= self.servo_max
+        message = f"straight wheels (servo = offset) must lie in [servo_min, servo_max], got {self.servo_text}"
+        _require(straight, "steering_angle_to_servo_offset", message)
+        stop = self.speed_min <= self.speed_to_erpm_offset <= self.speed_max
+        limits = self.speed_text("speed_min", "speed_max")
+        message = f"speed 0 (erpm = offset) must lie in [speed_min, speed_max], got {limits}"
+        _require(stop, "speed_to_erpm_offset", message)
+
+    def erpm_command(self, speed: float) -> float:
+        """The ERPM ackermann_to_vesc sends for a speed setpoint in m/s (unclamped)."""
+        return self.speed_to_erpm_gain * speed + self.speed_to_erpm_offset
+
+    def erpm_output(self, speed: float) -> float:
+        """The ERPM vesc_driver passes on to the VESC: `erpm_command` clamped to [speed_min, speed_max]."""
+        return min(max(self.erpm_command(speed), self.speed_min), self.speed_max)
+
+    def servo_command(self, angle: float) -> float:
+        """The servo value ackermann_to_vesc sends for a steering angle in rad (unclamped)."""
+        return self.steering_angle_to_servo_gain * angle + self.steering_angle_to_servo_offset
+
+    def servo_output(self, angle: float) -> float:
+        """The servo value vesc_driver passes on to the VESC: `servo_command` clamped to [servo_min, servo_max]."""
+        return min(max(self.servo_command(angle), self.servo_min), self.servo_max)
+
+    @property
+    def speed_reach(self) -> tuple[float, float]:
+        """(lowest, highest) speed setpoint in m/s the ESC executes: the inverse map at speed_min and speed_max."""
+        ends = [
+            (erpm - self.speed_to_erpm_offset) / self.speed_to_erpm_gain for erpm in (self.speed_min, self.speed_max)
+        ]
+        return min(ends), max(ends)
+
+    @property
+    def steering_reach(self) -> tuple[float, float]:
+        """(lowest, highest) steering angle in rad the servo executes: the inverse map at servo_min and servo_max."""
+        gain, offset = self.steering_angle_to_servo_gain, self.steering_angle_to_servo_offset
+        ends = [(servo - offset) / gain for servo in (self.servo_min, self.servo_max)]
+        return min(ends), max(ends)
+
+    @property
+    def reverse_limit_key(self) -> str:
+        """The vesc_driver limit that bounds reverse: speed_min, or speed_max where the gain is negative."""
+        return "speed_min" if self.speed_to_erpm_gain > 0 else "speed_max"
+
+    @property
+    def forward_limit_key(self) -> str:
+        """The vesc_driver limit that bounds forward speed."""
+        return "speed_max" if self.speed_to_erpm_gain > 0 else "speed_min"
+
+    @property
+    def servo_text(self) -> str:
+        """The servo calibration as error messages name it."""
+        return (
+            f"servo_min {self.servo_min:g}, servo_max {self.servo_max:g}, steering_angle_to_servo_gain "
+            f"{self.steering_angle_to_servo_gain:g}, steering_angle_to_servo_offset "
+            f"{self.steering_angle_to_servo_offset:g}"
+        )
+
+    def speed_text(self, *keys: str) -> str:
+        """The ERPM limits `keys` and the speed calibration as error messages name them."""
+        limits = "".join(f"{key} {getattr(self, key):g} erpm, " for key in keys)
+        gain, offset = self.speed_to_erpm_gain, self.speed_to_erpm_offset
+        return f"{limits}speed_to_erpm_gain {gain:g}, speed_to_erpm_offset {offset:g}"
+
+
+def carries_steering_angle(field: CommandField) -> bool:
+    """Whether a command field is a car's steering angle: an Ackermann `steering_angle` field, or a Twist yaw rate
+    made from one (`ackermann_yaw_rate`), which a Twist→Ackermann converter turns back into that angle."""
+    return field.field.endswith("steering_angle") or field.transform == "ackermann_yaw_rate"
+
+
+CALIBRATION_TOLERANCE = 1e-3
+"""rad or m/s: how far a command may lie beyond what the servo or the ESC reaches (a calibration written with a
+few digits)."""
+
+
+def _field_range(field: CommandField, limit: ActionLimit) -> tuple[float, float, str]:
+    """(lowest, highest) value of `offset + scale × action` over the action's bounds, and the map as text."""
+    low, high = sorted(field.offset + field.scale * value for value in (limit.low, limit.high))
+    offset = f"{field.offset:g} + " if field.offset else ""
+    return low, high, f"{offset}{field.scale:g} * {field.action} in [{limit.low:g}, {limit.high:g}]"
+
+
+def _steering_problem(vesc: VescCalibration, where: str, low: float, high: float) -> str:
+    reach_low, reach_high = vesc.steering_reach
+    return (
+        f"steering: {where} commands {low:+.3f} to {high:+.3f} rad, the servo reaches {reach_low:+.3f} to "
+        f"{reach_high:+.3f} rad ({vesc.servo_text}; angle = (servo - offset) / gain): the car would steer less "
+        "than the policy learned; calibrate the servo (docs/ROBOT.md) or train with the car's steering limit"
+    )
+
+
+def _speed_problem(vesc: VescCalibration, where: str, high: float) -> str:
+    key = vesc.forward_limit_key
+    return (
+        f"speed: {where} commands up to {high:.3f} m/s, the ESC reaches {vesc.speed_reach[1]:.3f} m/s "
+        f"({vesc.speed_text(key)}): {key} must reach {vesc.erpm_command(high):.0f} erpm"
+    )
+
+
 def source_input(source: str) -> str:
     """The input a source reads: its first segment (`odom` for `odom.twist.twist.linear.x`, `track` for
     `track.lookahead[3]`, `state` for `integral(state.position_error.x)`)."""
@@ -530,6 +669,10 @@ class RobotProfile:
     """Episodes of learning on the robot; None: human resets, no step limit."""
     px4: Px4Settings | None = None
     """PX4 fault hold and motor order (driver px4); None: the defaults of `Px4Settings`."""
+    vesc: VescCalibration | None = None
+    """A VESC car's speed and steering calibration, its vesc.yaml's (`VescCalibration`): the servo must reach every
+    steering angle the actions command, the ESC every forward speed, and a policy's reverse must stop where its
+    simulator's did (`robo_rl.real.runtime.esc_mismatches`). None: not checked."""
     safe_command: str = "fixed"
     """What the node commands on a fault, e-stop or deactivation. "fixed": each action's `safe` value (motors off,
     zero speed). "hold_measured" (position-commanded joints: every command a JointTrajectory whose
@@ -568,6 +711,7 @@ class RobotProfile:
         self._check_episode()
         self._check_relative_fields()
         self._check_safe_command()
+        self._check_vesc()
 
     def _check_references(self) -> None:
         names = set(self.action_names)
@@ -601,6 +745,32 @@ class RobotProfile:
         for i, action in enumerate(self.actions):
             finite = math.isfinite(action.rate_limit)
             _require(finite, f"actions[{i}].rate_limit", f"{HOLD_MEASURED} times the move home with it: give one")
+
+    def _check_vesc(self) -> None:
+        """With a VESC calibration: a car whose every steering field's angles the servo reaches and every speed
+        field's forward speeds the ESC reaches, over the actions' bounds (reverse depends on the policy's simulator:
+        `robo_rl.real.runtime.esc_mismatches`); no throttle field (vesc_ackermann sends the VESC a speed)."""
+        vesc = self.vesc
+        if vesc is None:
+            return
+        _require(self.kind == "rc_car", "vesc", f"a calibration of a car's VESC, but the kind is {self.kind!r}")
+        limits = {a.name: a for a in self.actions}
+        for command in self.commands:
+            for field in command.fields:
+                low, high, map_text = _field_range(field, limits[field.action])
+                where = f"{command.type} {field.field} ({map_text})"
+                if carries_steering_angle(field):
+                    _require(self._servo_reaches(low, high), "vesc", _steering_problem(vesc, where, low, high))
+                elif field.esc == "throttle":
+                    _require(False, "vesc", f"{where}: a throttle field, but vesc_ackermann sends the VESC a speed")
+                elif field.esc == "speed":
+                    reaches = high <= vesc.speed_reach[1] + CALIBRATION_TOLERANCE
+                    _require(reaches, "vesc", _speed_problem(vesc, where, high))
+
+    def _servo_reaches(self, low: float, high: float) -> bool:
+        assert self.vesc is not None
+        reach_low, reach_high = self.vesc.steering_reach
+        return reach_low - CALIBRATION_TOLERANCE <= low and high <= reach_high + CALIBRATION_TOLERANCE
 
     def _check_relative_fields(self) -> None:
         """A `relative_to` field reads a field the inputs provide, in a profile that holds its measured pose (its
@@ -834,6 +1004,7 @@ _NESTED: dict[type, dict[str, type]] = {
         "action_box": ActionBound,
         "episode": EpisodeSettings,
         "px4": Px4Settings,
+        "vesc": VescCalibration,
         "task_params": str,
     },
     CommandSpec: {"fields": CommandField, "joint_names": str},

@@ -26,7 +26,7 @@ from robo_rl.actuator import ACTUATOR_KEY, Actuator, DriveActuator, MotorActuato
 from robo_rl.artifact import MEMORY_KEY, ArtifactError, PolicyArtifact
 from robo_rl.image_spec import ImageSpec
 from robo_rl.memory_spec import STATE_INPUT, STATE_OUTPUT, MemorySpec
-from robo_rl.real.profile import CommandSpec, InputSpec, RobotProfile
+from robo_rl.real.profile import CommandSpec, InputSpec, RobotProfile, VescCalibration
 
 OBS_INPUT = "obs"
 ACTION_OUTPUT = "action"
@@ -129,6 +129,7 @@ def mismatches(info: PolicyInfo, profile: RobotProfile) -> list[str]:
         found += [m for spec in profile.commands for m in actuator_mismatches(info.actuator, spec, info.action_names)]
     drive = info.actuator if isinstance(info.actuator, DriveActuator) else None
     found += [m for spec in profile.commands for m in drive_mismatches(drive, spec)]
+    found += esc_mismatches(drive, info, profile)
     found += camera_mismatches(info.images, profile)
     return found
 
@@ -205,6 +206,57 @@ def drive_mismatches(drive: DriveActuator | None, spec: CommandSpec) -> list[str
                 f"setpoint ({ACTUATOR_KEY}) is {drive.scale:g} * action m/s"
             )
     return found
+
+
+REVERSE_TOLERANCE = 0.01
+"""m/s: largest accepted difference between the reverse speed the simulator executed for the policy's lowest
+command and the one the car's ESC executes (1 erpm is 0.2 mm/s at F1TENTH's 4614 erpm per m/s)."""
+
+
+def esc_mismatches(drive: DriveActuator | None, info: PolicyInfo, profile: RobotProfile) -> list[str]:
+    """Where the car's ESC (the profile's `vesc` calibration) would execute the policy's lowest drive command as
+    another reverse speed than the simulator did.
+
+    The simulator clipped the speed setpoint at -max_reverse_speed (`robo_rl.actuator.DriveActuator`, the car
+    file's ESC limit); on the car, vesc_driver clips the ERPM at its reverse limit (`VescCalibration.speed_reach`).
+    Over the policy's drive range the two agree when the ESC clips exactly where the simulator did if the policy
+    commands beyond it, and reaches the policy's lowest command if it does not. The command itself is not changed:
+    the ESC's limit is the clip, so the profile's bounds stay the policy's. Forward speeds are the profile's own
+    check (`RobotProfile.vesc`). Not checked: a profile without `vesc`, a throttle policy, and a speed policy
+    trained on the car itself (no simulated limit recorded: max_reverse_speed 0)."""
+    vesc = profile.vesc
+    if vesc is None or drive is None or drive.mode != "speed" or drive.max_reverse_speed <= 0:
+        return []
+    bounds = dict(zip(info.action_names, zip(info.action_low, info.action_high, strict=True), strict=False))
+    if drive.action not in bounds:
+        return []
+    low, high = bounds[drive.action]
+    found = []
+    for spec in profile.commands:
+        for f in spec.fields:
+            if f.action == drive.action and f.esc == "speed":
+                lowest = min(f.offset + f.scale * low, f.offset + f.scale * high)
+                problem = _reverse_problem(vesc, lowest, drive.max_reverse_speed)
+                found += [f"{spec.type} {f.field} ({f.action}): {problem}"] if problem else []
+    return found
+
+
+def _reverse_problem(vesc: VescCalibration, lowest: float, max_reverse_speed: float) -> str:
+    """Why the ESC executes the lowest speed command `lowest` (m/s) otherwise than a simulator whose reverse limit
+    is `max_reverse_speed`; "" when it does not."""
+    simulated = max(lowest, -max_reverse_speed)
+    executed = max(lowest, vesc.speed_reach[0])
+    if abs(simulated - executed) <= REVERSE_TOLERANCE:
+        return ""
+    key = vesc.reverse_limit_key
+    clipped = simulated > lowest
+    simulator = f"{simulated:.3f} m/s (its ESC limit, {ACTUATOR_KEY} max_reverse_speed)" if clipped else "it"
+    needed = vesc.erpm_command(simulated)
+    fix = f"set {key} to {needed:.0f} erpm, the simulator's limit" if clipped else f"{key} must reach {needed:.0f} erpm"
+    return (
+        f"reverse: the policy commands down to {lowest:.3f} m/s; the simulator drove {simulator}, the car's ESC would "
+        f"drive {executed:.3f} m/s (it reaches {vesc.speed_reach[0]:.3f} m/s: {vesc.speed_text(key)}): {fix}"
+    )
 
 
 def profile_drive(profile: RobotProfile) -> DriveActuator | None:

@@ -80,6 +80,7 @@ def test_a_throttle_policy_and_an_unrecorded_one_are_refused_by_the_speed_profil
 def test_a_speed_policy_is_refused_by_a_throttle_profile_or_another_scale(policy_file: Callable[[str], Path]) -> None:
     runtime = PolicyRuntime(policy_file("rc_car"))
     data = _profile_data()
+    del data["vesc"]  # a throttle car has no VESC speed calibration (tests/real/test_esc_calibration.py)
     for command in data["commands"]:
         command["fields"][1]["esc"] = "throttle"
     with pytest.raises(ProfileMismatchError, match="profile sends a throttle command; the policy's drive action is "):
