@@ -45,6 +45,7 @@ from robo_rl.real.command import (
     trajectory_timing,
 )
 from robo_rl.real.fault import Fault, FaultKind
+from robo_rl.real.handover import Handover, HandoverStep, Mode, hold_vector
 from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, CommandSpec, RobotProfile, held_joint_sources
 from robo_rl.real.runtime import PolicyRuntime
 from robo_rl.real.safety import SafetyFilter, SafetyResult
@@ -63,6 +64,8 @@ class ControlOutput:
     """Seconds from the observation's arrival to this command; None when the safe command was sent instead."""
     intervened: bool = False
     """The command is the operator's action (`intervene`), not the policy's."""
+    handover: HandoverStep | None = None
+    """Who is in control this period (`robo_rl.real.handover`); None for a profile without a hand-over section."""
 
 
 class PolicyController:
@@ -120,13 +123,20 @@ class PolicyController:
         """Arrival time of the observation the newest chunk was made from."""
         self.policy_in_control = False
         """The last command was the policy's own (not the safe command, not the operator's)."""
+        self.handover = _handover(profile, self.safety, clock)
+        """Who is in control, for a profile with a hand-over section; None: the policy, from activation."""
+        self.held_reason: Fault = VEHICLE_HOLDS
+        """While the vehicle holds: why (the fault that handed back keeps its level until the next take-over)."""
 
     def restart(self) -> None:
         """Start control afresh (the node activates): the e-stop latch cleared, the integrals and the policy's
-        memory from their reset values."""
+        memory from their reset values; with a hand-over section the vehicle holds until a take-over."""
         self.safety.reset()
         self.policy_in_control = False
         self._policy_starts()
+        if self.handover is not None:
+            self.handover.restart()
+            self.held_reason = VEHICLE_HOLDS
 
     def observe(self, fields: Mapping[str, float], source: str | None = None) -> None:
         """Merge newly arrived message fields into the latest observation and feed the watchdog of `source`, the
@@ -180,6 +190,8 @@ class PolicyController:
 
     def step(self) -> ControlOutput:
         """The command for this period."""
+        if self.handover is not None and not self.homing:
+            return self._handover_step(self.handover)
         fresh = self.intervention is not None and self.clock() - self.intervened_at <= self.timeout
         intervened = fresh and not self.homing
         if self.homing:
@@ -192,6 +204,77 @@ class PolicyController:
         if not result.withheld:
             self.assembler.record_action(result.command)
         return ControlOutput(self.message_fields(result), result, latency, intervened and not result.fault)
+
+    def _handover_step(self, handover: Handover) -> ControlOutput:
+        """A period under the hand-over protocol: the vehicle holds (the safe command, with why), or the policy's
+        command (blended during the ramp) through the safety filter; any fault hands back in this period. The
+        operator's action replaces the policy's only while the policy is in control."""
+        made: dict[str, object] = {}
+        step = handover.step(lambda: self._handover_action(made), lambda: self._input_fault(made))
+        if step.took_over:
+            self._policy_starts()
+            self.policy_in_control = True
+        if step.mode is Mode.VEHICLE:
+            return self._held(step, made)
+        assert step.command is not None
+        fresh = self.intervention is not None and self.clock() - self.intervened_at <= self.timeout
+        if fresh:
+            assert self.intervention is not None
+            result, latency = self.safety(self.intervention), None
+        else:
+            obs = made.get("obs")
+            result = self.safety(step.command, obs if isinstance(obs, np.ndarray) else None)
+            latency = None if result.fault else self.clock() - self.observed_at
+        if result.fault:  # e.g. a non-finite action: the vehicle takes over in this period
+            made["fault"] = result.fault
+            return self._held(handover.hand_back(str(result.fault)), made, result)
+        if not fresh:
+            self.assembler.commit_integrals()
+        self.assembler.record_action(result.command)
+        return ControlOutput(self.message_fields(result), result, latency, fresh, step)
+
+    def _held(
+        self, step: HandoverStep, made: Mapping[str, object], result: SafetyResult | None = None
+    ) -> ControlOutput:
+        """The vehicle holds: the safe command (a silent vehicle's output sends none), with why: the fault found
+        this period (kept while the vehicle holds), else the reason of a requested hand-back."""
+        self.policy_in_control = False
+        fault = made.get("fault")
+        if isinstance(fault, Fault):
+            self.held_reason = fault
+        elif step.handed_back and result is None:
+            why = handover_reason(self.handover)
+            self.held_reason = VEHICLE_HOLDS.with_detail(f" ({why})") if why else VEHICLE_HOLDS
+        if result is None:
+            result = self._safe(self.held_reason)
+        if not result.withheld:
+            self.assembler.record_action(result.command)
+        return ControlOutput(self.message_fields(result), result, None, False, step)
+
+    def _input_fault(self, made: dict[str, object]) -> str:
+        """Why the policy may not command now: stale inputs or the e-stop ("" when it may), also in `made`."""
+        stale = self.stale_inputs()
+        fault = self._stale_fault(stale) if stale else self.safety.estop_reason if self.safety.estopped else None
+        if fault is None:
+            return ""
+        made["fault"] = fault
+        return fault
+
+    def _handover_action(self, made: dict[str, object]) -> np.ndarray | None:
+        """The policy's action for now (None, with `made["fault"]`, when it cannot give one)."""
+        if not self.policy_in_control and self.handover is not None and self.handover.mode is not Mode.VEHICLE:
+            self._policy_starts()
+        try:
+            obs = self.assembler(self.fields)
+        except MissingFieldError as err:
+            made["fault"] = Fault(FaultKind.MISSING_FIELDS, message=str(err))
+            return None
+        action = self._action(obs)
+        if action is None:
+            made["fault"] = self._spent_fault()
+            return None
+        made["obs"] = obs
+        return action
 
     def message_fields(self, result: SafetyResult) -> dict[str, float]:
         """The command message fields of a filtered command: its actions' fields and, for a JointTrajectory, the
@@ -266,6 +349,33 @@ class PolicyController:
 
 
 HOMING = Fault(FaultKind.HOMING, message="going home (go_home asked)")
+VEHICLE_HOLDS = Fault(FaultKind.VEHICLE)
+"""The vehicle's controller is in charge, not for a fault (before a take-over, or a requested hand-back)."""
+
+
+def handover_reason(handover: Handover | None) -> str:
+    """The reason of the last transition to the vehicle ("" without one)."""
+    if handover is None or not handover.transitions:
+        return ""
+    return handover.transitions[-1].reason
+
+
+def _handover(profile: RobotProfile, safety: SafetyFilter, clock: Callable[[], float]) -> Handover | None:
+    """The hand-over protocol of a profile with a `handover:` section: the ramp starts from its hold command, or
+    from the measured pose for a vehicle holding its measured pose."""
+    settings = profile.handover
+    if settings is None:
+        return None
+    fixed = hold_vector(settings, profile.safe_action)
+
+    def hold() -> np.ndarray:
+        if settings.vehicle == "hold_measured" and safety.measured is not None:
+            return safety.step_of(safety.measured)
+        return fixed
+
+    return Handover(settings, profile.dt, hold, clock)
+
+
 """The fault of the move home: the policy's commands are not sent."""
 
 

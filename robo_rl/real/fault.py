@@ -29,6 +29,9 @@ class FaultKind(Enum):
     NO_POSE = ("no measured pose", Level.WARN)
     CHUNK_SPENT = ("action chunk spent", Level.WARN)
     HOMING = ("going home", Level.WARN)
+    VEHICLE = ("vehicle in control", Level.OK)
+    """The vehicle's own controller holds it (`robo_rl.real.handover`): before a take-over request, or after a
+    requested hand-back; a hand-back for a fault keeps that fault (its kind and level) while the vehicle holds."""
     STOPPED = ("stopped", Level.WARN)
     """Control stopped: the node deactivated or shut down, a robot episode resets or waits for the robot."""
 

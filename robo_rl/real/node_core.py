@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,6 +20,7 @@ from robo_rl.chunks.execution import EXECUTION_MODES, ChunkExecution
 from robo_rl.real.controller import ControlOutput, PolicyController
 from robo_rl.real.derive import derived_fields
 from robo_rl.real.fault import Fault, FaultKind, InputError, Level, fault_level
+from robo_rl.real.handover import REQUESTS, Mode, VehicleLink
 from robo_rl.real.latency import LatencyStats
 from robo_rl.real.safety import SafetyResult
 
@@ -153,6 +154,7 @@ class PolicyNodeCore:
         now_ros_ns: Callable[[], int],
         counters: NodeCounters | None = None,
         frame_decoders: Mapping[str, FrameDecoder] | None = None,
+        vehicle: VehicleLink | None = None,
     ) -> None:
         if not decoders:
             raise ValueError("no inputs to decode: the first input triggers the commands")
@@ -170,6 +172,12 @@ class PolicyNodeCore:
         self.deadline = settings.deadline or controller.profile.dt
         self.lock = threading.Lock()
         self.active = False
+        self.vehicle = vehicle
+        """The vehicle's side of the hand-over (crazyswarm2's commander, PX4's modes); None: the setpoints only."""
+        handover = controller.profile.handover
+        self.silent = handover is not None and handover.silent
+        """While the vehicle holds, no command goes out: its controller holds it only without our setpoints (a
+        quadrotor's safe command, zero thrust, must never be sent in the air)."""
 
     # ------------------------------------------------------------------------------------------------ lifecycle
 
@@ -190,11 +198,41 @@ class PolicyNodeCore:
             return False
         self.active = False
         halt()
+        fault = Fault(FaultKind.STOPPED, message=reason)
         with self.lock:
             self.controller.stop_homing()
-            result = self.controller.safety.safe_command(Fault(FaultKind.STOPPED, message=reason))
-        self._send(self._output(result), None, None)
+            result = self.controller.safety.safe_command(fault)
+            handover = self.controller.handover
+            step = None if handover is None else handover.hand_back(reason)
+        output = self._output(result)
+        self._send(output if step is None else replace(output, handover=step), None, None)
         return True
+
+    def request(self, word: str) -> str:
+        """An operator's request (the node's `vehicle_request` topic): "policy" (take over, after the vehicle
+        link's readiness check), "vehicle" (hand back), or the vehicle link's own (crazyswarm2's "takeoff",
+        "land"). Returns "" when accepted, else why not (also the status)."""
+        handover = self.controller.handover
+        if handover is None:
+            why = f"profile {self.controller.profile.name!r} has no handover section"
+        elif word == "policy":
+            why = self.vehicle.ready() if self.vehicle is not None else ""
+            why = why or ("" if self.active else "the node is not active")
+            if not why:
+                with self.lock:
+                    handover.request_policy()
+        elif word == "vehicle":
+            with self.lock:
+                handover.request_vehicle()
+            why = ""
+        elif self.vehicle is not None:
+            with self.lock:
+                why = self.vehicle.request(word)
+        else:
+            why = f"unknown request {word!r} (this vehicle takes {', '.join(REQUESTS)})"
+        if why:
+            self.status_changed(Level.WARN, f"request {word!r} refused: {why}")
+        return why
 
     # -------------------------------------------------------------------------------------------------- control
 
@@ -286,6 +324,10 @@ class PolicyNodeCore:
         return ControlOutput(self.controller.message_fields(result), result, None)
 
     def _send(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:
+        step = output.handover
+        if step is not None and self._vehicle_sends(output):
+            self._account(output, received, stamp)
+            return
         if output.safety.withheld:  # a held pose before any measured one: nothing is sent, not even the home pose
             self.counters.withheld_commands += 1
             fault = output.safety.fault
@@ -294,6 +336,16 @@ class PolicyNodeCore:
             return
         self.publish_command(output.fields, output.safety.fault)
         self._account(output, received, stamp)
+
+    def _vehicle_sends(self, output: ControlOutput) -> bool:
+        """The vehicle link's part of this period; True when nothing else is published: the link sent it, or the
+        vehicle holds and must not get the safe command."""
+        step = output.handover
+        assert step is not None
+        sent = False
+        if self.vehicle is not None:
+            sent = self.vehicle.on_step(step, output.fields, self.controller.fields)
+        return sent or (self.silent and step.mode is Mode.VEHICLE)
 
     def _account(self, output: ControlOutput, received: float | None, stamp: int | None) -> None:
         counters = self.counters
@@ -347,6 +399,10 @@ class PolicyNodeCore:
         ages = self.controller.input_ages()
         values["stale_inputs"] = ", ".join(name for name in self.controller.stale_inputs() if name)
         values |= {f"input_age_ms.{name or 'observation'}": age * 1e3 for name, age in ages.items()}
+        if self.controller.handover is not None:
+            values |= self.controller.handover.diagnostics()
+        if self.vehicle is not None:
+            values |= self.vehicle.diagnostics()
         chunks = self.controller.chunks
         if chunks is not None:
             values["action_chunk"] = chunks.horizon
