@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from robo_rl.real.drivers import driver_problem
+from robo_rl.real.handover import HandoverSettings
 from robo_rl.real.images import RESIZE_METHODS, FrameSettings
 from robo_rl.real.px4 import DEFAULT_FAULT_HOLD, PX4_QUAD_X_ORDER, motor_permutation
 
@@ -669,6 +670,9 @@ class RobotProfile:
     """Episodes of learning on the robot; None: human resets, no step limit."""
     px4: Px4Settings | None = None
     """PX4 fault hold and motor order (driver px4); None: the defaults of `Px4Settings`."""
+    handover: HandoverSettings | None = None
+    """Who holds the vehicle while the policy does not, and how the policy takes over (`robo_rl.real.handover`);
+    None: the policy commands from activation and every fault sends the safe command."""
     vesc: VescCalibration | None = None
     """A VESC car's speed and steering calibration, its vesc.yaml's (`VescCalibration`): the servo must reach every
     steering angle the actions command, the ESC every forward speed, and a policy's reverse must stop where its
@@ -711,7 +715,36 @@ class RobotProfile:
         self._check_episode()
         self._check_relative_fields()
         self._check_safe_command()
+        self._check_handover()
         self._check_vesc()
+
+    def _check_handover(self) -> None:
+        """The hold command has one value per action within its bounds; the vehicle's controller is one the
+        driver has (crazyswarm2's commander, PX4's position mode; an arm's held pose needs hold_measured)."""
+        handover = self.handover
+        if handover is None:
+            return
+        if handover.hold:
+            _require(
+                len(handover.hold) == len(self.actions), "handover.hold", f"one value per action ({len(self.actions)})"
+            )
+            for value, limit in zip(handover.hold, self.actions, strict=True):
+                inside = limit.low <= value <= limit.high
+                _require(inside, "handover.hold", f"{limit.name} {value} outside [{limit.low}, {limit.high}]")
+        drivers = {"crazyswarm2": ("crazyswarm2", "sim_bridge"), "px4": ("px4", "sim_bridge")}
+        wanted = drivers.get(handover.vehicle)
+        if wanted is not None and self.driver:
+            _require(
+                self.driver in wanted,
+                "handover.vehicle",
+                f"{handover.vehicle} needs driver {wanted[0]}, got {self.driver}",
+            )
+        if handover.vehicle == "hold_measured":
+            _require(
+                self.safe_command == HOLD_MEASURED,
+                "handover.vehicle",
+                f"hold_measured needs safe_command: {HOLD_MEASURED}",
+            )
 
     def _check_references(self) -> None:
         names = set(self.action_names)
@@ -968,7 +1001,7 @@ def _build(cls: type, data: Any, where: str, nested: Mapping[str, type] | None =
         raise ProfileError(f"{_join(where, missing[0])}: missing")
     try:
         return cls(**kwargs)
-    except ProfileError as err:
+    except ValueError as err:  # a ProfileError, or a settings class's own check (HandoverSettings)
         raise ProfileError(_join(where, str(err))) from None
 
 
@@ -991,6 +1024,8 @@ def _build_list(element: type, value: Any, where: str) -> tuple[Any, ...]:
         raise ProfileError(f"{where}: expected a list, got {type(value).__name__}")
     if element is str:
         return tuple(_string(item, f"{where}[{i}]") for i, item in enumerate(value))
+    if element is float:
+        return tuple(_number(item, f"{where}[{i}]") for i, item in enumerate(value))
     return tuple(_build(element, item, f"{where}[{i}]") for i, item in enumerate(value))
 
 
@@ -1012,8 +1047,15 @@ _NESTED: dict[type, dict[str, type]] = {
     WorkspaceLimit: {"norm": str},
     EpisodeSettings: {"reset_actions": ResetMove, "reset_done": WorkspaceLimit, "recovery_actions": ResetMove},
     Px4Settings: {"motor_order": str},
+    HandoverSettings: {"hold": float},
 }
 """Per class: its fields built as lists of (or as one) nested class; the others are scalars."""
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ProfileError(f"{where}: expected a number, got {value!r}")
+    return float(value)
 
 
 def _string(value: Any, where: str) -> str:
