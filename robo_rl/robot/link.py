@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from robo_rl.real.command import TIME_FROM_START, select_command
+from robo_rl.real.command import TIME_FROM_START, select_command, stamped_now
 from robo_rl.real.profile import CommandSpec, RobotProfile
 from robo_rl.real.watchdog import Watchdog
 
@@ -184,7 +184,7 @@ class RosLink:
         from robo_rl.real.ros.messages import set_fields
 
         message = set_fields(self.command_type(), fields)
-        if "header" in self.command_type.get_fields_and_field_types():
+        if "header" in self.command_type.get_fields_and_field_types() and stamped_now(self.spec.type):
             message.header.stamp = self.node.get_clock().now().to_msg()
         if self.spec.joint_names:
             message.joint_names = list(self.spec.joint_names)
