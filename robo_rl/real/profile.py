@@ -22,7 +22,7 @@ import yaml
 from robo_rl.real.drivers import driver_problem
 from robo_rl.real.handover import HandoverSettings
 from robo_rl.real.images import RESIZE_METHODS, FrameSettings
-from robo_rl.real.px4 import DEFAULT_FAULT_HOLD, PX4_QUAD_X_ORDER, motor_permutation
+from robo_rl.real.px4 import DEFAULT_FAULT_HOLD, PX4_QUAD_X_ORDER, RATES_SETPOINT, motor_permutation
 
 KINDS = ("quadrotor", "rc_car", "arm")
 
@@ -476,8 +476,9 @@ class Px4Settings:
     """Seconds of zero body rates at the hold thrust, with the heartbeat, after a fault, before the node goes silent
     and PX4's offboard-loss failsafe acts (VehicleRatesSetpoint only; other setpoints go silent at once). 0: none."""
     hover_thrust: float = 0.0
-    """The hold's thrust, normalized upward in (0, 1] (PX4's MPC_THR_HOVER for this vehicle); 0: the last safe
-    thrust, i.e. the thrust of the last setpoint sent without a fault since activation."""
+    """The hold's thrust, normalized upward in (0, 1]: the vehicle's MPC_THR_HOVER (PX4's uXRCE-DDS bridge does not
+    export its HoverThrustEstimate by default, so the vehicle cannot tell it). 0: unknown, refused for a profile
+    that holds (a handover section, or a fault hold on a VehicleRatesSetpoint)."""
     motor_order: tuple[str, ...] = PX4_QUAD_X_ORDER
     """For an ActuatorMotors command: the positions of PX4's motors 1..4 (`control[0..3]`, its CA_ROTOR0..3), named
     from robo_rl's rotors (front_right, back_right, back_left, front_left). The profile's fields write `control[k]`
@@ -716,6 +717,7 @@ class RobotProfile:
         self._check_relative_fields()
         self._check_safe_command()
         self._check_handover()
+        self._check_hover_thrust()
         self._check_vesc()
 
     def _check_handover(self) -> None:
@@ -744,6 +746,19 @@ class RobotProfile:
                 self.safe_command == HOLD_MEASURED,
                 "handover.vehicle",
                 f"hold_measured needs safe_command: {HOLD_MEASURED}",
+            )
+
+    def _check_hover_thrust(self) -> None:
+        """A PX4 profile that holds the vehicle at hover thrust (the hand-back's or the fault hold's zero body
+        rates) states that thrust: the last commanded one may be 0 or full."""
+        settings = self.px4 or Px4Settings()
+        rates = any(spec.type == RATES_SETPOINT for spec in self.commands)
+        handover = self.handover is not None and self.handover.vehicle == "px4"
+        if settings.hover_thrust == 0 and (handover or (rates and settings.fault_hold > 0)):
+            holds = "handover vehicle px4" if handover else f"fault_hold {settings.fault_hold:g} s"
+            raise ProfileError(
+                f"px4.hover_thrust: unknown (0) but the profile holds at hover thrust ({holds}): set it to the "
+                "vehicle's MPC_THR_HOVER in (0, 1] (PX4 does not publish its hover thrust estimate over uXRCE-DDS)"
             )
 
     def _check_references(self) -> None:
@@ -1040,6 +1055,7 @@ _NESTED: dict[type, dict[str, type]] = {
         "episode": EpisodeSettings,
         "px4": Px4Settings,
         "vesc": VescCalibration,
+        "handover": HandoverSettings,
         "task_params": str,
     },
     CommandSpec: {"fields": CommandField, "joint_names": str},
