@@ -494,6 +494,40 @@ class Px4Settings:
 
 
 @dataclass(frozen=True)
+class CrazyswarmSettings:
+    """What policy_node does for a Crazyflie through crazyswarm2 besides the setpoints (`robo_rl.real.crazyflie_link`):
+    its high-level commander takes off, holds and lands it; the policy flies only in between."""
+
+    takeoff_height: float = 0.5
+    """Height (m, world z) of the high-level take-off, where the vehicle hovers until the policy takes over."""
+    takeoff_duration: float = 2.0
+    """Seconds of the take-off climb; the policy may not take over before it ends."""
+    land_duration: float = 2.0
+    """Seconds of the high-level landing (to z = 0)."""
+    unlock_packets: int = 10
+    """Zero-thrust cmd_vel_legacy packets, one per period, sent on the ground before the take-off: the firmware's
+    thrust lock opens only on a packet with thrust exactly 0 (several, in case the radio drops one)."""
+    handback_duration: float = 1.0
+    """Seconds of the high-level go_to that holds the vehicle where it is when the policy hands back."""
+    ground_height: float = 0.1
+    """The vehicle counts as on the ground (a take-off may be asked) below this odometry z (m)."""
+
+    def __post_init__(self) -> None:
+        _require(
+            0.0 < self.takeoff_height < 10.0, "takeoff_height", f"must lie in (0, 10) m, got {self.takeoff_height}"
+        )
+        for name in ("takeoff_duration", "land_duration", "handback_duration"):
+            value = getattr(self, name)
+            _require(math.isfinite(value) and value > 0, name, f"must be > 0 s, got {value}")
+        _require(self.unlock_packets >= 1, "unlock_packets", f"must be >= 1, got {self.unlock_packets}")
+        _require(
+            0.0 < self.ground_height < self.takeoff_height,
+            "ground_height",
+            f"must lie in (0, takeoff_height {self.takeoff_height}) m, got {self.ground_height}",
+        )
+
+
+@dataclass(frozen=True)
 class VescCalibration:
     """A VESC car's ESC and steering servo calibration: the keys of its vesc.yaml, as F1TENTH's vesc packages read
     them (f1tenth/vesc, ros2 branch). vesc_ackermann's `ackermann_to_vesc` node maps an AckermannDriveStamped
@@ -671,6 +705,9 @@ class RobotProfile:
     """Episodes of learning on the robot; None: human resets, no step limit."""
     px4: Px4Settings | None = None
     """PX4 fault hold and motor order (driver px4); None: the defaults of `Px4Settings`."""
+    crazyswarm2: CrazyswarmSettings | None = None
+    """Take-off, landing and hand-back through crazyswarm2's high-level commander (driver crazyswarm2, with a
+    handover section of vehicle crazyswarm2); None: the defaults of `CrazyswarmSettings`."""
     handover: HandoverSettings | None = None
     """Who holds the vehicle while the policy does not, and how the policy takes over (`robo_rl.real.handover`);
     None: the policy commands from activation and every fault sends the safe command."""
@@ -717,6 +754,10 @@ class RobotProfile:
         self._check_relative_fields()
         self._check_safe_command()
         self._check_handover()
+        crazyswarm2 = self.handover is not None and self.handover.vehicle == "crazyswarm2"
+        _require(
+            self.crazyswarm2 is None or crazyswarm2, "crazyswarm2", "needs a handover section of vehicle crazyswarm2"
+        )
         self._check_hover_thrust()
         self._check_vesc()
 
@@ -1054,6 +1095,7 @@ _NESTED: dict[type, dict[str, type]] = {
         "action_box": ActionBound,
         "episode": EpisodeSettings,
         "px4": Px4Settings,
+        "crazyswarm2": CrazyswarmSettings,
         "vesc": VescCalibration,
         "handover": HandoverSettings,
         "task_params": str,
