@@ -26,10 +26,9 @@ stamped our now: with the robot's clock 1 s ahead of ours, every 20 ms command e
 
 from __future__ import annotations
 
-import itertools
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -37,11 +36,11 @@ from robo_rl.real.command import stamped_now
 from robo_rl.real.controller import HOMING, PolicyController
 from robo_rl.real.profile import JOINT_TRAJECTORY, RobotProfile, load_profile
 from robo_rl.real.runtime import PolicyRuntime
+from robo_rl.sim.rehearsal.jtc import NS, Point, Trajectory, jtc_accepts, one_point_trajectory
+from robo_rl.sim.rehearsal.jtc import Controller as JtcController
 
 from .conftest import FakeClock, export_linear_policy
 
-NS = 1_000_000_000
-FLOAT_EPSILON = float.fromhex("0x1p-23")  # std::numeric_limits<float>::epsilon()
 JOINTS = ("yaw", "shoulder", "elbow", "wrist")
 POSE = (1.2, 0.6, -0.8, 0.2)  # the measured pose, profile order
 OUR_NOW_NS = 1_764_400_000 * NS + 123_456_789  # a wall-clock time on policy_node's computer
@@ -49,76 +48,9 @@ SKEWS_S = (-10.0, -1.0, -0.02, 0.0, 0.02, 1.0, 10.0)
 """The controller's clock minus ours."""
 
 
-@dataclass(frozen=True)
-class Point:
-    time_from_start_ns: int
-    positions: tuple[float, ...] = ()
-    velocities: tuple[float, ...] = ()
-    accelerations: tuple[float, ...] = ()
-    effort: tuple[float, ...] = ()
-
-
-@dataclass(frozen=True)
-class Trajectory:
-    stamp_ns: int
-    joint_names: tuple[str, ...]
-    points: tuple[Point, ...]
-
-
-@dataclass(frozen=True)
-class Controller:
-    """The joint_trajectory_controller parameters the rule reads (defaults: jazzy's parameter file)."""
-
-    joints: tuple[str, ...] = JOINTS
-    now_ns: int = OUR_NOW_NS
-    allow_partial_joints_goal: bool = False
-    allow_nonzero_velocity_at_trajectory_end: bool = False
-    effort_command_interface: bool = False
-
-
-def jtc_accepts(trajectory: Trajectory, controller: Controller) -> str:
-    """ "" when the controller takes `trajectory`, else why it drops it (module docstring: the rule and its source)."""
-    names, points = trajectory.joint_names, trajectory.points
-    if not controller.allow_partial_joints_goal and len(names) != len(controller.joints):
-        return "joint count differs from the controller's"
-    if not names or not points:
-        return "no joint names" if not names else "no points"
-    foreign = [name for name in names if name not in controller.joints]
-    if foreign:
-        return f"joint {foreign[0]} is not the controller's"
-    if not controller.allow_nonzero_velocity_at_trajectory_end and any(
-        abs(v) > FLOAT_EPSILON for v in points[-1].velocities
-    ):
-        return "last point moves"
-    if trajectory.stamp_ns != 0 and trajectory.stamp_ns + points[-1].time_from_start_ns < controller.now_ns:
-        return "ends in the past"
-    for before, after in itertools.pairwise(points):
-        if after.time_from_start_ns <= before.time_from_start_ns:
-            return "time_from_start not increasing"
-    for point in points:
-        if len(point.positions) != len(names) or any(
-            values and len(values) != len(names) for values in (point.velocities, point.accelerations)
-        ):
-            return "a point's values do not match the joint names"
-        if point.effort and not controller.effort_command_interface:
-            return "effort without an effort command interface"
-    return ""
-
-
-_POINT_FIELD = re.compile(r"points\[0\]\.(positions|velocities|accelerations|effort)\[(\d+)\]")
-
-
-def one_point_trajectory(fields: Mapping[str, float], joint_names: Sequence[str], stamp_ns: int) -> Trajectory:
-    """The JointTrajectory CommandOutput publishes from policy_node's message fields: one point, the profile's
-    joint names, the given header stamp."""
-    values: dict[str, dict[int, float]] = {}
-    for path, value in fields.items():
-        match = _POINT_FIELD.fullmatch(path)
-        if match:
-            values.setdefault(match[1], {})[int(match[2])] = value
-    duration = int(fields["points[0].time_from_start.sec"]) * NS + int(fields["points[0].time_from_start.nanosec"])
-    arrays = {kind: tuple(by_index[i] for i in sorted(by_index)) for kind, by_index in values.items()}
-    return Trajectory(stamp_ns, tuple(joint_names), (Point(duration, **arrays),))
+def Controller(**settings: Any) -> JtcController:
+    """The arm's controller at our now unless told otherwise (jazzy's defaults otherwise)."""
+    return JtcController(**{"joints": JOINTS, "now_ns": OUR_NOW_NS, **settings})
 
 
 def sent_stamp_ns(command_type: str, our_now_ns: int) -> int:
