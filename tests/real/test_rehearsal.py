@@ -26,7 +26,8 @@ def _no_messages(_: str) -> bool:
 def test_the_car_hands_over_and_back_without_breaking_the_vesc_rules(policy_file: Callable[[str], Path]) -> None:
     ramp = 0.5
     profile = replace(load_profile("rc_car"), handover=HandoverSettings("stop", ramp=ramp))
-    report = rehearse(CarRig(profile), str(policy_file("rc_car")), standard_plan(False, "track"), available=_no_messages)
+    plan = standard_plan(False, "track")
+    report = rehearse(CarRig(profile), str(policy_file("rc_car")), plan, available=_no_messages)
     assert report.violations == []
     assert [(t.to, t.cause) for t in report.transitions] == [
         ("policy", "policy"),
