@@ -10,26 +10,41 @@ stream has run for `REQUEST_AFTER_HEARTBEATS` heartbeats, as PX4 requires. PX4 a
 messages in microseconds. Supported: PX4 v1.15 and later (`PX4_VERSIONS`; the bundled px4_msgs hash like v1.15's
 and v1.16's, except VehicleStatus, which is v1.16's message version 1 on `fmu/out/vehicle_status_v1`).
 
-On a fault (`FaultHold`): PX4 keeps executing the last setpoint it received until its offboard-loss failsafe acts,
-COM_OF_LOSS_T after the last heartbeat (1 s by default). Going silent right after a 10 rad/s setpoint would let it
-fly that for a second. So for a body-rate setpoint policy_node first sends, for `fault_hold` s (profile, default
-0.2 s), zero body rates at the hold thrust, with the heartbeat, then stops both, so that the last setpoint PX4 keeps
-is the benign one while its failsafe (COM_OBL_RC_ACT) takes over. The hold thrust is the profile's `hover_thrust`
-when it gives one, otherwise the last safe thrust: the `thrust_body` of the last setpoint published without a fault
-since activation (the policy's or the operator's command after the safety filter, in PX4's FRD units). Without
-either (a fault before the first good setpoint and no hover_thrust) there is no hold: silence at once. Zero rates
-hold the attitude the vehicle had, they do not level it; the hold is short on purpose. Other setpoint types go silent
-at once: attitude (not bundled; level attitude would need the heading the faulty inputs may not give), thrust and
-torque, and ActuatorMotors (no rate loop runs in PX4 for those: zero torque or equal motors freeze whatever angular
-velocity the vehicle has, which is no safer than PX4's failsafe after COM_OF_LOSS_T; keep that short).
+Hand-back (`Px4HandBack`, for a profile with a `handover:` section, vehicle px4): when control goes back to the
+vehicle (any fault, or a requested hand-back), policy_node asks PX4 to hold the vehicle itself: a VehicleCommand
+DO_SET_MODE to AUTO_LOITER (PX4's Hold mode: main mode AUTO 4, sub mode LOITER 3). Hold is chosen over Position
+mode (POSCTL 3) because POSCTL needs a manual control signal: without RC or joystick PX4 refuses to switch to it
+(commander's mode checks clear its can-run bit when manual control is lost), while Hold needs only a position
+estimate. Until PX4 accepts (VehicleCommandAck ACCEPTED, or VehicleStatus nav_state out of OFFBOARD), policy_node
+keeps sending the hold setpoint (zero body rates at the hover thrust) with the heartbeat, resending the request
+every `HANDBACK_RETRY_S` s, `HANDBACK_ATTEMPTS` sends at most; once accepted, or `fault_hold` s after the hand-back
+without an acceptance, it goes silent: in Hold PX4 ignores offboard setpoints, and a PX4 still in offboard mode
+meets its offboard-loss failsafe (COM_OF_LOSS_T, then COM_OBL_RC_ACT) as the last resort, with the benign hold
+setpoint as the last one it received.
+
+Without a hand-over section (`FaultHold`): on a fault PX4 keeps executing the last setpoint it received until its
+offboard-loss failsafe acts, COM_OF_LOSS_T after the last heartbeat (1 s by default). Going silent right after a
+10 rad/s setpoint would let it fly that for a second. So for a body-rate setpoint policy_node first sends, for
+`fault_hold` s (profile, default 0.2 s), zero body rates at the hover thrust, with the heartbeat, then stops both.
+
+The hover thrust is the profile's `px4.hover_thrust` (the vehicle's MPC_THR_HOVER): PX4 estimates it
+(HoverThrustEstimate) but its uXRCE-DDS bridge does not export that topic by default (dds_topics.yaml), so the
+vehicle cannot tell it; a profile that would hold without knowing it is refused (`robo_rl.real.profile`). Zero rates
+hold the attitude the vehicle had, they do not level it; the hold is short on purpose. Other setpoint types go
+silent at once: attitude (not bundled; level attitude would need the heading the faulty inputs may not give),
+thrust and torque, and ActuatorMotors (no rate loop runs in PX4 for those: zero torque or equal motors freeze
+whatever angular velocity the vehicle has, which is no safer than PX4's failsafe after COM_OF_LOSS_T; keep that
+short).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from robo_rl.real.handover import HandoverStep, Mode
 
 PACKAGE = "px4_msgs"
 HEARTBEAT_HZ = 10.0
@@ -74,8 +89,21 @@ SETPOINT_FLAG = {
 """The OffboardControlMode flag each setpoint type needs."""
 VEHICLE_CMD_DO_SET_MODE = 176
 VEHICLE_CMD_COMPONENT_ARM_DISARM = 400
+PX4_CUSTOM_MAIN_MODE_POSCTL = 3.0
+PX4_CUSTOM_MAIN_MODE_AUTO = 4.0
 PX4_CUSTOM_MAIN_MODE_OFFBOARD = 6.0
+PX4_CUSTOM_SUB_MODE_AUTO_LOITER = 3.0
+"""px4_custom_mode.h: main modes MANUAL 1, ALTCTL 2, POSCTL 3, AUTO 4, ACRO 5, OFFBOARD 6; AUTO's sub modes READY 1,
+TAKEOFF 2, LOITER 3 (PX4's Hold mode)."""
 MAV_MODE_FLAG_CUSTOM_MODE_ENABLED = 1.0
+NAVIGATION_STATE_POSCTL = 2
+NAVIGATION_STATE_AUTO_LOITER = 4
+NAVIGATION_STATE_OFFBOARD = 14
+"""VehicleStatus.nav_state values (msg/VehicleStatus.msg)."""
+HANDBACK_RETRY_S = 0.1
+"""Seconds between sends of the hand-back's mode switch while PX4 has not accepted it."""
+HANDBACK_ATTEMPTS = 3
+"""Sends of the hand-back's mode switch, the first included."""
 ACK_RESULTS = {
     0: "accepted",
     1: "temporarily rejected",
@@ -150,41 +178,40 @@ class FaultHold:
     """What goes to PX4 for each setpoint decision (see the module docstring): `setpoint(fields, fault, now)` returns
     the fields to publish, the hold setpoint's, or None for silence.
 
-    `hold`: seconds of the hold (0: none); `hover_thrust`: normalized upward thrust in (0, 1], or 0 to use the last
-    safe thrust; `body_rates`: whether the setpoint is a VehicleRatesSetpoint (the only type with a hold)."""
+    `hold`: seconds of the hold (0: none); `hover_thrust`: normalized upward thrust in (0, 1], or 0 when unknown (then
+    there is no hold: silence at once; the profile refuses a hold without it); `body_rates`: whether the setpoint is
+    a VehicleRatesSetpoint (the only type with a hold)."""
 
     def __init__(self, hold: float, hover_thrust: float, body_rates: bool) -> None:
         if not (math.isfinite(hold) and hold >= 0 and 0 <= hover_thrust <= 1):
             raise ValueError(f"fault hold {hold} s must be >= 0 and hover thrust {hover_thrust} in [0, 1]")
         self.hold = hold if body_rates else 0.0
         self.hover_thrust = hover_thrust
-        self.last_thrust: tuple[float, float, float] | None = None
         self.fault_since: float | None = None
 
     def restart(self) -> None:
-        """Activation: no safe thrust known yet, no fault."""
-        self.last_thrust, self.fault_since = None, None
+        """Activation: no fault."""
+        self.fault_since = None
 
     def setpoint(self, fields: Mapping[str, float], fault: str, now: float) -> dict[str, float] | None:
         """For the command `fields` with `fault` ("" for a good one) at `now` (s, monotonic): the fields to send, the
         hold's (zero rates at `thrust()`) within `hold` s of the fault's start, or None (silence)."""
         if not fault:
             self.fault_since = None
-            x, y, z = (float(fields.get(f"thrust_body[{i}]", 0.0)) for i in range(3))
-            self.last_thrust = (x, y, z)
             return dict(fields)
         if self.fault_since is None:
             self.fault_since = now
         held = self.thrust()
         if held is None or not self._holding(now):
             return None
-        return {"roll": 0.0, "pitch": 0.0, "yaw": 0.0, **{f"thrust_body[{i}]": held[i] for i in range(3)}}
+        return hold_setpoint(held)
 
     def thrust(self) -> tuple[float, float, float] | None:
-        """The hold's thrust_body (FRD, normalized): the profile's hover thrust upward, or the last safe thrust."""
+        """The hold's thrust_body (FRD, normalized): the profile's hover thrust upward; None when it is unknown (the
+        last commanded thrust may be 0 or full: never reused)."""
         if self.hover_thrust > 0:
             return (0.0, 0.0, -self.hover_thrust)
-        return self.last_thrust
+        return None
 
     def phase(self, now: float) -> str:
         """The fault phase: empty without a fault, "hold" during the hold, "silent" after it."""
@@ -198,6 +225,11 @@ class FaultHold:
         return now - self.fault_since < self.hold - 1e-9
 
 
+def hold_setpoint(thrust: tuple[float, float, float]) -> dict[str, float]:
+    """The VehicleRatesSetpoint fields of the hold: zero body rates at `thrust` (thrust_body, FRD, normalized)."""
+    return {"roll": 0.0, "pitch": 0.0, "yaw": 0.0, **{f"thrust_body[{i}]": thrust[i] for i in range(3)}}
+
+
 # ------------------------------------------------------------------------------------------ vehicle commands
 
 
@@ -209,6 +241,7 @@ class VehicleRequest:
     command: int
     param1: float
     param2: float = 0.0
+    param3: float = 0.0
 
     def fields(
         self, now_us: int, target_system: int = 1, target_component: int = 1, confirmation: int = 0
@@ -220,6 +253,7 @@ class VehicleRequest:
             "command": self.command,
             "param1": self.param1,
             "param2": self.param2,
+            "param3": self.param3,
             "target_system": target_system,
             "target_component": target_component,
             "source_system": 1,
@@ -233,6 +267,14 @@ OFFBOARD_REQUEST = VehicleRequest(
     "offboard", VEHICLE_CMD_DO_SET_MODE, MAV_MODE_FLAG_CUSTOM_MODE_ENABLED, PX4_CUSTOM_MAIN_MODE_OFFBOARD
 )
 ARM_REQUEST = VehicleRequest("arm", VEHICLE_CMD_COMPONENT_ARM_DISARM, 1.0)
+HOLD_REQUEST = VehicleRequest(
+    "hold",
+    VEHICLE_CMD_DO_SET_MODE,
+    MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
+    PX4_CUSTOM_MAIN_MODE_AUTO,
+    PX4_CUSTOM_SUB_MODE_AUTO_LOITER,
+)
+"""The hand-back: PX4's Hold mode (AUTO_LOITER), which holds position without stick input."""
 
 
 @dataclass
@@ -265,6 +307,12 @@ class OffboardLink:
         self.staleness = staleness
         self.last_command: float | None = None
         self.faulted = False
+        self.heartbeats = 0
+
+    def restart(self) -> None:
+        """The policy takes over again: the asked requests start afresh after a new run of heartbeats (PX4 left
+        offboard at the last hand-back, so it must be asked again)."""
+        self.states = [RequestState(state.request) for state in self.states]
         self.heartbeats = 0
 
     def on_command(self, published: bool, fault: bool, now: float) -> None:
@@ -323,3 +371,138 @@ class OffboardLink:
     def diagnostics(self) -> dict[str, object]:
         """`px4_request_<name>`: each request's state, e.g. "accepted after 2 sends"."""
         return {f"px4_request_{s.request.name}": s.report() for s in self.states}
+
+
+# ----------------------------------------------------------------------------------------------------- hand-back
+
+
+class Px4HandBack:
+    """The hand-back to PX4's Hold mode (the module docstring), stepped by time: `start(now)` when control goes back
+    to the vehicle, then each period `setpoint(now)` (the hold setpoint, or None: silent) and `due(now)` (the
+    confirmation of a mode-switch send due now, or None); PX4's answers through `on_ack` and `on_nav_state`.
+
+    Phases: "" (no hand-back since the last take-over), "switching" (hold setpoints, the request sent until PX4
+    accepts), "accepted" (PX4 holds the vehicle: silent), "gave up" (not accepted within `hold` s: silent, PX4's
+    offboard-loss failsafe acts)."""
+
+    def __init__(self, hold: float, hover_thrust: float) -> None:
+        if not (math.isfinite(hold) and hold > 0 and 0 < hover_thrust <= 1):
+            raise ValueError(f"hand-back hold {hold} s must be > 0 and hover thrust {hover_thrust} in (0, 1]")
+        self.hold = hold
+        self.thrust = (0.0, 0.0, -hover_thrust)
+        self.phase = ""
+        self.since = 0.0
+        self.sends = 0
+        self.sent_at = 0.0
+        self.answer = ""
+        self.how = ""
+
+    def reset(self) -> None:
+        """The policy took over: no hand-back pending."""
+        self.phase, self.sends, self.answer, self.how = "", 0, "", ""
+
+    def start(self, now: float) -> None:
+        """Control went back to the vehicle at `now` (s, monotonic)."""
+        self.phase, self.since, self.sends, self.answer, self.how = "switching", now, 0, "", ""
+
+    def setpoint(self, now: float) -> dict[str, float] | None:
+        """The hold setpoint while PX4 has not accepted and the hold lasts; None (silence) otherwise."""
+        if self.phase != "switching":
+            return None
+        if now - self.since >= self.hold - 1e-9:
+            self.phase = "gave up"
+            return None
+        return hold_setpoint(self.thrust)
+
+    def due(self, now: float) -> int | None:
+        """The confirmation (0, 1, ...) of the mode-switch send due now; None when none is."""
+        if self.phase != "switching" or self.sends >= HANDBACK_ATTEMPTS:
+            return None
+        if self.sends and now - self.sent_at < HANDBACK_RETRY_S - 1e-9:
+            return None
+        self.sends += 1
+        self.sent_at = now
+        return self.sends - 1
+
+    def on_ack(self, command: int, result: int) -> str:
+        """PX4's answer to a command: taken while switching, for the mode switch (words, else "")."""
+        if self.phase != "switching" or not self.sends or command != HOLD_REQUEST.command:
+            return ""
+        self.answer = ACK_RESULTS.get(result, f"result {result}")
+        if result == ACK_ACCEPTED:
+            self.phase, self.how = "accepted", "acknowledged"
+        return self.answer
+
+    def on_nav_state(self, nav_state: int) -> None:
+        """PX4's VehicleStatus: out of offboard while switching, PX4 is in charge (it switched, or its failsafe or
+        the pilot did)."""
+        if self.phase == "switching" and nav_state != NAVIGATION_STATE_OFFBOARD:
+            self.phase, self.how = "accepted", f"nav_state {nav_state}"
+
+    def report(self) -> str:
+        if not self.phase:
+            return ""
+        sends = f"{self.sends} send{'s' if self.sends != 1 else ''}"
+        if self.phase == "accepted":
+            return f"PX4 holds ({self.how} after {sends})"
+        if self.phase == "switching":
+            return f"switching to Hold ({sends})"
+        answer = f", last answer: {self.answer}" if self.answer else ", no answer"
+        return f"gave up after {sends}{answer}: PX4's offboard-loss failsafe acts"
+
+
+class Px4Vehicle:
+    """PX4's side of the hand-over (`robo_rl.real.handover.VehicleLink`), without ROS: while the vehicle holds, the
+    hand-back's hold setpoints and mode switch (`Px4HandBack`) go out through `send_setpoint` and `send_request`;
+    while the policy commands, nothing here (the setpoints go out as usual). `link` is the heartbeat's
+    `OffboardLink`: it runs while hold setpoints are sent, and its requests start afresh at each take-over."""
+
+    def __init__(
+        self,
+        handback: Px4HandBack,
+        link: OffboardLink,
+        send_setpoint: Callable[[dict[str, float]], None],
+        send_request: Callable[[VehicleRequest, int], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self.handback = handback
+        self.link = link
+        self.send_setpoint = send_setpoint
+        self.send_request = send_request
+        self.clock = clock
+
+    def on_step(self, step: HandoverStep, fields: Mapping[str, float], observed: Mapping[str, float]) -> bool:
+        now = self.clock()
+        if step.took_over:
+            self.handback.reset()
+            self.link.restart()
+        if step.handed_back:
+            self.handback.start(now)
+        if step.mode is not Mode.VEHICLE:
+            return False
+        sent = self.handback.setpoint(now)
+        self.link.on_command(sent is not None, True, now)
+        if sent is not None:
+            self.send_setpoint(sent)
+            confirmation = self.handback.due(now)
+            if confirmation is not None:
+                self.send_request(HOLD_REQUEST, confirmation)
+        return True
+
+    def request(self, word: str) -> str:
+        return f"unknown request {word!r} (PX4 takes policy, vehicle)"
+
+    def ready(self) -> str:
+        """A take-over waits until PX4 has answered the last hand-back (accepted, or the hold has run out)."""
+        if self.handback.phase == "switching":
+            return "PX4 has not taken the last hand-back yet"
+        return ""
+
+    def on_ack(self, command: int, result: int) -> str:
+        """PX4's answer: the hand-back's while it switches, else the offboard link's requests'."""
+        if self.handback.phase == "switching":
+            return self.handback.on_ack(command, result)
+        return self.link.on_ack(command, result)
+
+    def diagnostics(self) -> dict[str, object]:
+        return {"px4_handback": self.handback.report()}

@@ -136,9 +136,11 @@ def _fly(policy: Path, steps: int, seed: int, episode_length: float) -> Flight:
     """Fly the simulated X500 (the X500 preset's evaluation frame) with `policy` through PolicyNodeCore on the
     quadrotor_px4 profile: each step the simulator's true state goes in as PX4's VehicleOdometry fields, the rates
     setpoint fields that come out are read back into actions (as sim_bridge does) and step the simulator. A new
-    episode (the simulator's reset) starts with a new activation, as on the robot."""
+    episode (the simulator's reset) starts with a new activation, as on the robot. The profile's hand-over section
+    is left out: the policy commands from activation, as in the simulator (the ramp: test_handover.py)."""
     clock = FakeClock()
-    controller = PolicyController(PolicyRuntime(policy, PX4), PX4, clock, available=lambda _: False)
+    profile = replace(PX4, handover=None)
+    controller = PolicyController(PolicyRuntime(policy, profile), profile, clock, available=lambda _: False)
     sent: list[dict[str, float]] = []
     core = PolicyNodeCore(
         controller, NodeSettings(), {"odom": dict}, lambda fields, fault: sent.append(fields), lambda *_: None,

@@ -164,12 +164,12 @@ def _fly(hold: px4.FaultHold, link: px4.OffboardLink, faults: list[str], start: 
     return out
 
 
-def test_a_fault_sends_zero_rates_at_the_last_safe_thrust_for_the_hold_then_silence() -> None:
-    hold, link = px4.FaultHold(0.2, 0.0, body_rates=True), px4.OffboardLink(False, False, staleness=0.05)
+def test_a_fault_sends_zero_rates_at_the_hover_thrust_for_the_hold_then_silence() -> None:
+    hold, link = px4.FaultHold(0.2, 0.6, body_rates=True), px4.OffboardLink(False, False, staleness=0.05)
     steps = _fly(hold, link, [""] * 50 + ["stale observation: odom"] * 100)
     assert all(sent == GOOD for _, sent, _ in steps[:50])
     held = [sent for _, sent, _ in steps[50:70]]
-    # The hold: 20 decisions (0.2 s at 100 Hz) of zero body rates at the thrust of the last good setpoint.
+    # The hold: 20 decisions (0.2 s at 100 Hz) of zero body rates at the hover thrust.
     expected = {"roll": 0.0, "pitch": 0.0, "yaw": 0.0, "thrust_body[0]": 0.0, "thrust_body[1]": 0.0}
     assert held == [{**expected, "thrust_body[2]": -0.6}] * 20
     assert all(sent is None for _, sent, _ in steps[70:])  # then silence: PX4's failsafe acts
@@ -190,8 +190,9 @@ def test_the_hold_restarts_after_good_setpoints_and_uses_the_hover_thrust_when_g
 
 def test_without_a_known_thrust_or_for_other_setpoints_a_fault_is_silent_at_once() -> None:
     link = px4.OffboardLink(False, False, staleness=0.05)
-    never_good = px4.FaultHold(0.2, 0.0, body_rates=True)  # a fault before the first good setpoint, no hover thrust
-    assert all(sent is None for _, sent, _ in _fly(never_good, link, ["missing input: odom"] * 30))
+    # No hover thrust: the last commanded thrust (here 0.6 up, but possibly 0 or full) is never reused.
+    unknown = px4.FaultHold(0.2, 0.0, body_rates=True)
+    assert all(sent is None for _, sent, _ in _fly(unknown, link, [""] * 5 + ["missing input: odom"] * 30)[5:])
     motors = px4.FaultHold(0.2, 0.5, body_rates=False)  # ActuatorMotors, thrust and torque, attitude
     assert [sent is None for _, sent, _ in _fly(motors, link, [""] * 5 + ["e-stop"] * 5)] == [False] * 5 + [True] * 5
     no_hold = px4.FaultHold(0.0, 0.5, body_rates=True)
@@ -202,7 +203,8 @@ def test_without_a_known_thrust_or_for_other_setpoints_a_fault_is_silent_at_once
 
 def test_the_profile_sets_the_hold() -> None:
     settings = load_profile("quadrotor_px4").px4
-    assert settings is not None and settings.fault_hold == px4.DEFAULT_FAULT_HOLD == 0.2
+    assert settings is not None and (settings.fault_hold, settings.hover_thrust) == (0.3, 0.6)
+    assert px4.DEFAULT_FAULT_HOLD == 0.2
     assert Px4Settings().motor_order == px4.PX4_QUAD_X_ORDER
     with pytest.raises(ProfileError, match="hover_thrust"):
         Px4Settings(hover_thrust=1.5)

@@ -102,7 +102,9 @@ class CommandOutput:
 
 class Px4Output:
     """PX4's offboard protocol around the setpoint (the module docstring): the fault hold, the motor order, the
-    OffboardControlMode heartbeat, the VehicleCommand requests with their acks, VehicleStatus."""
+    OffboardControlMode heartbeat, the VehicleCommand requests with their acks, VehicleStatus. For a profile with a
+    handover section (vehicle px4) and a VehicleRatesSetpoint it is also the vehicle link (`on_step`, `request`,
+    `ready`: `px4.Px4Vehicle`): the hand-back switches PX4 to its Hold mode."""
 
     def __init__(self, node: Any, command: CommandOutput, spec: CommandSpec, profile: RobotProfile, report: StatusSink):
         self.node, self.command, self.report = node, command, report
@@ -113,6 +115,7 @@ class Px4Output:
         self.motors = px4.motor_permutation(settings.motor_order) if spec.type == px4.ACTUATOR_MOTORS else None
         offboard, arm = bool(node.get_parameter("px4_offboard").value), bool(node.get_parameter("px4_arm").value)
         self.link = px4.OffboardLink(offboard, arm, staleness=profile.staleness_timeout)
+        self.vehicle = self._vehicle(profile, spec, settings)
         self.refusal_reported = False
         self.status: dict[str, object] = {}
         self.timer: Any = None
@@ -121,6 +124,36 @@ class Px4Output:
         self.mode_publisher = node.create_lifecycle_publisher(self.mode_type, px4.OFFBOARD_MODE_TOPIC, 10)
         self.command_publisher = node.create_lifecycle_publisher(self.command_type, px4.VEHICLE_COMMAND_TOPIC, 10)
         self.subscriptions = self._subscribe(px4.status_topic(str(node.get_parameter("px4_version").value)))
+
+    def _vehicle(self, profile: RobotProfile, spec: CommandSpec, settings: Px4Settings) -> px4.Px4Vehicle | None:
+        """The hand-back to PX4's Hold mode, for a profile whose handover vehicle is px4 (rates setpoints only: the
+        hold setpoint is zero body rates at hover thrust)."""
+        if profile.handover is None or profile.handover.vehicle != "px4" or spec.type != px4.RATES_SETPOINT:
+            return None
+        handback = px4.Px4HandBack(settings.fault_hold, settings.hover_thrust)
+        return px4.Px4Vehicle(handback, self.link, self._send_hold, self._send_request, time.monotonic)
+
+    def on_step(self, step: Any, fields: Any, observed: Any) -> bool:
+        """The vehicle link's part of a period (`robo_rl.real.handover.VehicleLink`)."""
+        return self.vehicle.on_step(step, fields, observed) if self.vehicle is not None else False
+
+    def request(self, word: str) -> str:
+        return self.vehicle.request(word) if self.vehicle is not None else f"unknown request {word!r}"
+
+    def ready(self) -> str:
+        return self.vehicle.ready() if self.vehicle is not None else ""
+
+    def _send_hold(self, fields: dict[str, float]) -> None:
+        self.command.send(fields, "hand-back")
+
+    def _send_request(self, request: px4.VehicleRequest, confirmation: int) -> None:
+        now_us = px4.timestamp_us(self.node.get_clock().now().nanoseconds)
+        self.command_publisher.publish(
+            self.command_type(**request.fields(now_us, *self.target, confirmation=confirmation))
+        )
+        self.node.get_logger().warning(
+            f"PX4: sent VehicleCommand {request.command} ({request.name}, send {confirmation + 1})"
+        )
 
     def _subscribe(self, status_topic: str) -> list[Any]:
         """PX4's answers to the commands, and its VehicleStatus where the px4_version's message matches ours."""
@@ -164,7 +197,8 @@ class Px4Output:
         self._gave_up()
 
     def on_ack(self, message: Any) -> None:
-        answer = self.link.on_ack(int(message.command), int(message.result))
+        command, result = int(message.command), int(message.result)
+        answer = self.vehicle.on_ack(command, result) if self.vehicle is not None else self.link.on_ack(command, result)
         if answer:
             self.node.get_logger().info(f"PX4: VehicleCommand {message.command} {answer}")
             self._gave_up()
@@ -175,6 +209,8 @@ class Px4Output:
             "px4_nav_state": int(message.nav_state),
             "px4_failsafe": bool(message.failsafe),
         }
+        if self.vehicle is not None:
+            self.vehicle.handback.on_nav_state(int(message.nav_state))
 
     def _gave_up(self) -> None:
         """Once, when a request has run out of sends: logged, and the status says so until the next change."""
@@ -186,6 +222,8 @@ class Px4Output:
 
     def start(self) -> None:
         self.hold.restart()
+        if self.vehicle is not None:
+            self.vehicle.handback.reset()
         self.timer = self.node.create_timer(1.0 / px4.HEARTBEAT_HZ, self.heartbeat)
 
     def halt(self) -> None:
@@ -201,7 +239,13 @@ class Px4Output:
         self.command.release()
 
     def diagnostics(self) -> dict[str, object]:
-        return {"px4_fault_phase": self.hold.phase(time.monotonic()), **self.link.diagnostics(), **self.status}
+        vehicle = self.vehicle.diagnostics() if self.vehicle is not None else {}
+        return {
+            "px4_fault_phase": self.hold.phase(time.monotonic()),
+            **self.link.diagnostics(),
+            **vehicle,
+            **self.status,
+        }
 
 
 def _mavlink_id(node: Any, name: str) -> int:
