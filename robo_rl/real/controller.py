@@ -214,6 +214,10 @@ class PolicyController:
         if step.took_over:
             self._policy_starts()
             self.policy_in_control = True
+            if handover.ramp_from is not None and not self.safety.hold_measured:
+                # The rate limits start from what the vehicle's controller was doing (the hold command), not from
+                # the safe command the vehicle never got (a Crazyflie: thrust -1 would cap the first command at 0).
+                self.safety.previous = handover.ramp_from.copy()
         if step.mode is Mode.VEHICLE:
             return self._held(step, made)
         assert step.command is not None

@@ -24,8 +24,13 @@ WEIGHTS = {
 
 
 def _profile(folder: Path) -> Path:
-    """quadrotor_crazyswarm2 with its gyro input as a labelled Float32MultiArray (no crazyflie_interfaces here)."""
+    """quadrotor_crazyswarm2 with its gyro input as a labelled Float32MultiArray (no crazyflie_interfaces here) and
+    without its hand-over (the policy in control from activation, the zero-thrust safe command on a fault): this
+    scenario checks the messages; the hand-over to and from the high-level commander is
+    tests/real/test_crazyflie_handover.py's."""
     data = yaml.safe_load(resources.files("robo_rl.real").joinpath("profiles/quadrotor_crazyswarm2.yaml").read_text())
+    data.pop("handover")
+    data.pop("crazyswarm2")
     labels = ["values[0]", "values[1]", "values[2]"]
     data["inputs"] = [
         {"name": "gyro", "type": "std_msgs/msg/Float32MultiArray", "labels": labels} if spec["name"] == "gyro" else spec
