@@ -10,7 +10,10 @@ Topics (relative names, remap them onto the robot's driver):
               `go_home` (std_msgs/Bool, in every lifecycle state; profiles with `safe_command: hold_measured`, the
               arm: true moves to the home pose, rate limited, instead of the policy until deactivation (asked while
               inactive, from the next activation); false hands control back to the policy);
-              `intervention` (std_msgs/Float32MultiArray: the operator's action in policy units, from teleop_node)
+              `intervention` (std_msgs/Float32MultiArray: the operator's action in policy units, from teleop_node);
+              `vehicle_request` (std_msgs/String; profiles with a `handover:` section: "policy" hands control to
+              the policy, ramped in from the vehicle's hold; "vehicle" hands it back to the vehicle's controller;
+              a vehicle's own words, e.g. crazyswarm2's "takeoff", "land"; a refusal goes to /diagnostics)
   publishes   the profile's command topic and type (e.g. `cmd_motors`, std_msgs/Float32MultiArray);
               `/diagnostics` (diagnostic_msgs/DiagnosticArray) every `diagnostics_period` s and on each new fault.
 
@@ -76,11 +79,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from rclpy.lifecycle import LifecycleNode, TransitionCallbackReturn
 
 from robo_rl.real.controller import PolicyController
+from robo_rl.real.handover import VehicleLink
 from robo_rl.real.loop import ControlLoop
 from robo_rl.real.node_core import NodeCounters, NodeSettings, PolicyNodeCore
 from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
@@ -186,6 +190,7 @@ class PolicyNode(LifecycleNode):
             now_ros_ns=lambda: self.get_clock().now().nanoseconds,
             counters=self.counters,
             frame_decoders={item.spec.name: item.decode for item in cameras},
+            vehicle=cast(VehicleLink, self.output) if hasattr(self.output, "on_step") else None,  # the vehicle link
         )
         self._subscribe([*inputs, *cameras])
         info = runtime.info
@@ -200,7 +205,7 @@ class PolicyNode(LifecycleNode):
 
     def _subscribe(self, inputs: Sequence[TopicInput | ImageInput]) -> None:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-        from std_msgs.msg import Bool, Float32MultiArray
+        from std_msgs.msg import Bool, Float32MultiArray, String
 
         for item in inputs:
             callback = partial(self.on_input, item.spec.name)
@@ -214,6 +219,7 @@ class PolicyNode(LifecycleNode):
         self.subscriptions_.append(
             self.create_subscription(Float32MultiArray, "intervention", self.on_intervention, 10)
         )
+        self.subscriptions_.append(self.create_subscription(String, "vehicle_request", self.on_vehicle_request, 10))
 
     def on_activate(self, state: Any) -> Any:
         assert self.core is not None and self.profile is not None
@@ -319,6 +325,17 @@ class PolicyNode(LifecycleNode):
             return
         when = "now" if core.active else "from the next activation"
         self.get_logger().warning(f"go_home: moving to the home pose {when}, rate limited, until deactivated")
+
+    def on_vehicle_request(self, message: Any) -> None:
+        """An operator's hand-over request (PolicyNodeCore.request): logged; a refusal also in /diagnostics."""
+        if self.core is None:
+            self.get_logger().warning(f"request {message.data!r} ignored: not configured")
+            return
+        why = self.core.request(str(message.data))
+        if why:
+            self.get_logger().warning(f"request {message.data!r} refused: {why}")
+        else:
+            self.get_logger().info(f"request {message.data!r} accepted")
 
     def on_intervention(self, message: Any) -> None:
         if self.core is None:
