@@ -61,15 +61,19 @@ class HoverPilot:
         self.motor = MotorActionMap(params) if env.config.action_mode == "motor" else None
         self.up = torch.tensor([0.0, 0.0, 1.0], device=device, dtype=dtype)
 
-    def _parts(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _parts(
+        self, setpoint: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         state = self.env.state
-        reference, reference_velocity = self.env.reference_at(self.env.episode_time)
+        reference, reference_velocity = setpoint or self.env.reference_at(self.env.episode_time)
         rotation = _rotation(state[:, 3:7])
         return state[:, 0:3] - reference, state[:, 7:10] - reference_velocity, rotation, state[:, 10:13], state
 
-    def action(self) -> torch.Tensor:
+    def action(self, setpoint: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+        """The pilot's action `(N, 4)` toward the task's reference, or toward `setpoint` (position and velocity
+        `(N, 3)` each, in the env's frame) when given: e.g. a vehicle's own position controller in a rehearsal."""
         c = self.config
-        error, velocity, rotation, rates, _ = self._parts()
+        error, velocity, rotation, rates, _ = self._parts(setpoint)
         accel = -c.position_gain * error - c.velocity_gain * velocity
         horizontal = accel[:, :2]
         norm = horizontal.norm(dim=1, keepdim=True).clamp(min=1e-9)

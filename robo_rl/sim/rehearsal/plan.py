@@ -40,7 +40,7 @@ def standard_plan(takeoff: bool, faulted_input: str, settle: float = 3.0, fly: f
     """The rehearsal of issue 48: the vehicle's controller takes off (when it flies) and holds; the policy takes
     over; a fault (the `faulted_input` silent for 0.3 s) hands back; the vehicle holds; the policy takes over again;
     a requested hand-back; the vehicle lands (when it flies)."""
-    events = [Event(0.0, "takeoff")] if takeoff else []
+    events = [Event(0.2, "takeoff")] if takeoff else []  # after the first odometry
     t = settle
     events.append(Event(t, "policy"))
     t += fly
