@@ -364,6 +364,10 @@ class OffboardLink:
                 return state
         return None
 
+    def offboard_accepted(self) -> bool:
+        """PX4 accepted our offboard request since the last take-over."""
+        return any(s.request is OFFBOARD_REQUEST and s.outcome == "accepted" for s in self.states)
+
     def gave_up(self) -> RequestState | None:
         """The request PX4 refused REQUEST_ATTEMPTS times (or never answered), if any."""
         return next((s for s in self.states if s.outcome == "gave up"), None)
@@ -396,14 +400,20 @@ class Px4HandBack:
         self.sent_at = 0.0
         self.answer = ""
         self.how = ""
+        self.nav_state: int | None = None
+        """PX4's last reported nav_state (None: no VehicleStatus read)."""
 
     def reset(self) -> None:
         """The policy took over: no hand-back pending."""
         self.phase, self.sends, self.answer, self.how = "", 0, "", ""
 
-    def start(self, now: float) -> None:
-        """Control went back to the vehicle at `now` (s, monotonic)."""
+    def start(self, now: float, offboard_acked: bool = False) -> None:
+        """Control went back to the vehicle at `now` (s, monotonic). When PX4 reports a mode other than offboard
+        (and did not just accept our offboard request, `offboard_acked`), it is not flying our setpoints: nothing to
+        hand back, and a pilot's mode is not overridden."""
         self.phase, self.since, self.sends, self.answer, self.how = "switching", now, 0, "", ""
+        if self.nav_state is not None and self.nav_state != NAVIGATION_STATE_OFFBOARD and not offboard_acked:
+            self.phase, self.how = "accepted", f"not in offboard: nav_state {self.nav_state}"
 
     def setpoint(self, now: float) -> dict[str, float] | None:
         """The hold setpoint while PX4 has not accepted and the hold lasts; None (silence) otherwise."""
@@ -436,6 +446,7 @@ class Px4HandBack:
     def on_nav_state(self, nav_state: int) -> None:
         """PX4's VehicleStatus: out of offboard while switching, PX4 is in charge (it switched, or its failsafe or
         the pilot did)."""
+        self.nav_state = nav_state
         if self.phase == "switching" and nav_state != NAVIGATION_STATE_OFFBOARD:
             self.phase, self.how = "accepted", f"nav_state {nav_state}"
 
@@ -444,7 +455,7 @@ class Px4HandBack:
             return ""
         sends = f"{self.sends} send{'s' if self.sends != 1 else ''}"
         if self.phase == "accepted":
-            return f"PX4 holds ({self.how} after {sends})"
+            return f"PX4 holds ({self.how} after {sends})" if self.sends else f"PX4 holds ({self.how})"
         if self.phase == "switching":
             return f"switching to Hold ({sends})"
         answer = f", last answer: {self.answer}" if self.answer else ", no answer"
@@ -477,7 +488,7 @@ class Px4Vehicle:
             self.handback.reset()
             self.link.restart()
         if step.handed_back:
-            self.handback.start(now)
+            self.handback.start(now, offboard_acked=self.link.offboard_accepted())
         if step.mode is not Mode.VEHICLE:
             return False
         sent = self.handback.setpoint(now)

@@ -290,6 +290,10 @@ def test_px4_leaving_offboard_by_itself_counts_as_taken_and_a_take_over_waits_fo
     assert vehicle.on_step(HandoverStep(Mode.VEHICLE, None, 0.0), {}, {}) and len(sent) == 2  # silent now
     assert not vehicle.on_step(HandoverStep(Mode.RAMP, None, 0.1, took_over=True), {}, {})
     assert handback.phase == ""
+    # PX4 not in offboard at the hand-back (a pilot's Position mode, our offboard request never accepted): it is
+    # not flying our setpoints, so nothing is sent and its mode is left alone.
+    assert vehicle.on_step(HandoverStep(Mode.VEHICLE, None, 0.0, handed_back=True), {}, {}) and len(sent) == 2
+    assert handback.report() == "PX4 holds (not in offboard: nav_state 2)"
 
 
 def test_the_hover_thrust_is_stated_and_the_constants_are_px4s() -> None:

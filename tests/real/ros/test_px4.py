@@ -1,8 +1,10 @@
 """policy_node with the quadrotor_px4 profile against a stand-in PX4 on the real px4_msgs types (scenario_px4.py):
-frames, microsecond stamps, the offboard heartbeat, no arming unless asked, the fault hold (zero body rates at the
-last safe thrust with the heartbeat for the profile's 0.2 s, then silence), VehicleStatus read on v1.16's
-fmu/out/vehicle_status_v1, target_system / target_component, VehicleCommandAck: a denied request sent again, and
-ActuatorMotors in PX4's motor order."""
+the take-over on a "policy" request (vehicle_request) ramped in from the hold command, frames, microsecond stamps,
+the offboard heartbeat, no arming unless asked, the hand-back on a fault (to PX4's Hold mode: zero body rates at the
+profile's hover thrust with the heartbeat until PX4 accepts DO_SET_MODE AUTO_LOITER, then silence; nothing when PX4
+is not in offboard), VehicleStatus read on v1.16's fmu/out/vehicle_status_v1, target_system / target_component,
+VehicleCommandAck: a denied request sent again, and ActuatorMotors in PX4's motor order (no hand-over section: the
+fault goes silent at once)."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ WEIGHTS = {
     ("yaw_rate", "angular_velocity_z"): 0.1,
     ("collective_thrust", "position_error_z"): -1.0,
 }
-HOLD_US = 200_000  # quadrotor_px4.yaml px4.fault_hold, 0.2 s
+HOLD_US = 300_000  # quadrotor_px4.yaml px4.fault_hold, 0.3 s
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +59,9 @@ def test_px4_frames_stamps_heartbeat_and_no_arming_by_default(unasked: dict[str,
     result = unasked
     flying = [s for s in result["setpoints"] if s[0] < result["stopped"]]
     assert len(flying) > 100, result["logs"]["policy_node"]
+    # Nothing before the "policy" request; then the ramp's first command, 1/100 (dt / ramp) of the way from the hold
+    # command (zero rates) to the policy's (0.3 rad/s roll, see below).
+    assert flying[0][3] == pytest.approx(0.003, abs=1e-4)
     roll, pitch, yaw, thrust = flying[-1][3:]
     # FRD body rates (0.3, 0.5, 0.2) are FLU (0.3, -0.5, -0.2); the policy answers 0.1 × them, i.e. FLU rates
     # (0.3, -0.5, -0.1) rad/s, which are FRD (0.3, 0.5, 0.1): a sign slip in either conversion flips one.
@@ -79,45 +84,51 @@ def test_px4_frames_stamps_heartbeat_and_no_arming_by_default(unasked: dict[str,
     assert not [key for key in values if key.startswith("px4_request_")]
 
 
-@pytest.mark.parametrize("run", ["unasked", "asked"])
-def test_px4_fault_holds_zero_rates_at_the_last_safe_thrust_then_goes_silent(
-    run: str, request: pytest.FixtureRequest
-) -> None:
-    result = request.getfixturevalue(run)
+def test_px4_not_in_offboard_gets_nothing_on_a_fault(unasked: dict[str, Any]) -> None:
+    result = unasked
     setpoints = result["setpoints"]
     last_good = max(i for i, s in enumerate(setpoints) if s[3] != 0.0)  # the policy's setpoints roll at 0.3 rad/s
+    # The stand-in reports Position mode (nobody asked for offboard): PX4 is not flying our setpoints, so the fault
+    # hands back with nothing sent (no hold, no mode switch over the pilot's mode), and PX4 keeps its own mode.
+    assert setpoints[last_good + 1 :] == [] and result["commands"] == [], result["logs"]["policy_node"]
+    _, _, values = result["last_diagnostics"]
+    assert values["px4_handback"] == "PX4 holds (not in offboard: nav_state 2)"
+    assert values["handover_mode"] == "vehicle"
+
+
+def test_px4_fault_switches_px4_to_hold_with_zero_rates_at_hover_until_accepted(asked: dict[str, Any]) -> None:
+    result = asked
+    setpoints = result["setpoints"]
+    last_good = max(i for i, s in enumerate(setpoints) if s[3] != 0.0)
     hold = setpoints[last_good + 1 :]
-    # Odometry stops: after the staleness timeout, zero body rates at the thrust of the last good setpoint (-0.6),
+    # Odometry stops: after the staleness timeout, zero body rates at the profile's hover thrust (0.6 up: -0.6 FRD),
     # never a zero-thrust one ...
     assert hold, result["logs"]["policy_node"]
     assert [tuple(s[3:6]) for s in hold] == [(0.0, 0.0, 0.0)] * len(hold)
     assert [s[6] for s in hold] == pytest.approx([-0.6] * len(hold), abs=1e-4)
-    assert setpoints[last_good][6] == pytest.approx(-0.6, abs=1e-4)
-    # ... for less than the profile's 0.2 s (by the node's own stamps, us), one per control period of the watchdog
-    # timer (10 ms; 21 when the first one fired late in its period) ...
-    assert len(hold) <= 21 and hold[-1][1] - hold[0][1] < HOLD_US
-    # ... then nothing for the rest of the recording (1.5 s after the odometry stopped), so that PX4's
-    # offboard-loss failsafe takes over with the zero-rate setpoint as the last one it keeps.
-    # The heartbeat goes on during the hold (one goes out as it starts) and stops with it.
+    # ... while the mode switch to Hold (DO_SET_MODE, custom main mode AUTO 4, sub mode LOITER 3) goes out: the
+    # stand-in denies the first send and accepts the second, 0.1 s later ...
+    switch = [c for c in result["commands"] if c[3] == 4.0]
+    assert [tuple(c[1:]) for c in switch] == [(176, 1.0, 4.0, 7, 3, True, 0, 3.0), (176, 1.0, 4.0, 7, 3, True, 1, 3.0)]
+    # ... within the profile's 0.3 s (by the node's own stamps, us; one per watchdog period), then nothing for the
+    # rest of the recording: PX4 holds the vehicle itself.
+    assert len(hold) <= 31 and hold[-1][1] - hold[0][1] < HOLD_US
     beats = [b[1] for b in result["heartbeats"]]
-    assert [b for b in beats if hold[0][1] <= b <= hold[-1][1]]
-    # A heartbeat is due only within the staleness timeout (50 ms) of the last setpoint, and it ticks every 100 ms:
-    # one at most can follow the last hold setpoint, however late the timer runs (its stamps: bench/ros_timing.py).
-    assert len([b for b in beats if b > hold[-1][1]]) <= 1
+    assert len([b for b in beats if b > hold[-1][1]]) <= 1  # the heartbeat stops with the setpoints
     _, _, values = result["last_diagnostics"]
-    assert values["px4_fault_phase"] == "silent"
+    assert values["px4_handback"] == "PX4 holds (acknowledged after 2 sends)"  # by the ack (VehicleStatus stopped)
 
 
 def test_px4_requests_go_to_the_target_system_and_a_denied_one_is_sent_again(asked: dict[str, Any]) -> None:
     result = asked
-    sent = [tuple(c[1:]) for c in result["commands"]]
+    sent = [tuple(c[1:]) for c in result["commands"] if c[3] != 4.0]  # the hand-back's Hold: above
     # (command, param1, param2, target_system, target_component, from_external, confirmation): the stand-in denies
     # the first of each and accepts the second; offboard first, arm only once offboard is accepted.
     assert sent == [
-        (176, 1.0, 6.0, 7, 3, True, 0),
-        (176, 1.0, 6.0, 7, 3, True, 1),
-        (400, 1.0, 0.0, 7, 3, True, 0),
-        (400, 1.0, 0.0, 7, 3, True, 1),
+        (176, 1.0, 6.0, 7, 3, True, 0, 0.0),
+        (176, 1.0, 6.0, 7, 3, True, 1, 0.0),
+        (400, 1.0, 0.0, 7, 3, True, 0, 0.0),
+        (400, 1.0, 0.0, 7, 3, True, 1, 0.0),
     ]
     # After 1 s of setpoint stream: the requests go with the 11th heartbeat (REQUEST_AFTER_HEARTBEATS; its timing on
     # stepped time: tests/real/test_px4.py), so 10 were received before the first request.

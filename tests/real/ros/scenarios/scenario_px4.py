@@ -1,11 +1,15 @@
 """policy_node against a stand-in PX4: a probe node built on px4_msgs (the definitions in ros_msgs/) that publishes
 VehicleOdometry as PX4 does (NED position, FRD→NED attitude, NED velocity, FRD body rates, microsecond stamps) and
 VehicleStatus as PX4 v1.16 does (message version 1 on fmu/out/vehicle_status_v1), answers each VehicleCommand with
-a VehicleCommandAck (the first of each command DENIED, the next ACCEPTED), and records what a PX4 would receive on
+a VehicleCommandAck (the first of each command DENIED, the next ACCEPTED; an accepted DO_SET_MODE changes the
+nav_state it reports: OFFBOARD, or AUTO_LOITER for the hand-back's Hold), asks policy_node to take over (the
+bundled profile's vehicle holds until a "policy" request on vehicle_request, sent until its diagnostics show the
+hand-over), and records what a PX4 would receive on
 fmu/in: the rates setpoints, the OffboardControlMode heartbeat and the VehicleCommands, plus policy_node's
 /diagnostics. The odometry stops, as when PX4's estimator or the link fails, once it has run FLIGHT_S and what the
 tests judge has happened (MIN_SETPOINTS setpoints, MIN_HEARTBEATS heartbeats, the asked requests accepted), however
-slow the machine; the recording then runs until policy_node reports the fault phase "silent", plus SILENT_S.
+slow the machine; the recording then runs until policy_node is silent (its fault phase "silent", or its hand-back
+to PX4 answered: px4_handback "PX4 holds ..." or "gave up ..."), plus SILENT_S.
 The wall-clock figures (heartbeat gaps, stamp offsets) are reported for bench/ros_timing.py, never asserted.
 
 argv: LOG_DIR POLICY REQUESTS [PROFILE] (REQUESTS "none", or "offboard+arm": set policy_node's px4_offboard and
@@ -34,6 +38,7 @@ from px4_msgs.msg import (
     VehicleStatus,
 )
 from rclpy.qos import qos_profile_sensor_data
+from std_msgs.msg import String
 
 FLIGHT_S = 4.0
 SILENT_S = 1.5
@@ -69,10 +74,12 @@ def main() -> None:
     now_us = lambda: probe.get_clock().now().nanoseconds // 1000  # noqa: E731
     setpoints: list[tuple[float, int, int, float, float, float, float]] = []
     beats: list[tuple[float, int, int, tuple[bool, ...]]] = []
-    commands: list[tuple[float, int, float, float, int, int, bool, int]] = []
+    commands: list[tuple[float, int, float, float, int, int, bool, int, float]] = []
     motors: list[tuple[float, int, list[float]]] = []
     diagnostics: list[tuple[float, str, dict[str, str]]] = []
     accepted: set[int] = set()
+    nav_state = [VehicleStatus.NAVIGATION_STATE_POSCTL]
+    taken_over = [False]
     acks = probe.create_publisher(VehicleCommandAck, "/fmu/out/vehicle_command_ack", qos_profile_sensor_data)
 
     def on_setpoint(m: VehicleRatesSetpoint) -> None:
@@ -95,6 +102,7 @@ def main() -> None:
                 m.target_component,
                 m.from_external,
                 m.confirmation,
+                m.param3,
             )
         )
         # As PX4's commander: an ack to the sender; here the first of each command is denied, the next accepted.
@@ -102,6 +110,9 @@ def main() -> None:
         if m.confirmation:
             result = VehicleCommandAck.VEHICLE_CMD_RESULT_ACCEPTED
             accepted.add(m.command)
+            if m.command == VehicleCommand.VEHICLE_CMD_DO_SET_MODE:  # PX4's custom main mode 6, or AUTO (4) LOITER (3)
+                modes = {6: VehicleStatus.NAVIGATION_STATE_OFFBOARD, 4: VehicleStatus.NAVIGATION_STATE_AUTO_LOITER}
+                nav_state[0] = modes.get(round(m.param2), nav_state[0])
         ack = VehicleCommandAck(timestamp=now_us(), command=m.command, result=result)
         ack.target_system, ack.target_component = m.source_system, m.source_component
         acks.publish(ack)
@@ -109,7 +120,9 @@ def main() -> None:
     def on_diagnostics(message: DiagnosticArray) -> None:
         for status in message.status:
             if status.name == "/policy_node":
-                diagnostics.append((time.monotonic(), status.message, {kv.key: kv.value for kv in status.values}))
+                values = {kv.key: kv.value for kv in status.values}
+                diagnostics.append((time.monotonic(), status.message, values))
+                taken_over[0] |= values.get("handover_mode", "policy") != "vehicle" and status.message == "active"
 
     probe.create_subscription(VehicleRatesSetpoint, "/fmu/in/vehicle_rates_setpoint", on_setpoint, 100)
     probe.create_subscription(ActuatorMotors, "/fmu/in/actuator_motors", on_motors, 100)
@@ -118,6 +131,7 @@ def main() -> None:
     probe.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
     odometry = probe.create_publisher(VehicleOdometry, "/fmu/out/vehicle_odometry", qos_profile_sensor_data)
     status = probe.create_publisher(VehicleStatus, "/fmu/out/vehicle_status_v1", qos_profile_sensor_data)
+    vehicle_request = probe.create_publisher(String, "/vehicle_request", 10)
     tick = [0]
 
     def publish_odometry() -> None:
@@ -131,14 +145,13 @@ def main() -> None:
         m.angular_velocity = [0.3, 0.5, 0.2]  # FRD: rolling right, pitching nose up, yawing right (clockwise)
         odometry.publish(m)
         tick[0] += 1
+        if tick[0] % 20 == 0 and not taken_over[0]:  # until policy_node shows the take-over
+            vehicle_request.publish(String(data="policy"))
         if tick[0] % 10 == 0:  # VehicleStatus at 10 Hz
             s = VehicleStatus(timestamp=now_us())
             armed = VehicleCommand.VEHICLE_CMD_COMPONENT_ARM_DISARM in accepted
             s.arming_state = VehicleStatus.ARMING_STATE_ARMED if armed else VehicleStatus.ARMING_STATE_DISARMED
-            offboard = VehicleCommand.VEHICLE_CMD_DO_SET_MODE in accepted
-            s.nav_state = VehicleStatus.NAVIGATION_STATE_POSCTL
-            if offboard:
-                s.nav_state = VehicleStatus.NAVIGATION_STATE_OFFBOARD
+            s.nav_state = nav_state[0]
             status.publish(s)
 
     def flown() -> bool:
@@ -148,7 +161,12 @@ def main() -> None:
         return enough and time.monotonic() >= started + FLIGHT_S
 
     def silent() -> bool:
-        return any(d[0] > stopped and d[2].get("px4_fault_phase") == "silent" for d in diagnostics)
+        handed = ("PX4 holds", "gave up")
+        return any(
+            d[0] > stopped
+            and (d[2].get("px4_fault_phase") == "silent" or d[2].get("px4_handback", "").startswith(handed))
+            for d in diagnostics
+        )
 
     ready = spin_until(probe, lambda: odometry.get_subscription_count() > 0, 20.0)
     started = time.monotonic()
