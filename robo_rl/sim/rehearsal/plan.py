@@ -36,7 +36,7 @@ class Plan:
         return [event for event in self.events if start - 1e-9 <= event.time < end - 1e-9]
 
 
-def standard_plan(takeoff: bool, faulted_input: str, settle: float = 3.0, fly: float = 3.0) -> Plan:
+def standard_plan(takeoff: bool, faulted_input: str, settle: float = 4.0, fly: float = 3.0) -> Plan:
     """The rehearsal of issue 48: the vehicle's controller takes off (when it flies) and holds; the policy takes
     over; a fault (the `faulted_input` silent for 0.3 s) hands back; the vehicle holds; the policy takes over again;
     a requested hand-back; the vehicle lands (when it flies)."""

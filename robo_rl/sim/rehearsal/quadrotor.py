@@ -18,7 +18,7 @@ import torch
 
 from robo_rl.real.profile import RobotProfile
 from robo_rl.sim.quadrotor.dynamics import ANGULAR_VELOCITY, POSITION, QUATERNION, VELOCITY
-from robo_rl.sim.quadrotor.expert import HoverPilot
+from robo_rl.sim.quadrotor.expert import HoverPilot, HoverPilotConfig
 from robo_rl.sim.quadrotor.hover import QuadrotorHover
 
 AIRBORNE_HEIGHT = 0.02
@@ -32,6 +32,9 @@ STILL = (
     "init_angular_velocity_range=0",
 )
 """Task settings of a rehearsal: no episode end, and the start the rehearsal sets."""
+VEHICLE_PILOT = HoverPilotConfig(position_gain=9.0, velocity_gain=6.0, max_horizontal_acceleration=3.0)
+"""The vehicle's own position controller: critically damped (3 rad/s), stiffer than the HIL pilot so that it tracks
+a take-off plan without overshoot, with its tilt kept small (3 m/s² horizontally)."""
 
 
 class QuadrotorWorld:
@@ -50,7 +53,7 @@ class QuadrotorWorld:
             raise ValueError(f"{profile.task} steps {self.env.dt} s, profile {profile.name} {profile.dt} s")
         self.env.reset(seed)
         self.target = np.asarray(target, dtype=np.float64)
-        self.pilot = HoverPilot(self.env)
+        self.pilot = HoverPilot(self.env, VEHICLE_PILOT)
         state = self.env.state[0].clone()
         state[POSITION] = torch.as_tensor(-self.target)
         state[QUATERNION] = torch.tensor([1.0, 0.0, 0.0, 0.0])

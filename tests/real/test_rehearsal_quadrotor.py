@@ -1,0 +1,83 @@
+"""The Crazyflie's hand-over rehearsed with physics (robo_rl.sim.rehearsal.crazyflie): policy_node's core and its
+crazyswarm2 link against the firmware's commander stand-in (robo_rl.sim.quadrotor.crazyflie_commander, restating
+bitcraze/crazyflie-firmware 2026.08-2-g2a18fc29: crtp_commander_rpyt.c's thrust lock, commander.c's priorities,
+crtp_commander_high_level.c's planner; its rules are tested one by one in test_crazyflie_handover.py) flying
+quadrotor/hover over a ground.
+
+The policy is a linear cascaded controller exported as a robo_rl policy (position and velocity errors → the tilt
+wanted, tilt error → body rates; height error → thrust about hover): it flies the simulated Crazyflie steadily
+without training, so the rehearsal's measures mean something in CI. The trained policy's numbers are in
+docs/BENCHMARKS.md (bench/rehearsal.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from robo_rl.real.node_core import NodeSettings
+from robo_rl.real.profile import load_profile
+from robo_rl.sim import make
+from robo_rl.sim.rehearsal import rehearse, standard_plan
+from robo_rl.sim.rehearsal.crazyflie import CrazyflieRig
+
+GRAVITY = 9.81
+POSITION_GAIN, VELOCITY_GAIN, TILT_GAIN = 4.0, 3.0, 5.0
+"""1/s², 1/s, 1/s: the cascade (as robo_rl.sim.quadrotor.expert's pilot)."""
+MAX_RATE = 10.0
+"""rad/s at a roll or pitch rate action of 1 (ctbr.max_body_rate)."""
+
+
+def _cascade_weights(hover: float) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+    """Small-angle cascade in the policy's observation terms: roll ≈ rotation_21, pitch ≈ rotation_02 (FLU body to
+    ENU world); the roll wanted is (kp e_y + kd v_y) / g (a positive roll tilts the thrust toward -y), the pitch
+    wanted -(kp e_x + kd v_x) / g; rate action = k_tilt (wanted - tilt) / max rate."""
+    k = TILT_GAIN / MAX_RATE
+    weights = {
+        ("roll_rate", "position_error_y"): k * POSITION_GAIN / GRAVITY,
+        ("roll_rate", "velocity_y"): k * VELOCITY_GAIN / GRAVITY,
+        ("roll_rate", "rotation_21"): -k,
+        ("pitch_rate", "position_error_x"): -k * POSITION_GAIN / GRAVITY,
+        ("pitch_rate", "velocity_x"): -k * VELOCITY_GAIN / GRAVITY,
+        ("pitch_rate", "rotation_02"): -k,
+        ("yaw_rate", "rotation_10"): -k,
+        ("collective_thrust", "position_error_z"): -0.8,
+        ("collective_thrust", "velocity_z"): -0.6,
+    }
+    return weights, {"collective_thrust": hover}
+
+
+@pytest.fixture(scope="module")
+def cascade_policy(linear_policy: Callable[..., Path]) -> Path:
+    profile = load_profile("quadrotor_crazyswarm2")
+    env = make(profile.task, num_envs=1, params=[*profile.task_params, "position_integral_limit=0"])
+    weights, bias = _cascade_weights(env.hover_action[0])  # type: ignore[attr-defined]
+    return linear_policy("quadrotor_crazyswarm2", weights, bias)
+
+
+def test_the_crazyflie_takes_off_hands_over_catches_a_fault_and_lands(cascade_policy: Path) -> None:
+    profile = load_profile("quadrotor_crazyswarm2")
+    assert profile.handover is not None and profile.crazyswarm2 is not None
+    target = (0.0, 0.0, profile.crazyswarm2.takeoff_height)
+    rig = CrazyflieRig(profile, target)
+    plan = standard_plan(True, "odom")
+    report = rehearse(rig, str(cascade_policy), plan, NodeSettings(target=target), available=lambda _: False)
+    assert report.refusals == []
+    assert report.violations == []  # no packet the thrust lock zeroed, no zero-thrust packet in the air
+    assert report.airborne_motor_off_periods == 0
+    assert [(t.to, t.cause) for t in report.transitions] == [
+        ("policy", "policy"),
+        ("vehicle", "fault"),
+        ("policy", "policy"),
+        ("vehicle", "vehicle"),
+    ]
+    assert 0 <= report.transitions[1].response_periods <= 1
+    bound = 2 * profile.dt / profile.handover.ramp  # the ramp's share of the thrust action's range (2)
+    assert report.transitions[0].command_jump <= bound + 1e-6
+    for transition in report.transitions:
+        assert transition.position_jump < 0.1, transition
+        assert transition.attitude_jump < 0.1, transition
+    assert rig.world.position()[2] == 0.0  # landed
+    assert rig.firmware.log[:10] == ["rpyt thrust=0"] * 10  # unlocked on the ground first
+    assert rig.firmware.log[10:12] == ["notify_setpoints_stop", "takeoff height=0.5 duration=2"]
