@@ -30,9 +30,12 @@ class Rig(Protocol):
     """A vehicle's stand-in: its simulator, its own controller and the rules its firmware or driver applies."""
 
     profile: RobotProfile
-    link: VehicleLink | None
-    """The vehicle link the node drives (crazyswarm2's commander, PX4's modes); None: the setpoints only."""
     violations: list[str]
+
+    @property
+    def link(self) -> VehicleLink | None:
+        """The vehicle link the node drives (crazyswarm2's commander, PX4's modes); None: the setpoints only."""
+        ...
 
     def inputs(self) -> dict[str, dict[str, float]]:
         """This period's message fields per profile input (the trigger input among them)."""
