@@ -251,7 +251,11 @@ class PolicyController:
             self.held_reason = VEHICLE_HOLDS.with_detail(f" ({why})") if why else VEHICLE_HOLDS
         if result is None:
             result = self._safe(self.held_reason)
-        if not result.withheld:
+        if self.handover is not None and self.handover.settings.silent:
+            # What the vehicle does while its controller holds it is its hold command, not the safe command it
+            # never gets: the policy's previous-action observation starts from there at the next take-over.
+            self.assembler.record_action(self.handover.hold())
+        elif not result.withheld:
             self.assembler.record_action(result.command)
         return ControlOutput(self.message_fields(result), result, None, False, step)
 
