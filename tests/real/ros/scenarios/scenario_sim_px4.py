@@ -2,9 +2,11 @@
 
 argv: LOG_DIR POLICY STEPS. sim_bridge stands in for PX4 SITL (VehicleOdometry on fmu/out, the rates setpoint on
 fmu/in, task made with the profile's action_mode=ctbr, lockstep) and policy_node flies a ctbr policy through the
-profile. A probe records the odometry, the rates setpoints and the offboard heartbeats from the first setpoint on,
-until STEPS odometry messages (simulated steps of 0.01 s: in lockstep sim_bridge publishes one per step once
-commanded) have arrived, then SIGINT stops the launch. Results are indexed by step, not by wall-clock time.
+profile once asked (the profile's vehicle holds until a "policy" request on vehicle_request, which the probe sends
+every 0.2 s until the first setpoint; the policy's command then ramps in over 1 s). A probe records the odometry,
+the rates setpoints and the offboard heartbeats from the first setpoint on, until STEPS odometry messages
+(simulated steps of 0.01 s: in lockstep sim_bridge publishes one per step once commanded) have arrived, then
+SIGINT stops the launch. Results are indexed by step, not by wall-clock time.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from diagnostic_msgs.msg import DiagnosticArray
 from harness import Processes, finish, spin_until
 from px4_msgs.msg import OffboardControlMode, VehicleOdometry, VehicleRatesSetpoint
 from rclpy.qos import qos_profile_sensor_data
+from std_msgs.msg import String
 
 
 def main() -> None:
@@ -57,7 +60,10 @@ def main() -> None:
     offboard = "/cf1/fmu/in/offboard_control_mode"
     probe.create_subscription(OffboardControlMode, offboard, lambda m: heartbeats.append(bool(m.body_rate)), 100)
     probe.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
+    request = probe.create_publisher(String, "/cf1/vehicle_request", 10)
+    asking = probe.create_timer(0.2, lambda: None if setpoints else request.publish(String(data="policy")))
     started = spin_until(probe, lambda: len(setpoints) > 0, 60.0)
+    probe.destroy_timer(asking)
     flown = spin_until(probe, lambda: len(positions) >= steps, 120.0) if started else False
     spin_until(probe, lambda: "/cf1/sim_bridge" in diagnostics and "/cf1/policy_node" in diagnostics, 5.0)
     errors = [math.sqrt(x * x + y * y + z * z) for x, y, z in positions[len(positions) // 2 :]]
