@@ -3,10 +3,12 @@ the profile's command message; `Px4Output` adds PX4's offboard protocol around i
 only the `Output` interface: a new vehicle protocol is one more adapter here, not branches in the node.
 
 PX4 (a px4_msgs command type; PX4 v1.15+): OffboardControlMode on fmu/in/offboard_control_mode at 10 Hz with the
-setpoint's flag while setpoints flow. On a fault, never the zero-thrust "safe" setpoint: for a VehicleRatesSetpoint,
-zero body rates at the hold thrust (the profile's px4.hover_thrust, or the thrust of the last setpoint sent without a
-fault) for the profile's px4.fault_hold s (0.2) with the heartbeat, then neither, so that PX4's offboard-loss
-failsafe takes over with that benign setpoint as the last one; other setpoint types go silent at once. VehicleCommands
+setpoint's flag while setpoints flow. On a fault, never the zero-thrust "safe" setpoint: with a handover section
+(vehicle px4), the hand-back to PX4's Hold mode (DO_SET_MODE AUTO_LOITER, with zero body rates at the profile's
+px4.hover_thrust and the heartbeat until PX4 accepts, px4.fault_hold s at most, then silence); without one, for a
+VehicleRatesSetpoint, zero body rates at px4.hover_thrust for px4.fault_hold s with the heartbeat, then neither, so
+that PX4's offboard-loss failsafe takes over with that benign setpoint as the last one; other setpoint types go
+silent at once. VehicleCommands
 (offboard, arm) only when the parameters px4_offboard / px4_arm ask, addressed to px4_target_system and
 px4_target_component; PX4's VehicleCommandAck is read and a refused or unanswered request is sent again, 3 sends at
 most. VehicleStatus is read on v1.16's fmu/out/vehicle_status_v1 (px4_version "1.16"). ActuatorMotors fields written
