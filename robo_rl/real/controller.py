@@ -125,6 +125,8 @@ class PolicyController:
         """The last command was the policy's own (not the safe command, not the operator's)."""
         self.handover = _handover(profile, self.safety, clock)
         """Who is in control, for a profile with a hand-over section; None: the policy, from activation."""
+        self.vehicle_gate: Callable[[], str] = _no_wait
+        """Why an asked take-over waits for the vehicle ("" when it need not; the vehicle link's `takeover_wait`)."""
         self.held_reason: Fault = VEHICLE_HOLDS
         """While the vehicle holds: why (the fault that handed back keeps its level until the next take-over)."""
 
@@ -210,7 +212,7 @@ class PolicyController:
         command (blended during the ramp) through the safety filter; any fault hands back in this period. The
         operator's action replaces the policy's only while the policy is in control."""
         made: dict[str, object] = {}
-        step = handover.step(lambda: self._handover_action(made), lambda: self._input_fault(made))
+        step = handover.step(lambda: self._handover_action(made), lambda: self._input_fault(made), self.vehicle_gate)
         if step.took_over:
             self._policy_starts()
             self.policy_in_control = True
@@ -359,6 +361,10 @@ class PolicyController:
 HOMING = Fault(FaultKind.HOMING, message="going home (go_home asked)")
 VEHICLE_HOLDS = Fault(FaultKind.VEHICLE)
 """The vehicle's controller is in charge, not for a fault (before a take-over, or a requested hand-back)."""
+
+
+def _no_wait() -> str:
+    return ""
 
 
 def handover_reason(handover: Handover | None) -> str:

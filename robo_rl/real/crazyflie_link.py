@@ -135,6 +135,10 @@ class CrazyflieLink:
                 return f"the take-off climbs for {self.until - self.clock():.2f} s more"
             return f"the vehicle is {self.phase.value}"
 
+    def takeover_wait(self) -> str:
+        """An asked take-over waits while the vehicle is not ready (e.g. it began landing meanwhile)."""
+        return self.ready()
+
     # ---------------------------------------------------------------------------------------------------- steps
 
     def on_step(self, step: HandoverStep, fields: Mapping[str, float], observed: Mapping[str, float]) -> bool:

@@ -114,6 +114,9 @@ class HandoverStep:
     """Control went back to the vehicle in this period: its output sends the hand-back now."""
     took_over: bool = False
     """The policy's control began in this period (its memory and integrals start afresh)."""
+    waiting: bool = False
+    """A take-over is asked and waits (a fault lasts, or the vehicle is not ready for it yet, e.g. PX4 not yet in
+    offboard): the vehicle link prepares it (PX4: streams the hold setpoint with the heartbeat)."""
 
 
 class Handover:
@@ -161,18 +164,23 @@ class Handover:
         if self.mode is not Mode.VEHICLE:
             self.release = reason
 
-    def step(self, policy: Callable[[], np.ndarray | None], fault: Callable[[], str]) -> HandoverStep:
+    def step(
+        self,
+        policy: Callable[[], np.ndarray | None],
+        fault: Callable[[], str],
+        gate: Callable[[], str] = lambda: "",
+    ) -> HandoverStep:
         """This period's decision. `policy()` evaluates the policy and returns its action (None: it gave none,
-        a fault); `fault()` says why the policy may not command now ("" when it may). Neither is called while
-        the vehicle holds and no take-over is due."""
+        a fault); `fault()` says why the policy may not command now ("" when it may); `gate()` why the vehicle
+        cannot be taken over yet ("" when it can: `VehicleLink.takeover_wait`). None is called while the vehicle
+        holds and no take-over is asked."""
         if self.release:
             return self.hand_back(self.release)
         if self.mode is Mode.VEHICLE:
             if not self.requested:
                 return HandoverStep(Mode.VEHICLE, None, 0.0)
-            why = fault()
-            if why:  # a request while a fault lasts waits for it to clear
-                return HandoverStep(Mode.VEHICLE, None, 0.0)
+            if fault() or gate():  # a request waits while a fault lasts or the vehicle is not ready
+                return HandoverStep(Mode.VEHICLE, None, 0.0, waiting=True)
             return self._take_over(policy)
         why = fault()
         action = None if why else policy()
@@ -248,7 +256,11 @@ class VehicleLink(Protocol):
         ...
 
     def ready(self) -> str:
-        """Why the policy may not take over now ("" when it may), e.g. the thrust lock is not released."""
+        """Why a take-over is refused now ("" when it may be asked), e.g. the thrust lock is not released."""
+        ...
+
+    def takeover_wait(self) -> str:
+        """Why an asked take-over waits ("" when it may happen now), e.g. PX4 not yet in offboard."""
         ...
 
     def diagnostics(self) -> dict[str, object]: ...

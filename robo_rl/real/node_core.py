@@ -173,6 +173,8 @@ class PolicyNodeCore:
         self.lock = threading.Lock()
         self.active = False
         self.vehicle = vehicle
+        if vehicle is not None:
+            controller.vehicle_gate = vehicle.takeover_wait
         """The vehicle's side of the hand-over (crazyswarm2's commander, PX4's modes); None: the setpoints only."""
         handover = controller.profile.handover
         self.silent = handover is not None and handover.silent

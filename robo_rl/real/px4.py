@@ -100,6 +100,9 @@ NAVIGATION_STATE_POSCTL = 2
 NAVIGATION_STATE_AUTO_LOITER = 4
 NAVIGATION_STATE_OFFBOARD = 14
 """VehicleStatus.nav_state values (msg/VehicleStatus.msg)."""
+STREAM_BEFORE_S = 1.0
+"""Seconds of hold setpoints an asked take-over streams before it begins when PX4's mode is unknown (no
+VehicleStatus): PX4 enters offboard only after about a second of setpoints (REQUEST_AFTER_HEARTBEATS)."""
 HANDBACK_RETRY_S = 0.1
 """Seconds between sends of the hand-back's mode switch while PX4 has not accepted it."""
 HANDBACK_ATTEMPTS = 3
@@ -481,12 +484,17 @@ class Px4Vehicle:
         self.send_setpoint = send_setpoint
         self.send_request = send_request
         self.clock = clock
+        self.streaming_since: float | None = None
+        """When the hold setpoints of an asked take-over began (None: not streaming)."""
 
     def on_step(self, step: HandoverStep, fields: Mapping[str, float], observed: Mapping[str, float]) -> bool:
         now = self.clock()
+        if step.waiting and self.handback.phase != "switching":
+            self._stream(now)
+            return True
+        self.streaming_since = None
         if step.took_over:
             self.handback.reset()
-            self.link.restart()
         if step.handed_back:
             self.handback.start(now, offboard_acked=self.link.offboard_accepted())
         if step.mode is not Mode.VEHICLE:
@@ -499,6 +507,32 @@ class Px4Vehicle:
             if confirmation is not None:
                 self.send_request(HOLD_REQUEST, confirmation)
         return True
+
+    def _stream(self, now: float) -> None:
+        """An asked take-over waits for offboard: the hold setpoint (zero rates at hover thrust: what Hold does)
+        with the heartbeat, from which PX4 may be switched to offboard (by the pilot, or by the offboard request
+        when px4_offboard asks it); PX4 ignores the setpoints until then."""
+        if self.streaming_since is None:
+            self.streaming_since = now
+            self.link.restart()  # the offboard request counts its heartbeats from here
+        self.link.on_command(True, False, now)
+        self.send_setpoint(hold_setpoint(self.handback.thrust))
+
+    def takeover_wait(self) -> str:
+        """An asked take-over begins once PX4 flies our setpoints: its VehicleStatus says offboard; without
+        VehicleStatus (px4_version 1.15), once PX4 accepted our offboard request, or else after STREAM_BEFORE_S of
+        hold setpoints (the stream PX4 needs before it may enter offboard)."""
+        if self.handback.phase == "switching":
+            return "PX4 has not taken the last hand-back yet"
+        nav_state = self.handback.nav_state
+        if nav_state is not None:
+            return "" if nav_state == NAVIGATION_STATE_OFFBOARD else f"PX4 is not in offboard (nav_state {nav_state})"
+        if self.link.offboard_accepted():
+            return ""
+        since = self.streaming_since
+        if since is None or self.clock() - since < STREAM_BEFORE_S - 1e-9:
+            return "streaming the hold setpoint before offboard"
+        return ""
 
     def request(self, word: str) -> str:
         return f"unknown request {word!r} (PX4 takes policy, vehicle)"

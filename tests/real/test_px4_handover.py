@@ -200,10 +200,14 @@ def test_the_vehicle_holds_until_asked_then_a_fault_hands_back_to_px4_hold_ackno
     assert commander.received == [] and commander.commands == []  # PX4 holds: nothing sent, no zero thrust
     assert flight.core.request("policy") == ""
     flight.run(2.5)
-    # 1 s of setpoint stream (10 heartbeats), then the offboard switch, accepted at once: PX4 executes the policy.
+    # 1 s of the hold setpoint (10 heartbeats; PX4 ignores it in Hold), then the offboard switch, accepted at once,
+    # and only then the take-over: PX4 executes the policy's ramp from its first command.
     assert [(mode, why) for _, mode, why in commander.modes] == [(px4.NAVIGATION_STATE_OFFBOARD, "command")]
     assert commander.executed[-1][1]["roll"] == pytest.approx(3.0) and commander.executed[-1][1]["thrust_body[2]"]
-    first = commander.received[0][1]  # the ramp's first command: 1/100 of the way from the hold command
+    offboard_at = commander.modes[0][0]
+    streamed = [fields for t, fields in commander.received if t <= offboard_at]
+    assert len(streamed) >= 100 and all(_is_hold(fields) for fields in streamed)
+    first = commander.executed[0][1]  # the ramp's first command: 1/100 of the way from the hold command
     assert first["thrust_body[2]"] == pytest.approx(-(0.6 + 0.01 * 0.3)) and first["roll"] == pytest.approx(0.03)
     received = len(commander.received)
     flight.core.estop()

@@ -151,6 +151,9 @@ class Px4Output:
     def ready(self) -> str:
         return self.vehicle.ready() if self.vehicle is not None else ""
 
+    def takeover_wait(self) -> str:
+        return self.vehicle.takeover_wait() if self.vehicle is not None else ""
+
     def _send_hold(self, fields: dict[str, float]) -> None:
         self.command.send(fields, "hand-back")
 
@@ -301,6 +304,9 @@ class CrazyflieOutput:
 
     def ready(self) -> str:
         return self.link.ready()
+
+    def takeover_wait(self) -> str:
+        return self.link.takeover_wait()
 
     def _send_twist(self, fields: dict[str, float]) -> None:
         self.command.send(fields, "")

@@ -57,10 +57,15 @@ def asked(ros_scenario: Callable[..., dict[str, Any]], probe_policy: Path) -> di
 
 def test_px4_frames_stamps_heartbeat_and_no_arming_by_default(unasked: dict[str, Any]) -> None:
     result = unasked
-    flying = [s for s in result["setpoints"] if s[0] < result["stopped"]]
+    sent = [s for s in result["setpoints"] if s[0] < result["stopped"]]
+    # Nothing before the "policy" request; then the hold setpoint (zero rates at hover thrust 0.6) until PX4 is in
+    # offboard (the stand-in's pilot switches it), then the ramp's first command, 1/100 (dt / ramp) of the way from the
+    # hold command to the policy's (0.3 rad/s roll, see below).
+    first = next(i for i, s in enumerate(sent) if s[3] != 0.0)
+    hold = [s[3:] == pytest.approx((0.0, 0.0, 0.0, -0.6), abs=1e-6) for s in sent[:first]]
+    assert first >= 100 and all(hold), result["logs"]["policy_node"]
+    flying = sent[first:]
     assert len(flying) > 100, result["logs"]["policy_node"]
-    # Nothing before the "policy" request; then the ramp's first command, 1/100 (dt / ramp) of the way from the hold
-    # command (zero rates) to the policy's (0.3 rad/s roll, see below).
     assert flying[0][3] == pytest.approx(0.003, abs=1e-4)
     roll, pitch, yaw, thrust = flying[-1][3:]
     # FRD body rates (0.3, 0.5, 0.2) are FLU (0.3, -0.5, -0.2); the policy answers 0.1 × them, i.e. FLU rates

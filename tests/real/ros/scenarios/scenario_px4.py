@@ -4,7 +4,8 @@ VehicleStatus as PX4 v1.16 does (message version 1 on fmu/out/vehicle_status_v1)
 a VehicleCommandAck (the first of each command DENIED, the next ACCEPTED; an accepted DO_SET_MODE changes the
 nav_state it reports: OFFBOARD, or AUTO_LOITER for the hand-back's Hold), asks policy_node to take over (the
 bundled profile's vehicle holds until a "policy" request on vehicle_request, sent until its diagnostics show the
-hand-over), and records what a PX4 would receive on
+hand-over; the take-over waits for PX4 in offboard, asked by policy_node or, without requests, by a pilot the stand-in
+plays: PILOT_AFTER), and records what a PX4 would receive on
 fmu/in: the rates setpoints, the OffboardControlMode heartbeat and the VehicleCommands, plus policy_node's
 /diagnostics. The odometry stops, as when PX4's estimator or the link fails, once it has run FLIGHT_S and what the
 tests judge has happened (MIN_SETPOINTS setpoints, MIN_HEARTBEATS heartbeats, the asked requests accepted), however
@@ -41,6 +42,11 @@ from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
 
 FLIGHT_S = 4.0
+PILOT_AFTER = 150
+"""Without offboard requests (REQUESTS none) the stand-in plays a pilot who switches PX4 to offboard once this many
+hold setpoints have arrived (PX4 takes offboard only after the stream has run), then, once the flight has run, back
+to Position mode PILOT_BACK_S before the odometry stops."""
+PILOT_BACK_S = 1.5
 SILENT_S = 1.5
 MIN_SETPOINTS = 150
 MIN_HEARTBEATS = 20
@@ -154,11 +160,22 @@ def main() -> None:
             s.nav_state = nav_state[0]
             status.publish(s)
 
+    pilot_back: list[float] = []
+
     def flown() -> bool:
         sent = len(setpoints) + len(motors)
+        if requests == "none" and sent >= PILOT_AFTER and nav_state[0] == VehicleStatus.NAVIGATION_STATE_POSCTL:
+            if not pilot_back:  # the pilot switches PX4 to offboard once the hold setpoints have streamed
+                nav_state[0] = VehicleStatus.NAVIGATION_STATE_OFFBOARD
         done = requests == "none" or len(accepted) == 2
         enough = sent >= MIN_SETPOINTS and len(beats) >= MIN_HEARTBEATS and done
-        return enough and time.monotonic() >= started + FLIGHT_S
+        enough = enough and time.monotonic() >= started + FLIGHT_S
+        if not (enough and requests == "none"):
+            return enough
+        if not pilot_back:  # ... and back to Position mode before the fault, which then finds PX4 not in offboard
+            nav_state[0] = VehicleStatus.NAVIGATION_STATE_POSCTL
+            pilot_back.append(time.monotonic())
+        return time.monotonic() >= pilot_back[0] + PILOT_BACK_S
 
     def silent() -> bool:
         handed = ("PX4 holds", "gave up")
