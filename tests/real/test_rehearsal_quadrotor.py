@@ -1,5 +1,5 @@
-"""The Crazyflie's hand-over rehearsed with physics (robo_rl.sim.rehearsal.crazyflie): policy_node's core and its
-crazyswarm2 link against the firmware's commander stand-in (robo_rl.sim.quadrotor.crazyflie_commander, restating
+"""The quadrotors' hand-over rehearsed with physics. The Crazyflie (robo_rl.sim.rehearsal.crazyflie): policy_node's
+core and its crazyswarm2 link against the firmware's commander stand-in (robo_rl.sim.quadrotor.crazyflie_commander, restating
 bitcraze/crazyflie-firmware 2026.08-2-g2a18fc29: crtp_commander_rpyt.c's thrust lock, commander.c's priorities,
 crtp_commander_high_level.c's planner; its rules are tested one by one in test_crazyflie_handover.py) flying
 quadrotor/hover over a ground.
@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from robo_rl.real import px4
 from robo_rl.real.node_core import NodeSettings
 from robo_rl.real.profile import load_profile
 from robo_rl.sim import make
 from robo_rl.sim.rehearsal import rehearse, standard_plan
 from robo_rl.sim.rehearsal.crazyflie import CrazyflieRig
+from robo_rl.sim.rehearsal.px4 import Px4Rig
 
 GRAVITY = 9.81
 POSITION_GAIN, VELOCITY_GAIN, TILT_GAIN = 4.0, 3.0, 5.0
@@ -48,12 +50,21 @@ def _cascade_weights(hover: float) -> tuple[dict[tuple[str, str], float], dict[s
     return weights, {"collective_thrust": hover}
 
 
+def _cascade(linear_policy: Callable[..., Path], name: str, params: tuple[str, ...]) -> Path:
+    profile = load_profile(name)
+    env = make(profile.task, num_envs=1, params=[*profile.task_params, *params])
+    weights, bias = _cascade_weights(env.hover_action[0])  # type: ignore[attr-defined]
+    return linear_policy(name, weights, bias)
+
+
 @pytest.fixture(scope="module")
 def cascade_policy(linear_policy: Callable[..., Path]) -> Path:
-    profile = load_profile("quadrotor_crazyswarm2")
-    env = make(profile.task, num_envs=1, params=[*profile.task_params, "position_integral_limit=0"])
-    weights, bias = _cascade_weights(env.hover_action[0])  # type: ignore[attr-defined]
-    return linear_policy("quadrotor_crazyswarm2", weights, bias)
+    return _cascade(linear_policy, "quadrotor_crazyswarm2", ("position_integral_limit=0",))
+
+
+@pytest.fixture(scope="module")
+def x500_cascade_policy(linear_policy: Callable[..., Path]) -> Path:
+    return _cascade(linear_policy, "quadrotor_px4", ())
 
 
 def test_the_crazyflie_takes_off_hands_over_catches_a_fault_and_lands(cascade_policy: Path) -> None:
@@ -81,3 +92,31 @@ def test_the_crazyflie_takes_off_hands_over_catches_a_fault_and_lands(cascade_po
     assert rig.world.position()[2] == 0.0  # landed
     assert rig.firmware.log[:10] == ["rpyt thrust=0"] * 10  # unlocked on the ground first
     assert rig.firmware.log[10:12] == ["notify_setpoints_stop", "takeoff height=0.5 duration=2"]
+
+
+def test_px4_takes_off_holds_hands_over_in_offboard_and_takes_back_in_hold(x500_cascade_policy: Path) -> None:
+    """The X500 under PX4's commander stand-in (robo_rl.sim.rehearsal.px4_commander, PX4-Autopilot's
+    Commander.cpp, mode_requirements.cpp, offboardCheck.cpp, failsafe.cpp): PX4 takes off and holds; the take-over
+    streams the hold setpoint until PX4 is in offboard, then ramps; the silent odometry switches PX4 to Hold
+    (DO_SET_MODE AUTO LOITER, accepted) in the period it goes stale; no command rejected, no offboard-loss failsafe,
+    never zero thrust in the air."""
+    profile = load_profile("quadrotor_px4")
+    assert profile.handover is not None
+    target = (0.0, 0.0, 1.0)
+    rig = Px4Rig(profile, target)
+    plan = standard_plan(False, "odom", settle=5.0)
+    report = rehearse(rig, str(x500_cascade_policy), plan, NodeSettings(target=target), available=lambda _: False)
+    assert report.refusals == [] and report.violations == []
+    assert report.airborne_motor_off_periods == 0
+    assert [(t.to, t.cause) for t in report.transitions] == [
+        ("policy", "policy"),
+        ("vehicle", "fault"),
+        ("policy", "policy"),
+        ("vehicle", "vehicle"),
+    ]
+    assert 0 <= report.transitions[1].response_periods <= 1
+    assert report.transitions[0].command_jump <= 2 * profile.dt / profile.handover.ramp + 1e-6
+    for transition in report.transitions:
+        assert transition.position_jump < 0.1 and transition.attitude_jump < 0.1, transition
+    hold, offboard = px4.NAVIGATION_STATE_AUTO_LOITER, px4.NAVIGATION_STATE_OFFBOARD
+    assert [mode for _, mode, _ in rig.commander.modes] == [hold, offboard, hold, offboard, hold]
