@@ -1,12 +1,14 @@
-"""The quadrotors' hand-over rehearsed with physics. The Crazyflie (robo_rl.sim.rehearsal.crazyflie): policy_node's
-core and its crazyswarm2 link against the firmware's commander stand-in (robo_rl.sim.quadrotor.crazyflie_commander, restating
-bitcraze/crazyflie-firmware 2026.08-2-g2a18fc29: crtp_commander_rpyt.c's thrust lock, commander.c's priorities,
-crtp_commander_high_level.c's planner; its rules are tested one by one in test_crazyflie_handover.py) flying
-quadrotor/hover over a ground.
+"""The quadrotors' hand-over rehearsed with physics.
+
+The Crazyflie (robo_rl.sim.rehearsal.crazyflie): policy_node's core and its crazyswarm2 link against the firmware's
+commander stand-in (robo_rl.sim.quadrotor.crazyflie_commander, restating bitcraze/crazyflie-firmware
+2026.08-2-g2a18fc29: crtp_commander_rpyt.c's thrust lock, commander.c's priorities, crtp_commander_high_level.c's
+planner; its rules are tested one by one in test_crazyflie_handover.py) flying quadrotor/hover over a ground. PX4
+(robo_rl.sim.rehearsal.px4): the node wired as Px4Output against PX4's commander stand-in flying the X500.
 
 The policy is a linear cascaded controller exported as a robo_rl policy (position and velocity errors → the tilt
-wanted, tilt error → body rates; height error → thrust about hover): it flies the simulated Crazyflie steadily
-without training, so the rehearsal's measures mean something in CI. The trained policy's numbers are in
+wanted, tilt error → body rates; height error → thrust about hover): it flies the simulated vehicles steadily
+without training, so the rehearsal's measures mean something in CI. The trained policies' numbers are in
 docs/BENCHMARKS.md (bench/rehearsal.py)."""
 
 from __future__ import annotations
