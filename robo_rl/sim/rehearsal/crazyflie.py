@@ -1,4 +1,5 @@
-"""The Crazyflie's stand-in: the firmware's commander (`robo_rl.sim.quadrotor.crazyflie_commander`: the thrust lock,
+"""The Crazyflie's stand-in (`SimulatedCrazyflie`; sim_bridge's in vehicle mode too) and its rehearsal rig
+(`CrazyflieRig`): the firmware's commander (`robo_rl.sim.quadrotor.crazyflie_commander`: the thrust lock,
 the priorities, the high-level planner and the supervisor's watchdog as crazyflie-firmware 2026.08 defines them)
 between crazyswarm2's topics and services and the simulated quadrotor (`QuadrotorWorld`).
 
@@ -21,6 +22,7 @@ import numpy as np
 
 from robo_rl.real.command import command_actions, select_command
 from robo_rl.real.crazyflie_link import CrazyflieLink
+from robo_rl.real.handover import VehicleLink
 from robo_rl.real.profile import CrazyswarmSettings, RobotProfile
 from robo_rl.sim.quadrotor.crazyflie_commander import CrazyflieCommander, Source, VehicleState, legacy_packet
 from robo_rl.sim.rehearsal.quadrotor import QuadrotorWorld
@@ -31,8 +33,9 @@ GROUND_CLEARANCE = 0.05
 the ground, where the planner's landing ends)."""
 
 
-class CrazyflieRig:
-    """See the module docstring; `target`: the hover point (m), the node's `target` parameter."""
+class SimulatedCrazyflie:
+    """The firmware's commander flying the simulated Crazyflie (the module docstring): `packet` each
+    cmd_vel_legacy Twist, `service` each crazyswarm2 service request, `step(now)` once per period."""
 
     def __init__(
         self, profile: RobotProfile, target: Sequence[float], params: Sequence[str] = (), seed: int = 0
@@ -41,22 +44,12 @@ class CrazyflieRig:
         self.world = QuadrotorWorld(profile, target, params, seed)
         self.firmware = CrazyflieCommander()
         self.spec = select_command(profile, available=lambda _: False)
-        self.now = 0.0
         self.violations: list[str] = []
-        self.calls: list[tuple[str, dict[str, object], Callable[[], None] | None]] = []
         self.twist: dict[str, float] = {}
         self.source = Source.NONE
-        self._executed = np.array([-1.0, 0.0, 0.0, 0.0])
+        self.executed = np.array([-1.0, 0.0, 0.0, 0.0])
         self.motors_off = True
-        self.from_policy = False
-        """The last legacy packet was the policy's command (not the link's unlock packet)."""
         self.previous_goal: tuple[float, float, float] | None = None
-        self.link = CrazyflieLink(profile.crazyswarm2 or CrazyswarmSettings(), self._radio, self._call, self.clock)
-
-    def clock(self) -> float:
-        return self.now
-
-    # ------------------------------------------------------------------------------------------------ the node
 
     def inputs(self) -> dict[str, dict[str, float]]:
         """crazyswarm2's odom (pose, world-frame velocity) and the gyro log block (deg/s, body FLU)."""
@@ -67,33 +60,41 @@ class CrazyflieRig:
         gyro = {f"gyro.values[{i}]": float(state[10 + i]) * DEG for i in range(3)}
         return {"odom": odom, "gyro": gyro}
 
-    def command(self, fields: dict[str, float], fault: str) -> None:
-        """policy_node's cmd_vel_legacy (a silent vehicle's node never publishes its safe command)."""
-        self._radio(fields)
-        self.from_policy = True
-
-    def _radio(self, twist: dict[str, float]) -> None:
+    def packet(self, twist: dict[str, float], now: float) -> None:
+        """A cmd_vel_legacy Twist as crazyswarm2's C++ server sends it: the firmware decodes the legacy packet."""
         roll, pitch, yawrate, thrust = legacy_packet(twist)
-        decoded = self.firmware.packet_rpyt(roll, pitch, yawrate, thrust, self.now)
+        decoded = self.firmware.packet_rpyt(roll, pitch, yawrate, thrust, now)
         if thrust > 0 and decoded.thrust == 0.0:
-            self.violations.append(f"{self.now:.2f} s: the thrust lock zeroed a packet of thrust {thrust}")
+            self.violations.append(f"{now:.2f} s: the thrust lock zeroed a packet of thrust {thrust}")
         if thrust == 0 and self.world.position()[2] > GROUND_CLEARANCE:
-            self.violations.append(f"{self.now:.2f} s: a zero-thrust packet in the air")
+            self.violations.append(f"{now:.2f} s: a zero-thrust packet in the air")
         self.twist = dict(twist)
-        self.from_policy = False  # the link's own (an unlock packet) unless `command` sent it
 
-    def _call(self, service: str, request: dict[str, object], then: Callable[[], None] | None) -> None:
-        self.calls.append((service, request, then))
+    def service(self, name: str, request: dict[str, object], now: float) -> bool:
+        """A crazyswarm2 service request (its fields as crazyflie_interfaces names them): the firmware's answer."""
+        firmware = self.firmware
+        if name == "notify_setpoints_stop":
+            firmware.notify_setpoints_stop(now)
+            return True
+        if name == "takeoff":
+            return firmware.takeoff(_number(request["height"]), _number(request["duration"]), now)
+        if name == "land":
+            return firmware.land(_number(request["height"]), _number(request["duration"]), now)
+        if name == "go_to":
+            goal = request["goal"]
+            assert isinstance(goal, (tuple, list))
+            x, y, z = (float(v) for v in goal)
+            yaw, duration, relative = _number(request["yaw"]), _number(request["duration"]), bool(request["relative"])
+            return firmware.go_to(x, y, z, yaw, duration, now, relative=relative)
+        raise ValueError(f"crazyswarm2 has no service {name!r} here")
 
-    # -------------------------------------------------------------------------------------------------- vehicle
-
-    def advance(self) -> None:
-        self._serve()
+    def step(self, now: float) -> None:
+        """One stabilizer tick and one period of flight."""
         state = self.world.state
         yaw = math.atan2(2 * (state[3] * state[6] + state[4] * state[5]), 1 - 2 * (state[5] ** 2 + state[6] ** 2))
         position = (float(state[0]), float(state[1]), float(state[2]))
         velocity = (float(state[7]), float(state[8]), float(state[9]))
-        active = self.firmware.setpoint(self.now, VehicleState(position, velocity, yaw))
+        active = self.firmware.setpoint(now, VehicleState(position, velocity, yaw))
         self.source, self.motors_off = active.source, active.motors_off
         if active.motors_off:
             action = np.array([-1.0, 0.0, 0.0, 0.0])
@@ -104,9 +105,8 @@ class CrazyflieRig:
             action = self.world.hold_action(*self._goal(active.setpoint.position))
         if active.source is not Source.HIGHLEVEL or active.setpoint.position is None:
             self.previous_goal = None
-        self._executed = action
+        self.executed = action
         self.world.step(action)
-        self.now += self.profile.dt
 
     def _goal(self, position: tuple[float, float, float] | None) -> tuple[np.ndarray, np.ndarray]:
         """A high-level setpoint's position and velocity: the firmware's planner gives both (its trajectory's
@@ -118,42 +118,81 @@ class CrazyflieRig:
         self.previous_goal = position
         return goal, velocity
 
-    def _serve(self) -> None:
-        """The service calls of this period, in order, each answered at once."""
-        while self.calls:
+    def motors_off_in_the_air(self) -> bool:
+        return self.motors_off and float(self.world.position()[2]) > GROUND_CLEARANCE
+
+
+class CrazyflieRig:
+    """`SimulatedCrazyflie` with the node's crazyswarm2 link (`robo_rl.real.crazyflie_link`); its service calls
+    answered within the period, in order. `target`: the hover point (m), the node's `target` parameter."""
+
+    def __init__(
+        self, profile: RobotProfile, target: Sequence[float], params: Sequence[str] = (), seed: int = 0
+    ) -> None:
+        self.profile = profile
+        self.vehicle = SimulatedCrazyflie(profile, target, params, seed)
+        self.now = 0.0
+        self.calls: list[tuple[str, dict[str, object], Callable[[], None] | None]] = []
+        self.from_policy = False
+        """The last legacy packet was the policy's command (not the link's unlock packet)."""
+        self.crazyflie_link = CrazyflieLink(
+            profile.crazyswarm2 or CrazyswarmSettings(), self._radio, self._call, self.clock
+        )
+
+    @property
+    def link(self) -> VehicleLink | None:
+        return self.crazyflie_link
+
+    @property
+    def world(self) -> QuadrotorWorld:
+        return self.vehicle.world
+
+    @property
+    def firmware(self) -> CrazyflieCommander:
+        return self.vehicle.firmware
+
+    @property
+    def violations(self) -> list[str]:
+        return self.vehicle.violations
+
+    def clock(self) -> float:
+        return self.now
+
+    def inputs(self) -> dict[str, dict[str, float]]:
+        return self.vehicle.inputs()
+
+    def command(self, fields: dict[str, float], fault: str) -> None:
+        """policy_node's cmd_vel_legacy (a silent vehicle's node never publishes its safe command)."""
+        self.vehicle.packet(fields, self.now)
+        self.from_policy = True
+
+    def _radio(self, twist: dict[str, float]) -> None:
+        self.vehicle.packet(twist, self.now)
+        self.from_policy = False  # the link's own (an unlock packet)
+
+    def _call(self, service: str, request: dict[str, object], then: Callable[[], None] | None) -> None:
+        self.calls.append((service, request, then))
+
+    def advance(self) -> None:
+        while self.calls:  # this period's service calls, in order, each answered at once
             service, request, then = self.calls.pop(0)
-            self._apply(service, request)
+            self.vehicle.service(service, request, self.now)
             if then is not None:
                 then()
-
-    def _apply(self, service: str, request: dict[str, object]) -> None:
-        now, firmware = self.now, self.firmware
-        if service == "notify_setpoints_stop":
-            firmware.notify_setpoints_stop(now)
-        elif service == "takeoff":
-            firmware.takeoff(_number(request["height"]), _number(request["duration"]), now)
-        elif service == "land":
-            firmware.land(_number(request["height"]), _number(request["duration"]), now)
-        elif service == "go_to":
-            goal = request["goal"]
-            assert isinstance(goal, tuple)
-            x, y, z = (float(v) for v in goal)
-            relative = bool(request["relative"])
-            firmware.go_to(x, y, z, _number(request["yaw"]), _number(request["duration"]), now, relative=relative)
-        else:
-            raise ValueError(f"crazyswarm2 has no service {service!r} here")
+        self.vehicle.step(self.now)
+        self.now += self.profile.dt
 
     def in_charge(self) -> str:
-        return "policy" if self.source is Source.CRTP and self.from_policy else "vehicle"
+        return "policy" if self.vehicle.source is Source.CRTP and self.from_policy else "vehicle"
 
     def executed(self) -> np.ndarray:
-        return self._executed
+        return self.vehicle.executed
 
     def pose(self) -> tuple[np.ndarray, float]:
         return self.world.position(), self.world.tilt()
 
     def motors_off_in_the_air(self) -> bool:
-        return self.motors_off and float(self.world.position()[2]) > GROUND_CLEARANCE
+        return self.vehicle.motors_off_in_the_air()
 
 
 def _number(value: object) -> float:

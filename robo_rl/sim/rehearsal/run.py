@@ -30,7 +30,11 @@ class Rig(Protocol):
     """A vehicle's stand-in: its simulator, its own controller and the rules its firmware or driver applies."""
 
     profile: RobotProfile
-    violations: list[str]
+
+    @property
+    def violations(self) -> list[str]:
+        """Every command the vehicle's rules reject or alter, so far."""
+        ...
 
     @property
     def link(self) -> VehicleLink | None:
