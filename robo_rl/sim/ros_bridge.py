@@ -57,13 +57,22 @@ publish it; the profile's image inputs are never filled from the state vector (a
 nothing: the bridge sends raw frames on the template's topic). A task without cameras publishes exactly what it did
 before. Messages: robo_rl.sim.camera_messages.
 
+Vehicle mode (`vehicle: true`, a profile whose handover vehicle is px4 or crazyswarm2; robo_rl.sim.ros_vehicle): the
+bridge stands in for the vehicle itself, from the ground, with its own rules and controller (PX4's commander with
+VehicleCommand acks and VehicleStatus; the Crazyflie firmware's commander with crazyswarm2's services), hovering at
+`target` (m, policy_node's target), for rehearsing the hand-over through vehicle_request; /diagnostics then reports
+rule violations, periods in the air with the motors off and who is in charge. In every mode, `silence`
+(std_msgs/Float64, in the bridge's namespace) stops the published inputs for that many seconds: a rehearsal's fault.
+
 Parameters: profile, task, seed, task_params (extra `key=value` task settings, e.g. the preset's), episode_length,
-lockstep, camera_image_topic (default `{camera}/image_raw`), camera_info_topic (default `{camera}/camera_info`).
+lockstep, camera_image_topic (default `{camera}/image_raw`), camera_info_topic (default `{camera}/camera_info`),
+vehicle (default false), target (default [0, 0, 1]).
 Needs torch (robo_rl.sim).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -101,6 +110,8 @@ class SimBridge(Node):
         self.declare_parameter("command_type", "auto")
         self.declare_parameter("camera_image_topic", DEFAULT_IMAGE_TOPIC)
         self.declare_parameter("camera_info_topic", DEFAULT_INFO_TOPIC)
+        self.declare_parameter("vehicle", False)
+        self.declare_parameter("target", [0.0, 0.0, 1.0])
         self.lockstep = bool(self.get_parameter("lockstep").value)
         self.answered = False  # a command arrived since the last observation was published
         self.late_commands = 0
@@ -124,6 +135,11 @@ class SimBridge(Node):
         self._check_actions()
         self._check_drive()
         self.paths = {spec.name: self._paths(spec) for spec, _ in self.outputs}
+        self.vehicle = self._vehicle()
+        self.silent_until = 0.0
+        from std_msgs.msg import Float64
+
+        self.create_subscription(Float64, "silence", self.on_silence, 10)
         self.create_timer(self.env.dt, self.tick)
         self.create_timer(1.0, self.publish_diagnostics)
         self.get_logger().info(
@@ -260,6 +276,25 @@ class SimBridge(Node):
     def on_command(self, message: Any) -> None:
         self.command_values = {key.removeprefix("cmd."): value for key, value in self.command_reader(message).items()}
         self.commanded = self.answered = True
+        if self.vehicle is not None:
+            self.vehicle.on_command(self.command_values)
+
+    def _vehicle(self) -> Any:
+        """Vehicle mode (`robo_rl.sim.ros_vehicle`): the vehicle's own side stands in, or None."""
+        if not bool(self.get_parameter("vehicle").value):
+            return None
+        from robo_rl.sim.ros_vehicle import vehicle_bridge
+
+        target = [float(v) for v in self.get_parameter("target").value]
+        extra = [p for p in self.get_parameter("task_params").value if p]
+        try:
+            return vehicle_bridge(self, self.profile, target, extra, int(self.get_parameter("seed").value))
+        except (ValueError, ImportError) as err:
+            raise StartupInputError(f"sim_bridge: {err}") from None
+
+    def on_silence(self, message: Any) -> None:
+        """A rehearsal's injected fault: no input published for `data` s (the vehicle flies on)."""
+        self.silent_until = time.monotonic() + float(message.data)
 
     def on_episode_event(self, message: Any) -> None:
         if message.data == "reset":
@@ -277,6 +312,9 @@ class SimBridge(Node):
         self.publish_diagnostics()  # at once: watchers see the new episode's hole now, not up to 1 s later
 
     def tick(self) -> None:
+        if self.vehicle is not None:
+            self._vehicle_tick()
+            return
         if self.commanded:
             if not self.answered:
                 self.late_commands += 1
@@ -291,6 +329,22 @@ class SimBridge(Node):
             message = set_fields(kind(), self._fields(spec))
             if spec.joints:  # a JointState names its joints: the nodes read it by name (position[i] is joints[i])
                 message.name = list(spec.joints)
+            if spec.name in self.stamped:
+                message.header.stamp = stamp
+            for field in self.px4_stamped.get(spec.name, ()):
+                setattr(message, field, now_us)
+            self.publishers_[spec.name].publish(message)
+
+    def _vehicle_tick(self) -> None:
+        """Vehicle mode: the vehicle's period, then its inputs (unless silenced)."""
+        fields = self.vehicle.tick()
+        self.steps += 1
+        if time.monotonic() < self.silent_until:
+            return
+        now = self.get_clock().now()
+        stamp, now_us = now.to_msg(), px4.timestamp_us(now.nanoseconds)
+        for spec, kind in reversed(self.outputs):
+            message = set_fields(kind(), fields[spec.name])
             if spec.name in self.stamped:
                 message.header.stamp = stamp
             for field in self.px4_stamped.get(spec.name, ()):
@@ -355,6 +409,8 @@ class SimBridge(Node):
         values |= {"late_commands": self.late_commands, "lockstep": self.lockstep, "put_backs": self.put_backs}
         if self.laps:
             values |= {"laps": self.laps, "last_lap_s": round(self.last_lap_s, 3)}
+        if self.vehicle is not None:
+            values |= self.vehicle.diagnostics()
         hole_pose = getattr(self.env, "hole_pose", None)
         if callable(hole_pose):
             values |= dict(zip(("hole_x", "hole_y", "hole_z", "hole_yaw"), hole_pose()[0].tolist(), strict=True))
