@@ -31,7 +31,7 @@ from robo_rl.sim.rehearsal import rehearse, standard_plan
 from robo_rl.sim.rehearsal.arm import ArmRig
 from robo_rl.sim.rehearsal.car import CarRig
 from robo_rl.sim.rehearsal.crazyflie import CrazyflieRig
-from robo_rl.sim.rehearsal.px4 import Px4Rig
+from robo_rl.sim.rehearsal.px4 import Px4Rig, SimulatedPx4
 
 RAMP_CAR = 0.5
 RAMP_ARM = 0.5
@@ -55,7 +55,7 @@ def crazyflie(policy: str) -> dict[str, Any]:
 def px4(policy: str) -> dict[str, Any]:
     profile = load_profile("quadrotor_px4")
     target = (0.0, 0.0, 1.0)
-    rig = Px4Rig(profile, target)
+    rig = Px4Rig(SimulatedPx4(profile, target))
     report = rehearse(rig, policy, standard_plan(False, "odom", settle=5.0), NodeSettings(target=target), _no_messages)
     modes = [(round(t, 2), mode, why) for t, mode, why in rig.commander.modes]
     return _result(report, {"px4_modes": modes})

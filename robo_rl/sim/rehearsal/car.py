@@ -14,34 +14,21 @@ from collections.abc import Sequence
 import numpy as np
 
 from robo_rl.real.command import command_actions
-from robo_rl.real.handover import VehicleLink
-from robo_rl.real.profile import RobotProfile, VescCalibration, source_input
-from robo_rl.sim.robot_link import SimLink
+from robo_rl.real.profile import RobotProfile, VescCalibration
+from robo_rl.sim.rehearsal.ground import GroundRig
 
 TOLERANCE = 1e-6
 
 
-class CarRig:
+class CarRig(GroundRig):
     """See the module docstring."""
 
     def __init__(self, profile: RobotProfile, params: Sequence[str] = (), seed: int = 0) -> None:
-        self.profile = profile
-        self.link: VehicleLink | None = None
-        self.sim = SimLink(profile, params, seed)
-        self.violations: list[str] = []
+        super().__init__(profile, params, seed)
         self.vesc: VescCalibration | None = profile.vesc
         self.car = self.sim.env.params
-        self.held = True
-        self.now = 0.0
-        self._executed = np.asarray(profile.safe_action, dtype=np.float64)
         self.steer_scale = next(f.scale for f in self.sim.spec.fields if f.action == "steering")
         """rad per unit steering action in the command (a Twist's yaw rate is read back to this angle)."""
-
-    def inputs(self) -> dict[str, dict[str, float]]:
-        grouped: dict[str, dict[str, float]] = {spec.name: {} for spec in self.profile.inputs if not spec.derive}
-        for source, value in self.sim.fields().items():
-            grouped[source_input(source)][source] = value
-        return grouped
 
     def command(self, fields: dict[str, float], fault: str) -> None:
         self.held = bool(fault)
@@ -67,21 +54,3 @@ class CarRig:
             executed = (self.vesc.erpm_output(speed) - self.vesc.speed_to_erpm_offset) / self.vesc.speed_to_erpm_gain
             if abs(executed - simulated) > 1e-3:
                 self.violations.append(f"{self.now:.2f} s: the ESC runs {executed:+.3f} m/s for {speed:+.3f} m/s")
-
-    def advance(self) -> None:
-        self.now += self.profile.dt
-        self.sim.wait_until(self.now)
-
-    def in_charge(self) -> str:
-        return "vehicle" if self.held else "policy"
-
-    def executed(self) -> np.ndarray:
-        return self._executed
-
-    def pose(self) -> tuple[np.ndarray, float]:
-        """Not measured for a car (its excursion after a hand-back is its braking, and the simulator puts a car
-        that left the track back): the command's jump is the car's measure."""
-        return np.zeros(3), 0.0
-
-    def motors_off_in_the_air(self) -> bool:
-        return False

@@ -126,20 +126,12 @@ class SimulatedPx4:
 
 
 class Px4Rig:
-    """`SimulatedPx4` with the node's side wired as Px4Output wires it (the module docstring); `target`: the hover
-    point (m), the node's `target` parameter."""
+    """`SimulatedPx4` (`px4`) with the node's side wired as Px4Output wires it (the module docstring)."""
 
-    def __init__(
-        self,
-        profile: RobotProfile,
-        target: Sequence[float],
-        params: Sequence[str] = (),
-        seed: int = 0,
-        takeoff_s: float = 3.0,
-        commander: Commander | None = None,
-    ) -> None:
+    def __init__(self, px4_vehicle: SimulatedPx4) -> None:
+        profile = px4_vehicle.profile
         self.profile = profile
-        self.px4 = SimulatedPx4(profile, target, params, seed, takeoff_s, commander)
+        self.px4 = px4_vehicle
         settings = profile.px4 or Px4Settings()
         self.hold = px4.FaultHold(settings.fault_hold, settings.hover_thrust, body_rates=True)
         self.offboard = px4.OffboardLink(True, False, staleness=profile.staleness_timeout)
