@@ -127,6 +127,8 @@ class PolicyController:
         """Who is in control, for a profile with a hand-over section; None: the policy, from activation."""
         self.vehicle_gate: Callable[[], str] = _no_wait
         """Why an asked take-over waits for the vehicle ("" when it need not; the vehicle link's `takeover_wait`)."""
+        self.vehicle_lost: Callable[[], str] = _no_wait
+        """Why the vehicle no longer follows the policy ("" while it does; the vehicle link's `control_lost`)."""
         self.held_reason: Fault = VEHICLE_HOLDS
         """While the vehicle holds: why (the fault that handed back keeps its level until the next take-over)."""
 
@@ -212,7 +214,9 @@ class PolicyController:
         command (blended during the ramp) through the safety filter; any fault hands back in this period. The
         operator's action replaces the policy's only while the policy is in control."""
         made: dict[str, object] = {}
-        step = handover.step(lambda: self._handover_action(made), lambda: self._input_fault(made), self.vehicle_gate)
+        step = handover.step(
+            lambda: self._handover_action(made), lambda: self._input_fault(made), self.vehicle_gate, self.vehicle_lost
+        )
         if step.took_over:
             self._policy_starts()
             self.policy_in_control = True

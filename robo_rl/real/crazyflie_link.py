@@ -139,6 +139,10 @@ class CrazyflieLink:
         """An asked take-over waits while the vehicle is not ready (e.g. it began landing meanwhile)."""
         return self.ready()
 
+    def control_lost(self) -> str:
+        """Nothing crazyswarm2 reports takes control from the policy's packets (a landing is refused meanwhile)."""
+        return ""
+
     # ---------------------------------------------------------------------------------------------------- steps
 
     def on_step(self, step: HandoverStep, fields: Mapping[str, float], observed: Mapping[str, float]) -> bool:

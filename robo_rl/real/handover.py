@@ -169,11 +169,14 @@ class Handover:
         policy: Callable[[], np.ndarray | None],
         fault: Callable[[], str],
         gate: Callable[[], str] = lambda: "",
+        lost: Callable[[], str] = lambda: "",
     ) -> HandoverStep:
         """This period's decision. `policy()` evaluates the policy and returns its action (None: it gave none,
         a fault); `fault()` says why the policy may not command now ("" when it may); `gate()` why the vehicle
-        cannot be taken over yet ("" when it can: `VehicleLink.takeover_wait`). None is called while the vehicle
-        holds and no take-over is asked."""
+        cannot be taken over yet ("" when it can: `VehicleLink.takeover_wait`); `lost()` why the vehicle no longer
+        follows the policy ("" while it does: `VehicleLink.control_lost`, e.g. PX4 switched out of offboard by its
+        pilot or failsafe), which hands back like a fault. None is called while the vehicle holds and no take-over
+        is asked."""
         if self.release:
             return self.hand_back(self.release)
         if self.mode is Mode.VEHICLE:
@@ -182,7 +185,7 @@ class Handover:
             if fault() or gate():  # a request waits while a fault lasts or the vehicle is not ready
                 return HandoverStep(Mode.VEHICLE, None, 0.0, waiting=True)
             return self._take_over(policy)
-        why = fault()
+        why = fault() or lost()
         action = None if why else policy()
         if action is None:
             return self.hand_back(why or "the policy gave no action")
@@ -261,6 +264,10 @@ class VehicleLink(Protocol):
 
     def takeover_wait(self) -> str:
         """Why an asked take-over waits ("" when it may happen now), e.g. PX4 not yet in offboard."""
+        ...
+
+    def control_lost(self) -> str:
+        """Why the vehicle no longer follows the policy's commands ("" while it does), e.g. PX4 left offboard."""
         ...
 
     def diagnostics(self) -> dict[str, object]: ...

@@ -175,6 +175,7 @@ class PolicyNodeCore:
         self.vehicle = vehicle
         if vehicle is not None:
             controller.vehicle_gate = vehicle.takeover_wait
+            controller.vehicle_lost = vehicle.control_lost
         """The vehicle's side of the hand-over (crazyswarm2's commander, PX4's modes); None: the setpoints only."""
         handover = controller.profile.handover
         self.silent = handover is not None and handover.silent

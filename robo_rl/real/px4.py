@@ -485,6 +485,8 @@ class Px4Vehicle:
         self.send_request = send_request
         self.clock = clock
         self.streaming_since: float | None = None
+        self.left_offboard = False
+        """PX4 reported leaving offboard while the policy flew (`control_lost`)."""
         """When the hold setpoints of an asked take-over began (None: not streaming)."""
 
     def on_step(self, step: HandoverStep, fields: Mapping[str, float], observed: Mapping[str, float]) -> bool:
@@ -495,8 +497,9 @@ class Px4Vehicle:
         self.streaming_since = None
         if step.took_over:
             self.handback.reset()
+            self.left_offboard = False
         if step.handed_back:
-            self.handback.start(now, offboard_acked=self.link.offboard_accepted())
+            self.handback.start(now, offboard_acked=self.link.offboard_accepted() and not self.left_offboard)
         if step.mode is not Mode.VEHICLE:
             return False
         sent = self.handback.setpoint(now)
@@ -533,6 +536,15 @@ class Px4Vehicle:
         if since is None or self.clock() - since < STREAM_BEFORE_S - 1e-9:
             return "streaming the hold setpoint before offboard"
         return ""
+
+    def control_lost(self) -> str:
+        """PX4 left offboard while the policy flies (its pilot switched modes, or a failsafe acted): PX4 no longer
+        executes our setpoints, so control goes back (and the hand-back sends nothing: PX4 is not in offboard)."""
+        nav_state = self.handback.nav_state
+        if nav_state is None or nav_state == NAVIGATION_STATE_OFFBOARD:
+            return ""
+        self.left_offboard = True  # read after our offboard request's ack: the hand-back must not switch modes
+        return f"PX4 left offboard (nav_state {nav_state})"
 
     def request(self, word: str) -> str:
         return f"unknown request {word!r} (PX4 takes policy, vehicle)"

@@ -208,6 +208,28 @@ def test_px4_leaving_offboard_by_itself_counts_as_taken_and_a_take_over_waits_fo
     assert handback.report() == "PX4 holds (not in offboard: nav_state 2)"
 
 
+def test_px4_leaving_offboard_while_the_policy_flies_hands_back_at_once(probe: Path) -> None:
+    """A pilot switching PX4 to Position mode (or a failsafe acting) mid-flight: PX4 no longer executes our
+    setpoints, so the node hands back in the period it reads the nav_state (Px4Vehicle.control_lost), sends nothing
+    more (PX4 is not in offboard: its mode is left alone) and needs a new request."""
+    commander = Commander()
+    flight = Flight(probe, commander)
+    flight.core.activate()
+    assert flight.core.request("policy") == ""
+    flight.run(2.5)
+    assert commander.nav_state == px4.NAVIGATION_STATE_OFFBOARD and flight.modes[-1][1] is Mode.POLICY
+    commander.nav_state = px4.NAVIGATION_STATE_POSCTL  # the pilot's switch
+    switched_at = flight.clock()
+    received, commands = len(commander.received), len(commander.commands)
+    flight.run(1.0)
+    handed_at, mode = flight.modes[-1]
+    assert mode is Mode.VEHICLE and handed_at == pytest.approx(switched_at + DT)  # the next period
+    handover = flight.core.controller.handover
+    assert handover is not None and handover.transitions[-1].reason == "PX4 left offboard (nav_state 2)"
+    assert len(commander.received) == received + 1 and len(commander.commands) == commands
+    assert flight.vehicle.diagnostics() == {"px4_handback": "PX4 holds (not in offboard: nav_state 2)"}
+
+
 def test_the_hover_thrust_is_stated_and_the_constants_are_px4s() -> None:
     settings = PX4.px4
     assert settings is not None and settings.hover_thrust == 0.6  # 4001_gz_x500: MPC_THR_HOVER 0.60

@@ -154,6 +154,9 @@ class Px4Output:
     def takeover_wait(self) -> str:
         return self.vehicle.takeover_wait() if self.vehicle is not None else ""
 
+    def control_lost(self) -> str:
+        return self.vehicle.control_lost() if self.vehicle is not None else ""
+
     def _send_hold(self, fields: dict[str, float]) -> None:
         self.command.send(fields, "hand-back")
 
@@ -307,6 +310,9 @@ class CrazyflieOutput:
 
     def takeover_wait(self) -> str:
         return self.link.takeover_wait()
+
+    def control_lost(self) -> str:
+        return self.link.control_lost()
 
     def _send_twist(self, fields: dict[str, float]) -> None:
         self.command.send(fields, "")
