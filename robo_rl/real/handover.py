@@ -1,29 +1,33 @@
 """Who flies or drives the vehicle: its own controller, or the policy. The hand-over protocol every vehicle shares.
 
 A real vehicle has a controller of its own that can hold it: a Crazyflie's high-level commander hovers it, PX4's
-position mode holds a multirotor, a car's ESC speed loop holds it stopped, joint_trajectory_controller holds an
+Hold mode holds a multirotor, a car's ESC speed loop holds it stopped, joint_trajectory_controller holds an
 arm's pose. The policy flies only between an explicit request and the next fault (or a request to hand back):
 
     vehicle --request--> ramp --ramp s--> policy
        ^                   |                 |
-       +---- any fault, e-stop, stale input, request, stop ----+
+       +-- any fault, e-stop, stale input, the vehicle leaving our control, request, stop --+
 
 - `vehicle`: the vehicle's controller is in charge. The node sends the vehicle's hand-back once (each vehicle's
-  output does what its controller needs: crazyswarm2's go_to and notify_setpoints_stop, PX4's mode switch) and
-  then the profile's safe command, which a vehicle output that must not send it in the air (a quadrotor's zero
-  thrust) turns into silence. The policy is not evaluated; its memory and integrals restart when it next takes over.
+  link does what its controller needs: crazyswarm2's go_to and notify_setpoints_stop, PX4's mode switch to Hold)
+  and then, for a vehicle held by the safe command (the car's speed 0, the arm's measured pose), the profile's safe
+  command; a vehicle whose controller holds it only without our setpoints (`SILENT_VEHICLES`: never zero thrust in
+  the air) gets nothing. The policy is not evaluated; its memory and integrals restart when it next takes over. An
+  asked take-over waits while a fault lasts or the vehicle is not ready (`VehicleLink.takeover_wait`: PX4 not yet
+  in offboard, which its link prepares by streaming the hold setpoint).
 - `ramp`: the policy's command is blended from the vehicle's hold command (`HandoverSettings.hold`, e.g. hover
   thrust and zero body rates): `hold + a * (policy - hold)` with `a` rising linearly from `dt / ramp` to 1 over
   `ramp` seconds, so the first command differs from the hold command by at most `dt / ramp` of the policy's.
 - `policy`: the policy's own command (after the safety filter, as always).
 
-A fault of any kind (the controller's `SafetyResult.fault`) in `ramp` or `policy` hands back within the same
-control period: the command of that period is already the vehicle's. Control never returns to the policy by
-itself: a new request is needed (a safe default: nothing moves the robot unless asked). Without a hand-over
-section a profile behaves as before, the policy in control from activation.
+A fault of any kind (stale or missing inputs, the e-stop, the safety filter's non-finite values, a spent chunk) or
+the vehicle leaving our control (`VehicleLink.control_lost`: PX4 switched out of offboard) in `ramp` or `policy`
+hands back within the same control period: the command of that period is already the vehicle's. Control never
+returns to the policy by itself: a new request is needed (a safe default: nothing moves the robot unless asked).
+Without a hand-over section a profile behaves as before, the policy in control from activation.
 
-ROS-free and clock-injected: the node calls `request_policy`/`request_vehicle` from its `handover` topic and
-`step` once per command.
+ROS-free and clock-injected: the node calls `request_policy`/`request_vehicle` from its `vehicle_request` topic
+(through `PolicyNodeCore.request`) and `step` once per command (through `PolicyController.step`).
 """
 
 from __future__ import annotations
