@@ -86,17 +86,22 @@ def test_sim_files_start_bridge_policy_and_teleop(
 ) -> None:
     file = f"{LAUNCH}/params/{params}"
     extra = {"command_type": "auto"} if command else {}
-    policy_inline = inline(f"{namespace}/policy_node", policy="p.onnx", profile=profile, **extra, autostart=True)
+    # the quadrotor's vehicle mode (sim_bridge as PX4 or the Crazyflie firmware, for rehearsing the hand-over) is off
+    vehicle = {"target": [0.0, 0.0, 0.0], "px4_offboard": False} if robot == "quadrotor" else {}
+    policy_inline = inline(
+        f"{namespace}/policy_node", policy="p.onnx", profile=profile, **extra, autostart=True, **vehicle
+    )
     policy_params = ["--params-file", file, "--params-file", policy_inline]
     # the quadrotor's joystick drives the chosen profile's actions (motor commands or rates): it gets the profile too
     teleop_params = (
         ["--params-file", inline(f"{namespace}/teleop_node", profile=profile)] if robot == "quadrotor" else []
     )
+    bridge_vehicle = {"vehicle": False, "target": [0.0, 0.0, 0.0]} if robot == "quadrotor" else {}
     bridge_params = [
         "--params-file",
         file,
         "--params-file",
-        inline(f"{namespace}/sim_bridge", profile=profile, **extra),
+        inline(f"{namespace}/sim_bridge", profile=profile, **extra, **bridge_vehicle),
     ]
     assert commands(f"sim_{robot}.launch.yaml", policy="p.onnx") == [
         ["/opt/bin/sim_bridge", *ros_args("sim_bridge", namespace, *bridge_params)],
@@ -118,6 +123,8 @@ def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> Non
         "seed": 0,
         "episode_length": 3600.0,
         "lockstep": True,
+        "vehicle": False,
+        "target": (0.0, 0.0, 0.0),
     }
     assert policy.params == {
         "profile": "quadrotor_px4",
@@ -126,6 +133,7 @@ def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> Non
         "trigger": "observation",
         "max_missed_deadlines": 10,
         "autostart": True,
+        "px4_offboard": False,
     }
     assert teleop.params == {"profile": "quadrotor_px4", "estop_button": 0, "takeover_button": 1}
 

@@ -22,7 +22,7 @@ def _judge(result: dict[str, Any]) -> None:
         pytest.skip(result["skip"])
     logs = result["logs"]
     assert all(result["steps"][key] for key in result["steps"] if key != "fault_reason"), (result["steps"], logs)
-    assert result["max_violations"] == 0, (result["bridge"], logs["sim_bridge"])
+    assert result["max_violations"] == 0, (result["bridge"], logs["launch"])
     assert result["max_motors_off_in_air"] == 0, result["bridge"]
     assert "stale observation" in result["steps"]["fault_reason"], result["steps"]["fault_reason"]
     assert result["node"]["handover_mode"] == "vehicle" and result["bridge"]["vehicle_in_charge"] == "vehicle"

@@ -72,6 +72,27 @@ def generous_profile(log_dir: Path, name: str, staleness_timeout: float = GENERO
     return str(path)
 
 
+SIM_QUADROTOR = Path("launch/sim_quadrotor.launch.yaml")
+
+
+def launch_copy(log_dir: Path, profile: str, policy_params: dict[str, Any]) -> Path:
+    """launch/sim_quadrotor.launch.yaml with `profile` (a profile file, e.g. `generous_profile`'s) among its profile
+    choices and `policy_params` added to policy_node's parameters; its path in `log_dir`."""
+    import yaml
+
+    entries = yaml.safe_load(SIM_QUADROTOR.read_text())
+    for entry in entries["launch"]:
+        if entry.get("arg", {}).get("name") == "profile":
+            entry["arg"]["choice"].append({"value": profile})
+    groups = [entry["group"] for entry in entries["launch"] if "group" in entry]
+    nodes = [child["node"] for group in groups for child in group["children"] if "node" in child]
+    (policy_node,) = [node for node in nodes if node["name"] == "policy_node"]
+    policy_node["param"] += [{"name": name, "value": value} for name, value in policy_params.items()]
+    path = log_dir / SIM_QUADROTOR.name
+    path.write_text(yaml.safe_dump(entries, sort_keys=False))
+    return path
+
+
 def ros_args(name: str, namespace: str = "/", **params: Any) -> list[str]:
     argv = ["--ros-args", "-r", f"__node:={name}", "-r", f"__ns:={namespace}"]
     for key, value in params.items():

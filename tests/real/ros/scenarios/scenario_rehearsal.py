@@ -1,8 +1,9 @@
-"""The hand-over rehearsed through the real nodes: sim_bridge in vehicle mode (robo_rl.sim.ros_vehicle: the vehicle's
-own side, PX4's commander or the Crazyflie firmware's, flying the simulated quadrotor from the ground) and policy_node
-with the bundled profile (its staleness timeout generous, harness.generous_profile: a busy machine's stalls must not
-hand back by themselves), in the namespace /cf1. A probe plays the operator on vehicle_request and injects the fault
-on sim_bridge's `silence` topic:
+"""The hand-over rehearsed through the real nodes, started by the launch file (`robo-rl launch
+launch/sim_quadrotor.launch.yaml vehicle:=true height:=...`, with the profile below among its choices): sim_bridge in
+vehicle mode (robo_rl.sim.ros_vehicle: the vehicle's own side, PX4's commander or the Crazyflie firmware's, flying the
+simulated quadrotor from the ground) and policy_node with the bundled profile (its staleness timeout generous,
+harness.generous_profile: a busy machine's stalls must not hand back by themselves), in the namespace /cf1. A probe
+plays the operator on vehicle_request and injects the fault on sim_bridge's `silence` topic:
 
 - crazyswarm2: takeoff (policy_node's link unlocks on the ground, notify_setpoints_stop, the high-level take-off);
   PX4: its own take-off mode, then Hold;
@@ -27,7 +28,7 @@ from typing import Any
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from harness import Processes, finish, generous_profile, ros_args, spin_for, spin_until
+from harness import Processes, finish, generous_profile, launch_copy, spin_for, spin_until
 from std_msgs.msg import Float64, String
 
 NAMESPACE = "/cf1"
@@ -47,13 +48,12 @@ def main() -> None:
         except ImportError as err:
             finish({"skip": f"crazyflie_interfaces is not built into this ROS venv (make ros-msgs): {err}"})
             return
-    target = [0.0, 0.0, 0.5] if crazyflie else [0.0, 0.0, 1.0]
+    height = 0.5 if crazyflie else 1.0
     profile = generous_profile(log_dir, profile_name)
     processes = Processes(log_dir)
-    bridge = ros_args("sim_bridge", NAMESPACE, profile=profile, vehicle=True, target=target)
-    processes.start("sim_bridge", "sim_bridge", *bridge)
-    node = ros_args("policy_node", NAMESPACE, profile=profile, policy=policy, autostart=True, target=target)
-    processes.start("policy_node", "policy_node", *node, *(["-p", "px4_offboard:=true"] if not crazyflie else []))
+    launch = launch_copy(log_dir, profile, {})
+    arguments = (f"policy:={policy}", f"profile:={profile}", "vehicle:=true", f"height:={height}", "teleop:=false")
+    processes.start("launch", "robo-rl", "launch", str(launch), *arguments)
     rclpy.init()
     probe = rclpy.create_node("operator")
     latest: dict[str, dict[str, str]] = {}
@@ -125,7 +125,7 @@ def main() -> None:
         ),
     }
     probe.destroy_node()
-    finish(results, processes, ["sim_bridge", "policy_node"])
+    finish(results, processes, ["launch"])
 
 
 if __name__ == "__main__":

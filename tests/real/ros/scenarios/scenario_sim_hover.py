@@ -19,36 +19,18 @@ import time
 from pathlib import Path
 
 import rclpy
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
-from harness import Processes, finish, generous_profile, spin_until
+from harness import Processes, finish, generous_profile, launch_copy, spin_until
 from nav_msgs.msg import Odometry
 from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import Float32MultiArray
-
-LAUNCH_FILE = Path("launch/sim_quadrotor.launch.yaml")
-
-
-def launch_copy(log_dir: Path, profile: str) -> Path:
-    """The launch file with `profile` among its profile choices and policy_node's max_missed_deadlines 0."""
-    entries = yaml.safe_load(LAUNCH_FILE.read_text())
-    for entry in entries["launch"]:
-        if entry.get("arg", {}).get("name") == "profile":
-            entry["arg"]["choice"].append({"value": profile})
-    groups = [entry["group"] for entry in entries["launch"] if "group" in entry]
-    nodes = [child["node"] for group in groups for child in group["children"] if "node" in child]
-    (policy_node,) = [node for node in nodes if node["name"] == "policy_node"]
-    policy_node["param"].append({"name": "max_missed_deadlines", "value": 0})
-    path = log_dir / LAUNCH_FILE.name
-    path.write_text(yaml.safe_dump(entries, sort_keys=False))
-    return path
 
 
 def main() -> None:
     log_dir, policy, steps = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     processes = Processes(log_dir)
     profile = generous_profile(log_dir, "quadrotor_crazyflie")
-    launch = launch_copy(log_dir, profile)
+    launch = launch_copy(log_dir, profile, {"max_missed_deadlines": 0})
     arguments = (str(launch), f"policy:={policy}", f"profile:={profile}", "teleop:=false")
     processes.start("launch", "robo-rl", "launch", *arguments)
     rclpy.init()
