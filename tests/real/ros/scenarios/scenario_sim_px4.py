@@ -4,9 +4,9 @@ argv: LOG_DIR POLICY STEPS. sim_bridge stands in for PX4 SITL (VehicleOdometry o
 fmu/in, task made with the profile's action_mode=ctbr, lockstep) and policy_node flies a ctbr policy through the
 profile once asked (the profile's vehicle holds until a "policy" request on vehicle_request, which the probe sends
 every 0.2 s until the first setpoint; the policy's command then ramps in over 1 s). A probe records the odometry,
-the rates setpoints and the offboard heartbeats from the first setpoint on, until STEPS odometry messages
-(simulated steps of 0.01 s: in lockstep sim_bridge publishes one per step once commanded) have arrived, then
-SIGINT stops the launch. Results are indexed by step, not by wall-clock time.
+the rates setpoints and the offboard heartbeats from the policy's first setpoint on (not the take-over's hold
+stream), until STEPS odometry messages (simulated steps of 0.01 s: in lockstep sim_bridge publishes one per step
+once commanded) have arrived, then SIGINT stops the launch. Results are indexed by step, not by wall-clock time.
 """
 
 from __future__ import annotations
@@ -36,11 +36,14 @@ def main() -> None:
     stamp_lags_us: list[int] = []  # the probe's clock minus the message's timestamp
     samples_are_stamps: list[bool] = []
     setpoints: list[tuple[float, float, float, float]] = []
+    flying: list[bool] = []
+    """Set at the policy's first setpoint: before it, the asked take-over streams the hold setpoint (zero rates at
+    hover thrust) for 1 s, PX4's mode unknown (sim_bridge publishes no VehicleStatus)."""
     heartbeats: list[bool] = []
     diagnostics: dict[str, dict[str, str]] = {}
 
     def on_odometry(m: VehicleOdometry) -> None:
-        if not setpoints:
+        if not flying:
             return
         positions.append((float(m.position[0]), float(m.position[1]), float(m.position[2])))
         q_norms.append(math.sqrt(sum(float(v) ** 2 for v in m.q)))
@@ -49,7 +52,10 @@ def main() -> None:
         samples_are_stamps.append(int(m.timestamp_sample) == int(m.timestamp))
 
     def on_setpoint(m: VehicleRatesSetpoint) -> None:
-        setpoints.append((float(m.roll), float(m.pitch), float(m.yaw), float(m.thrust_body[2])))
+        setpoint = (float(m.roll), float(m.pitch), float(m.yaw), float(m.thrust_body[2]))
+        if flying or setpoint[:3] != (0.0, 0.0, 0.0):  # the policy's: the take-over's hold stream has zero rates
+            setpoints.append(setpoint)
+            flying.append(True)
 
     def on_diagnostics(message: DiagnosticArray) -> None:
         for status in message.status:
