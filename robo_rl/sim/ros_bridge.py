@@ -13,7 +13,11 @@ names the profile's joints in its order (the nodes read joints by name).
 
 With the quadrotor_px4 profile the bridge stands in for PX4 SITL: it publishes fmu/out/vehicle_odometry and flies
 the VehicleRatesSetpoint it receives (body rates and thrust back to the ctbr actions); it ignores the
-OffboardControlMode heartbeat and VehicleCommands (nothing to arm, always "offboard"). The task is made with the
+OffboardControlMode heartbeat and VehicleCommands (nothing to arm, always "offboard") and says so: a VehicleStatus
+(v1.16's fmu/out/vehicle_status_v1, 10 Hz) armed in nav_state offboard, so that policy_node takes over at once when
+asked, as from a PX4 already switched to offboard (without it, policy_node would first stream the hold setpoint for
+the 1 s PX4 needs before offboard, and this stand-in would fly that stream from its random initial state, for as
+many steps as the machine's speed allows). The task is made with the
 profile's `task_params` (quadrotor_px4: action_mode=ctbr) before the `task_params` parameter's, and the bridge
 refuses to start when the task's actions are not the profile's (names, in order).
 
@@ -136,6 +140,8 @@ class SimBridge(Node):
         self._check_drive()
         self.paths = {spec.name: self._paths(spec) for spec, _ in self.outputs}
         self.vehicle = self._vehicle()
+        if self.vehicle is None and px4.is_px4(self.command_spec.type):
+            self._report_offboard()
         self.silent_until = 0.0
         from std_msgs.msg import Float64
 
@@ -291,6 +297,19 @@ class SimBridge(Node):
             return vehicle_bridge(self, self.profile, target, extra, int(self.get_parameter("seed").value))
         except (ValueError, ImportError) as err:
             raise StartupInputError(f"sim_bridge: {err}") from None
+
+    def _report_offboard(self) -> None:
+        """The bare PX4 stand-in's VehicleStatus at 10 Hz: armed, in offboard (the module docstring)."""
+        status_type = message_class("px4_msgs/msg/VehicleStatus")
+        publisher = self.create_publisher(status_type, px4.VEHICLE_STATUS_TOPICS["1.16"], qos_profile_sensor_data)
+
+        def publish() -> None:
+            status = status_type(timestamp=px4.timestamp_us(self.get_clock().now().nanoseconds))
+            status.nav_state = px4.NAVIGATION_STATE_OFFBOARD
+            status.arming_state = status.ARMING_STATE_ARMED
+            publisher.publish(status)
+
+        self.create_timer(0.1, publish)
 
     def on_silence(self, message: Any) -> None:
         """A rehearsal's injected fault: no input published for `data` s (the vehicle flies on)."""

@@ -2,11 +2,13 @@
 
 argv: LOG_DIR POLICY STEPS. sim_bridge stands in for PX4 SITL (VehicleOdometry on fmu/out, the rates setpoint on
 fmu/in, task made with the profile's action_mode=ctbr, lockstep) and policy_node flies a ctbr policy through the
-profile once asked (the profile's vehicle holds until a "policy" request on vehicle_request, which the probe sends
-every 0.2 s until the first setpoint; the policy's command then ramps in over 1 s). A probe records the odometry,
-the rates setpoints and the offboard heartbeats from the policy's first setpoint on (not the take-over's hold
-stream), until STEPS odometry messages (simulated steps of 0.01 s: in lockstep sim_bridge publishes one per step
-once commanded) have arrived, then SIGINT stops the launch. Results are indexed by step, not by wall-clock time.
+profile once asked (the profile's vehicle holds until a "policy" request on vehicle_request; the policy's command
+then ramps in over 1 s). The probe asks, every 0.2 s until the first setpoint, once policy_node reports PX4 in
+offboard (sim_bridge's VehicleStatus): the take-over then begins at once from the simulator's initial state, with no
+hold stream before it, whose length in simulated steps would depend on the machine's speed. It records the odometry,
+the rates setpoints and the offboard heartbeats from the policy's first setpoint on, until STEPS odometry messages
+(simulated steps of 0.01 s: in lockstep sim_bridge publishes one per step once commanded) have arrived, then SIGINT
+stops the launch. Results are indexed by step, not by wall-clock time.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from harness import Processes, finish, spin_until
 from px4_msgs.msg import OffboardControlMode, VehicleOdometry, VehicleRatesSetpoint
 from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
+
+from robo_rl.real.px4 import NAVIGATION_STATE_OFFBOARD
 
 
 def main() -> None:
@@ -37,8 +41,8 @@ def main() -> None:
     samples_are_stamps: list[bool] = []
     setpoints: list[tuple[float, float, float, float]] = []
     flying: list[bool] = []
-    """Set at the policy's first setpoint: before it, the asked take-over streams the hold setpoint (zero rates at
-    hover thrust) for 1 s, PX4's mode unknown (sim_bridge publishes no VehicleStatus)."""
+    """Set at the policy's first setpoint."""
+    held_setpoints: list[bool] = []  # hold setpoints (zero rates) before the policy's first: none when PX4 is offboard
     heartbeats: list[bool] = []
     diagnostics: dict[str, dict[str, str]] = {}
 
@@ -56,6 +60,8 @@ def main() -> None:
         if flying or setpoint[:3] != (0.0, 0.0, 0.0):  # the policy's: the take-over's hold stream has zero rates
             setpoints.append(setpoint)
             flying.append(True)
+        else:
+            held_setpoints.append(True)
 
     def on_diagnostics(message: DiagnosticArray) -> None:
         for status in message.status:
@@ -67,8 +73,13 @@ def main() -> None:
     probe.create_subscription(OffboardControlMode, offboard, lambda m: heartbeats.append(bool(m.body_rate)), 100)
     probe.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, 100)
     request = probe.create_publisher(String, "/cf1/vehicle_request", 10)
+
+    def offboard() -> bool:
+        return diagnostics.get("/cf1/policy_node", {}).get("px4_nav_state") == str(NAVIGATION_STATE_OFFBOARD)
+
+    in_offboard = spin_until(probe, offboard, 60.0)
     asking = probe.create_timer(0.2, lambda: None if setpoints else request.publish(String(data="policy")))
-    started = spin_until(probe, lambda: len(setpoints) > 0, 60.0)
+    started = in_offboard and spin_until(probe, lambda: len(setpoints) > 0, 60.0)
     probe.destroy_timer(asking)
     flown = spin_until(probe, lambda: len(positions) >= steps, 120.0) if started else False
     spin_until(probe, lambda: "/cf1/sim_bridge" in diagnostics and "/cf1/policy_node" in diagnostics, 5.0)
@@ -76,6 +87,8 @@ def main() -> None:
     thrusts = sorted(s[3] for s in setpoints[len(setpoints) // 2 :])
     results = {
         "started": started,
+        "in_offboard": in_offboard,
+        "held_setpoints": len(held_setpoints),
         "flown": flown,
         "odometry": len(positions),
         "setpoints": len(setpoints),
