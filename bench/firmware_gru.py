@@ -35,9 +35,9 @@ from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.firmware_export.build import build_cortex_m4
 from robo_rl.firmware_export.codegen import generate_c
 from robo_rl.firmware_export.ir import PolicyIR, load_policy
+from robo_rl.firmware_export.onnx_reference import episode_starts, onnxruntime_episode
 from robo_rl.firmware_export.qemu import estimated_latency_us, run_in_qemu
 from robo_rl.firmware_export.quantize import sample_observations
-from robo_rl.firmware_export.targets import episode_starts, onnxruntime_episode
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.modules.recurrent import RecurrentActorCritic
 from robo_rl.sim import make

@@ -20,7 +20,7 @@ import robo_rl
 if TYPE_CHECKING:
     from robo_rl.firmware_export.codegen import CSources
     from robo_rl.firmware_export.ir import PolicyInfo, PolicyIR
-    from robo_rl.firmware_export.targets import ExportReport
+    from robo_rl.firmware_export.report import ExportReport
 
 TEMPLATES = Path(__file__).parent / "templates"
 README_FILE = "README.md"

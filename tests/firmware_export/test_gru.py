@@ -41,7 +41,8 @@ from robo_rl.firmware_export.ir import (
 )
 from robo_rl.firmware_export.qemu import missing_tools, run_in_qemu
 from robo_rl.firmware_export.quantize import quantize
-from robo_rl.firmware_export.targets import PARITY_TOLERANCE, export_target
+from robo_rl.firmware_export.report import PARITY_TOLERANCE
+from robo_rl.firmware_export.targets import export_target
 from robo_rl.memory_spec import MemorySpec
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.modules.normalizer import EmpiricalNormalizer

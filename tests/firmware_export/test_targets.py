@@ -25,7 +25,8 @@ from robo_rl.firmware_export import qemu
 from robo_rl.firmware_export.board import render
 from robo_rl.firmware_export.ir import UnsupportedOperatorError, load_policy
 from robo_rl.firmware_export.quantize import error_bound, quantize, sample_observations
-from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, PARITY_TOLERANCE, export_target
+from robo_rl.firmware_export.report import PARITY_TOLERANCE
+from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, export_target
 from robo_rl.sim.quadrotor.dynamics import quat_to_rotmat
 
 STUBS = Path(__file__).parent / "crazyflie_stubs"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from robo_rl.firmware_export.board import README_FILE, Board, FolderWriter, TargetContext, readme, render, template
 
 if TYPE_CHECKING:
-    from robo_rl.firmware_export.targets import ExportReport
+    from robo_rl.firmware_export.report import ExportReport
 
 
 def write(context: TargetContext, out_dir: Path, dry_run: bool, report: ExportReport | None = None) -> list[str]:

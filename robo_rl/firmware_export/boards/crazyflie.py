@@ -26,7 +26,7 @@ from robo_rl.firmware_export.board import (
 
 if TYPE_CHECKING:
     from robo_rl.firmware_export.ir import PolicyInfo
-    from robo_rl.firmware_export.targets import ExportReport
+    from robo_rl.firmware_export.report import ExportReport
 
 CRAZYFLIE_MAP_HEADER = "robo_rl_crazyflie_map.h"
 CRAZYFLIE_POSITION_ERROR_CLIP = 0.5
