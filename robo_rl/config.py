@@ -2,12 +2,16 @@
 
 Field types come from the dataclass annotations (`typing.get_type_hints`, so `from __future__ import
 annotations` works). Supported: `bool`, `int`, `float`, `str`, `Literal[...]`, `X | None`, `tuple[X, ...]`,
-fixed tuples `tuple[X, Y]` and nested dataclasses (given as mappings; missing keys keep their defaults). A field
+fixed tuples `tuple[X, Y]`, named values `tuple[tuple[str, X], ...]` (given and written as a mapping name → X) and
+nested dataclasses (given as mappings; missing keys keep their defaults). A field
 annotated `Any` holds a config whose class is decided elsewhere (a task's own config, by the task's name): a
 dataclass instance, or as read from a file a mapping of changes, or None; whoever knows the class validates it.
 A dataclass may define `__config_dict__()` to choose its plain form (`to_dict` calls it).
 Unknown keys, wrong types and nulls for non-optional fields raise `ConfigError`, whose message is one line
-naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fast'`. A nested section's missing
+naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fast'`. A dataclass's own check
+(`__post_init__`) may raise a ValueError, reported as `SECTION: message`, or a ConfigError whose message starts with
+the failing key relative to the dataclass, reported at that key's dotted path (`actions[0].rate_limit: ...`).
+A nested section's missing
 keys take the field's default (its `default_factory`'s values, which may differ from the nested class's own
 defaults). A dataclass that renamed or moved fields may define a classmethod `upgrade_keys(data) -> dict`, which
 rewrites older keys into the current ones before anything is checked (see `robo_rl.runners.loop_config`).
@@ -64,13 +68,15 @@ def from_dict(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
-            raise ConfigError(_unknown_key_message(_join(path, key), str(key), sorted(fields)))
+            raise ConfigError(_unknown_key_message(_join(path, _key_text(key)), str(key), sorted(fields)))
         kwargs[key] = _convert(hints[key], _over_default(fields[key], value), _join(path, key))
     for name, f in fields.items():
         if name not in kwargs and f.default is f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"{_join(path, name)}: missing required key")
     try:
         return cls(**kwargs)
+    except ConfigError as err:  # a __post_init__ check naming its key: put the section's path in front
+        raise ConfigError(_join(path, _one_line(str(err)))) from err
     except ValueError as err:  # a __post_init__ check; name where it failed
         raise ConfigError(f"{path or _TOP_LEVEL}: {_one_line(str(err))}") from err
 
@@ -102,7 +108,22 @@ def to_dict(cfg: Any) -> dict[str, Any]:
 
 def plain_fields(cfg: Any) -> dict[str, Any]:
     """The dataclass instance `cfg`'s init fields as plain data (what `to_dict` gives without a `__config_dict__`)."""
-    return {f.name: _plain(getattr(cfg, f.name)) for f in dataclasses.fields(cfg) if f.init}
+    out = {}
+    for f in dataclasses.fields(cfg):
+        if f.init:
+            value = getattr(cfg, f.name)
+            named = _pairs(value) and _named_values(get_type_hints(type(cfg))[f.name])
+            out[f.name] = {name: _plain(item) for name, item in value} if named else _plain(value)
+    return out
+
+
+def _pairs(value: Any) -> bool:
+    """Whether `value` is a non-empty tuple of (str, value) pairs: what a named-values field holds."""
+    return (
+        isinstance(value, tuple)
+        and len(value) > 0
+        and all(isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], str) for item in value)
+    )
 
 
 def differences(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
@@ -227,6 +248,8 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
         raise _mismatch(_type_name(tp), value, path)
     if origin is Literal:
         return _convert_literal(tp, value, path)
+    if _named_values(tp):
+        return _convert_named_values(tp, value, path)
     if origin is tuple:
         return _convert_tuple(tp, value, path)
     if tp in _SCALARS:
@@ -273,6 +296,28 @@ def _convert_tuple(tp: Any, value: Any, path: str) -> tuple[Any, ...]:
     elif len(args) != len(value):
         raise ConfigError(f"{path}: expected {len(args)} items, got {len(value)}")
     return tuple(_convert(arg, item, f"{path}[{i}]") for i, (arg, item) in enumerate(zip(args, value, strict=False)))
+
+
+def _named_values(tp: Any) -> bool:
+    """Whether the annotation `tp` is `tuple[tuple[str, X], ...]`: named values, a mapping in files."""
+    args = get_args(tp)
+    if get_origin(tp) is not tuple or len(args) != 2 or args[1] is not Ellipsis:
+        return False
+    item = get_args(args[0])
+    return get_origin(args[0]) is tuple and len(item) == 2 and item[0] is str
+
+
+def _convert_named_values(tp: Any, value: Any, path: str) -> tuple[tuple[str, Any], ...]:
+    """A mapping name → value as `((name, value), ...)` in the mapping's order, each value checked at `path.name`."""
+    if not isinstance(value, Mapping):
+        raise _mismatch("a mapping of names to values", value, path)
+    element = get_args(get_args(tp)[0])[1]
+    items = []
+    for name, item in value.items():
+        if not isinstance(name, str):
+            raise _mismatch("names as keys", name, path)
+        items.append((name, _convert(element, item, _join(path, _key_text(name)))))
+    return tuple(items)
 
 
 def _as_number(value: Any) -> int | float | None:
@@ -383,6 +428,12 @@ def _type_name(tp: Any) -> str:
     if isinstance(tp, type) and get_origin(tp) is None:
         return tp.__name__
     return str(tp).replace("typing.", "").replace("NoneType", "None")
+
+
+def _key_text(key: Any) -> str:
+    """A key as messages show it: as written when it is a plain name, else quoted (so the message stays one line)."""
+    text = str(key)
+    return text if re.fullmatch(r"[\w.\[\]-]+", text) else repr(text)
 
 
 def _join(path: str, key: Any) -> str:
