@@ -424,7 +424,8 @@ class SimBridge(Node):
         return fields
 
     def publish_diagnostics(self) -> None:
-        values = {"steps": self.steps, "episodes": self.episodes, "crashes": self.crashes, "commanded": self.commanded}
+        values: dict[str, object] = {"steps": self.steps, "episodes": self.episodes, "crashes": self.crashes}
+        values["commanded"] = self.commanded
         values |= {"late_commands": self.late_commands, "lockstep": self.lockstep, "put_backs": self.put_backs}
         if self.laps:
             values |= {"laps": self.laps, "last_lap_s": round(self.last_lap_s, 3)}
