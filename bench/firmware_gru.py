@@ -34,7 +34,8 @@ from robo_rl.api.configs import preset
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.firmware_export.build import build_cortex_m4
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import PolicyIR, load_policy
+from robo_rl.firmware_export.ir import PolicyIR
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.onnx_reference import episode_starts, onnxruntime_episode
 from robo_rl.firmware_export.qemu import estimated_latency_us, run_in_qemu
 from robo_rl.firmware_export.quantize import sample_observations

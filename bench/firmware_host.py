@@ -40,7 +40,9 @@ from robo_rl.firmware_export.build import (
     find_tool,
 )
 from robo_rl.firmware_export.codegen import CSources, generate_c
-from robo_rl.firmware_export.ir import PolicyIR, evaluate, load_policy
+from robo_rl.firmware_export.evaluate import evaluate
+from robo_rl.firmware_export.ir import PolicyIR
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.quantize import quantization_error, quantize, sample_observations
 from robo_rl.modules.actor_critic import ActorCritic
 

@@ -27,7 +27,8 @@ from machine import machine_info
 
 from robo_rl.firmware_export.build import build_cortex_m4
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import PolicyIR, load_policy
+from robo_rl.firmware_export.ir import PolicyIR
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.qemu import estimated_latency_us, run_in_qemu
 from robo_rl.firmware_export.quantize import QuantizedIR, quantize, sample_observations
 

@@ -114,7 +114,8 @@ def generate_c(
     they have different prefixes.
     """
     if isinstance(ir, QuantizedIR):
-        ir, quantization = ir.ir, ir if quantization is None else quantization
+        quantization = ir if quantization is None else quantization
+        ir = ir.ir
     if quantization is not None and quantization.ir is not ir:
         raise ValueError("quantization was made from a different PolicyIR than the one given")
     _check_prefix(prefix)
@@ -756,7 +757,7 @@ class _Source:
         return "\n".join(lines) + "\n"
 
     def _pointwise_lines(self, stage: _Stage) -> list[str]:
-        lines = []
+        lines: list[str] = []
         for number, layer in stage.pointwise:
             code = self._pointwise_code(stage, number, layer)
             lines.extend(f"{line} /* {_comment(layer.name)} */" if k == 0 else line for k, line in enumerate(code))

@@ -29,17 +29,10 @@ import numpy as np
 import onnx
 
 from robo_rl.firmware_export.codegen import CSources, float_literal, generate_c
-from robo_rl.firmware_export.ir import (
-    Activation,
-    Dense,
-    Elementwise,
-    Layer,
-    PolicyIR,
-    UnsupportedGraphError,
-    _policy_info,
-    evaluate,
-    load_policy,
-)
+from robo_rl.firmware_export.evaluate import evaluate
+from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, PolicyIR
+from robo_rl.firmware_export.onnx_ops import UnsupportedGraphError
+from robo_rl.firmware_export.onnx_reader import load_policy, policy_info
 
 KEY = "robo_rl.flow."
 VELOCITY_KEY = KEY + "velocity"
@@ -105,7 +98,7 @@ def load_flow_policy(source: str | Path | onnx.ModelProto) -> FlowIR:
         layers=(),
         obs_dim=obs_dim,
         action_dim=action_dim,
-        info=_policy_info(
+        info=policy_info(
             props, obs_dim, action_dim, inputs, output, f"{model.producer_name} {model.producer_version}".strip()
         ),
     )
@@ -118,11 +111,11 @@ def evaluate_flow(flow: FlowIR, obs: np.ndarray) -> np.ndarray:
     """Numpy float32 forward pass of the sampler: obs `(n, obs_dim)` → actions `(n, action_dim)`."""
     obs = np.atleast_2d(np.asarray(obs, np.float32))
     features = evaluate(flow.normalizer, obs) if flow.normalizer is not None else obs
-    x = (
-        evaluate(flow.latent, obs)
-        if flow.latent is not None
-        else np.broadcast_to(flow.noise, (len(obs), flow.action_dim))
-    )
+    if flow.latent is not None:
+        x = evaluate(flow.latent, obs)
+    else:
+        assert flow.noise is not None  # a sampler without a latent network starts from its fixed noise
+        x = np.broadcast_to(flow.noise, (len(obs), flow.action_dim))
     steps = np.float32(flow.steps)
     for k in range(flow.steps):
         t = np.full((len(obs), 1), np.float32(k) / steps, np.float32)

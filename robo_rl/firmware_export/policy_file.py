@@ -12,7 +12,8 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from robo_rl.firmware_export.flow import FlowIR, is_flow_policy, load_flow_policy
-from robo_rl.firmware_export.ir import PolicyIR, load_policy
+from robo_rl.firmware_export.ir import PolicyIR
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.vector_only import check_vector_policy
 
 

@@ -23,17 +23,8 @@ from typing import Literal, TypeAlias
 
 import numpy as np
 
-from robo_rl.firmware_export.ir import (
-    Activation,
-    Clip,
-    Dense,
-    Elementwise,
-    Gru,
-    Pointwise,
-    PolicyInfo,
-    PolicyIR,
-    apply_pointwise,
-)
+from robo_rl.firmware_export.evaluate import apply_pointwise, evaluate
+from robo_rl.firmware_export.ir import Activation, Clip, Dense, Elementwise, Gru, Pointwise, PolicyInfo, PolicyIR
 
 ActivationMode = Literal["float", "int8"]
 INT8_MAX = 127
@@ -190,8 +181,6 @@ def quantize_input(layer: QuantizedDense, x: np.ndarray) -> np.ndarray:
 
 def quantization_error(qir: QuantizedIR, test_obs: np.ndarray) -> QuantizationReport:
     """Max and mean |quantized − float| actions on `test_obs` `(n, obs_dim)` (held out from calibration)."""
-    from robo_rl.firmware_export.ir import evaluate
-
     reference = evaluate(qir.ir, test_obs)
     error = np.abs(evaluate_quantized(qir, test_obs).astype(np.float64) - reference)
     scale = float(np.abs(reference).max()) if reference.size else 0.0

@@ -16,7 +16,7 @@ import json
 import onnx
 
 from robo_rl.artifact import IMAGES_KEY
-from robo_rl.firmware_export.ir import UnsupportedGraphError
+from robo_rl.firmware_export.onnx_ops import UnsupportedGraphError
 
 VECTOR_ONLY = "the C export handles vector policies only"
 IMAGE_RANK = 4

@@ -24,7 +24,9 @@ from robo_rl.firmware_export.build import (
     header_define,
 )
 from robo_rl.firmware_export.codegen import CSources, generate_c
-from robo_rl.firmware_export.ir import PolicyIR, evaluate, load_policy
+from robo_rl.firmware_export.evaluate import evaluate
+from robo_rl.firmware_export.ir import PolicyIR
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.quantize import quantize, sample_observations
 
 needs_arm = pytest.mark.skipif(

@@ -19,7 +19,7 @@ from robo_rl.config import config_hash
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.firmware_export.build import build_host
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import load_policy
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.quantize import sample_observations
 from robo_rl.firmware_export.targets import export_target
 from robo_rl.sim import make

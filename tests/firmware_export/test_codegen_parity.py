@@ -23,7 +23,8 @@ from robo_rl.config import config_hash
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.firmware_export.build import HostPolicy, build_host, build_host_library
 from robo_rl.firmware_export.codegen import CSources, generate_c
-from robo_rl.firmware_export.ir import Activation, Clip, Dense, Elementwise, PolicyIR, load_policy
+from robo_rl.firmware_export.ir import Activation, Clip, Dense, Elementwise, PolicyIR
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.sim import make
 
 NUM_MODELS = 240

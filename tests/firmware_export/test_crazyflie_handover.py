@@ -29,7 +29,8 @@ from robo_rl.firmware_export.boards.crazyflie import (
     crazyflie_clip_ranges,
     crazyflie_map_header,
 )
-from robo_rl.firmware_export.ir import PolicyInfo, load_policy
+from robo_rl.firmware_export.ir import PolicyInfo
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.targets import export_target
 from robo_rl.sim.quadrotor.dynamics import quat_to_rotmat
 

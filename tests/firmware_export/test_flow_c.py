@@ -16,7 +16,8 @@ from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, read_metadata
 from robo_rl.firmware_export.build import build_cortex_m4, build_host
 from robo_rl.firmware_export.flow import evaluate_flow, generate_flow_c, is_flow_policy, load_flow_policy
-from robo_rl.firmware_export.ir import UnsupportedOperatorError, load_policy
+from robo_rl.firmware_export.onnx_ops import UnsupportedOperatorError
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.targets import export_target
 from robo_rl.modules.flow import FlowPolicy
 

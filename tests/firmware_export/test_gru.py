@@ -29,16 +29,10 @@ from robo_rl.cli.main import main as cli_main
 from robo_rl.export.onnx import PolicyMetadata, export_onnx
 from robo_rl.firmware_export.build import HostRecurrentPolicy, build_host, build_host_recurrent
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import (
-    Dense,
-    Gru,
-    PolicyIR,
-    UnsupportedGraphError,
-    evaluate,
-    evaluate_episode,
-    evaluate_step,
-    load_policy,
-)
+from robo_rl.firmware_export.evaluate import evaluate, evaluate_episode, evaluate_step
+from robo_rl.firmware_export.ir import Dense, Gru, PolicyIR
+from robo_rl.firmware_export.onnx_ops import UnsupportedGraphError
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.qemu import missing_tools, run_in_qemu
 from robo_rl.firmware_export.quantize import quantize
 from robo_rl.firmware_export.report import PARITY_TOLERANCE

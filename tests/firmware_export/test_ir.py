@@ -12,16 +12,10 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from robo_rl.firmware_export.ir import (
-    Activation,
-    Clip,
-    Dense,
-    Elementwise,
-    UnsupportedGraphError,
-    UnsupportedOperatorError,
-    evaluate,
-    load_policy,
-)
+from robo_rl.firmware_export.evaluate import evaluate
+from robo_rl.firmware_export.ir import Activation, Clip, Dense, Elementwise
+from robo_rl.firmware_export.onnx_ops import UnsupportedGraphError, UnsupportedOperatorError
+from robo_rl.firmware_export.onnx_reader import load_policy
 
 RNG = np.random.default_rng(0)
 

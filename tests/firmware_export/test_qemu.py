@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import load_policy
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.qemu import (
     INSTRUCTIONS_PER_TICK,
     QemuError,

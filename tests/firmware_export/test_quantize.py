@@ -15,7 +15,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from robo_rl.firmware_export.build import HostPolicy, build_host_library
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import Dense, PolicyIR, load_policy
+from robo_rl.firmware_export.ir import Dense, PolicyIR
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.quantize import (
     QuantizedDense,
     QuantizedIR,
@@ -180,7 +181,7 @@ def test_int8_activations_saturate_beyond_the_calibrated_range_and_the_bound_cov
     wide = quantize(ir, _test_obs(ir, 500, seed=1), activations="int8")
     obs = _test_obs(ir, 500, seed=2)
     assert quantization_error(narrow, obs).max_abs_error > 2 * quantization_error(wide, obs).max_abs_error
-    from robo_rl.firmware_export.ir import evaluate
+    from robo_rl.firmware_export.evaluate import evaluate
 
     error = np.abs(evaluate_quantized(narrow, obs).astype(np.float64) - evaluate(ir, obs))
     assert (error <= error_bound(narrow, obs) + 1e-5 * 4).all()

@@ -23,7 +23,8 @@ from onnx import TensorProto, helper, numpy_helper
 from robo_rl.actuator import ACTUATOR_KEY, MotorActuator
 from robo_rl.firmware_export import qemu
 from robo_rl.firmware_export.board import render
-from robo_rl.firmware_export.ir import UnsupportedOperatorError, load_policy
+from robo_rl.firmware_export.onnx_ops import UnsupportedOperatorError
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.firmware_export.quantize import error_bound, quantize, sample_observations
 from robo_rl.firmware_export.report import PARITY_TOLERANCE
 from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, export_target

@@ -205,6 +205,11 @@ def crazyflie_actuator(info: PolicyInfo) -> MotorActuator:
             f"crazyflie target: the policy does not state its actuator model ({ACTUATOR_KEY}), so what its actions "
             "mean is unknown; re-export it with this robo_rl (from a run trained with this robo_rl, action_mode=motor)"
         )
+    if not isinstance(actuator, MotorActuator):
+        raise ValueError(
+            f"crazyflie target: the policy's actuator model ({ACTUATOR_KEY}) is a {actuator.kind!r}, not a "
+            "quadrotor's motor model"
+        )
     if actuator.hover_action is None:
         raise ValueError(
             f"crazyflie target: the policy's actuator model ({ACTUATOR_KEY}) has no hover_action, the action "

@@ -12,7 +12,7 @@ from robo_rl.envs import SpaceSpec
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
 from robo_rl.firmware_export.build import build_host
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import load_policy
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.storage.replay import Transitions
 
 SMALL = FQLConfig(actor_hidden=(32, 32), flow_hidden=(32, 32), critic_hidden=(32, 32), flow_steps=4)

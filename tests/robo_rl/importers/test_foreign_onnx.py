@@ -20,7 +20,7 @@ from robo_rl.cli.main import main
 from robo_rl.export.onnx import read_metadata
 from robo_rl.firmware_export.build import build_host
 from robo_rl.firmware_export.codegen import generate_c
-from robo_rl.firmware_export.ir import load_policy
+from robo_rl.firmware_export.onnx_reader import load_policy
 from robo_rl.real.profile import load_profile
 from robo_rl.real.runtime import PolicyRuntime
 
