@@ -53,9 +53,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
 
 
 PRESETS = "presets"
-"""A part of its own: the tasks' presets (robo_rl/sim/TASK/presets.py, a one-file task's module that defines PRESETS,
-and robo_rl/sim/presets.py, which collects them). They live in the task folders but build training configs, so they
-sit in the root layer, above the simulators they configure."""
+"""A part of its own: the tasks' presets (robo_rl/sim/TASK/presets.py, and robo_rl/sim/presets.py, which collects
+them). They live in the task folders but build training configs, so they sit in the root layer, above the simulators
+they configure."""
 
 
 def parts() -> list[str]:
@@ -76,20 +76,9 @@ def part_of(module: str) -> str | None:
 def _source_part(path: Path) -> str:
     """The part of the file `path` (a presets module, or the part of its first folder under robo_rl/)."""
     relative = path.relative_to(PACKAGE)
-    if relative.parts[0] == "sim" and (path.stem == "presets" or _defines_presets(path)):
+    if relative.parts[0] == "sim" and path.stem == "presets" and len(relative.parts) in (2, 3):
         return PRESETS
     return relative.parts[0].removesuffix(".py")
-
-
-def _defines_presets(path: Path) -> bool:
-    """A one-file task: a sim folder's __init__.py that assigns PRESETS at its top level."""
-    if path.name != "__init__.py" or len(path.relative_to(PACKAGE).parts) != 3:
-        return False
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(
-        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PRESETS" for t in node.targets)
-        for node in tree.body
-    )
 
 
 def import_counts() -> Counter[tuple[str, str]]:

@@ -5,6 +5,7 @@
 
 The table: every registered task (`robo_rl.sim.register`: its name, backend and description), tasks with the same
 backend and description on one row. The list: every preset (the task folders' `PRESETS`, `robo_rl.sim.presets`).
+Neither imports a simulator, so both are written with the core install.
 `make docs` runs this with the preset files' and the package map's generators.
 """
 
@@ -25,7 +26,7 @@ def task_table() -> str:
     from robo_rl.sim import about, registry
 
     rows: dict[tuple[str, str], list[str]] = {}
-    for name in registry._TASKS:  # registration order
+    for name in registry.in_registration_order():
         rows.setdefault(about(name), []).append(name)
     lines = ["| task | backend | what |", "|---|---|---|"]
     lines += [
@@ -35,10 +36,11 @@ def task_table() -> str:
 
 
 def preset_list() -> str:
-    """Every preset name, in code quotes, sorted, wrapped at 116 characters."""
-    from robo_rl.sim.presets import all_presets
+    """Every preset name, in code quotes, sorted, wrapped at 116 characters (read from the task folders' source, so
+    that no simulator is imported)."""
+    from robo_rl.sim.presets import declared_presets, preset_modules
 
-    words = [f"`{name}`," for name in sorted(all_presets())]
+    words = [f"`{name}`," for name in sorted(name for module in preset_modules() for name in declared_presets(module))]
     words[-1] = words[-1].rstrip(",")
     lines, line = [], ""
     for word in words:

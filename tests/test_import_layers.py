@@ -8,9 +8,9 @@ other one, and on an entry of `KNOWN` that no longer happens (so the list only s
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
-
-from robo_rl.sim.presets import defines_presets
 
 ROOT = Path(__file__).parents[1]
 PACKAGE = ROOT / "robo_rl"
@@ -44,6 +44,8 @@ TRAINING = (
     "robo_rl.launch",
     "robo_rl.hil",
 )
+TRAINING_CODE = (*TRAINING, "robo_rl.algorithms", "robo_rl.modules", "robo_rl.storage")
+"""What a simulator never imports (a task folder's presets.py excepted): the learning side, from the networks up."""
 OUTER = ("robo_rl.robot", "robo_rl.importers", "robo_rl.export", "robo_rl.firmware_export")
 """What only the composition root and the CLI use: the robot as an env, the importers and the exporters."""
 TOP = ("robo_rl.build", "robo_rl.api", "robo_rl.launch", "robo_rl.cli")
@@ -87,7 +89,7 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
         ("robo_rl.real.ros", "rclpy"),
         "the deploy core (node_core, controller, safety, ...) is ROS-free: only robo_rl.real.ros uses rclpy",
     ),
-    (("robo_rl.sim",), TRAINING, "simulators know nothing of training"),
+    (("robo_rl.sim",), TRAINING_CODE, "simulators know nothing of training: no algorithm, storage, runner or root"),
     (("robo_rl",), ("robo_rl.cli",), "only the CLI imports the CLI"),
     (
         ("robo_rl.real", "robo_rl.sim", "robo_rl.hil", "robo_rl.runners"),
@@ -133,27 +135,24 @@ RULES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
 KNOWN: set[tuple[str, str]] = set()
 PRESETS_MAY_IMPORT = (
     "robo_rl.experiment",
+    "robo_rl.algorithms",
+    "robo_rl.modules",
     "robo_rl.runners.loop_config",
     "robo_rl.runners.on_policy",
     "robo_rl.runners.off_policy",
+    "robo_rl.runners.off_policy_config",
     "robo_rl.hil.config",
 )
 """A task folder's presets.py (robo_rl/sim/TASK/presets.py) is the one place in a simulator that knows training: it
-builds `ExperimentConfig`s, so it imports the experiment, the runners' config classes and the HIL section's
-(`HilConfig` and the simulated human's settings it holds), and no more of training (never the composition root, the
-API, the CLI or HIL's devices)."""
+builds `ExperimentConfig`s, so it imports the experiment, the algorithms' and networks' settings, the runners'
+config classes and the HIL section's (`HilConfig` and the simulated human's settings it holds), and no more of
+training (never storage, the composition root, the API, the CLI or HIL's devices)."""
 
 
 def _presets_module(module: str) -> bool:
-    """A task folder's presets.py (or the folder's own module where a one-file task defines `PRESETS` there), or
-    robo_rl.sim.presets, which collects them."""
+    """A task folder's presets.py, or robo_rl.sim.presets, which collects them."""
     parts = module.split(".")
-    if parts[:2] != ["robo_rl", "sim"]:
-        return False
-    if parts[-1] == "presets" and len(parts) in (3, 4):
-        return True
-    folder_module = PACKAGE / "sim" / parts[2] / "__init__.py"
-    return len(parts) == 3 and folder_module.is_file() and defines_presets(folder_module)
+    return parts[:2] == ["robo_rl", "sim"] and parts[-1] == "presets" and len(parts) in (3, 4)
 
 
 def _modules() -> dict[str, Path]:
@@ -234,3 +233,30 @@ def test_outside_the_cli_only_its_entry_point_is_imported() -> None:
             if _under(imported, ("robo_rl.cli",)) and not _under(imported, ("robo_rl.cli.main",)):
                 found.append(f"{path.relative_to(ROOT)} imports {imported}")
     assert not found, "\n".join(found)
+
+
+_IMPORT_EVERY_SIMULATOR = """
+import importlib, pkgutil, sys
+import robo_rl.sim
+training = {training!r}
+for info in pkgutil.walk_packages(robo_rl.sim.__path__, "robo_rl.sim."):
+    if info.name.rsplit(".", 1)[-1] == "presets":
+        continue
+    try:
+        importlib.import_module(info.name)
+    except ModuleNotFoundError as err:  # an optional package (rclpy, MuJoCo) that is not installed
+        if (err.name or "robo_rl").partition(".")[0] == "robo_rl":
+            raise
+        continue
+    loaded = sorted(name for name in sys.modules if any(name == t or name.startswith(t + ".") for t in training))
+    if loaded:
+        sys.exit(f"importing {{info.name}} loads {{loaded}}")
+"""
+
+
+def test_importing_a_simulator_loads_no_training_code() -> None:
+    """What the layer rule says of the source holds for what loads: every module of robo_rl.sim but the presets,
+    imported in turn in a process of its own, loads no training module, not even through the core it imports."""
+    script = _IMPORT_EVERY_SIMULATOR.format(training=TRAINING_CODE)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -143,13 +143,46 @@ def preset_yaml(name: str, presets: Mapping[str, Any] | None = None) -> str:
     return HEADER.format(name=name) + yaml.safe_dump(changed, sort_keys=False)
 
 
-def stale_preset_files() -> list[str]:
-    """Preset files that are missing, out of date, or without a preset."""
-    from robo_rl.sim.presets import all_presets
+@dataclasses.dataclass(frozen=True)
+class PresetFiles:
+    """The preset files' texts as the code writes them, task folder by task folder."""
 
-    presets = all_presets()
-    stale = [name for name in sorted(presets) if _read(CONFIGS / f"{name}.yaml") != preset_yaml(name, presets)]
-    return stale + sorted(p.stem for p in CONFIGS.glob("*.yaml") if p.stem not in presets)
+    texts: dict[str, str]
+    """NAME → the text of robo_rl/configs/NAME.yaml, for every preset whose task folder imports."""
+    declared: frozenset[str]
+    """Every preset name (read from the task folders without importing them)."""
+    unavailable: dict[str, str]
+    """Presets module → the package it needs that is not installed (a simulator's backend): its files are kept."""
+
+
+def preset_files() -> PresetFiles:
+    """Every preset file's text, a task folder at a time: a folder whose simulator needs a package that is not
+    installed (MuJoCo, PyBullet, ...) is left out and named, so that the others are written with the core install."""
+    from robo_rl.sim.presets import declared_presets, preset_modules, presets_of
+
+    texts: dict[str, str] = {}
+    declared: set[str] = set()
+    unavailable: dict[str, str] = {}
+    for module in preset_modules():
+        names = set(declared_presets(module))
+        if names & declared:
+            raise ValueError(f"{module}: preset name(s) {sorted(names & declared)} already defined by another task")
+        declared |= names
+        try:
+            presets = presets_of(module)
+            texts |= {name: preset_yaml(name, presets) for name in presets}
+        except ModuleNotFoundError as err:
+            if err.name is None or err.name.partition(".")[0] == "robo_rl":
+                raise
+            unavailable[module] = err.name
+    return PresetFiles(texts, frozenset(declared), unavailable)
+
+
+def stale_preset_files(files: PresetFiles | None = None) -> list[str]:
+    """Preset files that are missing, out of date, or without a preset (those of `files.unavailable` unchecked)."""
+    files = files or preset_files()
+    stale = [name for name, text in sorted(files.texts.items()) if _read(CONFIGS / f"{name}.yaml") != text]
+    return stale + sorted(p.stem for p in CONFIGS.glob("*.yaml") if p.stem not in files.declared)
 
 
 def _read(path: Path) -> str | None:
@@ -159,24 +192,24 @@ def _read(path: Path) -> str | None:
 def main() -> int:
     import argparse
 
-    from robo_rl.sim.presets import all_presets
-
     parser = argparse.ArgumentParser(
         description="Write or check robo_rl/configs/*.yaml from the presets in robo_rl/sim/*/presets.py."
     )
     parser.add_argument("--write", action="store_true", help="rewrite every preset file (and remove orphans)")
     args = parser.parse_args()
+    files = preset_files()
+    for module, package in sorted(files.unavailable.items()):
+        print(f"{module} needs {package}, which is not installed: its preset files are kept as they are")
     if not args.write:
-        stale = stale_preset_files()
+        stale = stale_preset_files(files)
         print(f"out of date: {', '.join(stale)}" if stale else "every preset file is current")
         return 1 if stale else 0
-    presets = all_presets()
     for path in CONFIGS.glob("*.yaml"):
-        if path.stem not in presets:
+        if path.stem not in files.declared:
             path.unlink()
-    for name in sorted(presets):
-        (CONFIGS / f"{name}.yaml").write_text(preset_yaml(name, presets), encoding="utf-8")
-    print(f"wrote {len(presets)} preset files to {CONFIGS}")
+    for name, text in sorted(files.texts.items()):
+        (CONFIGS / f"{name}.yaml").write_text(text, encoding="utf-8")
+    print(f"wrote {len(files.texts)} preset files to {CONFIGS}")
     return 0
 
 

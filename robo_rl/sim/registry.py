@@ -53,8 +53,8 @@ def vehicle_card(name: str, config: Any) -> dict[str, Any] | None:
 
 
 def about(name: str) -> tuple[str, str]:
-    """(backend, one-line description) of task `name`, as registered."""
-    _entry(name)
+    """(backend, one-line description) of task `name`, as registered (without importing the task)."""
+    _known(name)
     return _ABOUT[name]
 
 
@@ -119,7 +119,7 @@ def default_config(name: str) -> Any:
 
 
 def in_registration_order() -> list[str]:
-    """Registered task names in the order they were registered."""
+    """Registered task names in the order they were registered (README's task table)."""
     return list(_TASKS)
 
 
@@ -128,10 +128,15 @@ def names() -> list[str]:
     return sorted(_TASKS)
 
 
-def _entry(name: str) -> tuple[EnvFactory, Any]:
-    """(factory, default config) of `name`, importing a factory registered by path."""
+def _known(name: str) -> None:
+    """ValueError naming the registered tasks where `name` is not one."""
     if name not in _TASKS:
         raise ValueError(f"unknown task {name!r}; registered tasks: {names()}")
+
+
+def _entry(name: str) -> tuple[EnvFactory, Any]:
+    """(factory, default config) of `name`, importing a factory registered by path."""
+    _known(name)
     entry = _TASKS[name]
     if isinstance(entry, str):
         module, _, attribute = entry.partition(":")

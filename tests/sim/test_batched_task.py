@@ -103,12 +103,65 @@ def test_state_dict_round_trip_continues_the_exact_stream() -> None:
     assert sum(int((t[2] | t[3]).sum()) for t in expected) > 0  # the continuation crossed resets
 
 
-def test_a_task_without_its_state_hooks_cannot_be_built() -> None:
-    class Forgot(Walk):
-        _physics_state = BatchedTask._physics_state  # as if never written
+def test_a_task_without_its_state_cannot_be_defined() -> None:
+    with pytest.raises(TypeError, match="_load_physics_state without its pair"):
 
-    with pytest.raises(TypeError, match="abstract"):
-        Forgot()
+        class Forgot(Walk):
+            _physics_state = BatchedTask._physics_state  # as if never written
+
+    with pytest.raises(TypeError, match="keeps no state"):
+
+        class Stateless(BatchedTask):
+            def step(self, action: torch.Tensor) -> StepResult:
+                raise NotImplementedError
+
+            def _reset_where(self, done: torch.Tensor) -> None:
+                pass
+
+
+class Cart(BatchedTask):
+    """The smallest task on the base's defaults: its state named, one reset hook and one observation."""
+
+    state_attributes = ("_x", "_episodes")
+
+    def __init__(self, num_envs: int = N, seed: int | None = 0) -> None:
+        super().__init__(num_envs, "cpu", 0.1, LIMIT, seed)
+        self.obs_spec = SpaceSpec(("x",), (-10.0,), (10.0,), ("m",))
+        self.action_spec = SpaceSpec(("dx",), (-1.0,), (1.0,), ("m",))
+        self._x = torch.zeros(num_envs, 1)
+        self._episodes = torch.zeros(num_envs, dtype=torch.long)
+        self.reset(seed)
+
+    def step(self, action: torch.Tensor) -> StepResult:
+        self._x = self._x + action.reshape(self.num_envs, 1)
+        return self._end_step(self._current_obs(), -self._x[:, 0].abs(), {}, terminated=self._x[:, 0] > WALL)
+
+    def _reset_where(self, done: torch.Tensor) -> None:
+        self._renew(done, _x=torch.rand(self.num_envs, 1, generator=self._generator))
+        self._episodes = self._episodes + done.long()
+
+    def _current_obs(self) -> torch.Tensor:
+        return self._x.clone()
+
+
+def test_the_default_hooks_reset_resume_and_end_steps_like_written_ones() -> None:
+    """`Cart` writes only step, `_reset_where` and `_current_obs`: it walks, resets and resumes as `Walk` does (whose
+    reward is of the state after resets)."""
+    actions = _actions(40)
+    walk, cart = Walk(seed=4), Cart(seed=4)
+    assert torch.equal(walk.reset(seed=4), cart.reset(seed=4))
+    for action in actions[:17]:
+        expected, got = walk.step(action), cart.step(action)
+        check_step_result(cart, got)
+        assert all(torch.equal(expected[k], got[k]) for k in (0, 2, 3))  # obs, terminated, truncated
+        assert torch.equal(expected[4][INFO_FINAL_OBS], got[4][INFO_FINAL_OBS])
+    saved = cart.state_dict()
+    assert set(saved) == {"x", "episodes", "steps", "generator"} and saved["episodes"].sum() > N
+    resumed = Cart(seed=99)
+    resumed.load_state_dict(saved)
+    for action in actions[17:]:
+        assert all(torch.equal(a, b) for a, b in zip(cart.step(action)[:4], resumed.step(action)[:4], strict=True))
+    assert resumed._episodes.dtype == torch.long and torch.equal(resumed._episodes, cart._episodes)
 
 
 def test_a_task_cannot_replace_the_shared_state_dict() -> None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.envs import INFO_SUCCESS, SpaceSpec, StepResult
 from robo_rl.sim.batched_task import BatchedTask
 
 if TYPE_CHECKING:  # matplotlib loads only when an env renders
@@ -73,6 +73,8 @@ class Pendulum(BatchedTask):
     `info["success"]`: the pendulum is balanced (see `PendulumConfig.success_angle`) at the end of the episode.
     """
 
+    state_attributes = ("_state",)
+
     def __init__(
         self,
         num_envs: int,
@@ -113,13 +115,7 @@ class Pendulum(BatchedTask):
         reward = -self._cost(self._state, torque)
         self._state = self._integrate(self._state, torque)
         self._last_torque = torque
-        final_obs = self._observe(self._state)
-        success = self._balanced(self._state)
-        self._tick()
-        terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
-        truncated = self._truncated(terminated)
-        obs = self._auto_reset(truncated, final_obs)
-        return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs, INFO_SUCCESS: success}
+        return self._end_step(self._current_obs(), reward, {INFO_SUCCESS: self._balanced(self._state)})
 
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(400, 400, 3)` uint8 of env `index` now, with the torque of the last step (matplotlib)."""
@@ -133,27 +129,11 @@ class Pendulum(BatchedTask):
         time = int(self._steps[index]) * self.dt
         return self._renderer.draw(theta, float(self._last_torque[index]), time)
 
-    def _physics_state(self) -> dict[str, Any]:
-        return {"state": self._state.clone()}
-
-    def _load_physics_state(self, state_dict: dict[str, Any]) -> None:
-        self._state = state_dict["state"].to(device=self.device, dtype=self.dtype).clone()
-
-    def _reset_all(self) -> torch.Tensor:
-        """theta ~ U(-pi, pi), theta_dot ~ U(-1, 1) in every env."""
-        self._state = self._sample_initial_state()
-        return self._observe(self._state)
-
-    def _sample_initial_state(self) -> torch.Tensor:
+    def _reset_where(self, done: torch.Tensor) -> None:
+        """theta ~ U(-pi, pi), theta_dot ~ U(-1, 1) where `done`."""
         unit = torch.rand(self.num_envs, 2, generator=self._generator, device=self.device, dtype=self.dtype)
         high = torch.tensor([math.pi, 1.0], device=self.device, dtype=self.dtype)
-        return (2 * unit - 1) * high
-
-    def _reset_where(self, done: torch.Tensor) -> None:
-        self._state = torch.where(done.unsqueeze(-1), self._sample_initial_state(), self._state)
-
-    def _first_obs(self, done: torch.Tensor) -> torch.Tensor:
-        return self._observe(self._state)
+        self._renew(done, _state=(2 * unit - 1) * high)
 
     def _balanced(self, state: torch.Tensor) -> torch.Tensor:
         theta, theta_dot = state.unbind(-1)
@@ -172,6 +152,6 @@ class Pendulum(BatchedTask):
         new_theta = theta + new_theta_dot * c.dt
         return torch.stack((new_theta, new_theta_dot), dim=-1)
 
-    def _observe(self, state: torch.Tensor) -> torch.Tensor:
-        theta, theta_dot = state.unbind(-1)
+    def _current_obs(self) -> torch.Tensor:
+        theta, theta_dot = self._state.unbind(-1)
         return torch.stack((torch.cos(theta), torch.sin(theta), theta_dot), dim=-1)

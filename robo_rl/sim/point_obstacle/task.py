@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.envs import INFO_SUCCESS, SpaceSpec, StepResult
 from robo_rl.sim.batched_task import BatchedTask
 
 
@@ -66,6 +65,8 @@ class PointObstacle(BatchedTask):
     leaving the arena. Reaching the goal, a collision or leaving the arena terminates; the time limit truncates.
     `info["success"]`: the episode ended within `goal_radius` of the goal.
     """
+
+    state_attributes = ("_position", "_velocity", "_goal", "_obstacle", "_episodes")
 
     def __init__(
         self,
@@ -123,24 +124,7 @@ class PointObstacle(BatchedTask):
         reward = (
             c.progress_weight * (distance_before - distance) + c.success_bonus * success - c.crash_penalty * crashed
         )
-        final_obs = self._observe()
-        self._tick()
-        terminated = success | crashed
-        truncated = self._truncated(terminated)
-        obs = self._auto_reset(terminated | truncated, final_obs)
-        return obs, reward, terminated, truncated, {INFO_FINAL_OBS: final_obs, INFO_SUCCESS: success}
-
-    def _physics_state(self) -> dict[str, Any]:
-        return {name: getattr(self, f"_{name}").clone() for name in _STATE}
-
-    def _load_physics_state(self, state_dict: dict[str, Any]) -> None:
-        for name in _STATE:
-            setattr(self, f"_{name}", state_dict[name].to(self.device).clone())
-
-    def _reset_all(self) -> torch.Tensor:
-        """A fresh start, goal and obstacle in every env."""
-        self._reset_where(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
-        return self._observe()
+        return self._end_step(self._current_obs(), reward, {INFO_SUCCESS: success}, terminated=success | crashed)
 
     def _collided(self) -> torch.Tensor:
         return (self._position - self._obstacle).norm(dim=-1) < self.config.obstacle_radius
@@ -151,23 +135,15 @@ class PointObstacle(BatchedTask):
 
     def _reset_where(self, done: torch.Tensor) -> None:
         c = self.config
-        fresh = {
-            "_position": self._uniform((0.0, c.start_y), c.spread),
-            "_velocity": torch.zeros_like(self._velocity),
-            "_goal": self._uniform((0.0, c.goal_y), c.spread),
-            "_obstacle": self._uniform((0.0, 0.0), c.obstacle_jitter),
-        }
-        for name, value in fresh.items():
-            setattr(self, name, torch.where(done.unsqueeze(-1), value, getattr(self, name)))
+        self._renew(
+            done,
+            _position=self._uniform((0.0, c.start_y), c.spread),
+            _velocity=torch.zeros_like(self._velocity),
+            _goal=self._uniform((0.0, c.goal_y), c.spread),
+            _obstacle=self._uniform((0.0, 0.0), c.obstacle_jitter),
+        )
         self._episodes = self._episodes + done.long()
 
-    def _first_obs(self, done: torch.Tensor) -> torch.Tensor:
-        return self._observe()
-
-    def _observe(self) -> torch.Tensor:
+    def _current_obs(self) -> torch.Tensor:
         p = self._position
         return torch.cat((p, self._velocity, self._goal - p, self._obstacle - p), dim=-1)
-
-
-_STATE = ("position", "velocity", "goal", "obstacle", "episodes")
-"""Tensor attributes (without the leading underscore) that `state_dict` saves besides the base's."""
