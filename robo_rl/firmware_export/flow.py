@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from robo_rl.firmware_export.codegen import CSources, float_literal, generate_c
+from robo_rl.firmware_export.c_text import float_literal
+from robo_rl.firmware_export.codegen import CSources, generate_c
 from robo_rl.firmware_export.evaluate import evaluate
 from robo_rl.firmware_export.ir import Activation, Dense, Elementwise, Layer, PolicyIR
 from robo_rl.firmware_export.onnx_ops import UnsupportedGraphError
