@@ -46,7 +46,7 @@ NUMBA_SOURCES := robo_rl/sim/numba_support.py $(wildcard robo_rl/sim/*/equations
 NUMBA_STAMP := $(VENV)/.numba-cache
 $(NUMBA_STAMP): $(STAMP) $(NUMBA_SOURCES)
 	@echo "compiling the simulators' numba steps into their disk cache"
-	$(PY) -c "from robo_rl.sim.numba_support import warm_caches; warm_caches()"
+	$(PY) -c "from robo_rl.sim.numba_warm import warm_caches; warm_caches()"
 	touch $(NUMBA_STAMP)
 
 install: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)

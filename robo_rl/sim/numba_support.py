@@ -1,10 +1,12 @@
 """What the numba kernels of the simulators share (`robo_rl.sim.quadrotor.fused`, `robo_rl.sim.rc_car.fused`):
-numba itself with its on-disk cache, compiled copies of an equations module, and a counter-based generator.
+numba itself with its on-disk cache, compiled copies of an equations module, a counter-based generator and the
+kernel compiled twice (`Kernel`). Which step a task runs is `robo_rl.sim.numba_dispatch`'s choice.
 
 Cache: numba keeps compiled kernels in `cache_directory()`, `$ROBO_RL_CACHE` (default ~/.cache/robo_rl) / numba /
 a digest of every kernel and equations source, so an edit to any of them never loads a stale kernel (numba's own
 check looks at the kernel's file only, not at the functions it inlines). The first process compiles (10-20 s per
-kernel), later ones load it (a fraction of a second); `make install` compiles them.
+kernel), later ones load it (a fraction of a second); `make install` compiles them
+(`robo_rl.sim.numba_warm.warm_caches`).
 
 Random numbers: uniform number k of env i at step t under seed S is a hash of (S, t, i, k) (splitmix64 rounds), so
 envs draw in parallel without shared generator state and a run is reproducible from its seed and step count.
@@ -29,8 +31,6 @@ SOURCES = (
 """The files whose compiled code the cache holds, relative to the sim package."""
 FASTMATH = {"contract", "afn", "arcp", "nsz", "reassoc"}
 """Fast-math without "nnan"/"ninf": a NaN state must still fail a bounds test (a crash), never be assumed away."""
-FUSED_PARALLEL_ENVS = 256
-"""Below this many envs a kernel runs on the calling thread: waking numba's pool costs more than it saves."""
 
 
 def cache_directory() -> Path:
@@ -48,7 +48,8 @@ def _import_numba() -> Any:
         import numba
     except ImportError as err:  # pragma: no cover - numba is a dependency of robo-rl[sim]
         raise ImportError("the numba backend of the simulators needs numba: pip install numba") from err
-    numba.config.CACHE_DIR = str(cache_directory())  # before any kernel is decorated
+    config: Any = numba.config
+    config.CACHE_DIR = str(cache_directory())  # before any kernel is decorated
     return numba
 
 
@@ -95,10 +96,10 @@ def set_threads(threads: int) -> None:
 class Kernel:
     """A per-env kernel compiled twice: over the envs in numba's threads (`parallel=True`, `prange`), and as plain
     loops on the calling thread. One thread runs the serial copy: numba's OpenMP layer wakes its whole thread team
-    for every `prange` loop even where `numba.set_num_threads(1)` leaves the work to one of them (measured on the
-    2-core VM, issue 46: hover PPO to its gate 21-24 s with the parallel copy on one thread, 12.4-13.1 s with the
-    pool limited to one thread at start-up; the 500-step evaluations, six loops a step, paid most of it). Each copy
-    has its own disk cache entry (the serial one's name ends in `_serial`)."""
+    for every `prange` loop even where `numba.set_num_threads(1)` leaves the work to one of them (on a 2-core VM,
+    hover PPO reached its gate in 21-24 s with the parallel copy on one thread, 12.4-13.1 s with the pool limited
+    to one thread at start-up; the 500-step evaluations, six loops a step, paid most of it; docs/BENCHMARKS.md).
+    Each copy has its own disk cache entry (the serial one's name ends in `_serial`)."""
 
     def __init__(self, function: Callable[..., Any]) -> None:
         self.parallel = numba.njit(parallel=True, cache=True, fastmath=FASTMATH)(function)
@@ -116,12 +117,3 @@ class Kernel:
             return
         set_threads(threads)
         self.parallel(*args)
-
-
-def warm_caches() -> None:
-    """Compile every kernel into the disk cache now (`make install` does), so that no run pays for it later."""
-    from robo_rl.sim.quadrotor import fused as quadrotor
-    from robo_rl.sim.rc_car import fused as rc_car
-
-    quadrotor.warm_cache()
-    rc_car.warm_cache()

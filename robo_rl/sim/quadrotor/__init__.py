@@ -4,7 +4,8 @@ from robo_rl.envs import INFO_TRACKING_ERROR
 from robo_rl.sim.quadrotor.actions import ACTION_MODES, CtbrActionMap, CtbrConfig, MotorActionMap, make_action_map
 from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
 from robo_rl.sim.quadrotor.dynamics import DynamicsParams, integrate, pack_state, quat_to_rotmat
-from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
+from robo_rl.sim.quadrotor.hover import QuadrotorHover
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.params import QuadrotorParams, frame_names, load_frame, load_params
 from robo_rl.sim.quadrotor.randomization import RandomizationConfig
 from robo_rl.sim.quadrotor.track import QuadrotorTrack, TrackConfig

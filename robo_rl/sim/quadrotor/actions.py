@@ -24,8 +24,8 @@ from typing import Literal, Protocol
 
 import torch
 
+import robo_rl.sim.quadrotor.equations as equations
 from robo_rl.actuator import MotorActuator
-from robo_rl.sim.quadrotor import equations
 from robo_rl.sim.quadrotor.dynamics import rotor_geometry_matrix, rows_matmul
 from robo_rl.sim.quadrotor.params import QuadrotorParams
 

@@ -95,7 +95,7 @@ class AirframeDistribution:
 
     mass: Range = (0.025, 2.5)
     """(low, high) mass in kg, log-uniform (each decade equally likely): a bare Crazyflie is 27 g (Bitcraze), the
-    PX4 x500 2.06 kg; issue 47 asks for 25-50 g to 0.3-2.5 kg. RAPTOR draws 0.02-5 kg."""
+    PX4 x500 2.06 kg; the range spans 25-50 g to 0.3-2.5 kg craft. RAPTOR draws 0.02-5 kg."""
     arm_coefficient: float = 0.18
     """Arm length in m of a 1 kg airframe before its spread: a = arm_coefficient (m / 1 kg)^arm_exponent."""
     arm_exponent: float = 0.43
@@ -116,7 +116,7 @@ class AirframeDistribution:
     """(low, high) of Izz / ((Ixx + Iyy) / 2), uniform: 1.55 (Crazyflie 2023) to 1.88 (RAPTOR race); 2 is the
     flat-body limit Izz = Ixx + Iyy."""
     thrust_to_weight: Range = (1.4, 5.0)
-    """(low, high) total thrust at full command / weight, uniform. RAPTOR and issue 47: 1.5-5; the low end is 1.4
+    """(low, high) total thrust at full command / weight, uniform. RAPTOR: 1.5-5; the low end is 1.4
     so that the identified Crazyflie 2.1 (1.47, L2F) lies inside. 5-inch racing quads reach 8-12 (frame
     `racing_250mm`: 8.2, RAPTOR's flightmare model 12): widen this range to train on them."""
     thrust_curve_quadratic: Range = (0.5, 1.0)

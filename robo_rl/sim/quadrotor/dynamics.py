@@ -22,11 +22,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 
-from robo_rl.sim.quadrotor import equations
+import robo_rl.sim.quadrotor.equations as equations
 from robo_rl.sim.quadrotor.equations import Body, Geometry
 from robo_rl.sim.quadrotor.params import QuadrotorParams
 
@@ -235,15 +235,18 @@ def body_rows(
 ) -> Body:
     """`params` as equation rows. `external_acceleration` `(3, N)` or `(3, 1)` (None: gravity alone),
     `external_torque` `(3, N)` body-frame torque in N m (None: none)."""
-    if external_acceleration is None:
-        acceleration: tuple = (0.0, 0.0, -params.gravity)
-    else:
-        acceleration = tuple(external_acceleration.unbind(0))
-    torque: tuple = (0.0, 0.0, 0.0) if external_torque is None else tuple(external_torque.unbind(0))
+    acceleration: tuple[Any, ...] = (0.0, 0.0, -params.gravity)
+    if external_acceleration is not None:
+        acceleration = external_acceleration.unbind(0)
+    torque: tuple[Any, ...] = (0.0, 0.0, 0.0) if external_torque is None else external_torque.unbind(0)
+    ax, ay, az = acceleration
+    tx, ty, tz = torque
     ix, iy, iz = params.inertia.unbind(0)
+    c0, c1, c2 = params.thrust_curve.unbind(0)
+    dx, dy, dz = params.drag_rate.unbind(0)
     return Body(
-        params.inv_mass, ix, iy, iz, *params.thrust_curve.unbind(0), params.torque_to_thrust, params.rise_rate,
-        params.fall_rate, *params.drag_rate.unbind(0), *acceleration, *torque,
+        params.inv_mass, ix, iy, iz, c0, c1, c2, params.torque_to_thrust, params.rise_rate, params.fall_rate, dx, dy,
+        dz, ax, ay, az, tx, ty, tz,
     )  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """Changes to the airframe in flight (`FlightEvent`): a payload picked up, a motor that loses thrust.
 
-Issue 47's adaptation test: at `time` s into every episode the mass grows by `mass_scale` (a payload at the centre
+An adaptation test: at `time` s into every episode the mass grows by `mass_scale` (a payload at the centre
 of mass: the inertia is unchanged) and rotor `motor` pushes `motor_scale` of its thrust. The payload is exact (the
 env's mass from then on). The weak motor is the thrust it no longer gives, `(motor_scale - 1) f_i` along body +z,
 applied as the force and the torques it makes (roll y_i dF, pitch -x_i dF, yaw -s_i k dF: the rotor layout of

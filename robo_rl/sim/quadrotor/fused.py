@@ -27,8 +27,9 @@ from typing import Any
 
 import numpy as np
 
+import robo_rl.sim.quadrotor.airframes as airframes
+import robo_rl.sim.quadrotor.equations as equations
 from robo_rl.sim.numba_support import FASTMATH, Kernel, jit_copies, numba, set_threads, uniform
-from robo_rl.sim.quadrotor import airframes, equations
 from robo_rl.sim.quadrotor.randomization import (
     BATTERY,
     EPISODE_NAMES,
@@ -38,8 +39,8 @@ from robo_rl.sim.quadrotor.randomization import (
     THRUST_TO_WEIGHT,
 )
 
-__all__ = ["constants", "set_threads", "step", "uniform", "warm_cache", "with_fraction"]
-_EQUATIONS = ("quaternion_rate", "rotation", "motor_rate", "rotor_thrust", "derivative", "axpy", "rk4")
+__all__ = ["constants", "set_threads", "step", "uniform", "with_fraction"]
+_EQUATIONS: tuple[str, ...] = ("quaternion_rate", "rotation", "motor_rate", "rotor_thrust", "derivative", "axpy", "rk4")
 _EQUATIONS += ("semi_implicit_euler", "normalized")
 _EQUATIONS += ("motor_command", "within_bounds", "reward")
 
@@ -393,15 +394,3 @@ def with_fraction(c: np.ndarray, config: Any, fraction: float) -> np.ndarray:
     c[THRUST_RANGE] = config.randomization.thrust_coefficient * fraction
     c[FRACTION] = fraction
     return c
-
-
-def warm_cache() -> None:
-    """Compile the kernel into its disk cache now (make install does), so that no run pays for it later."""
-    import torch
-
-    from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
-
-    env = QuadrotorHover(2, config=HoverConfig(backend="numba"), seed=0)
-    env.step(torch.zeros(2, 4))  # the serial copy
-    env._fused_threads = 2
-    env.step(torch.zeros(2, 4))  # the parallel one

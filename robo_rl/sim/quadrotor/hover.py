@@ -1,20 +1,21 @@
 """Quadrotor hover as a `BatchedEnv`: fly to a reference point from a random initial state and stay there.
 
 `QuadrotorHover` flies to a fixed point by default; given a moving `Reference` it is the engine of
-`QuadrotorTrack`. Conventions (frames, rotor order, spin) are in `robo_rl.sim.quadrotor.params`, the action
-modes in `robo_rl.sim.quadrotor.actions`, the domain randomization in `robo_rl.sim.quadrotor.randomization`.
+`QuadrotorTrack`. Its settings are `HoverConfig` (`robo_rl.sim.quadrotor.hover_config`), its torch step's crash
+test, reward and initial states `robo_rl.sim.quadrotor.hover_physics`, its numba step
+`robo_rl.sim.quadrotor.hover_numba`. Conventions (frames, rotor order, spin) are in `robo_rl.sim.quadrotor.params`,
+the action modes in `robo_rl.sim.quadrotor.actions`, the domain randomization in
+`robo_rl.sim.quadrotor.randomization`.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+import robo_rl.sim.quadrotor.hover_physics as physics
 from robo_rl.actuator import MotorActuator
 from robo_rl.envs import (
     INFO_FINAL_OBS,
@@ -26,26 +27,25 @@ from robo_rl.envs import (
     StepResult,
 )
 from robo_rl.sim.batched_task import BatchedTask
-from robo_rl.sim.quadrotor.actions import ACTION_MODES, ActionMode, CtbrConfig, make_action_map
-from robo_rl.sim.quadrotor.airframes import HOVER_FEATURE, AirframeDistribution
-from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
+from robo_rl.sim.numba_dispatch import Backend, KernelRun, kernel_seed, uses_numba
+from robo_rl.sim.quadrotor.actions import MotorActionMap, make_action_map
+from robo_rl.sim.quadrotor.airframes import HOVER_FEATURE
 from robo_rl.sim.quadrotor.dynamics import (
     ANGULAR_VELOCITY,
-    INTEGRATORS,
     MOTOR_STATE,
     POSITION,
     QUATERNION,
     STATE_DIM,
     VELOCITY,
     DynamicsParams,
-    Integrator,
     integrate,
     normalize_quaternion_,
     quat_to_rotmat,
     rotation_rows,
-    rows_matmul,
 )
-from robo_rl.sim.quadrotor.events import FlightEvent, after_event
+from robo_rl.sim.quadrotor.events import after_event
+from robo_rl.sim.quadrotor.hover_config import HoverConfig, concat_specs, observation_spec, rotor_spec
+from robo_rl.sim.quadrotor.hover_physics import INIT_DRAWS, Draws, Errors, HoverTensors
 from robo_rl.sim.quadrotor.params import load_frame
 from robo_rl.sim.quadrotor.randomization import (
     BATTERY,
@@ -56,194 +56,17 @@ from robo_rl.sim.quadrotor.randomization import (
     SCALES,
     THRUST_SCALE,
     EpisodeSampler,
-    RandomizationConfig,
     thrust_curves,
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
 
-Backend = Literal["torch", "numba", "auto"]
-BACKENDS: tuple[str, ...] = ("torch", "numba", "auto")
-_INIT_DRAWS = 13
-"""Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
+__all__ = ["Backend", "HoverConfig", "QuadrotorHover"]
 
-if TYPE_CHECKING:  # matplotlib loads only when an env renders
+DEFAULT_CONFIG = HoverConfig()
+
+if TYPE_CHECKING:  # matplotlib loads only when an env renders; numba only for the numba step
+    from robo_rl.sim.quadrotor.hover_numba import HoverKernel
     from robo_rl.sim.quadrotor.render import QuadrotorRenderer
-
-
-class _Draws(NamedTuple):
-    """Every random number one `step` uses, drawn before the (compilable) transition."""
-
-    noise: torch.Tensor | None
-    """`(9, N)` standard normal observation noise, or None without noise."""
-    episode: torch.Tensor | None
-    """`(18, N)` U(0, 1) for the episode parameters of envs that reset, or None without randomization."""
-    init: torch.Tensor
-    """`(13, N)` U(0, 1) for the initial states of envs that reset (`_INIT_DRAWS`)."""
-
-
-@dataclass(frozen=True)
-class HoverConfig:
-    """Simulation, initial state, termination, reward and randomization of the hover task."""
-
-    frame: str = "crazyflie_2_1"
-    """Bundled frame name (see `robo_rl.sim.quadrotor.params.frame_names`) or path to a frame YAML file."""
-    action_mode: ActionMode = "motor"
-    """"motor" (per-rotor thrust) or "ctbr" (collective thrust and body rates), see `actions`."""
-    ctbr: CtbrConfig = field(default_factory=CtbrConfig)
-    """Rate controller of the "ctbr" action mode."""
-    dt: float = 0.01
-    """Control period in s."""
-    substeps: int = 1
-    """Integration steps per control period; dt / substeps must stay below the motor time constant."""
-    integrator: Integrator = "rk4"
-    """"rk4" or "semi_implicit_euler"."""
-    episode_length: float = 5.0
-    """Episode duration in s before truncation (max_episode_steps = episode_length / dt, rounded)."""
-    target_position: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    """Hover point in the world frame in m (QuadrotorTrack uses its trajectory instead)."""
-    init_position_range: float = 0.5
-    """Initial position: reference position + U(-r, r) m per axis."""
-    init_attitude_range: float = math.radians(30.0)
-    """Initial attitude: rotation by U(0, r) rad about a uniformly random axis (tilt and yaw at most r)."""
-    init_velocity_range: float = 1.0
-    """Initial linear velocity: reference velocity + U(-r, r) m/s per axis."""
-    init_angular_velocity_range: float = 2.0
-    """Initial body rates: U(-r, r) rad/s per axis. Rotors start at the nominal hover speed."""
-    action_history: int = 1
-    """Number of previous actions in the observation (4 values each, newest first)."""
-    position_integral_limit: float = 0.0
-    """> 0: the observation also holds the integral of the observed position error, `position_error_integral_{x,y,z}`
-    in m s, clipped to +-this per axis: I_k = clip(I_(k-1) + dt e_k) at every observation k of an episode, the
-    first included (I_(-1) = 0). It gives the policy integral action against a thrust it does not know. A deployer
-    computes the same from the errors it observes (its bounds in the policy artifact are +-this)."""
-    max_position_error: float = 2.0
-    """Crash (terminate) when farther than this many m from the reference."""
-    max_tilt: float = math.pi / 2
-    """Crash when the body z axis is tilted more than this many rad from world up (pi/2: lying on its side)."""
-    max_angular_speed: float = 35.0
-    """Crash when the body rate norm exceeds this many rad/s (35 rad/s = 2000 deg/s, a usual gyro range)."""
-    floor_height: float | None = None
-    """Crash when the world z position drops below this height in m; None disables the floor."""
-    alive_reward: float = 2.0
-    """Constant reward per step, so that surviving near the reference beats crashing."""
-    position_weight: float = 1.0
-    """Reward penalty per squared m of position error."""
-    distance_weight: float = 1.0
-    """Reward penalty per m of position error (not squared): keeps pulling toward the reference within the last
-    centimetres, where the squared term is flat (precision the hover success gate needs)."""
-    attitude_weight: float = 0.5
-    """Reward penalty per unit of 1 - R_zz (0 upright, 1 on its side, 2 upside down)."""
-    velocity_weight: float = 0.05
-    """Reward penalty per squared m/s of linear velocity error."""
-    angular_velocity_weight: float = 0.01
-    """Reward penalty per squared rad/s of body rate."""
-    action_weight: float = 0.05
-    """Reward penalty per squared unit of (action - hover action), summed over the 4 actions."""
-    integral_weight: float = 0.0
-    """Reward penalty per squared m s of the position integral (with `position_integral_limit`): a steady offset
-    winds the integral up to its limit, so this charges a constant error far more than a passing one, which is
-    what pushes the policy to use the integral (integral action) rather than tolerate a sag."""
-    crash_penalty: float = 5.0
-    """Reward penalty charged once, at the step that crashes."""
-    reward_floor: float | None = None
-    """With a value: the reward of a step before the crash penalty is at least this (0: surviving a step never
-    costs reward). Without it, far from the target the penalties outweigh `alive_reward`, and a policy learns that
-    crashing early pays better than flying on: measured, it stopped the hover preset from learning to survive for
-    tens of iterations (docs/BENCHMARKS.md, issue 46). None: no floor."""
-    success_position_error: float = 0.10
-    """An episode succeeds when it is not crashed and its mean position error over the last `success_window`..."""
-    success_window: float = 1.0
-    """...seconds is below `success_position_error` m (reported as `info["success"]`)."""
-    randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
-    """Domain randomization, all off by default."""
-    airframes: AirframeDistribution | None = None
-    """With a distribution: every env flies a whole airframe drawn at each reset (mass, arm, inertia, thrust curve,
-    motor time constants, torque per thrust, latency; `robo_rl.sim.quadrotor.airframes`), expressed as scales of
-    `frame`, which then only fixes the action map (the motor command range) and the units of the scales. The
-    action stays a normalized motor command; its thrust comes from each airframe's own curve. The reward's hover
-    action, the initial motor states and the latency buffer follow each airframe's hover command; the action
-    history starts at `frame`'s hover action (what a deployer knows). `randomization` may still draw the thrust
-    scale, battery sag, disturbances (as accelerations of the drawn airframe) and observation noise, not the
-    factors an airframe draws. "motor" actions only. None: the frame alone (default)."""
-    event: FlightEvent | None = None
-    """A change to the airframe at a fixed time into every episode (`robo_rl.sim.quadrotor.events`: a payload, a
-    weakened motor), to measure adaptation in flight; torch step only. None: none (default)."""
-    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
-    """Growth of the initial-state and randomization ranges during training, off by default (evaluate with it
-    off: full ranges)."""
-    compile: bool = False
-    """Fuse the step (physics, observation, reward, resets; not the random draws) with `torch.compile`: about
-    2-4x the eager env-steps/s at 1,024-4,096 envs on CPU, but the first step compiles (6-8 s on a 2-core CPU,
-    under 1 s when cached on disk by an earlier process). Worth it for long runs, not for a 10 s training run. Envs of
-    different sizes or settings in one process compile separately (torch keeps at most 8 graphs per function)."""
-
-    backend: Backend = "torch"
-    """"torch": tensor ops (CPU or CUDA; fused further by `compile`). "numba": the whole step in one compiled
-    per-env CPU loop (`robo_rl.sim.quadrotor.fused`, the same equations), for "motor" actions, a fixed hover
-    point and no randomization but the thrust scale; its reset draws come from a counter-based generator inside the
-    kernel, so its episodes differ from the torch backend's (same distribution). The first process compiles it
-    (10-20 s), later ones load it from disk (~/.cache/robo_rl/numba). "auto": numba where it applies (and is
-    installed), else torch: what the hover presets evaluate on, and train on (where they randomize only the
-    thrust scale)."""
-
-    def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"HoverConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
-        unsupported = self.numba_unsupported()
-        if self.backend == "numba" and unsupported:
-            raise ValueError(f"HoverConfig.backend='numba' needs {', '.join(unsupported)}")
-        if self.action_mode not in ACTION_MODES:
-            raise ValueError(f"HoverConfig.action_mode must be one of {ACTION_MODES}, got {self.action_mode!r}")
-        if self.integrator not in INTEGRATORS:
-            raise ValueError(f"HoverConfig.integrator must be one of {INTEGRATORS}, got {self.integrator!r}")
-        positive = ("dt", "episode_length", "max_position_error", "max_tilt", "max_angular_speed")
-        positive += ("success_position_error", "success_window")
-        bad = [name for name in positive if not getattr(self, name) > 0]
-        non_negative = ("init_position_range", "init_attitude_range", "init_velocity_range")
-        non_negative += ("init_angular_velocity_range", "alive_reward", "position_weight", "attitude_weight")
-        non_negative += ("distance_weight", "position_integral_limit", "integral_weight")
-        non_negative += ("velocity_weight", "angular_velocity_weight", "action_weight", "crash_penalty")
-        bad += [name for name in non_negative if not getattr(self, name) >= 0]
-        if bad:
-            raise ValueError(f"HoverConfig fields out of range (must be positive, or >= 0 for ranges/weights): {bad}")
-        for name in ("substeps", "action_history"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < (1 if name == "substeps" else 0):
-                raise ValueError(f"HoverConfig.{name} must be an int >= {1 if name == 'substeps' else 0}, got {value}")
-        if self.max_episode_steps < 1 or self.init_attitude_range > math.pi or self.max_tilt > math.pi:
-            raise ValueError("HoverConfig: need episode_length >= dt, init_attitude_range <= pi and max_tilt <= pi")
-        if self.airframes is not None:
-            self._check_airframes()
-
-    def _check_airframes(self) -> None:
-        r = self.randomization
-        drawn = ("mass", "inertia", "inertia_scale", "torque_coefficient", "motor_time_constant")
-        drawn += ("motor_rise_time_constant", "motor_fall_time_constant", "thrust_to_weight", "max_action_latency")
-        clash = [name for name in drawn if getattr(r, name) not in (0, 0.0, None)]
-        if clash:
-            raise ValueError(f"HoverConfig: airframes draw these themselves; set them off in randomization: {clash}")
-        if self.action_mode != "motor":
-            raise ValueError("HoverConfig.airframes needs action_mode='motor' (a normalized motor command per rotor)")
-
-    def numba_unsupported(self) -> list[str]:
-        """What this configuration would need for the numba step (empty: it applies, on the CPU)."""
-        needs = (
-            ("action_mode='motor'", self.action_mode != "motor"),
-            ("no domain randomization but thrust_coefficient", not self.randomization.only_thrust_scale),
-            ("no observation noise", any(self.randomization.observation_noise)),  # the kernel adds none
-            ("compile=false (numba is the other way to fuse the step)", self.compile),
-            ("no flight event", self.event is not None),
-        )
-        return [what for what, bad in needs if bad]
-
-    @property
-    def max_episode_steps(self) -> int:
-        return round(self.episode_length / self.dt)
-
-    @property
-    def success_steps(self) -> int:
-        """Number of final steps whose mean position error decides success."""
-        return max(1, min(self.max_episode_steps, round(self.success_window / self.dt)))
 
 
 class QuadrotorHover(BatchedTask):
@@ -276,11 +99,13 @@ class QuadrotorHover(BatchedTask):
 
     component_major = True
 
+    component_major = True
+
     def __init__(
         self,
         num_envs: int,
         device: str | torch.device = "cpu",
-        config: HoverConfig = HoverConfig(),
+        config: HoverConfig = DEFAULT_CONFIG,
         seed: int | None = None,
         *,
         reference: Reference | None = None,
@@ -296,6 +121,7 @@ class QuadrotorHover(BatchedTask):
             reference = FixedPoint(config.target_position, self.device, self.dtype)
         self._reference = reference
         self._action_map = make_action_map(config.action_mode, self.params, config.ctbr, self.device, self.dtype)
+        self._motor_map = self._action_map if isinstance(self._action_map, MotorActionMap) else None
         self.hover_action: tuple[float, float, float, float] = self._action_map.hover_action
         self.nominal_action = self.hover_action
         """The action that holds the nominal frame at rest (`PolicyConfig.init_mean="nominal"` starts there)."""
@@ -304,20 +130,22 @@ class QuadrotorHover(BatchedTask):
             config.randomization, self.params, self.device, self.dtype, config.airframes, config.dt
         )
         self._draws_episodes = config.randomization.enabled or config.airframes is not None
-        self._check_motor_stability()
-        self.obs_spec = self._obs_spec()
+        physics.check_motor_stability(config, self.params)
+        self._integrates = config.position_integral_limit > 0
+        self.obs_spec = observation_spec(config, reference.moving)
         self.action_spec = SpaceSpec(self._action_map.names, (-1.0,) * 4, (1.0,) * 4, ("1",) * 4)
-        self.privileged_obs_spec = _concat_specs(self._sampler.spec, self._rotor_spec())
+        self.privileged_obs_spec = concat_specs(self._sampler.spec, rotor_spec())
         self.actuator: MotorActuator | None = getattr(self._action_map, "actuator", None)
         """What a "motor" action means physically (None in "ctbr" mode)."""
         self._make_constants()
         self.control_steps = 0
         """Batched `step` calls since construction (not reset by `reset`): the curriculum's clock."""
         self._transition_fn = torch.compile(self._transition, dynamic=False) if config.compile else self._transition
-        self._fused: Any = None
+        self._fused: HoverKernel | None = None
         self._fused_seed = 0
-        if config.backend == "numba" or (config.backend == "auto" and self._numba_applies(reference)):
-            self._fused = self._fused_kernel()
+        applies = self.device.type == "cpu" and isinstance(reference, FixedPoint) and not config.numba_unsupported()
+        if uses_numba(config.backend, applies):
+            self._fused = self._numba_kernel()
         self.render_box: tuple[tuple[float, float, float], float] = (config.target_position, config.max_position_error)
         """(centre m, half-width m) of the 3-D box `render` shows; QuadrotorTrack sets it around its trajectory."""
         self._renderers: dict[int, tuple[QuadrotorRenderer, int]] = {}
@@ -348,7 +176,7 @@ class QuadrotorHover(BatchedTask):
 
     def tracking_error(self) -> torch.Tensor:
         """`(num_envs,)` distance in m between each quadrotor and its reference at the current episode time."""
-        return _norm(self._errors()[0][0])
+        return physics.norm(self._errors()[0][0])
 
     def set_state(self, state: torch.Tensor) -> None:
         """Overwrite the physical state `(num_envs, 17)` (quaternion renormalized); episode data are kept."""
@@ -371,7 +199,7 @@ class QuadrotorHover(BatchedTask):
         self._apply_episode()
         self.privileged_obs = self._privileged()
         if self._fused is not None:  # the seed of the kernel's counter-based draws, from this reset's generator
-            self._fused_seed = int(torch.randint(2**62, (1,), generator=self._generator))
+            self._fused_seed = kernel_seed(self._generator)
         return self._observe(*self._errors(), self._scaled_noise(draws)).T.contiguous()
 
     @property
@@ -383,7 +211,7 @@ class QuadrotorHover(BatchedTask):
         """Apply actions `(num_envs, 4)` in [-1, 1] for `dt`; auto-resets envs whose episode is over."""
         if self._fused is not None:
             self.control_steps += 1
-            return self._fused_step(action)
+            return self._numba_step(self._fused, action)
         return self.transition(action, self.draw())
 
     @property
@@ -391,35 +219,39 @@ class QuadrotorHover(BatchedTask):
         """Whether `draw` / `transition` apply (the torch step; the numba step is one CPU kernel of its own)."""
         return self._fused is None
 
-    def draw(self) -> tuple[_Draws, float | torch.Tensor]:
+    def draw(self) -> tuple[Draws, float | torch.Tensor]:
         """The random numbers of one `step` and its curriculum fraction (`robo_rl.envs.CapturableEnv`); counts the
         step. The fraction is a 0-d tensor on the env's device while a curriculum grows it (a captured graph reads
         the new value), else the float 1.0."""
         if self._fused is not None:
             raise ValueError("the numba step (HoverConfig.backend='numba') has no split step: use backend='torch'")
         self.control_steps += 1
-        fraction: float | torch.Tensor = self.curriculum_fraction
+        value = self.curriculum_fraction
+        fraction: float | torch.Tensor = value
         if self.config.curriculum.steps > 0:
-            fraction = torch.full((), fraction, device=self.device, dtype=self.dtype)
-        elif self.config.compile and fraction < 1.0:
-            fraction = torch.tensor(fraction, dtype=self.dtype)  # a CPU scalar input: no recompile per value
+            fraction = torch.full((), value, device=self.device, dtype=self.dtype)
+        elif self.config.compile and value < 1.0:
+            fraction = torch.tensor(value, dtype=self.dtype)  # a CPU scalar input: no recompile per value
         return self._draw(), fraction
 
-    def transition(self, action: torch.Tensor, draws: tuple[_Draws, float | torch.Tensor]) -> StepResult:
+    def transition(self, action: torch.Tensor, draws: tuple[Draws, float | torch.Tensor]) -> StepResult:
         """`step` after `draw`: no random call, no host sync (compiled with `HoverConfig.compile`)."""
         action = action.to(device=self.device, dtype=self.dtype)
         return self._transition_fn(action, *draws)
 
-    def _transition(self, action: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> StepResult:
+    def _transition(self, action: torch.Tensor, draws: Draws, fraction: float | torch.Tensor) -> StepResult:
         """Everything `step` does after the random draws (no random calls, no host syncs: compilable)."""
         action = action.reshape(self.num_envs, 4).T.contiguous().clamp_(-1.0, 1.0)
         self._advance(action)
         errors, rotation = self._errors()
-        distance = _norm(errors[0])
-        terminated = self._crashed(distance, rotation)
+        distance = physics.norm(errors[0])
+        terminated = physics.crashed(self.config, self._state, distance, rotation)
         noise = self._scaled_noise(draws)
         final_obs, final_privileged = self._observe(errors, rotation, noise), self._privileged()
-        reward = self._reward(errors, distance, rotation, action, terminated)
+        integral = self._integral if self._integrates and self.config.integral_weight > 0 else None
+        offset = action - self._hover_target
+        weights = self._cost_weights
+        reward = physics.reward(self.config, weights, errors, distance, rotation, offset, terminated, integral)
         truncated, success = self._time_limit(distance, terminated)
         obs = self._auto_reset(terminated | truncated, final_obs, draws, fraction)
         self.privileged_obs = self._privileged()
@@ -432,53 +264,31 @@ class QuadrotorHover(BatchedTask):
         }
         return obs.T.contiguous(), reward, terminated, truncated, info
 
-    def _numba_applies(self, reference: Reference) -> bool:
-        """For backend "auto": the numba step fits this env and numba is installed."""
-        if self.device.type != "cpu" or not isinstance(reference, FixedPoint) or self.config.numba_unsupported():
-            return False
-        return importlib.util.find_spec("numba") is not None
+    @property
+    def kernel_run(self) -> KernelRun | None:
+        """The numba step's kernel run (its `threads` may be set), or None where the torch step runs."""
+        return None if self._fused is None else self._fused.run
 
-    def _fused_kernel(self) -> Any:
-        """The numba step (`robo_rl.sim.quadrotor.fused`) and its constants, checked against this env."""
-        if self.device.type != "cpu" or not isinstance(self._reference, FixedPoint):
+    def _numba_kernel(self) -> HoverKernel:
+        """The numba step (`robo_rl.sim.quadrotor.hover_numba`) of this env, checked against it."""
+        if self.device.type != "cpu" or not isinstance(self._reference, FixedPoint) or self._motor_map is None:
             raise ValueError("HoverConfig.backend='numba' runs the hover task (a fixed point) on the CPU only")
-        from robo_rl.sim.numba_support import FUSED_PARALLEL_ENVS
-        from robo_rl.sim.quadrotor import fused
+        from robo_rl.sim.quadrotor.hover_numba import HoverKernel
 
-        # Below a few hundred envs one thread beats waking numba's pool (sim_bridge steps one env in real time).
-        self._fused_threads = torch.get_num_threads() if self.num_envs >= FUSED_PARALLEL_ENVS else 1
-        self._fused_constants = fused.constants(
-            self.config, self.params, self._action_map, self._nominal.geometry, self._sampler
+        geometry = self._nominal.geometry
+        return HoverKernel(
+            self.config, self.params, self._motor_map, geometry, self._sampler, self.num_envs, self.obs_spec.dim
         )
-        return fused
 
-    def _fused_step(self, action: torch.Tensor) -> StepResult:
+    def _numba_step(self, kernel: HoverKernel, action: torch.Tensor) -> StepResult:
         """`step` by the numba kernel: the same outcome as `_transition` (to float rounding) but for the reset draws."""
-        n, dim = self.num_envs, self.obs_spec.dim
-        action = action.to(device="cpu", dtype=self.dtype).reshape(n, 4).contiguous()
-        constants = self._fused.with_fraction(self._fused_constants, self.config, self.curriculum_fraction)
-        final_obs, obs = torch.empty(dim, n), torch.empty(dim, n)
-        reward, distance = torch.empty(n), torch.empty(n)
-        done, terminated, truncated, success = (torch.empty(n, dtype=torch.bool) for _ in range(4))
-        rotor, rotor_now = torch.empty(4, n), torch.empty(4, n)
-        outcome = (final_obs, reward, done, terminated, truncated, success, distance, rotor)
-        # The kernel draws new episode parameters in place where an episode ends: keep the ended ones.
-        final_episode = self._episode.clone() if self._draws_episodes else self._episode
-        self._fused.step(
-            self._fused_threads,
-            constants, self._state.numpy(), self._history.numpy(), self._steps.numpy(), self._error_sum.numpy(),
-            self._integral.numpy(), self._episode.numpy(), self._action_buffer.numpy(), action.numpy(),
-            self._fused_seed, self.control_steps, tuple(t.numpy() for t in outcome), obs.numpy(), rotor_now.numpy(),
+        tensors = HoverTensors(
+            self._state, self._history, self._steps, self._error_sum, self._integral, self._episode,
+            self._action_buffer,
         )  # fmt: skip
-        self.privileged_obs = torch.cat((self._episode, rotor_now)).T.contiguous()
-        info = {
-            INFO_FINAL_OBS: final_obs.T.contiguous(),
-            INFO_PRIVILEGED_OBS: self.privileged_obs,
-            INFO_FINAL_PRIVILEGED_OBS: torch.cat((final_episode, rotor)).T.contiguous(),
-            INFO_SUCCESS: success,
-            INFO_TRACKING_ERROR: distance,
-        }
-        return obs.T.contiguous(), reward, terminated, truncated, info
+        result = kernel.step(tensors, action, self._fused_seed, self.control_steps, self.curriculum_fraction)
+        self.privileged_obs = result[4][INFO_PRIVILEGED_OBS]
+        return result
 
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(480, 480, 3)` uint8 of env `index` now: its body, its reference point and its path since
@@ -515,11 +325,9 @@ class QuadrotorHover(BatchedTask):
 
     def _load_physics_state(self, state_dict: dict[str, Any]) -> None:
         for name in ("episode", "phase", "error_sum", "history", "action_buffer", "integral"):
-            if name not in state_dict:  # "integral": checkpoints from before the position integral
-                continue
             setattr(self, f"_{name}", state_dict[name].to(device=self.device, dtype=self.dtype).clone())
-        self.control_steps = int(state_dict.get("control_steps", 0))
-        self._fused_seed = int(state_dict.get("fused_seed", 0))
+        self.control_steps = int(state_dict["control_steps"])
+        self._fused_seed = int(state_dict["fused_seed"])
         self._apply_episode()
         # Not set_state: renormalizing the saved quaternion would change its last bits.
         self._state = state_dict["state"].to(device=self.device, dtype=self.dtype).T.contiguous()
@@ -548,53 +356,9 @@ class QuadrotorHover(BatchedTask):
         self._nominal_mass = p.mass
         self._nominal_inertia = column(list(p.inertia))
         self._integral_limit = c.position_integral_limit
-        self._cos_max_tilt = math.cos(c.max_tilt)
-        self._max_angular_speed_squared = c.max_angular_speed**2
         # Reward: weights @ [e_p; e_v; w; a - hover]^2, rows 3 + 3 + 3 + 4.
         weights = [c.position_weight] * 3 + [c.velocity_weight] * 3 + [c.angular_velocity_weight] * 3
         self._cost_weights = torch.tensor([weights + [c.action_weight] * 4], device=self.device, dtype=self.dtype)
-
-    def _check_motor_stability(self) -> None:
-        h = self.config.dt / self.config.substeps
-        ranges = self.config.randomization.scale_ranges(self.params)
-        p = self.params
-        tau = min(p.motor_rise_time_constant * ranges[6][0], p.motor_fall_time_constant * ranges[7][0])
-        if self.config.airframes is not None:  # the fall is never faster than the rise
-            tau = self.config.airframes.motor_rise_time_constant[0]
-        if h >= tau:
-            raise ValueError(
-                f"integration step dt/substeps = {h:.4g} s is not below the smallest motor time constant "
-                f"{tau:.4g} s of frame {self.params.name!r}; increase HoverConfig.substeps"
-            )
-
-    def _obs_spec(self) -> SpaceSpec:
-        inf = math.inf
-        moving = self._reference.moving
-        velocity = "velocity_error" if moving else "velocity"
-        groups = [
-            (_xyz("position_error"), -inf, inf, "m"),
-            ([f"rotation_{r}{c}" for r in range(3) for c in range(3)], -1.0, 1.0, "1"),
-            (_xyz(velocity), -inf, inf, "m/s"),
-            (_xyz("angular_velocity"), -inf, inf, "rad/s"),
-        ]
-        if moving:
-            groups.append((_xyz("reference_velocity"), -inf, inf, "m/s"))
-        self._integrates = self.config.position_integral_limit > 0
-        if self._integrates:
-            limit = self.config.position_integral_limit
-            groups.append((_xyz("position_error_integral"), -limit, limit, "m*s"))
-        history = [f"previous_action_{k}_{i}" for k in range(self.config.action_history) for i in range(4)]
-        groups.append((history, -1.0, 1.0, "1"))
-        return SpaceSpec(
-            names=tuple(name for g in groups for name in g[0]),
-            low=tuple(g[1] for g in groups for _ in g[0]),
-            high=tuple(g[2] for g in groups for _ in g[0]),
-            units=tuple(g[3] for g in groups for _ in g[0]),
-        )
-
-    def _rotor_spec(self) -> SpaceSpec:
-        names = tuple(f"motor_state_{i}" for i in range(4))
-        return SpaceSpec(names, (0.0,) * 4, (1.0,) * 4, ("1",) * 4)
 
     def _advance(self, action: torch.Tensor) -> None:
         """Apply the clipped action `(4, N)` (after its latency) for one control period."""
@@ -623,7 +387,7 @@ class QuadrotorHover(BatchedTask):
         self._action_buffer = torch.cat((action.unsqueeze(0), self._action_buffer[:-1]))
         return self._action_buffer.gather(0, self._latency_index).squeeze(0)
 
-    def _errors(self) -> tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]:
+    def _errors(self) -> tuple[Errors, torch.Tensor]:
         """((position error, velocity error, body rates, reference velocity) `(3, N)` each, rotation `(9, N)`)."""
         reference_position, reference_velocity = self._reference(self.episode_time, self._phase)
         state = self._state
@@ -632,17 +396,17 @@ class QuadrotorHover(BatchedTask):
         rotation = rotation_rows(state[QUATERNION])
         return (position_error, velocity_error, state[ANGULAR_VELOCITY], reference_velocity), rotation
 
-    def _draw(self) -> _Draws:
+    def _draw(self) -> Draws:
         """The random numbers of one step (or reset), in a fixed order: noise, episode parameters, initial state."""
         generator, shape = self._generator, (9, self.num_envs)
         noise = None
         if self._noise_std is not None:
             noise = torch.randn(shape, generator=generator, device=self.device, dtype=self.dtype)
         episode = self._sampler.draw(self.num_envs, generator) if self._draws_episodes else None
-        init = torch.rand(_INIT_DRAWS, self.num_envs, generator=generator, device=self.device, dtype=self.dtype)
-        return _Draws(noise, episode, init)
+        init = torch.rand(INIT_DRAWS, self.num_envs, generator=generator, device=self.device, dtype=self.dtype)
+        return Draws(noise, episode, init)
 
-    def _scaled_noise(self, draws: _Draws) -> torch.Tensor | None:
+    def _scaled_noise(self, draws: Draws) -> torch.Tensor | None:
         """`(9, N)` observation noise for (position error, velocity error, body rates), or None when off."""
         return None if draws.noise is None or self._noise_std is None else draws.noise * self._noise_std
 
@@ -674,39 +438,7 @@ class QuadrotorHover(BatchedTask):
         """Batch-major privileged observation `(N, 22)`."""
         return torch.cat((self._episode, self._state[MOTOR_STATE])).T.contiguous()
 
-    def _crashed(self, distance: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
-        # Written as "not within bounds" so that NaN states count as crashes.
-        c = self.config
-        within = (distance <= c.max_position_error) & (rotation[8] >= self._cos_max_tilt)
-        within &= self._state[ANGULAR_VELOCITY].square().sum(0) <= self._max_angular_speed_squared
-        if c.floor_height is not None:
-            within &= self._state[2] >= c.floor_height
-        return ~within
-
-    def _reward(
-        self,
-        errors: tuple[torch.Tensor, ...],
-        distance: torch.Tensor,
-        rotation: torch.Tensor,
-        action: torch.Tensor,
-        terminated: torch.Tensor,
-    ) -> torch.Tensor:
-        c = self.config
-        position_error, velocity_error, angular_velocity, _ = errors
-        deviations = torch.cat((position_error, velocity_error, angular_velocity, action - self._hover_target))
-        cost = rows_matmul(self._cost_weights, deviations.square_()).squeeze(0)
-        cost = cost.add_(1.0 - rotation[8], alpha=c.attitude_weight)
-        if c.reward_floor is None:
-            cost = cost.add_(terminated, alpha=c.crash_penalty)
-        cost = cost.add_(distance, alpha=c.distance_weight)
-        if self._integrates and c.integral_weight > 0:
-            cost = cost.add_(self._integral.square().sum(0), alpha=c.integral_weight)
-        reward = cost.neg_().add_(c.alive_reward)
-        if c.reward_floor is None:
-            return reward
-        return reward.clamp_(min=c.reward_floor).sub_(terminated.to(reward.dtype), alpha=c.crash_penalty)
-
-    def _reset_where(self, done: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> None:
+    def _reset_where(self, done: torch.Tensor, draws: Draws, fraction: float | torch.Tensor) -> None:
         if draws.episode is not None:
             self._episode = torch.where(done, self._sampler.from_uniform(draws.episode, fraction), self._episode)
         uniform = draws.init
@@ -722,28 +454,19 @@ class QuadrotorHover(BatchedTask):
         if self._draws_episodes:
             self._apply_episode()
 
-    def _first_obs(self, done: torch.Tensor, draws: _Draws, fraction: float | torch.Tensor) -> torch.Tensor:
+    def _first_obs(self, done: torch.Tensor, draws: Draws, fraction: float | torch.Tensor) -> torch.Tensor:
         # The first observation of a new episode reuses this step's noise draw (its last one is only for bootstrap).
         return self._observe(*self._errors(), self._scaled_noise(draws), done)
 
     def _initial_state(self, uniform: torch.Tensor, fraction: float | torch.Tensor) -> torch.Tensor:
         """`(17, N)` initial states around the reference at time 0 (uses `self._phase`), from U(0, 1) `(13, N)`,
-        with every range scaled by the curriculum `fraction`."""
-        offsets = torch.addcmul(self._init_offset, uniform[:9], self._init_width)
-        if isinstance(fraction, torch.Tensor) or fraction < 1.0:
-            offsets = offsets * fraction
-        reference_position, reference_velocity = self._reference(torch.zeros_like(self._phase), self._phase)
-        half_angle = uniform[9] * (self.config.init_attitude_range * fraction / 2)
-        axis_z = uniform[10] * 2 - 1  # uniform on the sphere: z ~ U(-1, 1), azimuth ~ U(0, 2 pi)
-        azimuth = uniform[11] * (2 * math.pi)
-        radius = (1 - axis_z.square()).clamp_(min=0.0).sqrt_()
-        axis = torch.stack((radius * azimuth.cos(), radius * azimuth.sin(), axis_z))
-        quaternion = torch.cat((half_angle.cos().unsqueeze(0), axis.mul_(half_angle.sin())))
-        position, velocity = reference_position + offsets[0:3], reference_velocity + offsets[3:6]
+        with every range scaled by the curriculum `fraction` (`hover_physics.initial_state`)."""
+        reference = self._reference(torch.zeros_like(self._phase), self._phase)
         rotor = self._state_template[MOTOR_STATE].expand(-1, self.num_envs)
         if self.config.airframes is not None:  # each airframe starts at its own hover command
             rotor = self._airframe_hover_command().expand(4, -1)
-        return torch.cat((position, quaternion, velocity, offsets[6:9], rotor))
+        offset, width = self._init_offset, self._init_width
+        return physics.initial_state(self.config, uniform, fraction, offset, width, reference, rotor)
 
     def _airframe_hover_command(self) -> torch.Tensor:
         """`(1, N)` each env's hover command (normalized motor command) of the episode parameters now."""
@@ -753,7 +476,7 @@ class QuadrotorHover(BatchedTask):
         """The latency buffer of a new episode `(L + 1, 4, N or 1)`: the hover action (each airframe's own)."""
         if self.config.airframes is None:
             return self._hover_buffer
-        hover = self._action_map.action_of(self._airframe_hover_command())
+        hover = self._airframe_action(self._airframe_hover_command())
         return hover.unsqueeze(0).expand(self._sampler.max_latency + 1, 4, -1)
 
     def _apply_episode(self) -> None:
@@ -777,22 +500,10 @@ class QuadrotorHover(BatchedTask):
         if self._sampler.max_latency > 0:
             self._latency_index = episode[LATENCY : LATENCY + 1].long().unsqueeze(1).expand(1, 4, self.num_envs)
         if airframes:
-            self._hover_target = self._action_map.action_of(self._airframe_hover_command())
+            self._hover_target = self._airframe_action(self._airframe_hover_command())
 
-
-def _norm(vectors: torch.Tensor) -> torch.Tensor:
-    """`(N,)` Euclidean norms of component-major vectors `(3, N)` (norm(dim=0) is slow on CPU)."""
-    return vectors.square().sum(0).sqrt_()
-
-
-def _xyz(prefix: str) -> list[str]:
-    return [f"{prefix}_{axis}" for axis in "xyz"]
-
-
-def _concat_specs(first: SpaceSpec, second: SpaceSpec) -> SpaceSpec:
-    return SpaceSpec(
-        names=first.names + second.names,
-        low=first.low + second.low,
-        high=first.high + second.high,
-        units=first.units + second.units,
-    )
+    def _airframe_action(self, command: torch.Tensor) -> torch.Tensor:
+        """The actions that give the motor commands `command` (airframes fly "motor" actions only)."""
+        if self._motor_map is None:
+            raise ValueError("HoverConfig.airframes needs action_mode='motor'")
+        return self._motor_map.action_of(command)

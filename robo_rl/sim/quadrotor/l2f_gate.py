@@ -28,7 +28,8 @@ import numpy as np
 
 from robo_rl.actuator import MotorActuator
 from robo_rl.sim.quadrotor.curriculum import CurriculumConfig
-from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
+from robo_rl.sim.quadrotor.hover import QuadrotorHover
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.params import SPIN_SIGN, QuadrotorParams
 from robo_rl.sim.quadrotor.randomization import RandomizationConfig
 

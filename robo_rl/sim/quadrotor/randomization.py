@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+import robo_rl.sim.quadrotor.airframes as airframe_math
 from robo_rl.envs import SpaceSpec
-from robo_rl.sim.quadrotor import airframes as airframe_math
 from robo_rl.sim.quadrotor.airframes import AIRFRAME_ROWS, AIRFRAME_UNIFORMS, FEATURE_NAMES, AirframeDistribution
 from robo_rl.sim.quadrotor.dynamics import PARAM_SCALE_NAMES
 from robo_rl.sim.quadrotor.params import QuadrotorParams

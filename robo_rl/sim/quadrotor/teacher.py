@@ -7,7 +7,8 @@ from __future__ import annotations
 import torch
 
 from robo_rl.sim.privileged_actor import ObservePrivileged
-from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
+from robo_rl.sim.quadrotor.hover import QuadrotorHover
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 
 DEFAULT = HoverConfig()
 

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 
 from robo_rl.envs import StepResult
-from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
+from robo_rl.sim.quadrotor.hover import QuadrotorHover
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.reference import FigureEight
 
 
@@ -39,6 +40,9 @@ class TrackConfig(HoverConfig):
             raise ValueError(f"TrackConfig: need amplitude >= 0 and period > 0, got {self.amplitude}, {self.period}")
 
 
+DEFAULT_CONFIG = TrackConfig()
+
+
 class QuadrotorTrack:
     """`num_envs` quadrotors following a figure eight, implementing the `BatchedEnv` protocol.
 
@@ -53,12 +57,12 @@ class QuadrotorTrack:
         self,
         num_envs: int,
         device: str | torch.device = "cpu",
-        config: TrackConfig = TrackConfig(),
+        config: TrackConfig = DEFAULT_CONFIG,
         seed: int | None = None,
     ) -> None:
         """Build the envs and reset them; `seed` is passed to `reset`, None draws a non-deterministic seed."""
-        dtype = QuadrotorHover.dtype
-        trajectory = FigureEight(config.amplitude, config.period, config.height, config.random_phase, device, dtype)
+        dtype, where = QuadrotorHover.dtype, torch.device(device)
+        trajectory = FigureEight(config.amplitude, config.period, config.height, config.random_phase, where, dtype)
         self.task = QuadrotorHover(num_envs, device, config, seed, reference=trajectory)
         self.config = config
         self.num_envs = num_envs

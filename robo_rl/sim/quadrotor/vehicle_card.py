@@ -34,7 +34,7 @@ import torch
 
 from robo_rl.sim.quadrotor.actions import make_action_map
 from robo_rl.sim.quadrotor.dynamics import PARAM_SCALE_NAMES
-from robo_rl.sim.quadrotor.hover import HoverConfig
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.params import QuadrotorParams, load_frame
 from robo_rl.sim.quadrotor.randomization import EpisodeSampler
 from robo_rl.sim.quadrotor.track import TrackConfig

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from robo_rl.sim.rc_car import equations
+import robo_rl.sim.rc_car.equations as equations
 from robo_rl.sim.rc_car.params import SPEED_MODE, CarParams, TireParams
 
 STATE_NAMES = ("x", "y", "yaw", "vx", "vy", "yaw_rate", "steer")

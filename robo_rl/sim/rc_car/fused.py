@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+import robo_rl.sim.rc_car.equations as equations
 from robo_rl.sim.numba_support import FASTMATH, Kernel, jit_copies, numba, set_threads, uniform
-from robo_rl.sim.rc_car import equations
 from robo_rl.sim.rc_car.track import PROJECTION_JUMP, PROJECTION_STEPS
 
-__all__ = ["constants", "set_threads", "step", "uniform", "warm_cache"]
+__all__ = ["constants", "set_threads", "step", "uniform"]
 
 
 @numba.njit(fastmath=FASTMATH, inline="always")
@@ -258,15 +258,3 @@ def constants(config: Any, params: Any, model: Any, track: Any, latency: int, dr
     c[CHASSIS : CHASSIS + len(model.chassis)] = model.chassis
     c[DRIVE_LATENCY] = latency + drive_delay
     return c
-
-
-def warm_cache() -> None:
-    """Compile the kernel into its disk cache now (make install does), so that no run pays for it later."""
-    import torch
-
-    from robo_rl.sim.rc_car.race import RaceConfig, RCCarRace
-
-    env = RCCarRace(2, config=RaceConfig(backend="numba"), seed=0)
-    env.step(torch.zeros(2, 2))  # the serial copy
-    env._fused_threads = 2
-    env.step(torch.zeros(2, 2))  # the parallel one

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from robo_rl.sim.rc_car.race import INFO_LAP_TIME, INFO_LAPS, INFO_OFF_TRACK, INFO_STALLED, RCCarRace
+from robo_rl.sim.rc_car.race import RCCarRace
+from robo_rl.sim.rc_car.race_config import INFO_LAP_TIME, INFO_LAPS, INFO_OFF_TRACK, INFO_STALLED
 
 Driver = Callable[[torch.Tensor], torch.Tensor]
 """Maps observations `(N, obs_dim)` to actions `(N, 2)`; a state-based driver may read the env instead."""

@@ -133,7 +133,7 @@ class CarParams:
     """Gravitational acceleration in m/s^2."""
 
     def __post_init__(self) -> None:
-        positive = ("mass", "yaw_inertia", "lf", "lr", "friction", "max_steer", "max_steer_rate")
+        positive: tuple[str, ...] = ("mass", "yaw_inertia", "lf", "lr", "friction", "max_steer", "max_steer_rate")
         positive += ("max_motor_force", "max_brake_force", "max_speed", "length", "width", "gravity")
         positive += ("speed_scale", "max_reverse_speed", "speed_time_constant", "max_acceleration")
         positive += ("max_deceleration",)

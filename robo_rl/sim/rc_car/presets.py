@@ -10,7 +10,7 @@ from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.on_policy import RunnerConfig
-from robo_rl.sim.rc_car.race import RaceConfig
+from robo_rl.sim.rc_car.race_config import RaceConfig
 
 RC_CAR_RACE_TRAINING = RaceConfig(off_track_margin=-0.15, off_track_penalty=10.0)
 """Training settings of `rc_car_race_ppo` (rc_car/race): the CoG must stay 0.15 m inside the

@@ -47,7 +47,7 @@ class PurePursuitConfig:
     """Throttle mode: drive command per m/s of speed error (throttle when too slow, brake when too fast)."""
 
     def __post_init__(self) -> None:
-        positive = ("lookahead_time", "min_lookahead", "max_lookahead", "lateral_acceleration")
+        positive: tuple[str, ...] = ("lookahead_time", "min_lookahead", "max_lookahead", "lateral_acceleration")
         positive += ("braking_deceleration", "preview", "preview_step", "curvature_window", "max_speed", "speed_gain")
         bad = [name for name in positive if not getattr(self, name) > 0]
         if bad:

@@ -18,7 +18,8 @@ import torch
 from robo_rl.sim.camera_task import CameraTask, Frames
 from robo_rl.sim.mujoco.cameras import BatchedCameras
 from robo_rl.sim.rc_car.expert import RaceDriver
-from robo_rl.sim.rc_car.race import RACE_CAMERAS, RaceConfig, RCCarRace
+from robo_rl.sim.rc_car.race import RCCarRace
+from robo_rl.sim.rc_car.race_config import RACE_CAMERAS, RaceConfig
 from robo_rl.sim.rc_car.track_scene import pose_car, track_model
 
 RACE_PIXELS = RaceConfig(cameras=RACE_CAMERAS)

@@ -198,7 +198,8 @@ def test_the_serial_copy_of_a_kernel_is_the_parallel_one_to_the_bit(task: str) -
             env = QuadrotorHover(300, config=HoverConfig(backend="numba", episode_length=0.3), seed=3)
         else:
             env = RCCarRace(300, config=RaceConfig(backend="numba"), seed=3)
-        env._fused_threads = threads
+        assert env.kernel_run is not None
+        env.kernel_run.threads = threads
         return env
 
     serial, parallel = make(1), make(2)
