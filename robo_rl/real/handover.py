@@ -41,6 +41,8 @@ from typing import Protocol
 
 import numpy as np
 
+from robo_rl.config import ConfigError
+
 VEHICLES = ("crazyswarm2", "px4", "stop", "hold_measured")
 """What holds the vehicle while the policy does not: crazyswarm2's high-level commander (hover), PX4's position
 mode, a car's ESC speed loop at speed 0 (the safe command), joint_trajectory_controller at the measured pose."""
@@ -62,7 +64,7 @@ class Mode(str, Enum):
 
 @dataclass(frozen=True)
 class HandoverSettings:
-    """A profile's `handover:` section."""
+    """A profile's `handover:` section. Its checks raise ConfigError naming the key (reported as `handover.KEY`)."""
 
     vehicle: str
     """One of `VEHICLES`: the controller that holds the vehicle while the policy does not."""
@@ -76,13 +78,13 @@ class HandoverSettings:
 
     def __post_init__(self) -> None:
         if self.vehicle not in VEHICLES:
-            raise ValueError(f"vehicle: must be one of {VEHICLES}, got {self.vehicle!r}")
+            raise ConfigError(f"vehicle: must be one of {VEHICLES}, got {self.vehicle!r}")
         if not (math.isfinite(self.ramp) and self.ramp >= 0):
-            raise ValueError(f"ramp: must be finite and >= 0 s, got {self.ramp}")
+            raise ConfigError(f"ramp: must be finite and >= 0 s, got {self.ramp}")
         if not all(math.isfinite(value) for value in self.hold):
-            raise ValueError(f"hold: must be finite, got {list(self.hold)}")
+            raise ConfigError(f"hold: must be finite, got {list(self.hold)}")
         if self.start not in STARTS:
-            raise ValueError(f"start: must be one of {STARTS}, got {self.start!r}")
+            raise ConfigError(f"start: must be one of {STARTS}, got {self.start!r}")
 
     @property
     def silent(self) -> bool:

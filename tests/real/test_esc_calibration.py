@@ -171,8 +171,8 @@ def test_an_esc_that_cannot_reach_the_top_speed_is_refused() -> None:
         ({"steering_angle_to_servo_offset": 0.97}, r"vesc.steering_angle_to_servo_offset: straight wheels"),
         ({"speed_to_erpm_offset": -10000.0}, r"vesc.speed_to_erpm_offset: speed 0 \(erpm = offset\) must lie"),
         ({"servo_min": math.nan}, "vesc.servo_min: must be a finite number, got nan"),
-        ({"servo_min": "low"}, "vesc.servo_min: expected a number, got 'low'"),
-        ({"speed_max": None}, "vesc.speed_max: expected a number"),
+        ({"servo_min": "low"}, "vesc.servo_min: expected float, got str 'low'"),
+        ({"speed_max": None}, "vesc.speed_max: expected float, got null"),
         ({"speed_limit": 5.0}, "vesc.speed_limit: unknown key"),
     ],
 )
@@ -186,7 +186,7 @@ def test_a_bad_calibration_is_a_profile_error_naming_the_key(change: dict[str, A
 def test_a_missing_key_a_throttle_field_or_another_kind_is_refused() -> None:
     data = _profile_data()
     del data["vesc"]["speed_min"]
-    with pytest.raises(ProfileError, match=r"^p: vesc\.speed_min: missing$"):
+    with pytest.raises(ProfileError, match=r"^p: vesc\.speed_min: missing required key$"):
         profile_from_dict(data, "p")
     data = _profile_data()
     for command in data["commands"]:

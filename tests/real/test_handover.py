@@ -117,7 +117,7 @@ def test_requested_hand_back_and_start_at_activation() -> None:
         ({"vehicle": "stop", "ramp": -1}, "handover.ramp: must be finite and >= 0"),
         ({"vehicle": "stop", "hold": [0.0]}, "handover.hold: one value per action (2)"),
         ({"vehicle": "stop", "hold": [0.0, 3.0]}, "handover.hold: drive 3.0 outside [-1.0, 1.0]"),
-        ({"vehicle": "stop", "hold": [0.0, "x"]}, "handover.hold[1]: expected a number"),
+        ({"vehicle": "stop", "hold": [0.0, "x"]}, "handover.hold[1]: expected float, got str 'x'"),
         ({"vehicle": "px4"}, "handover.vehicle: px4 needs driver px4, got ackermann"),
         ({"vehicle": "hold_measured"}, "handover.vehicle: hold_measured needs safe_command: hold_measured"),
     ],

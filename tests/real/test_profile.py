@@ -103,7 +103,7 @@ def _set(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, A
     [
         (("dt",), -0.01, "car.yaml: dt: must be > 0, got -0.01"),
         (("kind",), "boat", "car.yaml: kind: must be one of"),
-        (("dt",), "fast", "car.yaml: dt: expected a number, got 'fast'"),
+        (("dt",), "fast", "car.yaml: dt: expected float, got str 'fast'"),
         (("actions", 0, "rate_limit"), 0.0, "car.yaml: actions[0].rate_limit: must be > 0"),
         (("actions", 0, "safe"), 2.0, "car.yaml: actions[0].safe: must lie in [-1.0, 1.0], got 2.0"),
         (("actions", 0, "low"), 3.0, "car.yaml: actions[0].low: must be <= high"),
@@ -135,7 +135,7 @@ def test_malformed_profile_names_the_field(path: tuple[Any, ...], value: Any, me
 def test_missing_key_and_unknown_profile() -> None:
     data = _minimal()
     del data["staleness_timeout"]
-    with pytest.raises(ProfileError, match=r"^car.yaml: staleness_timeout: missing$"):
+    with pytest.raises(ProfileError, match=r"^car.yaml: staleness_timeout: missing required key$"):
         profile_from_dict(data, "car.yaml")
     with pytest.raises(ProfileError, match=r"absent\.yaml: no such profile file"):
         load_profile(Path("absent.yaml"))
