@@ -121,12 +121,13 @@ def broadcast_module(module: nn.Module, reducer: Reducer) -> None:
 @torch.no_grad()
 def update_normalizer(normalizer: nn.Module, x: torch.Tensor, reducer: Reducer) -> None:
     """Merge the batch `x` `(batch, dim)` of every rank into `normalizer` (an EmpiricalNormalizer; anything
-    without `merge` is left alone). Ranks hold equal batches, so the combined moments are means over ranks."""
-    merge = getattr(normalizer, "merge", None)
-    if merge is None or x.shape[0] == 0:
+    without `merge` and `update` is left alone). Ranks hold equal batches, so the combined moments are means over
+    ranks."""
+    merge, update = getattr(normalizer, "merge", None), getattr(normalizer, "update", None)
+    if merge is None or update is None or x.shape[0] == 0:
         return
     if reducer.world.size == 1:
-        normalizer.update(x)
+        update(x)
         return
     mean = reducer.mean(x.mean(dim=0))
     second = reducer.mean(x.square().mean(dim=0))

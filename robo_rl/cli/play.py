@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from robo_rl.api.bad_file import check_output
 from robo_rl.api.evaluation import run_onnx_actor
@@ -155,7 +156,8 @@ def _write_video(path: Path, frames: list[np.ndarray], fps: float) -> None:
         return
     import imageio.v2 as imageio  # MP4 through imageio-ffmpeg (its own ffmpeg binary)
 
-    imageio.mimwrite(path, frames, format="FFMPEG", fps=fps, codec="libx264", quality=7, macro_block_size=8)
+    video: list[ArrayLike] = list(frames)
+    imageio.mimwrite(path, video, format="FFMPEG", fps=fps, codec="libx264", quality=7, macro_block_size=8)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -111,10 +111,12 @@ def _record_on_robot(args: argparse.Namespace) -> int:
     import torch
 
     from robo_rl.api.envs import robot_env_factory
+    from robo_rl.robot.env import RobotEnv
 
     operator = "demonstrator" if args.robot_link == "sim" else "none"
     make = robot_env_factory(args.robot, args.robot_namespace, link=args.robot_link, operator=operator)
     env = make(args.task, 1, seed=args.seed)
+    assert isinstance(env, RobotEnv)  # the robot factory builds the robot's env
     safe = torch.as_tensor(env.safe, dtype=torch.float32).unsqueeze(0)
     steps = env.max_steps * args.episodes
     if args.seconds is not None:

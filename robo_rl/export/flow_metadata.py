@@ -25,7 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -77,11 +77,11 @@ def _props(parts: FlowSamplerParts) -> dict[str, str]:
         props["obs_normalizer"] = _encode(_chain(normalizer, "obs_normalizer"))
     if parts.latent is not None:
         nodes = _mlp_nodes(parts.latent, keep_outputs=action_dim)
-        nodes += [("Tanh", {}), ("Mul", {"c": torch.tensor(parts.latent_scale, dtype=torch.float32)})]
+        nodes += [("Tanh", {}, {}), ("Mul", {"c": torch.tensor(parts.latent_scale, dtype=torch.float32)}, {})]
         if parts.latent_gain is not None:  # into action units: the flow's action standardization
-            nodes.append(("Mul", {"c": parts.latent_gain}))
+            nodes.append(("Mul", {"c": parts.latent_gain}, {}))
         if parts.latent_offset is not None:
-            nodes.append(("Sub", {"c": -parts.latent_offset}))
+            nodes.append(("Sub", {"c": -parts.latent_offset}, {}))
         props["latent"] = _encode(_chain(nodes, "latent"))
         props["latent_scale"] = repr(float(parts.latent_scale))
     elif parts.noise is not None:
@@ -91,7 +91,8 @@ def _props(parts: FlowSamplerParts) -> dict[str, str]:
     return {PREFIX + key: value for key, value in props.items()}
 
 
-_Node = tuple[str, dict[str, object]]
+_Node = tuple[str, dict[str, torch.Tensor], dict[str, float]]
+"""One node of a chain: its ONNX operator, its constant inputs by name (in input order) and its attributes."""
 
 
 def _mlp_nodes(net: nn.Module, keep_outputs: int | None = None) -> list[_Node]:
@@ -103,10 +104,10 @@ def _mlp_nodes(net: nn.Module, keep_outputs: int | None = None) -> list[_Node]:
         if isinstance(module, nn.Linear):
             rows = keep_outputs if module is linears[-1] and keep_outputs is not None else module.out_features
             bias = module.bias if module.bias is not None else torch.zeros(module.out_features)
-            nodes.append(("Gemm", {"weight": module.weight[:rows], "bias": bias[:rows]}))
+            nodes.append(("Gemm", {"weight": module.weight[:rows], "bias": bias[:rows]}, {}))
         elif type(module) in _ACTIVATIONS:
             alpha = getattr(module, "alpha", getattr(module, "negative_slope", None))
-            nodes.append((_ACTIVATIONS[type(module)], {} if alpha is None else {"alpha": float(alpha)}))
+            nodes.append((_ACTIVATIONS[type(module)], {}, {} if alpha is None else {"alpha": float(alpha)}))
         elif not isinstance(module, nn.Identity):
             raise UnsupportedFlowPart(f"layer {type(module).__name__} has no chain form")
     return nodes
@@ -120,7 +121,7 @@ def _normalizer_nodes(normalizer: nn.Module) -> list[_Node]:
         raise UnsupportedFlowPart(f"observation normalizer {type(normalizer).__name__} has no chain form")
     std = torch.sqrt(normalizer.var + normalizer.eps)  # the float32 tensor forward divides by
     clip = torch.tensor(normalizer.clip, dtype=torch.float32)
-    return [("Sub", {"c": normalizer.mean}), ("Div", {"c": std}), ("Clip", {"low": -clip, "high": clip})]
+    return [("Sub", {"c": normalizer.mean}, {}), ("Div", {"c": std}, {}), ("Clip", {"low": -clip, "high": clip}, {})]
 
 
 def _chain(nodes: list[_Node], name: str) -> onnx.ModelProto:
@@ -130,21 +131,15 @@ def _chain(nodes: list[_Node], name: str) -> onnx.ModelProto:
 
     graph_nodes, initializers, tail = [], [], "input"
     in_width = width = None
-    for index, (op, attrs) in enumerate(nodes):
+    for index, (op, constants, attributes) in enumerate(nodes):
         out = f"{op.lower()}_{index}"
         inputs = [tail]
+        extra: dict[str, Any] = dict(attributes)
         if op == "Gemm":
-            weight, bias = attrs["weight"], attrs["bias"]
+            weight = constants["weight"]
             in_width = in_width if in_width is not None else int(weight.shape[1])
             width = int(weight.shape[0])
             extra = {"transB": 1}
-            constants = {"weight": weight, "bias": bias}
-        elif op in ("Sub", "Div", "Mul"):
-            constants, extra = {"c": attrs["c"]}, {}
-        elif op == "Clip":
-            constants, extra = {"low": attrs["low"], "high": attrs["high"]}, {}
-        else:
-            constants, extra = {}, dict(attrs)
         for key, value in constants.items():
             tensor_name = f"{out}_{key}"
             array = value.detach().to(torch.float32).cpu().numpy()

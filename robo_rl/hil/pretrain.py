@@ -45,8 +45,10 @@ def behaviour_clone(
 
 
 def _loss(actor: nn.Module, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-    if hasattr(actor, "bc_loss"):  # an actor with its own cloning objective, e.g. a flow policy's flow matching
-        return actor.bc_loss(obs, action)
-    if hasattr(actor, "log_prob"):
-        return -actor.log_prob(obs, action).mean()
+    bc_loss = getattr(actor, "bc_loss", None)  # an actor with its own cloning objective, e.g. flow matching
+    if bc_loss is not None:
+        return bc_loss(obs, action)
+    log_prob = getattr(actor, "log_prob", None)
+    if log_prob is not None:
+        return -log_prob(obs, action).mean()
     return (actor(obs) - action).square().mean()
