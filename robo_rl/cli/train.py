@@ -139,8 +139,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _shorthands(args: argparse.Namespace) -> dict[str, Any]:
     """The config values the shorthand options set, typed as argparse parsed them (applied before --set)."""
-    pairs = (("algo", args.algo), ("seed", args.seed), ("task.device", args.device), ("task.num_envs", args.num_envs))
-    pairs += (("hil.teleop", args.teleop),)
+    pairs: tuple[tuple[str, Any], ...] = (
+        ("algo", args.algo),
+        ("seed", args.seed),
+        ("task.device", args.device),
+        ("task.num_envs", args.num_envs),
+        ("hil.teleop", args.teleop),
+    )
     return {key: value for key, value in pairs if value is not None}
 
 
@@ -217,8 +222,9 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
         run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
         (run.path / WORLD_SIZE_FILE).write_text(f"{reducer.world.size}\n")
     path = reducer.broadcast(None if run is None else str(run.path))
-    runner.run = run if run is not None else RankRun(Path(path), reducer.world.rank)
-    return runner, runner.run
+    rank_run = run if run is not None else RankRun(Path(path), reducer.world.rank)
+    runner.run = rank_run
+    return runner, rank_run
 
 
 def _check_robot_flags(args: argparse.Namespace) -> None:
@@ -355,7 +361,7 @@ def _read_world_size(file: Path) -> int:
 
 
 def train(
-    runner: Runner, run: RunDirectory, console: Console, quiet: bool = False, at_iteration_end: bool = True
+    runner: Runner, run: RunDirectory | RankRun, console: Console, quiet: bool = False, at_iteration_end: bool = True
 ) -> TrainResult | None:
     """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None.
 
@@ -387,7 +393,7 @@ def _learn(runner: Runner, console: Console, quiet: bool) -> TrainResult:
         return runner.learn(progress)
 
 
-def print_summary(console: Console, result: TrainResult, run: RunDirectory) -> None:
+def print_summary(console: Console, result: TrainResult, run: RunDirectory | RankRun) -> None:
     status = "reached the target" if result.reached_target else "stopped at max_iterations"
     if result.estop:
         status = f"stopped by the operator's e-stop (checkpoint saved; robo-rl train --resume {run.path} continues)"
