@@ -1,5 +1,6 @@
 """The registries are the one list of algorithms, tasks, presets and firmware boards: the config, the CLI and the
-README agree with them."""
+README agree with them. Loads with the core install (no ONNX, MuJoCo or PyBullet); what needs more imports it
+where it is tested."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from robo_rl.config import ConfigError, from_dict
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.firmware_export import boards
 from robo_rl.firmware_export.board import Board
-from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, QEMU_TARGETS, TARGETS
+from robo_rl.sim.presets import declared_presets, preset_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -89,8 +90,16 @@ def test_cli_choices_and_readme_come_from_the_registries() -> None:
     algo = next(action for action in train._actions if action.dest == "algo")
     assert tuple(algo.choices) == algorithms.names()
     assert _readme_choices("--algo") == set(algorithms.names())
-    assert CLI_TARGETS == TARGETS == ("onnx", *boards.names())
-    assert _readme_choices("--target") == set(FIRMWARE_TARGETS)
+    assert CLI_TARGETS == ("onnx", *boards.names())
+    assert _readme_choices("--target") == set(boards.names())
+
+
+def test_the_export_targets_are_the_boards() -> None:
+    pytest.importorskip("onnx")
+    from robo_rl.firmware_export.targets import FIRMWARE_TARGETS, QEMU_TARGETS, TARGETS
+
+    assert TARGETS == ("onnx", *FIRMWARE_TARGETS) and FIRMWARE_TARGETS == boards.names()
+    assert set(QEMU_TARGETS) == {name for name, board in boards.BOARDS.items() if board.qemu}
 
 
 def test_every_board_module_defines_its_board() -> None:
@@ -99,7 +108,6 @@ def test_every_board_module_defines_its_board() -> None:
     for module in modules:
         board = boards.BOARDS[module.replace("_", "-")]
         assert isinstance(board, Board) and callable(board.write)
-    assert set(QEMU_TARGETS) == {name for name, board in boards.BOARDS.items() if board.qemu}
     with pytest.raises(ValueError, match="unknown firmware target 'stm32'; choose one of c, cortex-m4"):
         boards.board("stm32")
 
@@ -117,3 +125,18 @@ def test_readme_lists_every_task_and_preset() -> None:
     for name in preset_names():
         assert f"`{name}`" in presets, f"README's preset list lacks {name}"
         assert (ROOT / "robo_rl" / "configs" / f"{name}.yaml").is_file(), f"no robo_rl/configs/{name}.yaml"
+
+
+def test_every_task_folder_declares_its_presets_in_a_literal() -> None:
+    """The preset names read from a task folder's source (without importing its simulator) are its `PRESETS`."""
+    from robo_rl.sim.presets import presets_of
+
+    modules = preset_modules()
+    assert "robo_rl.sim.double_integrator.presets" in modules and "robo_rl.sim.pendulum.presets" in modules
+    for module in modules:
+        try:
+            presets = presets_of(module)
+        except ModuleNotFoundError as err:  # a backend the core install lacks (MuJoCo)
+            assert not (err.name or "robo_rl").startswith("robo_rl"), err
+            continue
+        assert declared_presets(module) == list(presets), module
