@@ -45,18 +45,12 @@ from robo_rl.sim.quadrotor.dynamics import (
 )
 from robo_rl.sim.quadrotor.events import after_event
 from robo_rl.sim.quadrotor.hover_config import HoverConfig, concat_specs, observation_spec, rotor_spec
-from robo_rl.sim.quadrotor.hover_physics import INIT_DRAWS, Draws, Errors, HoverTensors
+from robo_rl.sim.quadrotor.hover_physics import Draws, Errors, HoverTensors
 from robo_rl.sim.quadrotor.params import load_frame
 from robo_rl.sim.quadrotor.randomization import (
-    BATTERY,
-    DISTURBANCE_ACCELERATION,
-    DISTURBANCE_ANGULAR_ACCELERATION,
     EPISODE_NAMES,
     LATENCY,
-    SCALES,
-    THRUST_SCALE,
     EpisodeSampler,
-    thrust_curves,
 )
 from robo_rl.sim.quadrotor.reference import FixedPoint, Reference
 
@@ -398,13 +392,9 @@ class QuadrotorHover(BatchedTask):
 
     def _draw(self) -> Draws:
         """The random numbers of one step (or reset), in a fixed order: noise, episode parameters, initial state."""
-        generator, shape = self._generator, (9, self.num_envs)
-        noise = None
-        if self._noise_std is not None:
-            noise = torch.randn(shape, generator=generator, device=self.device, dtype=self.dtype)
-        episode = self._sampler.draw(self.num_envs, generator) if self._draws_episodes else None
-        init = torch.rand(INIT_DRAWS, self.num_envs, generator=generator, device=self.device, dtype=self.dtype)
-        return Draws(noise, episode, init)
+        sampler = self._sampler if self._draws_episodes else None
+        noise = self._noise_std is not None
+        return physics.draw(self._generator, self.num_envs, noise, sampler, self.device, self.dtype)
 
     def _scaled_noise(self, draws: Draws) -> torch.Tensor | None:
         """`(9, N)` observation noise for (position error, velocity error, body rates), or None when off."""
@@ -481,25 +471,14 @@ class QuadrotorHover(BatchedTask):
 
     def _apply_episode(self) -> None:
         """Derive the dynamics parameters, disturbances and latencies from the episode parameters."""
-        randomization, episode = self.config.randomization, self._episode
-        airframes = self.config.airframes is not None
-        self._dynamics = self._nominal
-        if randomization.randomizes_dynamics or airframes:
-            scales = episode[SCALES].clone()
-            scales[THRUST_SCALE] *= episode[BATTERY]
-            curve = None
-            if self._sampler.rebuilds_thrust_curve:
-                curve = thrust_curves(episode, self._nominal.mass * scales[0], self.params.gravity)
-            self._dynamics = self._nominal.scaled(scales, curve)
-        self._force = self._torque = None
-        if randomization.has_disturbance:  # accelerations of the nominal frame, or of each drawn airframe
-            mass = self._dynamics.mass if airframes else self._nominal_mass
-            inertia = self._dynamics.inertia if airframes else self._nominal_inertia  # the arm folded in
-            self._force = episode[DISTURBANCE_ACCELERATION] * mass
-            self._torque = episode[DISTURBANCE_ANGULAR_ACCELERATION] * inertia
+        episode, nominal = self._episode, self._nominal
+        rebuilds, gravity = self._sampler.rebuilds_thrust_curve, self.params.gravity
+        self._dynamics, self._force, self._torque = physics.episode_dynamics(
+            self.config, episode, nominal, rebuilds, gravity, self._nominal_mass, self._nominal_inertia
+        )
         if self._sampler.max_latency > 0:
             self._latency_index = episode[LATENCY : LATENCY + 1].long().unsqueeze(1).expand(1, 4, self.num_envs)
-        if airframes:
+        if self.config.airframes is not None:
             self._hover_target = self._airframe_action(self._airframe_hover_command())
 
     def _airframe_action(self, command: torch.Tensor) -> torch.Tensor:

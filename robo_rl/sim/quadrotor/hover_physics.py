@@ -9,9 +9,18 @@ from typing import NamedTuple
 
 import torch
 
-from robo_rl.sim.quadrotor.dynamics import ANGULAR_VELOCITY, rows_matmul
+from robo_rl.sim.quadrotor.dynamics import ANGULAR_VELOCITY, DynamicsParams, rows_matmul
 from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.params import QuadrotorParams
+from robo_rl.sim.quadrotor.randomization import (
+    BATTERY,
+    DISTURBANCE_ACCELERATION,
+    DISTURBANCE_ANGULAR_ACCELERATION,
+    SCALES,
+    THRUST_SCALE,
+    EpisodeSampler,
+    thrust_curves,
+)
 
 INIT_DRAWS = 13
 """Uniform draws per env at reset: position 3, velocity 3, angular velocity 3, attitude angle 1, axis 2, phase 1."""
@@ -54,6 +63,55 @@ Errors = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 def norm(vectors: torch.Tensor) -> torch.Tensor:
     """`(N,)` Euclidean norms of component-major vectors `(3, N)` (norm(dim=0) is slow on CPU)."""
     return vectors.square().sum(0).sqrt_()
+
+
+def draw(
+    generator: torch.Generator,
+    num_envs: int,
+    noise: bool,
+    sampler: EpisodeSampler | None,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> Draws:
+    """The random numbers of one step (or reset), in a fixed order: observation noise (with `noise`), episode
+    parameters (from `sampler`, None: no draw), initial state."""
+    noise_draw = None
+    if noise:
+        noise_draw = torch.randn((9, num_envs), generator=generator, device=device, dtype=dtype)
+    episode = sampler.draw(num_envs, generator) if sampler is not None else None
+    init = torch.rand(INIT_DRAWS, num_envs, generator=generator, device=device, dtype=dtype)
+    return Draws(noise_draw, episode, init)
+
+
+def episode_dynamics(
+    config: HoverConfig,
+    episode: torch.Tensor,
+    nominal: DynamicsParams,
+    rebuilds_thrust_curve: bool,
+    gravity: float,
+    nominal_mass: float,
+    nominal_inertia: torch.Tensor,
+) -> tuple[DynamicsParams, torch.Tensor | None, torch.Tensor | None]:
+    """(dynamics parameters, disturbance force `(3, N)`, disturbance torque `(3, N)`) of the episode parameters
+    `episode` `(rows, N)`: `nominal` scaled (with `rebuilds_thrust_curve`, each env's thrust curve rebuilt), the
+    disturbances None without them. They are accelerations of the nominal frame (`nominal_mass` kg,
+    `nominal_inertia` `(3, 1)`), or of each drawn airframe."""
+    randomization = config.randomization
+    airframes = config.airframes is not None
+    dynamics = nominal
+    if randomization.randomizes_dynamics or airframes:
+        scales = episode[SCALES].clone()
+        scales[THRUST_SCALE] *= episode[BATTERY]
+        curve = None
+        if rebuilds_thrust_curve:
+            curve = thrust_curves(episode, nominal.mass * scales[0], gravity)
+        dynamics = nominal.scaled(scales, curve)
+    if not randomization.has_disturbance:
+        return dynamics, None, None
+    mass = dynamics.mass if airframes else nominal_mass
+    inertia = dynamics.inertia if airframes else nominal_inertia  # the arm folded in
+    force = episode[DISTURBANCE_ACCELERATION] * mass
+    return dynamics, force, episode[DISTURBANCE_ANGULAR_ACCELERATION] * inertia
 
 
 def crashed(config: HoverConfig, state: torch.Tensor, distance: torch.Tensor, rotation: torch.Tensor) -> torch.Tensor:
