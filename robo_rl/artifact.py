@@ -2,8 +2,8 @@
 
 One definition of the keys, their encoding (strings; lists as JSON) and the schema version. The ONNX exporter
 writes it (`robo_rl.export.onnx`), the deploy runtime reads it strictly (`robo_rl.real.runtime`: every key must be
-there), and the firmware export reads it leniently (`robo_rl.firmware_export.ir`: files from SB3 or Isaac Lab lack
-it and get unnamed, unbounded vectors). Standard library only, so the torch-free deploy side can import it.
+there), and the firmware export reads it leniently (`robo_rl.firmware_export.onnx_reader`: files from SB3 or Isaac
+Lab lack it and get unnamed, unbounded vectors). Standard library only, so the torch-free deploy side can import it.
 
 A file written with a newer schema than this module reads is refused with `NewerSchemaError`, which says to
 upgrade robo_rl; files without `robo_rl.schema` were written before the key existed and are schema 1.

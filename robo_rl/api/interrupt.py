@@ -3,7 +3,7 @@
 A KeyboardInterrupt raised at an arbitrary point interrupts whatever runs (a metrics write, TensorBoard's event
 queue, a replay chunk) before the checkpoint is saved. The first Ctrl-C therefore only asks to stop: the runner
 checks `is_requested` before each iteration and ends there as at max_iterations (final checkpoint and learning
-curve). A second Ctrl-C raises KeyboardInterrupt at once, as before. A process started with SIGINT ignored (an
+curve). A second Ctrl-C raises KeyboardInterrupt at once. A process started with SIGINT ignored (an
 asynchronous command of a non-interactive shell) keeps ignoring it, as Python's own handling does.
 """
 

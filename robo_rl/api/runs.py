@@ -71,8 +71,7 @@ def run_task(run: RunDirectory, cfg: ExperimentConfig) -> TaskRecord:
 
 
 def read_run_config(run: RunDirectory) -> ExperimentConfig:
-    """The run's resolved config (RUN/config.yaml, older runs' keys upgraded); ConfigError naming the file when it is
-    empty or bad."""
+    """The run's resolved config (RUN/config.yaml); ConfigError naming the file when it is empty or bad."""
     return load_config_file(run.config_file)
 
 

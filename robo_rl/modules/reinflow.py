@@ -15,7 +15,7 @@ starts from; then K = 1 is exactly a Gaussian policy, mean x_0 + v(obs, x_0, 0),
 `ReinFlowPolicy` is a `StochasticPolicy` (`robo_rl.modules.distributions`: `act`, `distribution`, `value`, `scaler`,
 `deterministic_actor`, ...) whose distribution is a `GaussianChain`, so `robo_rl.algorithms.ppo.PPO` and
 `OnPolicyRunner` train it unchanged. The noise-free chain from the fixed noise
-is the flow's own deterministic sampler with K steps: it exports to ONNX and to C as before.
+is the flow's own deterministic sampler with K steps: it exports to ONNX and to C as any flow policy does.
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ class ReplayBuffer:
         action_dim: action size.
         device: torch device of every stored tensor; the env's device.
         image_specs: the cameras whose frames each transition holds (`robo_rl.envs.CameraEnv.image_specs`); ()
-            stores vectors only, exactly as before cameras existed.
+            stores vectors only.
 
     Memory with cameras: frames are kept as uint8, the frame before and the frame after each step (`frame_bytes`);
     next frames are stored, not looked up in the next slot, because an episode's last frame comes from
