@@ -28,8 +28,7 @@ from robo_rl.api.process_time import seconds_since_process_start
 
 def sim_row(num_envs: int, mode: str, steps: int, seconds: float) -> dict[str, Any]:
     """env-steps/s of quadrotor/hover on CUDA with `mode` "eager", "graph" or "compile+graph"."""
-    from robo_rl.capture import Captured
-    from robo_rl.runners.device_rollout import StaticDraws
+    from robo_rl.capture import Captured, StaticDraws
     from robo_rl.sim import make
 
     env: Any = make("quadrotor/hover", num_envs, device="cuda", seed=0, params=(f"compile={mode == 'compile+graph'}",))

@@ -5,8 +5,8 @@ quadrotor step alone is hundreds of small kernels. `Captured` records a block on
 replays it as one launch. What a block must be to replay correctly:
 
 - **No host sync** (`.item()`, `bool(t)`, `.tolist()`, `nonzero`): capture refuses them.
-- **No random call**: draw the block's random numbers before it into tensors it reads (`Captured.run(prepare)`),
-  so a replay uses fresh numbers and the eager run the same ones.
+- **No random call**: draw the block's random numbers before it into tensors it reads (`StaticDraws`), so a
+  replay uses fresh numbers and the eager run the same ones.
 - **Python state is frozen at capture.** Counters, branches and Python scalars take the values they had then.
   A value that changes between calls (a curriculum's fraction, a learning rate) must be a tensor.
 - **Tensor state**: a block may rebind an object's tensor attributes (`env._state = new`); name the objects as
@@ -118,6 +118,23 @@ def copy_into(static: Any, new: Any, where: str) -> None:
         raise CaptureError(f"{where} changed from {static!r} to {new!r} inside a captured block")
 
 
+class StaticDraws:
+    """Per-step random numbers, drawn eagerly before a captured block into tensors it reads at fixed addresses."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.values: list[Any] = [None] * steps
+        """Step `t`'s draws (tensors, or a dataclass or tuple of them), pinned at the first `fill`."""
+
+    def fill(self, t: int, value: Any) -> None:
+        """Store step `t`'s draws (copied into the step's pinned tensors after the first time)."""
+        if self.values[t] is None:
+            self.values[t] = static_copy(value)
+        else:
+            with torch.no_grad():
+                copy_into(self.values[t], value, f"draws of step {t}")
+
+
 class StaticSlots:
     """The tensor attributes of some objects, pinned to the tensors a graph reads and writes.
 
@@ -183,7 +200,6 @@ class Captured:
         self.slots = StaticSlots(owners)
         self.calls = 0
         self._graph: Any = None
-        self._pool: Any = None
 
     @property
     def captured(self) -> bool:
