@@ -17,8 +17,8 @@ from robo_rl.envs import INFO_PRIVILEGED_OBS, INFO_SUCCESS, INFO_VALID, BatchedE
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.runners.episode_stats import EpisodeTracker
+from robo_rl.runners.observations import critic_observation, reset_critic_observation
 from robo_rl.runners.off_policy import transitions_of_step
-from robo_rl.runners.on_policy import critic_observation, reset_critic_observation
 from robo_rl.storage.replay import ReplayBuffer, Transitions, select_transitions
 
 

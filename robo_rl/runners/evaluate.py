@@ -1,13 +1,16 @@
-"""Deterministic evaluation of an actor on a batched env: one episode per env."""
+"""Deterministic evaluation of an actor on a batched env: one episode per env, its step body (`EpisodeTally`)
+shared with the captured form."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-from robo_rl.envs import INFO_SUCCESS, INFO_TRACKING_ERROR, BatchedEnv
+from robo_rl.envs import INFO_SUCCESS, INFO_TRACKING_ERROR, BatchedEnv, StepResult
 from robo_rl.runners.gate_test import SequentialGate
 from robo_rl.runners.policy_stepper import Actor, PolicyStepper
 
@@ -112,6 +115,74 @@ def eval_metrics(evaluation: EvalResult | None) -> dict[str, float | None]:
     } | gate
 
 
+class EpisodeTally:
+    """One evaluation's running sums over `num_envs` envs, one episode each, and its step body (`step`): the eager
+    `evaluate` and its captured form (`robo_rl.runners.captured_evaluation`) both step through it. Its tensors are
+    changed in place only."""
+
+    def __init__(self, num_envs: int, device: torch.device | str) -> None:
+        self.returns = torch.zeros(num_envs, device=device)
+        """Undiscounted return `(N,)` of each env's episode so far."""
+        self.lengths = torch.zeros(num_envs, dtype=torch.long, device=device)
+        self.running = torch.ones(num_envs, dtype=torch.bool, device=device)
+        """`(N,)` whether each env's episode is still running."""
+        self.succeeded = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self.squared_error = torch.zeros((), device=device)
+        """Sum of `info["tracking_error"]`² over every running step."""
+        self.defines_success = self.tracks = False
+        """Whether the env reports `info["success"]`, and `info["tracking_error"]`."""
+
+    def restart(self) -> None:
+        """Zero every sum: a new evaluation."""
+        for tensor in (self.returns, self.lengths, self.succeeded, self.squared_error):
+            tensor.zero_()
+        self.running.fill_(True)
+
+    def step(
+        self, policy: PolicyStepper, obs: Any, step_env: Callable[[torch.Tensor], StepResult]
+    ) -> tuple[Any, torch.Tensor]:
+        """One step of every env with `policy`'s actions at `obs` (`step_env`: the env's step); the next
+        observations, and `(N,)` which episodes ended with this step."""
+        obs, reward, terminated, truncated, info = step_env(policy(obs))
+        policy.restart(terminated | truncated)
+        self.returns += reward * self.running
+        self.lengths += self.running.long()
+        ended = self.running & (terminated | truncated)
+        if INFO_SUCCESS in info:
+            self.defines_success = True
+            self.succeeded |= ended & info[INFO_SUCCESS]
+        if INFO_TRACKING_ERROR in info:
+            self.tracks = True
+            self.squared_error += (info[INFO_TRACKING_ERROR].square() * self.running).sum()
+        self.running &= ~ended
+        return obs, ended
+
+    def decided(self, gate: SequentialGate) -> EvalResult | None:
+        """With the finished episodes so far: the result of the episodes that finished, where they make `gate`'s
+        outcome certain; else None."""
+        finished = ~self.running
+        wins = int((self.succeeded & finished).sum())
+        decision = gate.certain(wins, int(finished.sum()) - wins, finished.numel())
+        if decision is None:
+            return None
+        keep = finished.nonzero().squeeze(-1)
+        flags = tuple(self.succeeded[keep].tolist())
+        return EvalResult(tuple(self.returns[keep].tolist()), tuple(self.lengths[keep].tolist()), flags, decision)
+
+    def result(self, gate: SequentialGate | None = None) -> EvalResult:
+        """Every episode's result (an episode still running counts as not successful), with `gate`'s decision on
+        them where the task defines success."""
+        successes = tuple(self.succeeded.tolist()) if self.defines_success else None
+        rms = None
+        if self.tracks:
+            rms = math.sqrt(self.squared_error.item() / max(int(self.lengths.sum().item()), 1))
+        decision = None
+        if gate is not None and successes is not None:
+            wins = sum(successes)
+            decision = gate.certain(wins, len(successes) - wins, len(successes))
+        return EvalResult(tuple(self.returns.tolist()), tuple(self.lengths.tolist()), successes, decision, rms)
+
+
 @torch.no_grad()
 def evaluate(
     env: BatchedEnv,
@@ -133,41 +204,13 @@ def evaluate(
     """
     obs = env.reset(seed=seed)
     policy = PolicyStepper(actor, env.num_envs, env.device)
-    returns = torch.zeros(env.num_envs, device=env.device)
-    lengths = torch.zeros(env.num_envs, dtype=torch.long, device=env.device)
-    running = torch.ones(env.num_envs, dtype=torch.bool, device=env.device)
-    succeeded = torch.zeros_like(running)
-    squared_error = torch.zeros((), device=env.device)
-    defines_success = tracks = False
+    tally = EpisodeTally(env.num_envs, env.device)
     for _ in range(env.max_episode_steps):
-        obs, reward, terminated, truncated, info = env.step(policy(obs))
-        policy.restart(terminated | truncated)
-        returns += reward * running
-        lengths += running.long()
-        ended = running & (terminated | truncated)
-        if INFO_SUCCESS in info:
-            defines_success = True
-            succeeded |= ended & info[INFO_SUCCESS]
-        if INFO_TRACKING_ERROR in info:
-            tracks = True
-            squared_error += (info[INFO_TRACKING_ERROR].square() * running).sum()
-        running &= ~ended
-        if not bool(running.any()):
+        obs, ended = tally.step(policy, obs, env.step)
+        if not bool(tally.running.any()):
             break
-        if gate is not None and defines_success and bool(ended.any()):
-            finished = ~running
-            wins = int((succeeded & finished).sum())
-            decision = gate.certain(wins, int(finished.sum()) - wins, env.num_envs)
-            if decision is not None:
-                keep = finished.nonzero().squeeze(-1)
-                flags = tuple(succeeded[keep].tolist())
-                kept = (tuple(returns[keep].tolist()), tuple(lengths[keep].tolist()))
-                return EvalResult(*kept, successes=flags, decision=decision)
-    successes = tuple(succeeded.tolist()) if defines_success else None
-    if gate is not None and successes is not None:
-        wins = sum(successes)
-        decision = gate.certain(wins, len(successes) - wins, len(successes))
-        rms = math.sqrt(squared_error.item() / max(int(lengths.sum().item()), 1)) if tracks else None
-        return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes, decision, tracking_rms=rms)
-    rms = math.sqrt(squared_error.item() / max(int(lengths.sum().item()), 1)) if tracks else None
-    return EvalResult(tuple(returns.tolist()), tuple(lengths.tolist()), successes, tracking_rms=rms)
+        if gate is not None and tally.defines_success and bool(ended.any()):
+            decided = tally.decided(gate)
+            if decided is not None:
+                return decided
+    return tally.result(gate)

@@ -18,8 +18,9 @@ from torch import nn
 
 from robo_rl.capture import CaptureBackend
 from robo_rl.distributed import Reducer, rank0_decides
-from robo_rl.envs import BatchedEnv, ImageObs, capturable, state_of
+from robo_rl.envs import BatchedEnv, ImageObs, capturable
 from robo_rl.runners.best_policy import BEST_KEY, BestPolicy
+from robo_rl.runners.captured_evaluation import CapturedEvaluation
 from robo_rl.runners.episode_stats import EpisodeStats, EpisodeTracker
 from robo_rl.runners.evaluate import (
     EVAL_SEED_OFFSET,
@@ -32,6 +33,8 @@ from robo_rl.runners.evaluate import (
 )
 from robo_rl.runners.gate_test import SequentialGate
 from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.observations import critic_observation as critic_observation
+from robo_rl.runners.observations import reset_critic_observation
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.storage import checkpoint
@@ -51,19 +54,6 @@ class TrainResult:
     """Iteration of the best evaluation (the policy in checkpoints/best.pt); None without evaluations."""
     best_success_rate: float | None = None
     """Success rate of that evaluation (tasks that define success)."""
-
-
-def critic_observation(obs: torch.Tensor | ImageObs, info: dict[str, Any], key: str) -> torch.Tensor:
-    """Critic input: the observation (its state vector, with cameras), followed by the privileged part when the env
-    provides one."""
-    privileged = info.get(key)
-    return state_of(obs) if privileged is None else torch.cat([state_of(obs), privileged], dim=-1)
-
-
-def reset_critic_observation(env: BatchedEnv, obs: torch.Tensor | ImageObs) -> torch.Tensor:
-    """Critic input right after `reset`, when there is no step info: the env exposes `privileged_obs`."""
-    privileged = getattr(env, "privileged_obs", None)
-    return state_of(obs) if privileged is None else torch.cat([state_of(obs), privileged], dim=-1)
 
 
 def observation_to(obs: torch.Tensor | ImageObs, device: torch.device) -> Any:
@@ -170,8 +160,8 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
         self.capture_backend: CaptureBackend | None = None
         """Set by a runner whose `capture` setting is on: evaluations of a capturable eval env then run as one
-        captured graph (`robo_rl.runners.device_rollout.CapturedEvaluation`)."""
-        self._captured_evaluations: dict[int, Any] = {}
+        captured graph (`robo_rl.runners.captured_evaluation.CapturedEvaluation`)."""
+        self._captured_evaluations: dict[int, CapturedEvaluation] = {}
         """The captured evaluation of each evaluation env (by id), built at its first evaluation."""
 
     def _reset_env(self) -> None:
@@ -261,8 +251,6 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         env is capturable, built at its first evaluation (its actor shares the parameters)."""
         if self.capture_backend is None or not capturable(env):
             return evaluate(env, self._deterministic_actor().eval(), seed=seed, gate=gate)
-        from robo_rl.runners.device_rollout import CapturedEvaluation
-
         captured = self._captured_evaluations.get(id(env))
         if captured is None:
             actor = self._deterministic_actor().eval()

@@ -1,4 +1,5 @@
-"""Preallocated off-policy replay storage on the env's device, and RLPD / HIL-SERL symmetric sampling.
+"""One job, off-policy replay storage: a preallocated ring of transitions on the env's device, and how batches are
+drawn from it (uniform, or RLPD / HIL-SERL's symmetric mix with a prior buffer).
 
 A `ReplayBuffer` is a ring of `capacity` transitions. Each transition carries two flags from SERL-style
 training: `intervened` (a human took over the action) and `is_demo` (from an offline demonstration). A
@@ -34,7 +35,7 @@ class Transitions:
     Attributes:
         obs: `(B, obs_dim)` policy observation before the step.
         critic_obs: `(B, critic_obs_dim)` critic observation before the step: the obs followed by the privileged
-            part when the env has one (see `robo_rl.runners.on_policy.critic_observation`), else equal to obs.
+            part when the env has one (see `robo_rl.runners.observations.critic_observation`), else equal to obs.
         actions: `(B, action_dim)` action in the policy's output space, before the actor's scaler maps it onto
             the env's bounds: the space the critic is trained in. Human actions must be mapped back into it.
         rewards: `(B,)` float reward of the step.

@@ -11,7 +11,7 @@ from torch import nn
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.modules.normalizer import EmpiricalNormalizer
 from robo_rl.modules.recurrent import RecurrentActorCritic, RecurrentDeterministicActor
-from robo_rl.runners.device_rollout import CapturedEvaluation
+from robo_rl.runners.captured_evaluation import CapturedEvaluation
 from robo_rl.runners.evaluate import evaluate
 from robo_rl.runners.policy_stepper import PolicyStepper
 from robo_rl.sim import make
