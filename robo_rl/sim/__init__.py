@@ -36,7 +36,7 @@ register(
     "robo_rl.sim.mujoco:PegInsert",
     "MuJoCo (`mujoco.rollout` on CPU threads; no MJX)",
     "the 4-DoF arm inserting a round peg into a hole with 1 mm clearance, placed at random and seen through a noisy "
-    "estimate; sparse reward (issue 36: a contact-rich task for learning with human corrections)",
+    "estimate; sparse reward: a contact-rich task for learning with human corrections",
 )
 _PIXELS = "MuJoCo offscreen frames (EGL/OSMesa, `robo_rl.sim.mujoco.cameras`) of a task's state"
 register(

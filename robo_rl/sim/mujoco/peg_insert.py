@@ -1,6 +1,6 @@
 """Peg-in-hole insertion on MuJoCo: a 4-DoF arm puts the round peg it holds into a hole whose pose it only estimates.
 
-Issue 36's contact-rich task that RL alone fails, to be learned with human corrections as in HIL-SERL; its simulated
+A contact-rich task that RL alone fails, to be learned with human corrections as in HIL-SERL; its simulated
 operator is robo_rl.sim.mujoco.peg_expert, its presets in robo_rl.sim.mujoco.presets.
 
 Model (`assets/peg_insert.xml`): the arm of `arm_reach.xml` (base yaw, shoulder, elbow and wrist pitch, links 0.30 /

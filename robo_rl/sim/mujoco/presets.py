@@ -1,5 +1,5 @@
 """Presets of the MuJoCo arm: PPO reaching in simulation, SAC on the arm itself (joint-position commands, and
-joint-angle steps for the peg insertion), and peg insertion learned in robot time (issue 36: SAC alone, RLPD with
+joint-angle steps for the peg insertion), and peg insertion learned in robot time (SAC alone, RLPD with
 demonstrations, and RLPD with an operator's corrections; bench/peg_hil.py runs them)."""
 
 from __future__ import annotations

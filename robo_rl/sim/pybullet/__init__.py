@@ -6,7 +6,7 @@ vectorized over the envs with numpy.
 
 The task is `RacecarGoal` (registered as `pybullet/racecar_goal`): the MIT RACECAR model that ships with
 pybullet_data (`racecar/racecar.urdf`, a 1/10-scale car with steered front wheels; here rear-wheel drive) drives
-to a goal on flat ground. It was chosen over pybullet_data's `Quadrotor/quadrotor.urdf`, which is a single rigid
+to a goal on flat ground. Not pybullet_data's `Quadrotor/quadrotor.urdf`, which is a single rigid
 body without rotors or motors: flying it would mean applying forces computed in Python, i.e. re-implementing
 `robo_rl.sim.quadrotor` with PyBullet as a rigid-body integrator. The racecar instead exercises what PyBullet
 adds (wheel motors, steering joints, tyre contact and friction), and driving to a goal is a small, dense-reward

@@ -37,7 +37,7 @@ class Plan:
 
 
 def standard_plan(takeoff: bool, faulted_input: str, settle: float = 4.0, fly: float = 3.0) -> Plan:
-    """The rehearsal of issue 48: the vehicle's controller takes off (when it flies) and holds; the policy takes
+    """The standard rehearsal: the vehicle's controller takes off (when it flies) and holds; the policy takes
     over; a fault (the `faulted_input` silent for 0.3 s) hands back; the vehicle holds; the policy takes over again;
     a requested hand-back; the vehicle lands (when it flies)."""
     events = [Event(0.2, "takeoff")] if takeoff else []  # after the first odometry
