@@ -6,17 +6,25 @@ runs the minibatch epochs; collecting rollouts is the runner's job.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 import torch
 from torch import nn
 
+from robo_rl.algorithms.ppo_capture import CapturedPPOUpdate
+from robo_rl.capture import CaptureBackend
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
 from robo_rl.modules.distributions import DiagonalGaussian, StochasticPolicy
 from robo_rl.modules.recurrent import RecurrentActorCritic
 from robo_rl.storage.rollout import Minibatch, RolloutStorage
+
+UPDATE_METRICS: tuple[str, ...] = ("policy_loss", "value_loss", "entropy", "kl", "learning_rate")
+"""The keys of an update's metrics, in order: the means over its minibatches of the losses, the entropy and the KL,
+then the learning rate after it."""
 
 
 @dataclass(frozen=True)
@@ -62,13 +70,13 @@ class PPOConfig:
             "num_epochs": self.num_epochs,
             "num_minibatches": self.num_minibatches,
         }
-        for name, value in at_least_one.items():
-            if value < 1:
-                raise ValueError(f"{name} must be at least 1, got {value}")
-        for name, value in {"gamma": self.gamma, "lam": self.lam}.items():
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must lie in [0, 1], got {value}")
-        positive = {
+        for name, count in at_least_one.items():
+            if count < 1:
+                raise ValueError(f"{name} must be at least 1, got {count}")
+        for name, fraction in {"gamma": self.gamma, "lam": self.lam}.items():
+            if not 0.0 <= fraction <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {fraction}")
+        positive: dict[str, float] = {
             "clip_param": self.clip_param,
             "learning_rate": self.learning_rate,
             "desired_kl": self.desired_kl,
@@ -129,20 +137,28 @@ def value_loss(
     return torch.max(unclipped, (clipped_values - returns).square()).mean()
 
 
-def adapt_learning_rate(lr: float, kl: float, cfg: PPOConfig) -> float:
-    """Shrink the LR by 1.5 when the KL overshoots 2× its target; grow it by 1.5 under half the target."""
-    if kl > 2.0 * cfg.desired_kl:
-        lr /= 1.5
-    elif kl < 0.5 * cfg.desired_kl:
-        lr *= 1.5
-    return min(max(lr, cfg.min_learning_rate), cfg.max_learning_rate)
+@overload
+def adapt_learning_rate(lr: float, kl: float, cfg: PPOConfig) -> float: ...
+@overload
+def adapt_learning_rate(lr: torch.Tensor, kl: torch.Tensor, cfg: PPOConfig) -> torch.Tensor: ...
+def adapt_learning_rate(lr: Any, kl: Any, cfg: PPOConfig) -> Any:
+    """Shrink the LR by 1.5 when the KL overshoots 2× its target; grow it by 1.5 under half the target; keep it
+    within [min_learning_rate, max_learning_rate].
+
+    On floats (the eager update reads the KL on the host), or on device tensors (a captured update adapts the rate
+    per minibatch inside the graph, without reading the KL): the same rule, the same numbers.
+    """
+    scaled = _where(kl > 2.0 * cfg.desired_kl, lr / 1.5, _where(kl < 0.5 * cfg.desired_kl, lr * 1.5, lr))
+    low, high = cfg.min_learning_rate, cfg.max_learning_rate
+    return _where(scaled < low, low, _where(scaled > high, high, scaled))
 
 
-def adapt_learning_rate_(lr: torch.Tensor, kl: torch.Tensor, cfg: PPOConfig) -> None:
-    """`adapt_learning_rate` on device tensors, in place: the rule without reading the KL on the host (a captured
-    update adapts the rate per minibatch inside the graph)."""
-    scaled = torch.where(kl > 2.0 * cfg.desired_kl, lr / 1.5, torch.where(kl < 0.5 * cfg.desired_kl, lr * 1.5, lr))
-    lr.copy_(scaled.clamp(cfg.min_learning_rate, cfg.max_learning_rate))
+def _where(condition: bool | torch.Tensor, a: Any, b: Any) -> Any:
+    """`a` where `condition` holds, else `b`: element by element on tensors (no host sync), a plain choice on a
+    bool."""
+    if isinstance(condition, torch.Tensor):
+        return torch.where(condition, a, b)
+    return a if condition else b
 
 
 class PPO:
@@ -215,28 +231,100 @@ class PPO:
             self.cfg.lam,
         )
 
+    @property
+    def num_steps(self) -> int:
+        """Steps of every env in the rollout one update learns from."""
+        return self.cfg.num_steps
+
     def update(self, storage: RolloutStorage) -> dict[str, float]:
-        """Minibatch epochs over the rollout; returns mean losses, KL and the learning rate used."""
+        """Minibatch epochs over the rollout; returns mean losses, KL and the learning rate used (`UPDATE_METRICS`).
+        Reads each minibatch's KL and statistics on the host."""
         self.compute_returns(storage)
-        totals = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "kl": 0.0}
+        totals = dict.fromkeys(UPDATE_METRICS[:-1], 0.0)
         count = 0
-        recurrent = isinstance(self.policy, RecurrentActorCritic)
-        batches = storage.sequence_minibatches if recurrent else storage.minibatches
-        for batch in batches(self.cfg.num_minibatches, self.cfg.num_epochs):
-            stats = self._step(batch)
+        for stats in self._steps(self._minibatches(storage), on_device=False):
             for key in totals:
-                totals[key] += stats[key]
+                totals[key] += stats[key].item()
             count += 1
         metrics = {key: value / count for key, value in totals.items()}
         metrics["learning_rate"] = self.learning_rate
         return metrics
 
-    def _step(self, batch: Minibatch) -> dict[str, float]:
-        loss, stats = self.minibatch_loss(batch)
-        if self.cfg.schedule == "adaptive":
-            self.learning_rate = adapt_learning_rate(self.learning_rate, stats["kl"].item(), self.cfg)
-        self.apply_gradients(loss)
-        return {key: value.item() for key, value in stats.items()}
+    def captured_update(
+        self, storage: RolloutStorage, backend: CaptureBackend = "eager", generator: torch.Generator | None = None
+    ) -> CapturedPPOUpdate:
+        """`update(storage)` as one captured graph (`robo_rl.algorithms.ppo_capture`), called once per rollout
+        refilled in place; build it once `storage` holds a rollout (its distribution parameters). Makes the
+        optimizer capturable first (`make_capturable`). One process only: a reducer's collectives are not
+        captured. `generator` draws the epochs' permutations (the device's default generator when None)."""
+        if self.reducer.world.size != 1:
+            raise ValueError(
+                f"a captured PPO update runs on one process only (this PPO reduces over {self.reducer.world.size})"
+            )
+        if not storage.distribution:
+            raise ValueError("the rollout storage holds no distribution parameters yet: build after the first rollout")
+        if isinstance(self.policy, RecurrentActorCritic):
+            raise ValueError("a captured PPO update needs a policy without memory (its minibatches are transitions)")
+        total = storage.num_steps * storage.num_envs
+        if total < self.cfg.num_minibatches:
+            raise ValueError(f"{total} transitions cannot fill {self.cfg.num_minibatches} minibatches")
+        self.make_capturable()
+        return CapturedPPOUpdate(
+            functools.partial(self._device_update, storage),
+            storage,
+            self.cfg.num_epochs,
+            UPDATE_METRICS,
+            self._graph_signature,
+            backend,
+            generator,
+        )
+
+    def _device_update(self, storage: RolloutStorage, permutations: torch.Tensor, metrics: torch.Tensor) -> None:
+        """`update` free of host syncs and random calls, what a captured update records: each epoch's order read
+        from `permutations` `(num_epochs, num_steps * num_envs)`, the rate adapted on the device, the metrics
+        summed on the device into `metrics` (`UPDATE_METRICS` order)."""
+        self.compute_returns(storage)
+        sums = torch.zeros(len(UPDATE_METRICS) - 1, device=metrics.device)
+        count = 0
+        for stats in self._steps(self._minibatches(storage, permutations), on_device=True):
+            sums += torch.stack([stats[key] for key in UPDATE_METRICS[:-1]])
+            count += 1
+        rate = self.learning_rate_tensor.detach().reshape(1).to(sums.dtype)
+        metrics.copy_(torch.cat([sums / count, rate]))
+
+    def _minibatches(self, storage: RolloutStorage, permutations: torch.Tensor | None = None) -> Iterator[Minibatch]:
+        """The update's minibatches: shuffled transitions (each epoch's order from `permutations` where given), or
+        whole env sequences for a policy with memory."""
+        cfg = self.cfg
+        if isinstance(self.policy, RecurrentActorCritic):
+            return storage.sequence_minibatches(cfg.num_minibatches, cfg.num_epochs)
+        return storage.minibatches(cfg.num_minibatches, cfg.num_epochs, permutations=permutations)
+
+    def _steps(self, batches: Iterable[Minibatch], on_device: bool) -> Iterator[dict[str, torch.Tensor]]:
+        """The minibatch loop of both updates: per minibatch its loss, the adaptive rate's step on its KL, one
+        optimizer step; yields each minibatch's statistics (device tensors) after its step. `on_device`: adapt
+        the rate tensor in place (a captured update) instead of reading the KL on the host."""
+        for batch in batches:
+            loss, stats = self.minibatch_loss(batch)
+            if self.cfg.schedule == "adaptive":
+                if on_device:
+                    rate = self.learning_rate_tensor
+                    rate.copy_(adapt_learning_rate(rate, stats["kl"], self.cfg))
+                else:
+                    self.learning_rate = adapt_learning_rate(self.learning_rate, stats["kl"].item(), self.cfg)
+            self.apply_gradients(loss)
+            yield stats
+
+    def _graph_signature(self) -> tuple[object, ...]:
+        """What a recorded update depends on beyond tensor values: which parameters train, which tensors the
+        optimizer's state and learning rate are."""
+        params = list(self.policy.parameters())
+        state = self.optimizer.state
+        return (
+            tuple(p.requires_grad for p in params),
+            tuple(id(v) for p in params for v in state.get(p, {}).values()),
+            tuple(id(group["lr"]) for group in self.optimizer.param_groups),
+        )
 
     def minibatch_loss(self, batch: Minibatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The loss of one minibatch and its statistics (detached device tensors: policy_loss, value_loss,

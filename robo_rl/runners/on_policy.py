@@ -1,12 +1,14 @@
 """Training loop for on-policy algorithms (PPO): collect a rollout from a batched env, update, log, save.
 
 The loop itself (stop conditions, evaluations, logging, checkpoints) is `robo_rl.runners.loop.TrainingLoop`;
-this module plugs in the rollout, the PPO update and PPO's cadence (`SnapshotCadence`).
+this module plugs in the rollout (`robo_rl.runners.rollout`, or its captured form
+`robo_rl.runners.device_rollout`), the algorithm's update (an `OnPolicyUpdate`) and PPO's cadence
+(`SnapshotCadence`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,19 +16,18 @@ from typing import Any
 import torch
 from torch import nn
 
-from robo_rl.algorithms.ppo import PPO
-from robo_rl.algorithms.ppo_capture import CapturedPPOUpdate
+from robo_rl.algorithms.on_policy_update import OnPolicyUpdate
 from robo_rl.capture import CAPTURE_MODES, CaptureMode, capture_backend, capture_enabled
 from robo_rl.distributed import LOCAL, Reducer
-from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, BatchedEnv
-from robo_rl.modules.distributions import StochasticPolicy
+from robo_rl.envs import BatchedEnv, StepResult
+from robo_rl.modules.distributions import ActionDistribution, StochasticPolicy
 from robo_rl.modules.recurrent import RecurrentActorCritic
 from robo_rl.runners.device_rollout import DeviceRollout, rollout_unsupported
 from robo_rl.runners.evaluate import evaluation_due
-from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
+from robo_rl.runners.loop import Losses, TrainingLoop, on_interval
 from robo_rl.runners.loop import TrainResult as TrainResult
-from robo_rl.runners.loop import reset_critic_observation as reset_critic_observation
 from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
+from robo_rl.runners.rollout import Rollout, RolloutCursor, run_rollout
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
 from robo_rl.storage.rollout import RolloutStorage
@@ -83,7 +84,7 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
     Args:
         env: training env.
         policy: the policy being trained (`ActorCritic`, `ReinFlowPolicy`, ...).
-        algorithm: PPO instance wrapping `policy`.
+        algorithm: the update of `policy` (PPO: `robo_rl.algorithms.on_policy_update.OnPolicyUpdate`).
         cfg: loop settings.
         seed: seeds torch and the env stream.
         eval_env: env for deterministic evaluation (its num_envs = episodes per evaluation); None skips it.
@@ -96,7 +97,7 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         self,
         env: BatchedEnv,
         policy: StochasticPolicy,
-        algorithm: PPO,
+        algorithm: OnPolicyUpdate,
         cfg: RunnerConfig,
         seed: int,
         eval_env: BatchedEnv | None = None,
@@ -106,19 +107,48 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
     ) -> None:
         super().__init__(env, cfg, seed, eval_env, run, reducer, SnapshotCadence(), precheck_env)
         self.policy, self.algorithm = policy, algorithm
-        num_steps = algorithm.cfg.num_steps
-        self.recurrent = isinstance(policy, RecurrentActorCritic)
         state_size = policy.state_size if isinstance(policy, RecurrentActorCritic) else 0
         self.storage = RolloutStorage(
-            num_steps, env.num_envs, env.obs_spec.dim, policy.critic_obs_dim, policy.action_dim, env.device, state_size
+            algorithm.num_steps,
+            env.num_envs,
+            env.obs_spec.dim,
+            policy.critic_obs_dim,
+            policy.action_dim,
+            env.device,
+            state_size,
         )
-        self.hidden = torch.zeros(env.num_envs, max(state_size, 1), device=env.device)
-        """A policy with memory: each env's state before its next step (zeroed where an episode ended)."""
+        hidden = torch.zeros(env.num_envs, state_size, device=env.device) if state_size else None
+        self.cursor = RolloutCursor(torch.zeros(0), torch.zeros(0), hidden)
+        """The training envs' observations and the policy's memory; `_reset_env` sets the observations."""
+        self.rollout = Rollout(env, policy, self.storage, self.tracker, self.cursor)
         self._device_rollout: DeviceRollout | None = None
-        self._captured_update: CapturedPPOUpdate | None = None
+        self._captured_update: Callable[[], Losses] | None = None
         if self._captures(cfg.capture):
             self.capture_backend = capture_backend(env.device)
         self._reset_env()
+
+    @property
+    def obs(self) -> Any:
+        """The training envs' current observations (the cursor's)."""
+        return self.cursor.obs
+
+    @obs.setter
+    def obs(self, value: Any) -> None:
+        self.cursor.obs = value
+
+    @property
+    def critic_obs(self) -> torch.Tensor:
+        """The critic's input at the current observations (the cursor's)."""
+        return self.cursor.critic_obs
+
+    @critic_obs.setter
+    def critic_obs(self, value: torch.Tensor) -> None:
+        self.cursor.critic_obs = value
+
+    @property
+    def hidden(self) -> torch.Tensor | None:
+        """A policy with memory: each env's state before its next step (zeroed where an episode ended)."""
+        return self.cursor.hidden
 
     def _captures(self, mode: str) -> bool:
         """Whether the captured path runs: "always" (ValueError where it cannot), "auto" on CUDA where it can."""
@@ -129,71 +159,44 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
             raise ValueError(f"runner.capture=always needs {'; '.join(missing)}")
         return not missing
 
-    @torch.no_grad()
     def collect(self) -> None:
-        """Fill the rollout storage with `num_steps` steps of every env."""
+        """Fill the rollout storage with `num_steps` steps of every env: one captured block where capture is on."""
         if self.capture_backend is not None:
             if self._device_rollout is None:
-                self._device_rollout = DeviceRollout(self, self.capture_backend)
+                self._device_rollout = DeviceRollout(self.rollout, self.capture_backend)
             self._device_rollout()
-            return
-        policy, storage, env = self.policy, self.storage, self.env
-        if self.recurrent:  # the state at the rollout's start: the update replays each env's sequence from it
-            storage.hidden_start.copy_(self.hidden)
-        value, started = policy.value(self.critic_obs), torch.zeros_like(storage.starts[0])
-        for _ in range(storage.num_steps):
-            action, distribution = self._act()
-            next_obs, reward, terminated, truncated, info = env.step(policy.scaler(action))
-            done = terminated | truncated
-            next_critic = critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
-            final_critic = critic_observation(info[INFO_FINAL_OBS], info, INFO_FINAL_PRIVILEGED_OBS)
-            # One critic pass for both: V(next obs) feeds the next step, V(final obs) bootstraps time-outs.
-            both = policy.value(torch.cat([next_critic, final_critic]))
-            next_value, final_value = both.chunk(2)
-            storage.add(
-                obs=self.obs,
-                critic_obs=self.critic_obs,
-                actions=action,
-                log_probs=distribution.log_prob(action),
-                values=value,
-                next_values=torch.where(done, final_value, next_value),
-                distribution=distribution.params(),
-                rewards=reward,
-                terminated=terminated,
-                dones=done,
-                starts=started,
-            )
-            self.tracker.record(reward, done, info.get(INFO_SUCCESS))
-            if self.recurrent:  # a new episode starts from the reset state
-                self.hidden = torch.where(done.unsqueeze(-1), torch.zeros_like(self.hidden), self.hidden)
-            self.obs, self.critic_obs, value, started = next_obs, next_critic, next_value, done
-        self.env_steps += storage.num_steps * env.num_envs
+        else:
+            run_rollout(self.rollout, self._act, self._step_env)
+        self.env_steps += self.storage.num_steps * self.env.num_envs
 
-    def _act(self) -> tuple[torch.Tensor, Any]:
-        """A sampled normalized action and its distribution at the current observation; a policy with memory
-        also advances each env's state (`hidden`)."""
+    def _act(self, t: int, obs: Any) -> tuple[torch.Tensor, ActionDistribution]:
+        """A sampled normalized action and its distribution at `obs`; a policy with memory also advances each env's
+        state (the cursor's `hidden`)."""
         if isinstance(self.policy, RecurrentActorCritic):
-            action, distribution, self.hidden = self.policy.act(self.obs, self.hidden)
+            action, distribution, self.cursor.hidden = self.policy.act(obs, self.cursor.hidden)
             return action, distribution
-        return self.policy.act(self.obs)
+        return self.policy.act(obs)
+
+    def _step_env(self, t: int, action: torch.Tensor) -> StepResult:
+        return self.env.step(action)
 
     def _reset_env(self) -> None:
         super()._reset_env()
-        self.hidden.zero_()
+        if self.cursor.hidden is not None:
+            self.cursor.hidden.zero_()
 
     def update(self) -> Losses:
-        """PPO update on the collected rollout, then fold its observations into the normalizers.
+        """The algorithm's update on the collected rollout, then fold its observations into the normalizers.
 
         The statistics change only after the update: the rollout's log-probs and values were computed with the
         old statistics, and changing them first would shift every action distribution (a KL the adaptive
         learning rate would wrongly blame on the update). With capture on, the update is one captured block
-        (`robo_rl.algorithms.ppo_capture`) and its losses stay on the device until a metrics row reads them.
+        (`OnPolicyUpdate.captured_update`) and its losses stay on the device until a metrics row reads them.
         """
         losses: Losses
         if self.capture_backend is not None:
             if self._captured_update is None:
-                self.algorithm.make_capturable()
-                self._captured_update = CapturedPPOUpdate(self.algorithm, self.storage, self.capture_backend)
+                self._captured_update = self.algorithm.captured_update(self.storage, self.capture_backend)
             losses = self._captured_update()
         else:
             losses = self.algorithm.update(self.storage)

@@ -8,8 +8,8 @@ import copy
 import pytest
 import torch
 
-from robo_rl.algorithms.ppo import PPO, PPOConfig, adapt_learning_rate, adapt_learning_rate_
-from robo_rl.algorithms.ppo_capture import UPDATE_METRICS, CapturedPPOUpdate
+from robo_rl.algorithms.ppo import PPO, UPDATE_METRICS, PPOConfig, adapt_learning_rate
+from robo_rl.algorithms.ppo_capture import CapturedPPOUpdate
 from robo_rl.capture import CaptureBackend
 from robo_rl.distributed import World
 from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
@@ -67,7 +67,7 @@ def _captured_run(
     storage = _storage(device)
     _fill(storage, policy, seed=0, mean_offset=OFFSETS[0])
     generator = torch.Generator(device=device).manual_seed(7)
-    update = CapturedPPOUpdate(ppo, storage, backend, generator=generator)
+    update = ppo.captured_update(storage, backend, generator=generator)
     metrics = []
     for i, offset in enumerate(OFFSETS):
         if i:
@@ -117,7 +117,7 @@ def test_the_captured_update_is_the_classic_update_given_the_same_permutations()
     ppo = PPO(policy, CFG)
     storage = _storage()
     _fill(storage_c, policy_c, seed=0, mean_offset=OFFSETS[0])
-    update = CapturedPPOUpdate(ppo_c, storage_c, "eager")
+    update = ppo_c.captured_update(storage_c, "eager")
     for i, offset in enumerate(OFFSETS):
         _fill(storage, policy, seed=i, mean_offset=offset)
         if i:
@@ -153,8 +153,7 @@ def test_adam_reads_the_learning_rate_tensor_as_it_changes_in_place() -> None:
 @pytest.mark.parametrize("kl", [0.0, 0.004, 0.01, 0.03, 5.0])
 @pytest.mark.parametrize("lr", [1e-5, 1e-3, 9e-3])
 def test_the_device_rule_is_the_float_rule(kl: float, lr: float) -> None:
-    rate = torch.tensor(lr)
-    adapt_learning_rate_(rate, torch.tensor(kl), CFG)
+    rate = adapt_learning_rate(torch.tensor(lr), torch.tensor(kl), CFG)
     assert rate.item() == pytest.approx(adapt_learning_rate(lr, kl, CFG), rel=1e-6)
 
 
@@ -179,11 +178,10 @@ def test_the_learning_rate_float_follows_the_tensor_and_survives_a_checkpoint() 
 def test_a_captured_update_refuses_what_it_cannot_run() -> None:
     policy = _policy()
     storage = _storage()
-    with pytest.raises(ValueError, match="capturable=True"):
-        CapturedPPOUpdate(PPO(policy, CFG), storage)
-    ppo = PPO(policy, CFG, capturable=True)
+    ppo = PPO(policy, CFG)
     with pytest.raises(ValueError, match="first rollout"):
-        CapturedPPOUpdate(ppo, storage)
+        ppo.captured_update(storage)
+    assert not ppo.capturable  # refused before the optimizer was rebuilt
     _fill(storage, policy, seed=0, mean_offset=0.0)
 
     class TwoRanks:
@@ -191,7 +189,7 @@ def test_a_captured_update_refuses_what_it_cannot_run() -> None:
 
     ppo.reducer = TwoRanks()  # type: ignore[assignment]
     with pytest.raises(ValueError, match="one process"):
-        CapturedPPOUpdate(ppo, storage)
+        ppo.captured_update(storage)
 
 
 def _run_with_a_checkpoint_load(backend: CaptureBackend) -> tuple[ActorCritic, CapturedPPOUpdate]:
@@ -201,7 +199,7 @@ def _run_with_a_checkpoint_load(backend: CaptureBackend) -> tuple[ActorCritic, C
     ppo = PPO(policy, CFG, capturable=True)
     storage = _storage()
     _fill(storage, policy, seed=0, mean_offset=0.0)
-    update = CapturedPPOUpdate(ppo, storage, backend, generator=torch.Generator().manual_seed(7))
+    update = ppo.captured_update(storage, backend, generator=torch.Generator().manual_seed(7))
     saved: dict = {}
     for i in range(6):
         if i == 3:
@@ -238,7 +236,7 @@ def test_a_classic_ppo_made_capturable_goes_on_where_it_was() -> None:
                 assert algorithm.optimizer.state_dict()["state"][0]["step"].item() == 4  # 2 epochs x 2 minibatches
                 # the classic state it loaded said capturable=False, which CUDA graph capture refuses (seen on a GPU)
                 assert all(group["capturable"] for group in algorithm.optimizer.param_groups)
-                CapturedPPOUpdate(algorithm, storage, "eager")()
+                algorithm.captured_update(storage, "eager")()
             else:
                 algorithm.update(storage)
     assert algorithms[0].learning_rate == pytest.approx(algorithms[1].learning_rate, rel=1e-6)
