@@ -72,7 +72,9 @@ class FromGymnasium:
         if num_envs < 1:
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         self.num_envs, self.device, self.config = num_envs, torch.device(device), config
-        kwargs = {} if config.max_episode_steps is None else {"max_episode_steps": config.max_episode_steps}
+        kwargs: dict[str, Any] = (
+            {} if config.max_episode_steps is None else {"max_episode_steps": config.max_episode_steps}
+        )
         try:
             probe = gymnasium.make(config.env_id, **kwargs)
         except gymnasium.error.Error as err:

@@ -76,7 +76,7 @@ class ArmReachConfig:
             raise ValueError(f"ArmReachConfig.backend must be one of {BACKENDS}, got {self.backend!r}")
         positive = ("position_kp", "episode_length", "success_distance")
         bad = [name for name in positive if not getattr(self, name) > 0]
-        non_negative = ("position_kd", "init_joint_range", "target_azimuth_range", "distance_weight")
+        non_negative: tuple[str, ...] = ("position_kd", "init_joint_range", "target_azimuth_range", "distance_weight")
         non_negative += ("control_weight", "success_bonus")
         bad += [name for name in non_negative if not getattr(self, name) >= 0]
         low, high = self.target_distance_range

@@ -52,7 +52,7 @@ class CartpoleSwingupConfig:
     """CPU threads of the "rollout" backend (batches under 128 envs per thread step on the calling thread)."""
 
     def __post_init__(self) -> None:
-        positive = ("episode_length", "position_scale", "angular_velocity_scale", "success_angle")
+        positive: tuple[str, ...] = ("episode_length", "position_scale", "angular_velocity_scale", "success_angle")
         positive += ("success_position", "success_window")
         bad = [name for name in positive if not getattr(self, name) > 0]
         non_negative = ("init_position_range", "init_angle_range", "init_velocity_range")

@@ -68,15 +68,15 @@ class SiteKinematics:
                 rotation = _compose(rotation, body.rotation)
             for joint in body.joints:
                 q = qpos[:, joint.qpos_index]
-                if joint.hinge and joint.anchor is None:
+                if not joint.hinge:
+                    position = position + _apply(rotation, joint.axis) * q[:, None]
+                elif joint.anchor is None:
                     rotation = _rotate_about(rotation, joint, q)
-                elif joint.hinge:
+                else:
                     # Rotate about the axis through the joint anchor: the anchor stays where it is.
                     anchor = position + _apply(rotation, joint.anchor)
                     rotation = _rotate_about(rotation, joint, q)
                     position = anchor - _apply(rotation, joint.anchor)
-                else:
-                    position = position + _apply(rotation, joint.axis) * q[:, None]
         return position + _apply(rotation, self._site)
 
 
@@ -84,8 +84,8 @@ def _read_body(model: mujoco.MjModel, body: int) -> _Body:
     name = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_BODY, body)
     if model.body_mocapid[body] >= 0:
         raise ValueError(f"SiteKinematics: body {name!r} is a mocap body")
-    rotation = np.empty(9)
-    mujoco.mju_quat2Mat(rotation, model.body_quat[body])
+    flat_rotation = np.empty(9)
+    mujoco.mju_quat2Mat(flat_rotation, model.body_quat[body])
     joints = []
     start = int(model.body_jntadr[body])
     for joint in range(start, start + int(model.body_jntnum[body])):
@@ -105,7 +105,7 @@ def _read_body(model: mujoco.MjModel, body: int) -> _Body:
                 cross_squared=cross @ cross,
             )
         )
-    rotation = rotation.reshape(3, 3)
+    rotation = flat_rotation.reshape(3, 3)
     aligned = np.array_equal(rotation, np.eye(3))
     return _Body(model.body_pos[body].copy(), None if aligned else rotation, tuple(joints))
 

@@ -80,9 +80,9 @@ class RacecarGoalConfig:
 
     def __post_init__(self) -> None:
         self._check_ints()
-        positive = ("time_step", "episode_length", "max_speed", "max_steering_angle", "wheel_force")
+        positive: tuple[str, ...] = ("time_step", "episode_length", "max_speed", "max_steering_angle", "wheel_force")
         positive += ("steering_force", "goal_radius", "max_goal_distance", "max_tilt")
-        non_negative = ("init_yaw_range", "init_speed_range", "goal_bearing_range", "progress_weight")
+        non_negative: tuple[str, ...] = ("init_yaw_range", "init_speed_range", "goal_bearing_range", "progress_weight")
         non_negative += ("time_penalty", "goal_reward", "crash_penalty")
         for name in positive:
             if not getattr(self, name) > 0:
