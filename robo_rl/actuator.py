@@ -16,7 +16,7 @@ training randomizes it and why the command, not the thrust, is what the policy's
 
 An RC car's drive action has its own record, `DriveActuator`: what the car's ESC receives as `drive` ("speed":
 a speed setpoint in m/s = scale × action, a VESC's speed mode; "throttle": a throttle/brake fraction), with the
-speed loop the simulator modelled. A robot profile's command map must send that (`robo_rl.real.runtime`).
+speed loop the simulator modelled. A robot profile's command map must send that (`robo_rl.real.policy_fit`).
 
 The artifact keeps the model as JSON under `ACTUATOR_KEY`; `to_json` and `actuator_from_json` read and write it.
 """

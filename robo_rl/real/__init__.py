@@ -12,6 +12,8 @@ from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_fields, package_available, select_command
 from robo_rl.real.controller import ControlOutput, PolicyController
 from robo_rl.real.loop import ControlLoop, LoopStats
+from robo_rl.real.policy_fit import ProfileMismatchError, mismatches
+from robo_rl.real.policy_info import PolicyFileError, PolicyInfo
 from robo_rl.real.profile import (
     ActionLimit,
     CommandField,
@@ -23,7 +25,7 @@ from robo_rl.real.profile import (
     load_profile,
     profile_from_dict,
 )
-from robo_rl.real.runtime import PolicyFileError, PolicyInfo, PolicyRuntime, ProfileMismatchError, mismatches
+from robo_rl.real.runtime import PolicyRuntime
 from robo_rl.real.safety import SafetyFilter, SafetyResult
 from robo_rl.real.watchdog import Watchdog
 

@@ -37,8 +37,8 @@ from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_fields, measured_actions, relative_actions, trajectory_timing
 from robo_rl.real.episode import EpisodeManager
 from robo_rl.real.fault import Fault, FaultKind
+from robo_rl.real.policy_fit import profile_drive
 from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, RobotProfile, held_joint_sources
-from robo_rl.real.runtime import profile_drive
 from robo_rl.real.safety import SafetyFilter, SafetyResult
 from robo_rl.real.safety_box import SafetyBox
 from robo_rl.robot.link import RobotLink
@@ -371,7 +371,7 @@ class ProfileSpecs:
     privileged_obs_spec: None = None
     device: torch.device = CPU
     actuator: DriveActuator | None = None
-    """What the drive action is to the car's ESC (`robo_rl.real.runtime.profile_drive`); None: not a car."""
+    """What the drive action is to the car's ESC (`robo_rl.real.policy_fit.profile_drive`); None: not a car."""
     num_envs: int = 1
     """One robot."""
 

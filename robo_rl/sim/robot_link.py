@@ -112,9 +112,9 @@ class SimLink:
 
     def _check_drive(self) -> None:
         """ValueError unless the simulated car takes what the profile's command sends its ESC (a speed setpoint of
-        the same scale: `robo_rl.real.runtime.drive_mismatches`); the command goes in as the car would take it."""
+        the same scale: `robo_rl.real.policy_fit.drive_mismatches`); the command goes in as the car would take it."""
         from robo_rl.actuator import DriveActuator
-        from robo_rl.real.runtime import drive_mismatches
+        from robo_rl.real.policy_fit import drive_mismatches
 
         actuator = getattr(self.env, "actuator", None)
         problems = drive_mismatches(actuator if isinstance(actuator, DriveActuator) else None, self.spec)

@@ -48,7 +48,7 @@ A car's command reaches the simulated car as it reaches the real one: the profil
 AckermannDriveStamped `speed` or Twist `linear.x`, m/s) is the setpoint of the simulated ESC's speed loop
 (`robo_rl.sim.rc_car`, `command_mode: speed`): drive = speed / scale, which the simulator multiplies by the same
 scale again, with no throttle model between. The bridge refuses to start when the simulated car's drive is not
-what the profile sends (another mode or scale: `robo_rl.real.runtime.drive_mismatches`).
+what the profile sends (another mode or scale: `robo_rl.real.policy_fit.drive_mismatches`).
 
 A task with cameras (`robo_rl.envs.CameraEnv`) also has each camera's current frame published every tick, before
 the profile's inputs (so a policy_node triggered by the first input finds this tick's frame too): a `sensor_msgs/Image`
@@ -268,7 +268,7 @@ class SimBridge(Node):
     def _check_drive(self) -> None:
         """StartupInputError unless the simulated car takes what the profile's command sends its ESC."""
         from robo_rl.actuator import DriveActuator
-        from robo_rl.real.runtime import drive_mismatches
+        from robo_rl.real.policy_fit import drive_mismatches
 
         actuator = getattr(self.env, "actuator", None)
         drive = actuator if isinstance(actuator, DriveActuator) else None

@@ -13,9 +13,10 @@ import pytest
 from robo_rl.chunks.execution import ChunkExecution
 from robo_rl.real.controller import PolicyController
 from robo_rl.real.node_core import NodeSettings, PolicyNodeCore
+from robo_rl.real.policy_fit import ProfileMismatchError, mismatches
 from robo_rl.real.profile import RobotProfile, load_profile
 from robo_rl.real.ros.diagnostics import WARN
-from robo_rl.real.runtime import PolicyRuntime, ProfileMismatchError, mismatches
+from robo_rl.real.runtime import PolicyRuntime
 
 from .conftest import FakeClock, export_chunk_probe
 

@@ -20,8 +20,9 @@ import yaml
 
 from robo_rl.actuator import DriveActuator, actuator_from_json
 from robo_rl.artifact import PolicyArtifact
+from robo_rl.real.policy_fit import ProfileMismatchError, drive_mismatches, profile_drive
 from robo_rl.real.profile import load_profile, profile_from_dict
-from robo_rl.real.runtime import PolicyRuntime, ProfileMismatchError, drive_mismatches, profile_drive
+from robo_rl.real.runtime import PolicyRuntime
 
 
 def _with_actuator(source: Path, target: Path, actuator: str | None) -> Path:

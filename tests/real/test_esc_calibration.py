@@ -26,8 +26,9 @@ import torch
 import yaml
 
 from robo_rl.actuator import DriveActuator
+from robo_rl.real.policy_fit import ProfileMismatchError, esc_mismatches, profile_drive
 from robo_rl.real.profile import ProfileError, VescCalibration, load_profile, profile_from_dict
-from robo_rl.real.runtime import PolicyRuntime, ProfileMismatchError, esc_mismatches, profile_drive
+from robo_rl.real.runtime import PolicyRuntime
 from robo_rl.sim.rc_car.dynamics import speed_setpoint
 from robo_rl.sim.rc_car.params import load_car
 

@@ -14,8 +14,9 @@ import onnxruntime as ort
 import pytest
 import yaml
 
+from robo_rl.real.policy_fit import ProfileMismatchError, mismatches
 from robo_rl.real.profile import bundled_profiles, load_profile, profile_from_dict
-from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError, mismatches
+from robo_rl.real.runtime import PolicyFileError, PolicyRuntime
 
 
 def _with_metadata(source: Path, target: Path, **changes: str | None) -> Path:

@@ -201,7 +201,7 @@ def _check_safe_command(profile: ProfileParts) -> None:
 def _check_vesc(profile: ProfileParts) -> None:
     """With a VESC calibration: a car whose every steering field's angles the servo reaches and every speed
     field's forward speeds the ESC reaches, over the actions' bounds (reverse depends on the policy's simulator:
-    `robo_rl.real.runtime.esc_mismatches`); no throttle field (vesc_ackermann sends the VESC a speed)."""
+    `robo_rl.real.policy_fit.esc_mismatches`); no throttle field (vesc_ackermann sends the VESC a speed)."""
     vesc = profile.vesc
     if vesc is None:
         return

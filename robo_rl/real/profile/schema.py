@@ -63,7 +63,7 @@ class RobotProfile:
     vesc: VescCalibration | None = None
     """A VESC car's speed and steering calibration, its vesc.yaml's (`VescCalibration`): the servo must reach every
     steering angle the actions command, the ESC every forward speed, and a policy's reverse must stop where its
-    simulator's did (`robo_rl.real.runtime.esc_mismatches`). None: not checked."""
+    simulator's did (`robo_rl.real.policy_fit.esc_mismatches`). None: not checked."""
     safe_command: str = "fixed"
     """What the node commands on a fault, e-stop or deactivation. "fixed": each action's `safe` value (motors off,
     zero speed). "hold_measured" (position-commanded joints: every command a JointTrajectory whose

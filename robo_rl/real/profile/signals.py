@@ -144,7 +144,7 @@ class CommandField:
     """For an RC car's drive: what the car's ESC receives in this field, "speed" (a speed setpoint in m/s,
     offset + scale × action: a VESC in speed mode, AckermannDriveStamped `speed`, Twist `linear.x`) or "throttle"
     (a throttle/duty fraction). It must be what the policy's drive action means (its recorded
-    `robo_rl.actuator.DriveActuator`, `robo_rl.real.runtime.drive_mismatches`). Empty: not a drive field."""
+    `robo_rl.actuator.DriveActuator`, `robo_rl.real.policy_fit.drive_mismatches`). Empty: not a drive field."""
 
     def __post_init__(self) -> None:
         require(bool(FIELD_PATH.match(self.field)), "field", f"bad field {self.field!r}")
