@@ -19,7 +19,7 @@ import math
 
 import pytest
 
-from robo_rl.real import px4
+from robo_rl.real import px4, px4_link
 from robo_rl.real.profile import ProfileError, Px4Settings, load_profile
 from robo_rl.sim.quadrotor import load_frame
 
@@ -57,7 +57,9 @@ class StandIn:
         self.answers = {command: list(results) for command, results in answers.items()}
         self.received: list[tuple[int, int, float]] = []
 
-    def send(self, link: px4.OffboardLink, request: px4.VehicleRequest, confirmation: int, now: float) -> None:
+    def send(
+        self, link: px4_link.OffboardLink, request: px4_link.VehicleRequest, confirmation: int, now: float
+    ) -> None:
         self.received.append((request.command, confirmation, now))
         results = self.answers.get(request.command, [])
         result = results.pop(0) if results else 0
@@ -65,7 +67,7 @@ class StandIn:
             link.on_ack(request.command, result)
 
 
-def _stream(link: px4.OffboardLink, seconds: float, px4_: StandIn | None = None, start: float = 0.0) -> int:
+def _stream(link: px4_link.OffboardLink, seconds: float, px4_: StandIn | None = None, start: float = 0.0) -> int:
     """Good setpoints at 100 Hz and heartbeats at 10 Hz for `seconds`; requests go to `px4_`: heartbeats sent."""
     beats = 0
     for step in range(round(seconds / DT)):
@@ -80,13 +82,13 @@ def _stream(link: px4.OffboardLink, seconds: float, px4_: StandIn | None = None,
 
 
 def test_nothing_arms_or_switches_mode_unless_asked() -> None:
-    link = px4.OffboardLink(offboard=False, arm=False, staleness=0.05)
+    link = px4_link.OffboardLink(offboard=False, arm=False, staleness=0.05)
     assert _stream(link, 5.0) == 50
     assert link.diagnostics() == {}
 
 
 def test_requests_follow_one_second_of_setpoints_and_go_once_when_accepted() -> None:
-    link, stand_in = px4.OffboardLink(offboard=True, arm=True, staleness=0.05), StandIn({})
+    link, stand_in = px4_link.OffboardLink(offboard=True, arm=True, staleness=0.05), StandIn({})
     assert _stream(link, 0.95, stand_in) == 10 and stand_in.received == []  # 0.9 s of stream: not yet
     _stream(link, 5.0, stand_in, start=0.96)
     assert [(c, n) for c, n, _ in stand_in.received] == [(176, 0), (400, 0)]  # offboard, then arm; once each
@@ -94,15 +96,18 @@ def test_requests_follow_one_second_of_setpoints_and_go_once_when_accepted() -> 
         "px4_request_offboard": "accepted after 1 send",
         "px4_request_arm": "accepted after 1 send",
     }
-    fields = px4.OFFBOARD_REQUEST.fields(now_us=123, target_system=7, target_component=3, confirmation=1)
+    fields = px4_link.OFFBOARD_REQUEST.fields(now_us=123, target_system=7, target_component=3, confirmation=1)
     assert (fields["param1"], fields["param2"], fields["target_system"], fields["target_component"]) == (1.0, 6.0, 7, 3)
     assert (fields["confirmation"], fields["from_external"], fields["timestamp"]) == (1, True, 123)
-    assert px4.ARM_REQUEST.fields(now_us=0)["param1"] == 1.0
-    assert (px4.ARM_REQUEST.fields(now_us=0)["target_system"], px4.ARM_REQUEST.fields(0)["target_component"]) == (1, 1)
+    assert px4_link.ARM_REQUEST.fields(now_us=0)["param1"] == 1.0
+    assert (
+        px4_link.ARM_REQUEST.fields(now_us=0)["target_system"],
+        px4_link.ARM_REQUEST.fields(0)["target_component"],
+    ) == (1, 1)
 
 
 def test_a_refused_or_unanswered_request_is_sent_again_with_its_confirmation_counting() -> None:
-    link = px4.OffboardLink(offboard=True, arm=True, staleness=0.05)
+    link = px4_link.OffboardLink(offboard=True, arm=True, staleness=0.05)
     stand_in = StandIn({176: [2, 0], 400: [None, 1, 0]})  # offboard: denied, accepted; arm: silence, busy, accepted
     _stream(link, 6.0, stand_in)
     sent = [(command, confirmation) for command, confirmation, _ in stand_in.received]
@@ -119,7 +124,7 @@ def test_a_refused_or_unanswered_request_is_sent_again_with_its_confirmation_cou
 
 
 def test_a_request_refused_every_time_gives_up_and_nothing_is_armed_after_it() -> None:
-    link = px4.OffboardLink(offboard=True, arm=True, staleness=0.05)
+    link = px4_link.OffboardLink(offboard=True, arm=True, staleness=0.05)
     stand_in = StandIn({176: [2, 2, 2, 2, 2]})
     _stream(link, 8.0, stand_in)
     assert [(c, n) for c, n, _ in stand_in.received] == [(176, 0), (176, 1), (176, 2)]  # REQUEST_ATTEMPTS sends
@@ -130,7 +135,7 @@ def test_a_request_refused_every_time_gives_up_and_nothing_is_armed_after_it() -
 
 
 def test_an_ack_for_another_command_is_ignored() -> None:
-    link = px4.OffboardLink(offboard=True, arm=False, staleness=0.05)
+    link = px4_link.OffboardLink(offboard=True, arm=False, staleness=0.05)
     _stream(link, 1.05, StandIn({176: [None]}))  # sent once, not answered yet
     assert link.on_ack(400, 0) == ""  # PX4 answering someone else's arm command
     assert link.diagnostics()["px4_request_offboard"] == "pending after 1 send"
@@ -138,7 +143,7 @@ def test_an_ack_for_another_command_is_ignored() -> None:
 
 
 def test_no_request_goes_out_during_a_fault() -> None:
-    link = px4.OffboardLink(offboard=True, arm=False, staleness=0.05)
+    link = px4_link.OffboardLink(offboard=True, arm=False, staleness=0.05)
     _stream(link, 1.0)  # 10 heartbeats: none asks yet
     link.on_command(True, True, 1.0)  # the fault hold's setpoint: published, but a fault
     assert link.heartbeat_due(1.0) and link.requests(1.0) == []
@@ -151,7 +156,7 @@ def test_no_request_goes_out_during_a_fault() -> None:
 GOOD = {"roll": 3.0, "pitch": -2.0, "yaw": 1.0, "thrust_body[2]": -0.6}
 
 
-def _fly(hold: px4.FaultHold, link: px4.OffboardLink, faults: list[str], start: float = 0.0) -> list[tuple]:
+def _fly(hold: px4.FaultHold, link: px4_link.OffboardLink, faults: list[str], start: float = 0.0) -> list[tuple]:
     """One setpoint decision per 10 ms with the given faults; a heartbeat check every 100 ms: per step (time, the
     fields sent or None, heartbeat sent or None when not checked)."""
     out = []
@@ -165,7 +170,7 @@ def _fly(hold: px4.FaultHold, link: px4.OffboardLink, faults: list[str], start: 
 
 
 def test_a_fault_sends_zero_rates_at_the_hover_thrust_for_the_hold_then_silence() -> None:
-    hold, link = px4.FaultHold(0.2, 0.6, body_rates=True), px4.OffboardLink(False, False, staleness=0.05)
+    hold, link = px4.FaultHold(0.2, 0.6, body_rates=True), px4_link.OffboardLink(False, False, staleness=0.05)
     steps = _fly(hold, link, [""] * 50 + ["stale observation: odom"] * 100)
     assert all(sent == GOOD for _, sent, _ in steps[:50])
     held = [sent for _, sent, _ in steps[50:70]]
@@ -180,7 +185,7 @@ def test_a_fault_sends_zero_rates_at_the_hover_thrust_for_the_hold_then_silence(
 
 
 def test_the_hold_restarts_after_good_setpoints_and_uses_the_hover_thrust_when_given() -> None:
-    hold, link = px4.FaultHold(0.2, 0.45, body_rates=True), px4.OffboardLink(False, False, staleness=0.05)
+    hold, link = px4.FaultHold(0.2, 0.45, body_rates=True), px4_link.OffboardLink(False, False, staleness=0.05)
     faults = [""] * 10 + ["e-stop"] * 30 + [""] * 10 + ["non-finite action"] * 30
     steps = _fly(hold, link, faults)
     held = [sent for _, sent, _ in steps if sent is not None and sent != GOOD]
@@ -189,7 +194,7 @@ def test_the_hold_restarts_after_good_setpoints_and_uses_the_hover_thrust_when_g
 
 
 def test_without_a_known_thrust_or_for_other_setpoints_a_fault_is_silent_at_once() -> None:
-    link = px4.OffboardLink(False, False, staleness=0.05)
+    link = px4_link.OffboardLink(False, False, staleness=0.05)
     # No hover thrust: the last commanded thrust (here 0.6 up, but possibly 0 or full) is never reused.
     unknown = px4.FaultHold(0.2, 0.0, body_rates=True)
     assert all(sent is None for _, sent, _ in _fly(unknown, link, [""] * 5 + ["missing input: odom"] * 30)[5:])

@@ -1,4 +1,4 @@
-"""The hand-back to PX4's own Hold mode (robo_rl.real.px4: Px4HandBack, Px4Vehicle) through the deploy core
+"""The hand-back to PX4's own Hold mode (robo_rl.real.px4_link: Px4HandBack, Px4Vehicle) through the deploy core
 (PolicyNodeCore with the bundled quadrotor_px4 profile and its handover section), against a stand-in for PX4's
 commander, in stepped time.
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from robo_rl.real import px4
+from robo_rl.real import px4, px4_link
 from robo_rl.real.controller import PolicyController
 from robo_rl.real.derive import px4_odometry
 from robo_rl.real.handover import HandoverStep, Mode
@@ -46,9 +46,9 @@ class Flight:
         settings = PX4.px4 or Px4Settings()
         controller = PolicyController(PolicyRuntime(policy, PX4), PX4, self.clock, available=lambda _: False)
         self.hold = px4.FaultHold(settings.fault_hold, settings.hover_thrust, body_rates=True)
-        self.link = px4.OffboardLink(offboard, False, staleness=PX4.staleness_timeout)
-        handback = px4.Px4HandBack(settings.fault_hold, settings.hover_thrust)
-        self.vehicle = px4.Px4Vehicle(handback, self.link, self._setpoint, self._request, self.clock)
+        self.link = px4_link.OffboardLink(offboard, False, staleness=PX4.staleness_timeout)
+        handback = px4_link.Px4HandBack(settings.fault_hold, settings.hover_thrust)
+        self.vehicle = px4_link.Px4Vehicle(handback, self.link, self._setpoint, self._request, self.clock)
         self.core = PolicyNodeCore(
             controller, NodeSettings(trigger="timer"), {"odom": dict}, self._publish, lambda *_: None,
             now_monotonic=self.clock, now_ros_ns=lambda: round(self.clock.now * 1e9), vehicle=self.vehicle,
@@ -66,7 +66,7 @@ class Flight:
     def _setpoint(self, fields: dict[str, float]) -> None:
         self.commander.setpoint(self.clock(), fields)
 
-    def _request(self, request: px4.VehicleRequest, confirmation: int) -> None:
+    def _request(self, request: px4_link.VehicleRequest, confirmation: int) -> None:
         self.commander.command(self.clock(), request.fields(0, confirmation=confirmation))
 
     def run(self, seconds: float) -> None:
@@ -179,19 +179,19 @@ def test_position_mode_needs_sticks_hold_does_not() -> None:
     """Why the hand-back asks for Hold (AUTO_LOITER), not Position mode: without a manual control signal PX4's
     commander refuses POSCTL (mode_requirements.cpp, modeCheck.cpp), Hold needs only a position estimate."""
     commander = Commander(nav_state=px4.NAVIGATION_STATE_OFFBOARD)
-    position = px4.VehicleRequest("position", px4.VEHICLE_CMD_DO_SET_MODE, 1.0, px4.PX4_CUSTOM_MAIN_MODE_POSCTL)
+    position = px4_link.VehicleRequest("position", px4.VEHICLE_CMD_DO_SET_MODE, 1.0, px4.PX4_CUSTOM_MAIN_MODE_POSCTL)
     commander.command(0.0, position.fields(0))
-    commander.command(0.0, px4.HOLD_REQUEST.fields(0))
+    commander.command(0.0, px4_link.HOLD_REQUEST.fields(0))
     assert commander.step(0.0) == [(176, TEMPORARILY_REJECTED), (176, ACCEPTED)]
     assert commander.nav_state == px4.NAVIGATION_STATE_AUTO_LOITER
 
 
 def test_px4_leaving_offboard_by_itself_counts_as_taken_and_a_take_over_waits_for_the_hand_back() -> None:
-    handback = px4.Px4HandBack(0.3, 0.6)
-    link = px4.OffboardLink(False, False, staleness=0.05)
+    handback = px4_link.Px4HandBack(0.3, 0.6)
+    link = px4_link.OffboardLink(False, False, staleness=0.05)
     sent: list[Any] = []
     clock = FakeClock()
-    vehicle = px4.Px4Vehicle(handback, link, sent.append, lambda r, c: sent.append((r.name, c)), clock)
+    vehicle = px4_link.Px4Vehicle(handback, link, sent.append, lambda r, c: sent.append((r.name, c)), clock)
     assert vehicle.on_step(HandoverStep(Mode.VEHICLE, None, 0.0, handed_back=True), {}, {})
     assert vehicle.ready() == "PX4 has not taken the last hand-back yet"
     assert sent == [px4.hold_setpoint((0.0, 0.0, -0.6)), ("hold", 0)]
@@ -235,7 +235,7 @@ def test_the_hover_thrust_is_stated_and_the_constants_are_px4s() -> None:
     assert settings is not None and settings.hover_thrust == 0.6  # 4001_gz_x500: MPC_THR_HOVER 0.60
     assert PX4.handover is not None and PX4.handover.hold == pytest.approx((2 * 0.6 - 1, 0.0, 0.0, 0.0))
     assert (PX4.handover.vehicle, PX4.handover.start) == ("px4", "request")
-    fields = px4.HOLD_REQUEST.fields(5, confirmation=1)
+    fields = px4_link.HOLD_REQUEST.fields(5, confirmation=1)
     assert {k: fields[k] for k in ("command", "param1", "param2", "param3", "confirmation", "from_external")} == {
         "command": 176, "param1": 1.0, "param2": 4.0, "param3": 3.0, "confirmation": 1, "from_external": True,
     }  # fmt: skip
@@ -248,4 +248,4 @@ def test_the_hover_thrust_is_stated_and_the_constants_are_px4s() -> None:
         replace(PX4, px4=unknown, handover=None)
     replace(PX4, px4=replace(unknown, fault_hold=0.0), handover=None)  # neither: nothing held, nothing to know
     with pytest.raises(ValueError):
-        px4.Px4HandBack(0.3, 0.0)
+        px4_link.Px4HandBack(0.3, 0.0)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from robo_rl.real import px4
+from robo_rl.real import px4, px4_link
 from robo_rl.real.command import stamped_now
 from robo_rl.real.crazyflie_link import CrazyflieLink
 from robo_rl.real.profile import CommandSpec, CrazyswarmSettings, Px4Settings, RobotProfile
@@ -112,7 +112,7 @@ class Px4Output:
     """PX4's offboard protocol around the setpoint (the module docstring): the fault hold, the motor order, the
     OffboardControlMode heartbeat, the VehicleCommand requests with their acks, VehicleStatus. For a profile with a
     handover section (vehicle px4) and a VehicleRatesSetpoint it is also the vehicle link (`on_step`, `request`,
-    `ready`: `px4.Px4Vehicle`): the hand-back switches PX4 to its Hold mode."""
+    `ready`: `px4_link.Px4Vehicle`): the hand-back switches PX4 to its Hold mode."""
 
     def __init__(self, node: Any, command: CommandOutput, spec: CommandSpec, profile: RobotProfile, report: StatusSink):
         self.node, self.command, self.report = node, command, report
@@ -122,7 +122,7 @@ class Px4Output:
         self.hold = px4.FaultHold(settings.fault_hold, settings.hover_thrust, spec.type == px4.RATES_SETPOINT)
         self.motors = px4.motor_permutation(settings.motor_order) if spec.type == px4.ACTUATOR_MOTORS else None
         offboard, arm = bool(node.get_parameter("px4_offboard").value), bool(node.get_parameter("px4_arm").value)
-        self.link = px4.OffboardLink(offboard, arm, staleness=profile.staleness_timeout)
+        self.link = px4_link.OffboardLink(offboard, arm, staleness=profile.staleness_timeout)
         self.vehicle = self._vehicle(profile, spec, settings)
         self.refusal_reported = False
         self.status: dict[str, object] = {}
@@ -133,13 +133,13 @@ class Px4Output:
         self.command_publisher = node.create_lifecycle_publisher(self.command_type, px4.VEHICLE_COMMAND_TOPIC, 10)
         self.subscriptions = self._subscribe(px4.status_topic(str(node.get_parameter("px4_version").value)))
 
-    def _vehicle(self, profile: RobotProfile, spec: CommandSpec, settings: Px4Settings) -> px4.Px4Vehicle | None:
+    def _vehicle(self, profile: RobotProfile, spec: CommandSpec, settings: Px4Settings) -> px4_link.Px4Vehicle | None:
         """The hand-back to PX4's Hold mode, for a profile whose handover vehicle is px4 (rates setpoints only: the
         hold setpoint is zero body rates at hover thrust)."""
         if profile.handover is None or profile.handover.vehicle != "px4" or spec.type != px4.RATES_SETPOINT:
             return None
-        handback = px4.Px4HandBack(settings.fault_hold, settings.hover_thrust)
-        return px4.Px4Vehicle(handback, self.link, self._send_hold, self._send_request, time.monotonic)
+        handback = px4_link.Px4HandBack(settings.fault_hold, settings.hover_thrust)
+        return px4_link.Px4Vehicle(handback, self.link, self._send_hold, self._send_request, time.monotonic)
 
     def on_step(self, step: Any, fields: Any, observed: Any) -> bool:
         """The vehicle link's part of a period (`robo_rl.real.handover.VehicleLink`)."""
@@ -160,7 +160,7 @@ class Px4Output:
     def _send_hold(self, fields: dict[str, float]) -> None:
         self.command.send(fields, "hand-back")
 
-    def _send_request(self, request: px4.VehicleRequest, confirmation: int) -> None:
+    def _send_request(self, request: px4_link.VehicleRequest, confirmation: int) -> None:
         now_us = px4.timestamp_us(self.node.get_clock().now().nanoseconds)
         self.command_publisher.publish(
             self.command_type(**request.fields(now_us, *self.target, confirmation=confirmation))

@@ -4,7 +4,7 @@ PX4's commander (`robo_rl.sim.rehearsal.px4_commander`: offboard only while the 
 answered, Hold without sticks, the offboard-loss failsafe) flies the simulated X500 (`QuadrotorWorld` with the
 profile's frame). The rig wires the node to it as policy_node's Px4Output does: the setpoints through the fault
 hold, the OffboardControlMode heartbeat every 10th period with the offboard link's requests, the hand-back's mode
-switch (`robo_rl.real.px4.Px4Vehicle`), acks one commander cycle later, VehicleStatus's nav_state every period.
+switch (`robo_rl.real.px4_link.Px4Vehicle`), acks one commander cycle later, VehicleStatus's nav_state every period.
 
 PX4 takes off by itself (its take-off mode: the vehicle's own controller climbing to the hover point over
 `takeoff_s`, then Hold) before the rehearsal's plan asks anything. In offboard it executes the last rates setpoint
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from robo_rl.real import px4
+from robo_rl.real import px4, px4_link
 from robo_rl.real.command import command_actions, select_command
 from robo_rl.real.derive import px4_odometry
 from robo_rl.real.handover import VehicleLink
@@ -134,9 +134,9 @@ class Px4Rig:
         self.px4 = px4_vehicle
         settings = profile.px4 or Px4Settings()
         self.hold = px4.FaultHold(settings.fault_hold, settings.hover_thrust, body_rates=True)
-        self.offboard = px4.OffboardLink(True, False, staleness=profile.staleness_timeout)
-        handback = px4.Px4HandBack(settings.fault_hold, settings.hover_thrust)
-        self.vehicle = px4.Px4Vehicle(handback, self.offboard, self._link_setpoint, self._request, self.clock)
+        self.offboard = px4_link.OffboardLink(True, False, staleness=profile.staleness_timeout)
+        handback = px4_link.Px4HandBack(settings.fault_hold, settings.hover_thrust)
+        self.vehicle = px4_link.Px4Vehicle(handback, self.offboard, self._link_setpoint, self._request, self.clock)
         self.now = 0.0
         self.steps = 0
         self.from_policy = False
@@ -177,7 +177,7 @@ class Px4Rig:
         self.px4.receive(fields, self.now)
         self.from_policy = False
 
-    def _request(self, request: px4.VehicleRequest, confirmation: int) -> None:
+    def _request(self, request: px4_link.VehicleRequest, confirmation: int) -> None:
         self.px4.command(request.fields(0, confirmation=confirmation), self.now)
 
     # -------------------------------------------------------------------------------------------------- vehicle
