@@ -16,10 +16,6 @@ Conventions used throughout `robo_rl.sim.quadrotor`:
 - Body rates and torques are right-handed about the body axes: positive roll (about +x) lifts the left side and
   comes from stronger left rotors (2, 3); positive pitch (about +y) lowers the nose and comes from stronger back
   rotors (1, 2); positive yaw (about +z, ccw seen from above) comes from stronger cw rotors (1, 3).
-
-Frame files written for the earlier model (rotor speed in rad/s: `thrust_coefficient`, `torque_coefficient`,
-`max_rotor_speed`, `min_rotor_speed`, `motor_time_constant`) still load: `legacy_fields` converts them exactly
-(u = speed / max_rotor_speed, so thrust = c_t max^2 u^2; one time constant for rise and fall).
 """
 
 from __future__ import annotations
@@ -27,7 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from robo_rl.config import ConfigError, from_dict, read_yaml
 from robo_rl.sim.bundled import bundled_names, load_bundled
@@ -39,7 +34,6 @@ ROTOR_SIGNS_XY = ((1.0, -1.0), (-1.0, -1.0), (-1.0, 1.0), (1.0, 1.0))
 """Signs of each rotor's (x, y) offset in the rotor order above."""
 SPIN_SIGN = {"ccw": 1, "cw": -1}
 """Rotor spin name to the sign of its angular velocity along body +z."""
-LEGACY_KEYS = ("thrust_coefficient", "torque_coefficient", "max_rotor_speed", "min_rotor_speed", "motor_time_constant")
 """Keys of the earlier rotor-speed model, converted on load (see the module docstring)."""
 
 
@@ -180,8 +174,7 @@ def load_frame(frame: str | Path) -> QuadrotorParams:
 
 
 def load_params(path: str | Path) -> QuadrotorParams:
-    """Read a frame YAML file whose keys are the `QuadrotorParams` fields (`name` defaults to the file stem), or
-    those of the earlier rotor-speed model (`LEGACY_KEYS`, converted by `legacy_fields`).
+    """Read a frame YAML file whose keys are the `QuadrotorParams` fields (`name` defaults to the file stem).
 
     Unknown or missing keys, wrong types and invalid values raise `robo_rl.config.ConfigError` (a ValueError)
     naming the file and the key.
@@ -190,36 +183,6 @@ def load_params(path: str | Path) -> QuadrotorParams:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of QuadrotorParams fields, got {type(data).__name__}")
     try:
-        if any(key in data for key in LEGACY_KEYS):
-            data = legacy_fields(data)
         return from_dict(QuadrotorParams, {"name": Path(path).stem, **data})
     except (ConfigError, ValueError) as error:
         raise ConfigError(f"{path}: {error}") from None
-
-
-def legacy_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """Fields of the earlier rotor-speed model (thrust = c_t w^2, yaw torque c_q w^2, one lag on w in
-    [min_rotor_speed, max_rotor_speed]) as this model's: u = w / max_rotor_speed, so the curve is (0, 0,
-    c_t max^2), torque_to_thrust = c_q / c_t, min_command = min / max, rise = fall = the one time constant."""
-    missing = [key for key in ("thrust_coefficient", "torque_coefficient", "max_rotor_speed") if key not in data]
-    missing += [key for key in ("motor_time_constant",) if key not in data]
-    if missing:
-        raise ConfigError(f"a frame in the rotor-speed form needs {missing}")
-    out = {key: value for key, value in data.items() if key not in LEGACY_KEYS}
-    try:
-        c_t, c_q = float(data["thrust_coefficient"]), float(data["torque_coefficient"])
-        top, bottom = float(data["max_rotor_speed"]), float(data.get("min_rotor_speed", 0.0))
-        tau = float(data["motor_time_constant"])
-    except (TypeError, ValueError):
-        raise ConfigError(f"rotor-speed keys {[k for k in LEGACY_KEYS if k in data]} must be numbers") from None
-    if not (c_t > 0 and top > 0):
-        raise ConfigError("thrust_coefficient and max_rotor_speed must be positive")
-    out.update(
-        thrust_curve=[0.0, 0.0, c_t * top * top],
-        torque_to_thrust=c_q / c_t,
-        motor_rise_time_constant=tau,
-        motor_fall_time_constant=tau,
-        min_command=bottom / top,
-        max_command=1.0,
-    )
-    return out

@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_SUCCESS
+from robo_rl.sim.numba_dispatch import Backend
 from robo_rl.sim.quadrotor import CurriculumConfig, HoverConfig, QuadrotorHover, RandomizationConfig
 from robo_rl.sim.quadrotor.airframes import (
     AIRFRAME_UNIFORMS,
@@ -27,7 +28,6 @@ from robo_rl.sim.quadrotor.airframes import (
     airframe,
 )
 from robo_rl.sim.quadrotor.dynamics import STATE_DIM, DynamicsParams, integrate
-from robo_rl.sim.quadrotor.hover import Backend
 from robo_rl.sim.quadrotor.params import load_frame
 from robo_rl.sim.quadrotor.randomization import EPISODE_NAMES, LATENCY, THRUST_SCALE, EpisodeSampler, thrust_curves
 

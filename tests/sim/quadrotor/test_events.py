@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from robo_rl.sim.quadrotor.events import FlightEvent
-from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
+from robo_rl.sim.quadrotor.hover import QuadrotorHover
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.params import load_frame
 
 STILL = {"init_position_range": 0.0, "init_attitude_range": 0.0, "init_velocity_range": 0.0}

@@ -190,7 +190,8 @@ def test_the_serial_copy_of_a_kernel_is_the_parallel_one_to_the_bit(task: str) -
     """One thread runs the kernel's serial copy, more threads the parallel one (`numba_support.Kernel`): the same
     seed and actions give bit-identical observations, rewards and resets either way (300 envs, 60 steps with
     crashes and resets), so a run's numbers do not depend on which copy stepped it."""
-    from robo_rl.sim.rc_car.race import RaceConfig, RCCarRace
+    from robo_rl.sim.rc_car.race import RCCarRace
+    from robo_rl.sim.rc_car.race_config import RaceConfig
 
     def make(threads: int) -> QuadrotorHover | RCCarRace:
         env: QuadrotorHover | RCCarRace

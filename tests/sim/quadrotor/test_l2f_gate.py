@@ -19,7 +19,8 @@ import pytest
 import torch
 
 from robo_rl.actuator import MotorActuator
-from robo_rl.sim.quadrotor.hover import HoverConfig, QuadrotorHover
+from robo_rl.sim.quadrotor.hover import QuadrotorHover
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.l2f_gate import (
     L2FEngine,
     _Observer,

@@ -1,5 +1,5 @@
-"""Frame parameters: the bundled YAML frames load as package data, the identified Crazyflie has L2F's numbers, files
-of the earlier rotor-speed model convert exactly, and bad files fail with clear errors."""
+"""Frame parameters: the bundled YAML frames load as package data, the identified Crazyflie has L2F's numbers, and
+bad files fail with clear errors."""
 
 from __future__ import annotations
 
@@ -9,10 +9,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-import torch
 
 from robo_rl.config import ConfigError
-from robo_rl.sim.quadrotor import HoverConfig, QuadrotorHover, RandomizationConfig
 from robo_rl.sim.quadrotor.params import QuadrotorParams, frame_names, load_frame, load_params
 
 BUNDLED = ["asctec_hummingbird", "crazyflie_2_1", "crazyflie_2_1_bare_2023", "px4_x500", "racing_250mm"]
@@ -24,28 +22,6 @@ thrust_curve: [0.0, 0.0, 0.1488]
 torque_to_thrust: 0.006
 motor_rise_time_constant: 0.05
 motor_fall_time_constant: 0.05
-"""
-LEGACY_YAML = """
-mass: 0.027
-arm_length: 0.04
-inertia: [3.85e-6, 3.85e-6, 5.9675e-6]
-thrust_coefficient: 2.88e-8
-torque_coefficient: 1.72e-10
-motor_time_constant: 0.05
-max_rotor_speed: 2272.6
-min_rotor_speed: 227.26
-"""
-# LEGACY_YAML converted by hand: u = speed / 2272.6, so thrust = 2.88e-8 (2272.6 u)^2 = 0.14874367 u^2 N
-# (2272.6^2 = 5164710.76), yaw torque per thrust 1.72e-10 / 2.88e-8 = 0.0059722 m, idle u = 227.26 / 2272.6 = 0.1.
-CONVERTED_YAML = """
-mass: 0.027
-arm_length: 0.04
-inertia: [3.85e-6, 3.85e-6, 5.9675e-6]
-thrust_curve: [0.0, 0.0, 0.1487436698880]
-torque_to_thrust: 0.005972222222222222
-motor_rise_time_constant: 0.05
-motor_fall_time_constant: 0.05
-min_command: 0.1
 """
 
 
@@ -118,44 +94,6 @@ def test_load_params_reads_a_file_and_names_it_after_the_stem(tmp_path: Path) ->
     assert params.name == "my_quad" and params.min_command == 0.0 and params.max_command == 1.0
     assert params.rotor_spin == ("ccw", "cw", "ccw", "cw")
     assert load_frame(str(path)) == params
-
-
-def test_legacy_rotor_speed_file_converts_exactly(tmp_path: Path) -> None:
-    (tmp_path / "old.yaml").write_text(LEGACY_YAML)
-    (tmp_path / "new.yaml").write_text(CONVERTED_YAML)
-    old, new = load_params(tmp_path / "old.yaml"), load_params(tmp_path / "new.yaml")
-    assert old.thrust_curve == pytest.approx(new.thrust_curve, rel=1e-12, abs=0)
-    assert old.torque_to_thrust == pytest.approx(new.torque_to_thrust, rel=1e-12)
-    assert old.min_command == pytest.approx(0.1, rel=1e-12) and old.max_command == 1.0
-    assert old.motor_rise_time_constant == old.motor_fall_time_constant == 0.05
-    # The old model's numbers: hover at c_t w^2 = m g / 4, i.e. w = 956.36 rad/s = 0.42082 x max_rotor_speed.
-    hover_speed = math.sqrt(0.027 * 9.81 / 4 / 2.88e-8)
-    assert old.hover_command * 2272.6 == pytest.approx(hover_speed, rel=1e-12)
-    # The old minimum thrust: c_t min_speed^2.
-    assert old.min_rotor_thrust == pytest.approx(2.88e-8 * 227.26**2, rel=1e-12)
-
-
-def test_legacy_file_flies_the_same_trajectories_as_its_conversion(tmp_path: Path) -> None:
-    (tmp_path / "old.yaml").write_text(LEGACY_YAML)
-    (tmp_path / "new.yaml").write_text(CONVERTED_YAML)
-    randomization = RandomizationConfig(mass=0.2, motor_time_constant=0.3, disturbance_force=0.05)
-    actions = torch.rand(60, 8, 4, generator=torch.Generator().manual_seed(0)) * 2 - 1
-    runs = []
-    for name in ("old", "new"):
-        for mode in ("motor", "ctbr"):
-            config = HoverConfig(frame=str(tmp_path / f"{name}.yaml"), action_mode=mode, randomization=randomization)
-            env = QuadrotorHover(8, config=config, seed=3)
-            runs.append(torch.stack([env.step(a)[0] for a in actions]))
-    torch.testing.assert_close(runs[0], runs[2], rtol=1e-5, atol=1e-5)  # motor: old vs new
-    torch.testing.assert_close(runs[1], runs[3], rtol=1e-5, atol=1e-5)  # ctbr: old vs new
-
-
-def test_legacy_file_missing_a_key_is_an_error(tmp_path: Path) -> None:
-    path = tmp_path / "old.yaml"
-    path.write_text("\n".join(line for line in LEGACY_YAML.splitlines() if "motor_time" not in line))
-    with pytest.raises(ConfigError, match="motor_time_constant") as error:
-        load_params(path)
-    assert str(path) in str(error.value)
 
 
 @pytest.mark.parametrize(

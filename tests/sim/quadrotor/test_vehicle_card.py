@@ -30,7 +30,7 @@ from robo_rl.artifact import VEHICLE_KEY, PolicyArtifact
 from robo_rl.cli.main import main
 from robo_rl.sim import make, vehicle_card
 from robo_rl.sim.quadrotor.dynamics import ANGULAR_VELOCITY, VELOCITY, DynamicsParams, state_derivative
-from robo_rl.sim.quadrotor.hover import HoverConfig
+from robo_rl.sim.quadrotor.hover_config import HoverConfig
 from robo_rl.sim.quadrotor.l2f_gate import l2f_missing_reason, native_parameters_json
 from robo_rl.sim.quadrotor.params import load_frame
 from robo_rl.sim.quadrotor.randomization import EPISODE_NAMES, RandomizationConfig

@@ -13,7 +13,8 @@ import torch
 from robo_rl.envs import INFO_FINAL_OBS, CameraEnv, check_step_result, image_specs_of
 from robo_rl.image_spec import CameraIntrinsics
 from robo_rl.sim import make_expert
-from robo_rl.sim.rc_car.race import RaceConfig, RCCarRace
+from robo_rl.sim.rc_car.race import RCCarRace
+from robo_rl.sim.rc_car.race_config import RaceConfig
 from robo_rl.sim.rc_car.race_pixels import RACE_PIXELS, RCCarRacePixels
 from robo_rl.sim.rc_car.track_scene import CAMERA_FOVY
 
