@@ -164,8 +164,7 @@ def build_runner(
         prepare_policy(cfg, policy, env)
         broadcast_module(policy, reducer)
         entry = algorithm(cfg.algo)
-        update = entry.build(policy, getattr(cfg, entry.section("build")))
-        update.reducer = reducer
+        update = entry.build(policy, getattr(cfg, entry.section("build")), reducer=reducer)
         evaluation = {"eval_env": eval_env, "precheck_env": precheck_env}
         return OnPolicyRunner(env, policy, update, cfg.runner, seed, run=run, reducer=reducer, **evaluation)
     learner = build_off_policy(cfg, env)

@@ -166,13 +166,16 @@ class PPO:
     (`robo_rl.modules.distributions.ActionDistribution`) gives the log-probabilities, the entropy and the KL from
     the distribution that collected the rollout, so PPO assumes no family (Gaussian, a ReinFlow chain, ...)."""
 
-    def __init__(self, policy: StochasticPolicy, cfg: PPOConfig, *, capturable: bool = False) -> None:
+    def __init__(
+        self, policy: StochasticPolicy, cfg: PPOConfig, *, capturable: bool = False, reducer: Reducer = LOCAL
+    ) -> None:
         """`capturable`: the learning rate lives in a device tensor that the optimizer (Adam, fused and
         capturable) reads at each step, so a captured update (`robo_rl.algorithms.ppo_capture`) can adapt it on the
-        device; off, the classic float rate."""
+        device; off, the classic float rate. `reducer`: several processes average gradients and update statistics
+        over ranks."""
         self.policy = policy
         self.cfg = cfg
-        self.reducer: Reducer = LOCAL  # several processes: averages gradients and update statistics over ranks
+        self.reducer = reducer
         self._learning_rate = cfg.learning_rate
         self._lr_tensor: torch.Tensor | None = None
         # fused: one kernel for all parameters instead of a Python loop over them (small nets are overhead-bound)

@@ -39,8 +39,8 @@ class AlgorithmEntry:
     """One line for `--help`."""
     build: Callable[..., Any]
     """Off-policy: `build(obs_dim, critic_obs_dim, action_low, action_high, cfg, device=...)` → the algorithm, `cfg`
-    its section (`name`). On-policy: `build(policy, cfg)` → its update (e.g. `PPO`), `cfg` the section
-    `build_section`."""
+    its section (`name`). On-policy: `build(policy, cfg, reducer=...)` → its update (e.g. `PPO`: a
+    `robo_rl.algorithms.on_policy_update.OnPolicyUpdate`), `cfg` the section `build_section`."""
     build_policy: Callable[..., Any] | None = None
     """On-policy only: `build_policy(obs_dim, critic_obs_dim, action_low, action_high, cfg, *, seed,
     nominal_action, device)` → the policy (an `nn.Module` that is a `robo_rl.modules.distributions.StochasticPolicy`),
