@@ -26,8 +26,6 @@ from robo_rl.sim.quadrotor.hover import HoverConfig
 from robo_rl.sim.quadrotor.l2f_gate import INTEGRAL_NAMES, L2FResult, L2FUnavailableError, fly, native_params
 from robo_rl.sim.quadrotor.params import QuadrotorParams, load_frame
 
-PLANTS = ("native", "robo_rl")
-"""--plant choices besides a frame YAML file: L2F's own Crazyflie, or L2F's engine with the training frame."""
 HOVER_TASK = "quadrotor/hover"
 
 

@@ -28,7 +28,6 @@ from robo_rl.firmware_export.ir import Activation, Clip, Dense, Elementwise, Gru
 
 ActivationMode = Literal["float", "int8"]
 INT8_MAX = 127
-DEFAULT_CALIBRATION_COUNT = 1024
 UNBOUNDED_OBS_STD = 3.0
 """Calibration samples of an observation without finite bounds: normal with this standard deviation."""
 

@@ -19,7 +19,6 @@ from robo_rl.launch.errors import LaunchError, Location
 from robo_rl.launch.substitution import Text, parse_text
 
 MAX_NESTING = 64
-ParamScalar = str | bool | int | float
 
 
 @dataclass(frozen=True)
