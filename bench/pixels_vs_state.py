@@ -33,7 +33,7 @@ from robo_rl.algorithms.sac import SACConfig
 from robo_rl.build import build_runner
 from robo_rl.config import apply_overrides
 from robo_rl.experiment import ExperimentConfig, TaskConfig
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.sim import make, names
 
 RESULTS = Path(__file__).parent / "results" / "pixels_vs_state.json"

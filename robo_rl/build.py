@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from robo_rl.algorithms.drq import camera_specs_of_policy
+from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.registry import algorithm, entries
 from robo_rl.chunks.env import ChunkEnv
 from robo_rl.config import ConfigError
@@ -167,11 +168,10 @@ def build_runner(
         update = entry.build(policy, getattr(cfg, entry.section("build")), reducer=reducer)
         evaluation = {"eval_env": eval_env, "precheck_env": precheck_env}
         return OnPolicyRunner(env, policy, update, cfg.runner, seed, run=run, reducer=reducer, **evaluation)
-    learner = build_off_policy(cfg, env)
+    learner = build_off_policy(cfg, env, reducer=reducer)
     for module in vars(learner).values():
         if isinstance(module, nn.Module):
             broadcast_module(module, reducer)
-    learner.reducer = reducer
     return OffPolicyRunner(
         env, learner, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer, precheck_env=precheck_env
     )
@@ -213,9 +213,10 @@ def build_off_policy(
     task: BatchedEnv | TaskSpecs,
     device: str | torch.device | None = None,
     cameras: tuple[ImageSpec, ...] = (),
-) -> Any:
+    reducer: Reducer = LOCAL,
+) -> OffPolicyAlgorithm:
     """The off-policy algorithm `cfg.algo`, from its registry entry and its config section; for the env's cameras,
-    or `cameras` where `task` is a run's recorded specs (which hold none)."""
+    or `cameras` where `task` is a run's recorded specs (which hold none); its gradients averaged by `reducer`."""
     entry = algorithm(cfg.algo)
     if entry.loop != "off_policy":
         raise ValueError(f"algo {cfg.algo!r} is not an off-policy algorithm")
@@ -226,9 +227,11 @@ def build_off_policy(
         able = ", ".join(e.name for e in entries() if e.cameras)
         raise ValueError(f"algo {cfg.algo!r} does not learn from cameras (task {cfg.task.name!r} has them); use {able}")
     extra = {"image_specs": cameras} if cameras else {}
-    return entry.build(
-        specs.obs.dim, specs.critic_obs_dim, *bounds, getattr(cfg, entry.section("build")), device=device, **extra
+    section = getattr(cfg, entry.section("build"))
+    learner: OffPolicyAlgorithm = entry.build(
+        specs.obs.dim, specs.critic_obs_dim, *bounds, section, device=device, reducer=reducer, **extra
     )
+    return learner
 
 
 def build_deployable_actor(
@@ -241,8 +244,5 @@ def build_deployable_actor(
         policy.load_state_dict(state["policy"])
         return policy.deterministic_actor().eval()
     learner = build_off_policy(cfg, task, device, camera_specs_of_policy(state["algorithm"]))
-    if hasattr(learner, "deterministic_camera_policy"):  # a camera env's (DrQ): the encoder comes with the actor
-        learner.load_policy_state(state["algorithm"])
-        return learner.deterministic_camera_policy().eval()
-    learner.actor.load_state_dict(state["algorithm"]["actor"])
-    return learner.actor.deterministic_actor().eval()
+    learner.load_policy_state(state["algorithm"])  # with cameras (DrQ) the encoder comes with the actor
+    return learner.deterministic_policy().eval()

@@ -50,7 +50,7 @@ class World:
 class Reducer(Protocol):
     world: World
 
-    def gradients(self, parameters: Iterable[nn.Parameter]) -> None:
+    def gradients(self, parameters: Iterable[torch.Tensor]) -> None:
         """Replace every parameter's gradient by its mean over ranks."""
         ...
 
@@ -68,7 +68,7 @@ class LocalReducer:
 
     world = World()
 
-    def gradients(self, parameters: Iterable[nn.Parameter]) -> None:
+    def gradients(self, parameters: Iterable[torch.Tensor]) -> None:
         pass
 
     def mean(self, value: torch.Tensor) -> torch.Tensor:
@@ -87,7 +87,7 @@ class ProcessGroupReducer:
     def __init__(self, world: World) -> None:
         self.world = world
 
-    def gradients(self, parameters: Iterable[nn.Parameter]) -> None:
+    def gradients(self, parameters: Iterable[torch.Tensor]) -> None:
         grads = [p.grad for p in parameters if p.grad is not None]
         if not grads:
             return

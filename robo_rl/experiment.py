@@ -25,7 +25,7 @@ from robo_rl.config import ConfigError, deep_update, differences, merge, plain_f
 from robo_rl.hil.config import HilConfig
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.loop_config import LoopConfig
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
 Algorithm = str

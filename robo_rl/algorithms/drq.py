@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import nn
 
+from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.sac import SAC, SACConfig
-from robo_rl.distributed import Reducer
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import state_of
 from robo_rl.image_spec import ImageSpec
 from robo_rl.modules.camera_policy import CameraPolicy
@@ -39,7 +39,7 @@ ENCODER_FILE_KEY = "camera_encoder"
 """Top-level key of a file written by `save_encoder`."""
 
 
-class PixelSAC:
+class PixelSAC(OffPolicyAlgorithm):
     """DrQ: `SAC` over the features of a shared `ObservationEncoder`, the encoder trained by the critic loss.
 
     Args:
@@ -49,6 +49,7 @@ class PixelSAC:
         cfg: SAC's settings; `cfg.encoder` the camera encoder's.
         image_specs: the env's cameras, in their order.
         device: torch device of the networks.
+        reducer: one process only (LOCAL); ValueError for several.
     """
 
     def __init__(
@@ -60,8 +61,12 @@ class PixelSAC:
         cfg: SACConfig,
         image_specs: tuple[ImageSpec, ...],
         device: torch.device | str = "cpu",
+        reducer: Reducer = LOCAL,
     ) -> None:
+        if reducer.world.size > 1:
+            raise ValueError("learning from cameras runs in one process; train it without --nproc")
         self.cfg = cfg
+        self.reducer = reducer
         self.state_dim, self.privileged_dim = state_dim, critic_obs_dim - state_dim
         enc = cfg.encoder
         self.encoder = ObservationEncoder(state_dim, image_specs, enc.features, cfg.normalize_obs, enc.channels)
@@ -69,28 +74,16 @@ class PixelSAC:
         features = self.encoder.output_dim
         # The inner SAC normalizes nothing: the state part is normalized inside the encoder, features are bounded.
         inner = dataclasses.replace(cfg, normalize_obs=False)
-        self.sac = SAC(features, features + self.privileged_dim, action_low, action_high, inner, device)
+        critic_features = features + self.privileged_dim
+        self.sac = SAC(features, critic_features, action_low, action_high, inner, device, reducer=reducer)
+        self.actor = self.sac.actor
+        """SAC's actor over features (its `scaler` maps normalized actions onto the env's bounds)."""
         if enc.weights is not None:
             load_encoder(self.encoder, Path(enc.weights))
         if enc.freeze:
             self.encoder.cameras.requires_grad_(False)
         else:
             self.sac.critic_optimizer.add_param_group({"params": list(self.encoder.cameras.parameters())})
-
-    @property
-    def actor(self) -> nn.Module:
-        """SAC's actor over features (its `scaler` maps normalized actions onto the env's bounds)."""
-        return self.sac.actor
-
-    @property
-    def reducer(self) -> Reducer:
-        return self.sac.reducer
-
-    @reducer.setter
-    def reducer(self, reducer: Reducer) -> None:
-        if reducer.world.size > 1:
-            raise ValueError("learning from cameras runs in one process; train it without --nproc")
-        self.sac.reducer = reducer
 
     @property
     def image_specs(self) -> tuple[ImageSpec, ...]:
@@ -150,7 +143,7 @@ class PixelSAC:
             next_images=None,
         )
 
-    def deterministic_camera_policy(self) -> CameraPolicy:
+    def deterministic_policy(self) -> CameraPolicy:
         """The deployable policy: `forward(state, *frames) -> env action`, frames in `image_specs` order (the
         encoder, its state normalizer included, and the deterministic actor, sharing this algorithm's weights)."""
         actor: Any = self.sac.actor  # SAC's actor protocol: sample, deterministic, scaler, deterministic_actor
@@ -231,8 +224,9 @@ def sac(
     cfg: SACConfig,
     device: torch.device | str = "cpu",
     image_specs: tuple[ImageSpec, ...] = (),
+    reducer: Reducer = LOCAL,
 ) -> SAC | PixelSAC:
     """The registry's SAC builder: `SAC` for a state-only task, `PixelSAC` (DrQ) for one with cameras."""
     if not image_specs:
-        return SAC(obs_dim, critic_obs_dim, action_low, action_high, cfg, device)
-    return PixelSAC(obs_dim, critic_obs_dim, action_low, action_high, cfg, image_specs, device)
+        return SAC(obs_dim, critic_obs_dim, action_low, action_high, cfg, device, reducer=reducer)
+    return PixelSAC(obs_dim, critic_obs_dim, action_low, action_high, cfg, image_specs, device, reducer)

@@ -19,8 +19,9 @@ import torch
 from torch import nn
 
 from robo_rl.algorithms.sac import SAC, SACConfig
+from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActionScaler
-from robo_rl.modules.flow import FlowPolicy, FlowSamplerParts
+from robo_rl.modules.flow import ExportableFlowSampler, FlowPolicy, FlowSamplerParts
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.squashed_actor import SquashedGaussianActor
@@ -107,11 +108,18 @@ class _ExportableSteeredFlow(nn.Module):
 
     def __init__(self, actor: DSRLActor) -> None:
         super().__init__()
-        self.latent_net, self.latent_scale = actor.latent.net, actor.latent_scale
-        self.sampler = actor.flow.deterministic_actor()
+        latent_net = actor.latent.net
+        if not isinstance(latent_net, nn.Sequential):
+            raise TypeError(f"the latent actor's network is {type(latent_net).__name__}, not an MLP (Sequential)")
+        self.latent_net, self.latent_scale = latent_net, actor.latent_scale
+        self.action_dim = actor.flow.action_dim
+        sampler = actor.flow.deterministic_actor()
+        if not isinstance(sampler, ExportableFlowSampler):
+            raise TypeError(f"the flow's deterministic actor is {type(sampler).__name__}, not an ExportableFlowSampler")
+        self.sampler = sampler
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        mean = self.latent_net(obs)[:, : self.sampler.noise.shape[-1]]
+        mean = self.latent_net(obs)[:, : self.action_dim]
         return self.sampler.from_noise(obs, self.latent_scale * torch.tanh(mean))
 
     def sampler_parts(self) -> FlowSamplerParts:
@@ -134,9 +142,10 @@ def dsrl(
     action_high: torch.Tensor,
     cfg: DSRLConfig,
     device: torch.device | str = "cpu",
+    reducer: Reducer = LOCAL,
 ) -> SAC:
     """DSRL is SAC whose actor is the steered flow: critic, temperature and updates are SAC's, and the actor
-    optimizer moves only the latent actor."""
+    optimizer moves only the latent actor. `reducer`: as SAC's."""
     sac = SACConfig(
         gamma=cfg.gamma,
         tau=cfg.tau,
@@ -150,4 +159,4 @@ def dsrl(
         activation=cfg.activation,
     )
     actor = DSRLActor(obs_dim, action_low, action_high, cfg)
-    return SAC(obs_dim, critic_obs_dim, action_low, action_high, sac, device=device, actor=actor)
+    return SAC(obs_dim, critic_obs_dim, action_low, action_high, sac, device=device, actor=actor, reducer=reducer)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
+from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update, reduce_ensemble
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActionScaler
@@ -130,6 +131,8 @@ class _ExportableOneStep(nn.Module):
         super().__init__()
         layers = list(copy.deepcopy(one_step.net))
         first = layers[0]
+        if not isinstance(first, nn.Linear):
+            raise TypeError(f"the one-step policy's first layer is {type(first).__name__}, not Linear")
         obs_dim = first.in_features - noise.shape[-1]
         folded = nn.Linear(obs_dim, first.out_features)
         with torch.no_grad():
@@ -142,7 +145,7 @@ class _ExportableOneStep(nn.Module):
         return self.scaler(torch.tanh(self.net(obs)))
 
 
-class FQL:
+class FQL(OffPolicyAlgorithm):
     def __init__(
         self,
         obs_dim: int,
@@ -151,10 +154,12 @@ class FQL:
         action_high: torch.Tensor,
         cfg: FQLConfig,
         device: torch.device | str = "cpu",
+        reducer: Reducer = LOCAL,
     ) -> None:
+        """`reducer` averages the gradients over processes (`robo_rl.distributed`; LOCAL: one process)."""
         self.cfg = cfg
-        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
-        self.actor = FQLActor(obs_dim, action_low, action_high, cfg).to(device)
+        self.reducer = reducer
+        self.actor: FQLActor = FQLActor(obs_dim, action_low, action_high, cfg).to(device)
         self.critic = QEnsemble(
             critic_obs_dim, self.actor.action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
         ).to(device)
@@ -211,7 +216,7 @@ class FQL:
             obs, actions = obs[keep], actions[keep]
         return self.actor.flow.bc_loss(obs, actions)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
@@ -220,7 +225,7 @@ class FQL:
             "critic_optimizer": self.critic_optimizer.state_dict(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.actor.load_state_dict(state["actor"])
         self.critic.load_state_dict(state["critic"])
         self.target_critic.load_state_dict(state["target_critic"])

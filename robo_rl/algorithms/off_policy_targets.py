@@ -53,7 +53,8 @@ def ensemble_mse(q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     """`target ← (1 - tau) target + tau source` for every parameter in one multi-tensor call (buffers are
     copied)."""
-    targets, sources = list(target.parameters()), list(source.parameters())
+    targets: list[torch.Tensor] = list(target.parameters())
+    sources: list[torch.Tensor] = list(source.parameters())
     if len(targets) != len(sources):
         raise ValueError(f"polyak_update: {len(targets)} target parameters, {len(sources)} source parameters")
     # Detached sources: the same numbers; make_fx (robo_rl.capture's "fx") otherwise leaves the targets non-leaf.

@@ -9,13 +9,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from robo_rl.algorithms.capturable import UpdateNoise, adam, load_optimizer_state
 from robo_rl.algorithms.encoder_config import EncoderConfig
+from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, reduce_ensemble, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
 from robo_rl.distributed import LOCAL, Reducer
@@ -80,7 +81,7 @@ class SACConfig:
             raise ValueError("bc_weight must not be negative")
 
 
-class SAC:
+class SAC(OffPolicyAlgorithm):
     def __init__(
         self,
         obs_dim: int,
@@ -90,12 +91,14 @@ class SAC:
         cfg: SACConfig,
         device: torch.device | str = "cpu",
         actor: nn.Module | None = None,
+        reducer: Reducer = LOCAL,
     ) -> None:
         """`actor` replaces the squashed-Gaussian actor: any module with `sample(obs) -> (normalized action,
         log-probability)`, `deterministic(obs)`, `scaler` and `deterministic_actor()` (e.g. DSRL's steered flow);
-        its `trainable_parameters()`, when it has them, are what the actor optimizer moves."""
+        its `trainable_parameters()`, when it has them, are what the actor optimizer moves. `reducer` averages the
+        gradients over processes (`robo_rl.distributed`; LOCAL: one process)."""
         self.cfg = cfg
-        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
+        self.reducer = reducer
         action_dim = int(action_low.numel())
         self.action_dim = action_dim
         if actor is None:
@@ -121,7 +124,7 @@ class SAC:
         """(Re)build the three Adam optimizers, empty; `capturable` for updates in a captured graph
         (`robo_rl.algorithms.capturable.adam`). Call before the first update or checkpoint load."""
         cfg = self.cfg
-        trainable = getattr(self.actor, "trainable_parameters", self.actor.parameters)
+        trainable = getattr(self.actor, "trainable_parameters", self.actor.parameters)  # DSRL: its latent actor
         self.actor_optimizer = adam(trainable(), cfg.actor_learning_rate, capturable)
         self.critic_optimizer = adam(self.critic.parameters(), cfg.critic_learning_rate, capturable)
         self.alpha_optimizer = adam([self.log_alpha], cfg.alpha_learning_rate, capturable)
@@ -182,7 +185,9 @@ class SAC:
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
         """Normalized action `(N, A)` for exploration (sampled) or evaluation (deterministic)."""
-        return self.actor.deterministic(obs) if deterministic else self.actor.sample(obs)[0]
+        actor: Any = self.actor  # the actor contract (`OffPolicyAlgorithm`)
+        action: torch.Tensor = actor.deterministic(obs) if deterministic else actor.sample(obs)[0]
+        return action
 
     def update(
         self, batch: Transitions, update_actor: bool = True, noise: UpdateNoise | None = None
@@ -228,7 +233,9 @@ class SAC:
 
     def _sample(self, obs: torch.Tensor, normal: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """The actor's sample, with the draws `normal` when given (only the squashed Gaussian takes them)."""
-        return self.actor.sample(obs) if normal is None else self.actor.sample(obs, normal)
+        actor: Any = self.actor
+        sample: tuple[torch.Tensor, torch.Tensor] = actor.sample(obs) if normal is None else actor.sample(obs, normal)
+        return sample
 
     def update_actor(self, batch: Transitions, normal: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
         """One actor step and one temperature step; their metrics. `normal` `(B, A)`: the action's draws."""
@@ -254,10 +261,11 @@ class SAC:
         flagged = batch.is_demo.bool() | batch.intervened.bool()
         with torch.no_grad():
             q_demo = reduce_ensemble(self.critic(batch.critic_obs, batch.actions), self.cfg.actor_q)
-        log_prob = self.actor.log_prob(batch.obs, batch.actions)
+        actor: Any = self.actor  # the squashed Gaussian (bc_weight > 0)
+        log_prob: torch.Tensor = actor.log_prob(batch.obs, batch.actions)
         return filtered_bc_loss(log_prob, q_demo, q_policy.detach(), flagged)
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
@@ -268,7 +276,7 @@ class SAC:
             "alpha_optimizer": self.alpha_optimizer.state_dict(),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         self.actor.load_state_dict(state["actor"])
         self.critic.load_state_dict(state["critic"])
         self.target_critic.load_state_dict(state["target_critic"])

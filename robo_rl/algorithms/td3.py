@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from robo_rl.algorithms.capturable import UpdateNoise, adam, load_optimizer_state
+from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update
 from robo_rl.algorithms.td3_losses import smoothed_action, td3_actor_loss, td3_target
 from robo_rl.distributed import LOCAL, Reducer
@@ -58,7 +60,7 @@ class TD3Config:
             raise ValueError("noise settings must not be negative")
 
 
-class TD3:
+class TD3(OffPolicyAlgorithm):
     def __init__(
         self,
         obs_dim: int,
@@ -67,11 +69,13 @@ class TD3:
         action_high: torch.Tensor,
         cfg: TD3Config,
         device: torch.device | str = "cpu",
+        reducer: Reducer = LOCAL,
     ) -> None:
+        """`reducer` averages the gradients over processes (`robo_rl.distributed`; LOCAL: one process)."""
         self.cfg = cfg
-        self.reducer: Reducer = LOCAL  # several processes: averages gradients over ranks
+        self.reducer = reducer
         action_dim = int(action_low.numel())
-        self.actor = TanhActor(
+        self.actor: TanhActor = TanhActor(
             obs_dim, action_low, action_high, cfg.actor_hidden, cfg.activation, cfg.normalize_obs
         ).to(device)
         self.critic = QEnsemble(critic_obs_dim, action_dim, cfg.critic_hidden, 2, cfg.activation, cfg.layer_norm).to(
@@ -163,7 +167,7 @@ class TD3:
         self.critic_optimizer.step()
         return loss.detach()
 
-    def state_dict(self) -> dict:
+    def state_dict(self) -> dict[str, Any]:
         return {
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
@@ -174,7 +178,7 @@ class TD3:
             "critic_steps": self.critic_steps,
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict[str, Any]) -> None:
         for name in ("actor", "critic", "target_actor", "target_critic"):
             getattr(self, name).load_state_dict(state[name])
         for name in ("actor_optimizer", "critic_optimizer"):

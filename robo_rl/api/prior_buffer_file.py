@@ -15,7 +15,7 @@ from types import CodeType, TracebackType
 from robo_rl.api.bad_file import as_bad_file
 from robo_rl.api.checkpoint_file import STATE_ERRORS
 from robo_rl.experiment import ExperimentConfig
-from robo_rl.runners.off_policy import load_prior_buffer
+from robo_rl.runners.off_policy_setup import load_prior_buffer
 
 
 @contextmanager

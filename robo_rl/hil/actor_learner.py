@@ -95,7 +95,7 @@ def _learner(
         received += len(message)
         if len(buffer) < max(cfg.learning_starts, cfg.batch_size):
             continue
-        if getattr(algorithm, "needs_normalizers", False):  # SAC's normalize_obs: fitted once, to the first data
+        if algorithm.needs_normalizers:  # SAC's normalize_obs: fitted once, to the first data
             algorithm.fit_normalizers(prior.stored() if len(prior) else buffer.stored())
         for _ in range(cfg.updates_per_batch):
             algorithm.update(sampler.sample(cfg.batch_size, generator), update_actor=updates >= cfg.critic_warmup_steps)

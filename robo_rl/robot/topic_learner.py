@@ -170,7 +170,7 @@ class TopicLearner:
             rclpy.spin_once(self.node, timeout_sec=0.0 if self._due() else 0.05)
             if not self._due():
                 continue
-            if getattr(self.algorithm, "needs_normalizers", False):  # SAC's normalize_obs: fitted once
+            if self.algorithm.needs_normalizers:  # SAC's normalize_obs: fitted once
                 self.algorithm.fit_normalizers(self.prior.stored() if len(self.prior) else self.buffer.stored())
             batch = self.sampler.sample(cfg.batch_size, self.generator)
             self.algorithm.update(batch, update_actor=self.updates >= cfg.critic_warmup_steps)

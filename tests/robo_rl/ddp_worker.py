@@ -86,12 +86,12 @@ def run_rank(rank: int, size: int, init_file: str, out: str) -> None:
     update_normalizer(normalizer, rollout(100 + rank, ENVS)["obs"].flatten(0, 1), reducer)
     # SAC: several updates on this rank's own batches (different on each rank)
     torch.manual_seed(7 + rank)
-    sac = SAC(OBS, OBS, -torch.ones(ACT), torch.ones(ACT), SACConfig(actor_hidden=(16,), critic_hidden=(16,)))
+    small = SACConfig(actor_hidden=(16,), critic_hidden=(16,))
+    sac = SAC(OBS, OBS, -torch.ones(ACT), torch.ones(ACT), small, reducer=reducer)
     for module in (sac.actor, sac.critic, sac.target_critic):  # start equal, as build_runner does
         for tensor in [*module.parameters(), *module.buffers()]:
             torch.distributed.broadcast(tensor.data, src=0)
     torch.distributed.broadcast(sac.log_alpha.data, src=0)
-    sac.reducer = reducer
     for step in range(5):
         sac.update(sac_batch(1000 * rank + step))
     state = {

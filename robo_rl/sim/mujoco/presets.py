@@ -11,7 +11,7 @@ from robo_rl.algorithms.sac import SACConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
 from robo_rl.hil.config import HilConfig, SimulatedHumanConfig
 from robo_rl.runners.loop_config import LoopConfig
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.mujoco.arm_reach import ArmReachConfig
 from robo_rl.sim.mujoco.peg_insert import PegInsertConfig

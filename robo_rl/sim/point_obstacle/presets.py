@@ -9,7 +9,7 @@ from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.experiment import Algorithm, ExperimentConfig, TaskConfig, with_networks
 from robo_rl.runners.loop_config import LoopConfig
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
 

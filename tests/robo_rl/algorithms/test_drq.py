@@ -131,16 +131,16 @@ def test_the_camera_policy_acts_as_the_algorithm_does_and_state_round_trips() ->
     data = batch(seed=4)
     assert data.images is not None
     obs = {STATE_KEY: data.obs, "cam": data.images["cam"]}
-    policy = algo.deterministic_camera_policy()
+    policy = algo.deterministic_policy()
     assert isinstance(policy, CameraPolicy)
     expected = algo.actor.scaler(algo.act(obs, deterministic=True))
     assert torch.allclose(policy(data.obs, data.images["cam"]), expected)
     restored = pixel_sac()
     restored.load_state_dict(copy.deepcopy(algo.state_dict()))
-    assert torch.allclose(restored.deterministic_camera_policy().act(obs), expected)
+    assert torch.allclose(restored.deterministic_policy().act(obs), expected)
     fresh = pixel_sac()
     fresh.load_policy_state(algo.policy_state())
-    assert torch.allclose(fresh.deterministic_camera_policy().act(obs), expected)
+    assert torch.allclose(fresh.deterministic_policy().act(obs), expected)
 
 
 def test_a_pretrained_encoder_loads_and_can_be_frozen(tmp_path: Path) -> None:

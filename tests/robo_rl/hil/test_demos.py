@@ -16,7 +16,8 @@ from robo_rl.envs import critic_obs_dim
 from robo_rl.hil.demos import load_demos, read_meta
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.runners.evaluate import evaluate_held_out
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.sim import make
 
 

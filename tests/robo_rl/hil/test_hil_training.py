@@ -10,7 +10,8 @@ import torch
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.hil import InterventionEnv, SimulatedHuman, SimulatedHumanConfig
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.sim import make, make_expert
 
 

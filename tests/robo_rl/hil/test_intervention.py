@@ -7,7 +7,7 @@ from dataclasses import replace
 import torch
 
 from robo_rl.hil import INFO_EXECUTED_ACTION, INFO_INTERVENED, InterventionEnv, TeleopCommand
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP
 from robo_rl.sim import make
 from robo_rl.storage.replay import FIELD_NAMES, select_transitions
 
@@ -63,7 +63,8 @@ def test_episode_statistics_count_finished_episodes() -> None:
 
 def test_off_policy_runner_stores_executed_actions_flagged_and_copies_them_to_the_prior_buffer() -> None:
     from robo_rl.algorithms.sac import SAC, SACConfig
-    from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+    from robo_rl.runners.off_policy import OffPolicyRunner
+    from robo_rl.runners.off_policy_config import OffPolicyRunnerConfig
 
     inner = make("pendulum", num_envs=4, seed=0)
     low, high = inner.action_spec.low_tensor(), inner.action_spec.high_tensor()
@@ -110,7 +111,8 @@ class EstopAt(ScheduledDevice):
 
 def test_the_operators_estop_ends_training_with_a_checkpoint(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from robo_rl.algorithms.sac import SAC, SACConfig
-    from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+    from robo_rl.runners.off_policy import OffPolicyRunner
+    from robo_rl.runners.off_policy_config import OffPolicyRunnerConfig
     from robo_rl.runners.run_dir import RunDirectory
 
     inner = make("pendulum", num_envs=2, seed=0)

@@ -17,7 +17,8 @@ from robo_rl.cli.main import main
 from robo_rl.hil import realtime
 from robo_rl.hil.actor_learner import ActorLearner
 from robo_rl.hil.realtime import RealTimeEnv
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.sim import make
 
 

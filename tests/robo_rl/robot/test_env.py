@@ -19,7 +19,8 @@ from robo_rl.real.command import select_command
 from robo_rl.real.profile import CommandSpec, RobotProfile, history_source, load_profile, profile_from_dict
 from robo_rl.robot.env import RobotEnv, RobotEnvConfig
 from robo_rl.robot.rewards import rc_car_progress
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 
 
 def _car_fields(profile: RobotProfile, speed: float = 2.0) -> dict[str, float]:

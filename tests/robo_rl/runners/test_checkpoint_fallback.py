@@ -14,7 +14,8 @@ from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.distributed import LOCAL
 from robo_rl.runners import save_schedule
 from robo_rl.runners.loop_config import LoopConfig
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.sim import make

@@ -12,7 +12,8 @@ from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.envs import INFO_FINAL_OBS
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.runners.collect import collect_demonstrations
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OffPolicyRunnerConfig
 from robo_rl.sim import make
 from robo_rl.storage.replay import ReplayBuffer
 

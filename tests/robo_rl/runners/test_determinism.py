@@ -11,7 +11,8 @@ from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.api.configs import preset
 from robo_rl.build import build_runner
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.sim import make
 
 

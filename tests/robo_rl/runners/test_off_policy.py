@@ -13,7 +13,8 @@ from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 from robo_rl.envs import INFO_FINAL_OBS, task_specs
 from robo_rl.export.onnx import PolicyMetadata, export_onnx, onnx_parity
-from robo_rl.runners.off_policy import OFF_POLICY_LOOP, OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.sim import make
 from robo_rl.task_record import TaskRecord, write_task_record

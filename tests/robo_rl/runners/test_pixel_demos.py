@@ -17,7 +17,7 @@ import torch
 from robo_rl.hil.demos import load_demo_frames, save_demos
 from robo_rl.image_spec import STATE_KEY
 from robo_rl.runners.collect import collect_demonstrations
-from robo_rl.runners.off_policy import load_prior_buffer
+from robo_rl.runners.off_policy_setup import load_prior_buffer
 from robo_rl.sim import make
 
 TASK = "double_integrator/pixels"

@@ -23,7 +23,8 @@ from robo_rl.image_spec import STATE_KEY
 from robo_rl.modules.camera_policy import CameraPolicy
 from robo_rl.runners.evaluate import evaluate
 from robo_rl.runners.loop_config import LoopConfig
-from robo_rl.runners.off_policy import OffPolicyRunner, OffPolicyRunnerConfig
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OffPolicyRunnerConfig
 from robo_rl.sim import make
 from robo_rl.sim.double_integrator.pixels import CAMERA, PixelDoubleIntegrator
 from robo_rl.storage.replay import ReplayBuffer, Transitions
