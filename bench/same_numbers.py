@@ -28,10 +28,10 @@ RESULTS = ROOT / "bench" / "results" / "same_numbers.json"
 PRESETS = ("pendulum_ppo", "quadrotor_hover_ppo", "rc_car_race_ppo", "pendulum_sac", "quadrotor_hover_sac")
 """PPO on three tasks (the task variants of hover and the race included), SAC on two."""
 NO_EVALUATION = {
-    "ppo": ["runner.eval_interval=0"],
-    "sac": ["off_policy.eval_interval=0", "off_policy.learning_starts=200"],
+    "ppo": ["runner.loop.eval_interval=0"],
+    "sac": ["off_policy.loop.eval_interval=0", "off_policy.learning_starts=200"],
 }
-"""Flat loop keys, which both sides read (the newer upgrades them into `loop`); SAC updates after 200 steps."""
+"""Evaluations off (the loop settings' keys, which both sides read); SAC updates after 200 steps."""
 TIMING = ("time", "fps", "per_s", "seconds", "wall")
 
 

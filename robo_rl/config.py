@@ -30,7 +30,7 @@ import re
 import types
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -45,6 +45,17 @@ UPGRADE_HOOK = "upgrade_keys"
 # as *strings*, while YAML 1.2 (and every reader) sees numbers. Numeric fields accept exactly that shape;
 # any other string ('fast', or a deliberately quoted '0.5') is still an error.
 _YAML11_UNPARSED_FLOAT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+class ConfigInstance(Protocol):
+    """An instance of a config dataclass, of a class this module does not know."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+
+OpenConfig = ConfigInstance | Mapping[str, Any] | None
+"""A config whose class is decided elsewhere: an instance of it, a mapping of the changes to its defaults (as read
+from a file), or None (its defaults)."""
 
 
 class ConfigError(ValueError):
@@ -238,7 +249,7 @@ def config_hash(cfg: Any, task_config: Mapping[str, Any] | None = None) -> str:
 def _convert(tp: Any, value: Any, path: str) -> Any:
     """`value` checked (and converted, e.g. list to tuple) against the annotation `tp`."""
     origin = get_origin(tp)
-    if tp is Any:
+    if tp is Any or tp == OpenConfig:
         return _open_config(value, path)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return from_dict(tp, value, path)

@@ -11,25 +11,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-import yaml
-
 from robo_rl.algorithms.dsrl import DSRLConfig
 from robo_rl.algorithms.fql import FQLConfig
 from robo_rl.algorithms.ppo import PPOConfig
-from robo_rl.algorithms.registry import algorithm
+from robo_rl.algorithms.registry import AlgorithmName, algorithm
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3Config
 from robo_rl.chunks.spec import check_horizon
-from robo_rl.config import ConfigError, deep_update, differences, merge, plain_fields, to_dict
+from robo_rl.config import OpenConfig, deep_update, differences, merge, plain_fields, to_dict
 from robo_rl.hil.config import HilConfig
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 
-Algorithm = str
-"""A registered algorithm name (`robo_rl.algorithms.registry`)."""
+Algorithm = AlgorithmName
+"""A registered algorithm name (`robo_rl.algorithms.registry.AlgorithmName`)."""
 
 
 MAX_NUM_ENVS = 2**20
@@ -37,7 +35,7 @@ MAX_NUM_ENVS = 2**20
 what takes a machine's memory before the first step (`--set task.num_envs=1e9` did, instead of an error)."""
 
 
-TaskSettings = Any
+TaskSettings = OpenConfig
 """A task's own config: an instance of the config dataclass its simulator registered (`robo-rl tasks` lists the
 fields), or, as read from YAML or `--set`, a mapping of the fields that differ from its defaults (nested keys as
 nested mappings), which `robo_rl.api.configs` turns into that instance where configs are read; None: its defaults."""
@@ -74,16 +72,6 @@ class TaskConfig:
         """Actions executed per chunk (H when `chunk_execute` is 0)."""
         return self.chunk_execute or self.action_chunk
 
-    @classmethod
-    def upgrade_keys(cls, data: Mapping[str, Any]) -> dict[str, Any]:
-        """Older configs' `params` / `eval_params` ("key=value" lists, nested keys dotted) laid over `config` /
-        `eval_config` as mappings of changes (robo_rl.config's hook)."""
-        out = dict(data)
-        for old, new in (("params", "config"), ("eval_params", "eval_config")):
-            if old in out:
-                out[new] = _lay_over(out.get(new), params_as_changes(out.pop(old), f"task.{old}"))
-        return out
-
     @property
     def evaluation_config(self) -> TaskSettings:
         """The settings of the evaluation env: `eval_config`, or `config` where there is none; a mapping of changes
@@ -103,33 +91,6 @@ class TaskConfig:
         if self.eval_config is not None and not isinstance(self.eval_config, Mapping):
             data["eval_config"] = differences(data["eval_config"], _plain_settings(self.config, self.eval_config))
         return data
-
-
-def _lay_over(base: TaskSettings, changes: dict[str, Any]) -> TaskSettings:
-    """`changes` laid over task settings `base` (None, a mapping of changes, or a config instance)."""
-    if base is None:
-        return changes
-    return deep_update(base, changes) if isinstance(base, Mapping) else merge(base, changes)
-
-
-def params_as_changes(params: Any, key: str) -> dict[str, Any]:
-    """`["a.b=1", "c=[1, 2]"]` → `{"a": {"b": 1}, "c": [1, 2]}` (values parsed as YAML); ConfigError naming `key`."""
-    if not isinstance(params, (list, tuple)):
-        raise ConfigError(f"{key}: expected a list of key=value strings, got {type(params).__name__}")
-    out: dict[str, Any] = {}
-    for item in params:
-        name, sep, raw = str(item).partition("=")
-        if not sep or not name.strip():
-            raise ConfigError(f"{key}: {item!r} is not key=value")
-        *parents, leaf = name.strip().split(".")
-        node = out
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        try:
-            node[leaf] = yaml.safe_load(raw)
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{key}: cannot parse {item!r} ({' '.join(str(err).split())})") from None
-    return out
 
 
 def _plain_settings(config: TaskSettings, like: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import typing
 from pathlib import Path
 
 import pytest
@@ -42,8 +43,14 @@ def test_every_algorithm_has_its_config_section() -> None:
 
 
 def test_algo_outside_the_registry_is_a_config_error_naming_the_registered() -> None:
-    with pytest.raises(ConfigError, match="unknown algorithm 'a2c'; registered: ppo, sac, td3, fql, dsrl"):
+    with pytest.raises(ConfigError, match="algo: expected one of 'ppo', 'sac', 'td3', 'fql', 'dsrl', 'reinflow'"):
         from_dict(ExperimentConfig, {"algo": "a2c"})
+    with pytest.raises(ValueError, match="unknown algorithm 'a2c'; registered: ppo, sac, td3, fql, dsrl"):
+        ExperimentConfig(algo="a2c")  # type: ignore[arg-type]
+
+
+def test_the_algorithm_names_are_the_registered_ones() -> None:
+    assert set(typing.get_args(algorithms.AlgorithmName)) == set(algorithms.names())
 
 
 def test_an_algorithm_registers_once_with_its_builders() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from robo_rl.algorithms import ppo, reinflow
 from robo_rl.algorithms.drq import sac
@@ -26,10 +26,14 @@ from robo_rl.algorithms.td3 import TD3, TD3Config
 
 Loop = Literal["on_policy", "off_policy"]
 
+AlgorithmName = Literal["ppo", "sac", "td3", "fql", "dsrl", "reinflow"]
+"""The names `register` accepts: `--algo` and a config's `algo` are typed by it (a config file naming another is a
+ConfigError listing these). A new algorithm adds its name here beside its `register` line below."""
+
 
 @dataclass(frozen=True)
 class AlgorithmEntry:
-    name: str
+    name: AlgorithmName
     """`--algo` value and the name of its config section."""
     loop: Loop
     """Which runner trains it: on_policy (rollouts, section `runner`) or off_policy (replay, section `off_policy`)."""
@@ -78,6 +82,8 @@ def register(entry: AlgorithmEntry) -> None:
         raise ValueError(f"algorithm {entry.name!r}: on-policy algorithms, and only they, need a policy builder")
     if entry.prepare is not None and (entry.loop != "on_policy" or entry.prepare.count(":") != 1):
         raise ValueError(f"algorithm {entry.name!r}: prepare is an on-policy algorithm's 'module:function' hook")
+    if entry.name not in get_args(AlgorithmName):
+        raise ValueError(f"algorithm {entry.name!r} is not an AlgorithmName; add its name there")
     _ALGORITHMS[entry.name] = entry
 
 

@@ -1,10 +1,8 @@
-"""Experiment configs where they are read: a preset name or a YAML file, `key=value` overrides, older files' keys.
+"""Experiment configs where they are read: a preset name or a YAML file, and `key=value` overrides.
 
 The edge where text becomes typed config: a task's settings (`task.config`, `task.eval_config`) arrive from YAML or
 `--set` as mappings and leave as the task's own config class (`resolve_task`). `--set task.KEY=VALUE`, KEY not a
-field of `TaskConfig`, is short for `task.config.KEY=VALUE`. Older keys are upgraded where any config is read
-(`robo_rl.config`'s `upgrade_keys` hook): `task.params` / `task.eval_params` ("key=value" lists, from before typed
-task configs) by `TaskConfig.upgrade_keys`, flat loop keys by `robo_rl.runners.loop_config.nest_loop_keys`.
+field of `TaskConfig`, is short for `task.config.KEY=VALUE`.
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ HEADER = (
     "# what it changes from the task's defaults; task.eval_config: what evaluation changes from task.config.\n"
     "# A run's config.yaml has every key.\n"
 )
-_TASK_FIELDS = frozenset(field.name for field in dataclasses.fields(TaskConfig)) | {"params", "eval_params"}
+_TASK_FIELDS = frozenset(field.name for field in dataclasses.fields(TaskConfig))
 
 
 def preset_names() -> list[str]:
@@ -66,7 +64,7 @@ def preset(name: str) -> ExperimentConfig:
 
 
 def load_config_file(path: str | os.PathLike[str]) -> ExperimentConfig:
-    """A YAML experiment config (older keys upgraded, the task's settings typed); ConfigError naming the file."""
+    """A YAML experiment config (the task's settings typed); ConfigError naming the file."""
     cfg = load_yaml(ExperimentConfig, path, allow_empty=False)
     try:
         return resolve_task(cfg)
@@ -97,11 +95,10 @@ def resolve_task(cfg: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(f"task.name: unknown task {task.name!r} (robo-rl tasks lists them: {', '.join(names())})")
     config = task_settings(task.name, task.config)
     evaluation = task.eval_config
-    if evaluation is not None:
-        base = config if isinstance(evaluation, Mapping) else None
-        evaluation = (
-            task_settings(task.name, evaluation, "task.eval_config") if base is None else _over(base, evaluation)
-        )
+    if isinstance(evaluation, Mapping):  # what differs from the training settings
+        evaluation = _over(config, evaluation)
+    elif evaluation is not None:
+        evaluation = task_settings(task.name, evaluation, "task.eval_config")
     config = None if task.config is None else config
     return dataclasses.replace(cfg, task=dataclasses.replace(task, config=config, eval_config=evaluation))
 

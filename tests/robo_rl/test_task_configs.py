@@ -1,45 +1,22 @@
 """Typed task configs at the edge (robo_rl.api.configs): a task's settings arrive as YAML or `--set` text and leave
-as the task's own config class; older files' `task.params` lists still load; evaluation follows the training
-settings it changes."""
+as the task's own config class; evaluation follows the training settings it changes."""
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-from robo_rl.api.configs import override, preset, resolve_config, resolve_task
+from robo_rl.api.configs import override, preset, resolve_task
 from robo_rl.config import ConfigError
 from robo_rl.sim.pendulum import PendulumConfig
-from robo_rl.sim.quadrotor import HoverConfig, RandomizationConfig
-
-OLD_RUN_CONFIG = """\
-name: hover_before_typed_configs
-task:
-  name: quadrotor/hover
-  num_envs: 8
-  params: [position_integral_limit=0.5, "randomization.inertia_scale=[0.4, 1.3]"]
-  eval_params: [backend=auto, randomization.thrust_coefficient=0]
-"""
-
-
-def test_an_older_file_with_task_params_loads_as_typed_configs(tmp_path: Path) -> None:
-    path = tmp_path / "config.yaml"
-    path.write_text(OLD_RUN_CONFIG, encoding="utf-8")
-    task = resolve_config(str(path)).task
-    training = HoverConfig(position_integral_limit=0.5, randomization=RandomizationConfig(inertia_scale=(0.4, 1.3)))
-    assert task.config == training
-    assert task.evaluation_config == replace(
-        training, backend="auto", randomization=replace(training.randomization, thrust_coefficient=0.0)
-    )
+from robo_rl.sim.quadrotor import HoverConfig
 
 
 def test_the_task_shorthand_is_the_task_config_key() -> None:
     short = override(preset("pendulum_ppo"), ["task.max_torque=2.5", "task.num_envs=4"])
     long = override(preset("pendulum_ppo"), ["task.config.max_torque=2.5", "task.num_envs=4"])
-    legacy = override(preset("pendulum_ppo"), ["task.params=[max_torque=2.5]", "task.num_envs=4"])
-    assert short == long == legacy
+    assert short == long
     assert short.task.config == PendulumConfig(max_torque=2.5) and short.task.num_envs == 4
 
 
@@ -61,8 +38,8 @@ def test_a_bad_task_setting_names_its_key() -> None:
         override(preset("pendulum_ppo"), ["task.no_such_field=1"])
     with pytest.raises(ConfigError, match=r"task\.config: max_torque: expected float"):
         override(preset("pendulum_ppo"), ["task.max_torque=strong"])
-    with pytest.raises(ConfigError, match=r"task\.params: 'max_torque' is not key=value"):
-        override(preset("pendulum_ppo"), ["task.params=[max_torque]"])
+    with pytest.raises(ConfigError, match=r"params: unknown key"):
+        override(preset("pendulum_ppo"), ["task.params=[max_torque=2.5]"])
     hover_on_pendulum = replace(preset("pendulum_ppo").task, config=HoverConfig())
     with pytest.raises(ConfigError, match="task 'pendulum' takes a PendulumConfig, got a HoverConfig"):
         resolve_task(replace(preset("pendulum_ppo"), task=hover_on_pendulum))
