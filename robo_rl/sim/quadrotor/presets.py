@@ -31,8 +31,8 @@ the integral of the position error in the observation and a penalty on it (a ste
 thrust curve drawn within +-15 % per episode, so that the policy learns integral action instead of a memorized
 hover command; a larger pull toward the target within its last centimetres (distance_weight 3, alive_reward 3 so
 that the reward per step stays positive 0.5 m away). The reward of a step is at least 0 before the crash penalty
-(`reward_floor`): far from the target the penalties used to outweigh the alive reward, so crashing early paid, and
-the policy took 70 of its 109 iterations to learn to stay in the air (docs/BENCHMARKS.md, issue 46). On the CPU
+(`reward_floor`): without it, far from the target the penalties outweigh the alive reward, so crashing early pays,
+and the policy took 70 of its 109 iterations to learn to stay in the air (docs/BENCHMARKS.md). On the CPU
 the envs step in the numba kernel (`backend="auto"`: it draws the thrust scale itself), 1.6x the torch step's
 speed in a rollout; on a GPU, the torch step."""
 
@@ -53,8 +53,8 @@ def quadrotor_hover_ppo() -> ExperimentConfig:
     PPO takes 16 minibatches per epoch, GAE lambda 0.9 and a KL target of 0.02. Every second iteration a 100-episode
     deterministic pre-check runs, and where it reaches 96 % the 1000-episode evaluation follows (both on the numba
     step, `backend=auto`): the exploring policy's own success lags the deterministic one's by tens of points, and a
-    pre-check at 92-95 % was followed by a failing evaluation 8 times in 5 seeds (docs/BENCHMARKS.md, issue 46, has
-    each change and what it measured)."""
+    pre-check at 92-95 % was followed by a failing evaluation 8 times in 5 seeds (docs/BENCHMARKS.md has
+    each setting and what it measured)."""
     return ExperimentConfig(
         name="quadrotor_hover_ppo",
         task=TaskConfig(name="quadrotor/hover", num_envs=1024, config=HOVER_TRAINING, eval_config=HOVER_EVALUATION),
@@ -96,8 +96,8 @@ def quadrotor_hover_x500_ppo() -> ExperimentConfig:
     """`quadrotor_hover_ppo` on the PX4 X500 in the ctbr action mode (`HOVER_X500_TRAINING`): the policy the
     quadrotor_px4 profile deploys (that profile states its frame and refuses a policy trained on Crazyflie dynamics,
     robo_rl.real.airframe). The hover preset's PPO, loop and gate, unchanged: it stops at >= 97 % of 1000
-    deterministic evaluation flights (the gate is 95 %). Measured on seed 0 (one thread, the shared 2-core VM,
-    issue 47): 26 iterations, 16.5 s of training, 98.4 % of the 1000 flights; its policy.onnx in onnxruntime with the
+    deterministic evaluation flights (the gate is 95 %). Measured on seed 0 (one thread, the shared 2-core VM):
+    26 iterations, 16.5 s of training, 98.4 % of the 1000 flights; its policy.onnx in onnxruntime with the
     training thrust spread (+-15 %) 97.3 % and 97.1 % of 1000 flights (seeds 12345 and 7)."""
     base = quadrotor_hover_ppo()
     task = replace(base.task, config=HOVER_X500_TRAINING, eval_config=HOVER_X500_EVALUATION)
@@ -123,7 +123,7 @@ def quadrotor_hover_any_ppo() -> ExperimentConfig:
     airframes drawn from the distribution. The four bundled frames and the AscTec Hummingbird are evaluation points
     only (bench/airframes.py flies them zero-shot).
 
-    Trained with PPO directly, it plateaus (seed 0, issue 47, docs/BENCHMARKS.md "One policy for many quadrotors"):
+    Trained with PPO directly, it plateaus (seed 0, docs/BENCHMARKS.md "One policy for many quadrotors"):
     67.7 % of the 1000 flights after 1601 iterations, below an MLP with the position integral (75.1 % after 3078
     iterations in the same 35 min). The way to train it is distillation: the teacher `quadrotor_hover_any_teacher_ppo`
     (sees the airframe; 89.2 %), then bench/distill_airframes.py (DAgger, robo_rl.algorithms.distill), whose student
@@ -141,7 +141,7 @@ def quadrotor_hover_any_teacher_ppo() -> ExperimentConfig:
     """The teacher of `quadrotor_hover_any_ppo`'s distilled student: PPO with an MLP actor (64-64) that also observes
     the drawn airframe (`quadrotor/hover_teacher`: its privileged observation, the airframe's normalized factors and
     hover command), on `HOVER_ANY_TRAINING`. `robo_rl.algorithms.distill` distills it into the GRU student, which
-    sees what a deployed policy sees (bench/distill_airframes.py). Seed 0 (issue 47): 89.2 % of 1000 flights of
+    sees what a deployed policy sees (bench/distill_airframes.py). Seed 0: 89.2 % of 1000 flights of
     drawn airframes after 1806 iterations (25 min on the shared 2-core VM with three trainings at once)."""
     base = quadrotor_hover_any_ppo()
     task = replace(base.task, name="quadrotor/hover_teacher")
@@ -187,7 +187,7 @@ def quadrotor_hover_td3() -> ExperimentConfig:
     the critics (1e-4 against 1e-3), exploration noise 0.2, gamma 0.98. Every 200 iterations (1,600 updates) a
     100-episode pre-check; where it reaches 92 % the 1000-episode evaluation follows.
 
-    Measured on one core of the shared 2-core VM (issue 46), seeds 0-3: passed at iterations 4,400 / 4,400 / 3,400 /
+    Measured on one core of the shared 2-core VM, seeds 0-3: passed at iterations 4,400 / 4,400 / 3,400 /
     6,000 (0.87-1.54 M env steps, 27-48 k updates) after 76 / 76 / 57 / 102 s of training (evaluations included):
     2-3x the ~30 s goal and 4-7x the PPO preset's 11-15 s (seed 3 fell to 0 % once, at 84 s, and recovered).
     The wall-clock is bound by updates (2.0-2.7 ms each): batches of 512 or 1024 learned no more per update,
@@ -218,10 +218,10 @@ def quadrotor_hover_td3() -> ExperimentConfig:
     return with_networks(cfg, actor_hidden=(64, 64), critic_hidden=(64, 64))
 
 
-def _ppo_until_issue_46(name: str, task: TaskConfig) -> ExperimentConfig:
-    """The PPO, policy and loop settings the hover preset had before issue 46 (c75d814), which the track and robust
-    presets were measured with and keep: log-std -1 from the middle of the action range, 4 minibatches, GAE lambda
-    0.95, KL target 0.01, the 95 % gate evaluated once half of the training episodes pass."""
+def _ppo_track_and_robust(name: str, task: TaskConfig) -> ExperimentConfig:
+    """The PPO, policy and loop settings the track and robust presets were measured with: log-std -1 from the middle
+    of the action range, 4 minibatches, GAE lambda 0.95, KL target 0.01, the 95 % gate evaluated once half of the
+    training episodes pass."""
     return ExperimentConfig(
         name=name,
         task=task,
@@ -240,9 +240,9 @@ def _ppo_until_issue_46(name: str, task: TaskConfig) -> ExperimentConfig:
 
 
 def quadrotor_track_ppo() -> ExperimentConfig:
-    """PPO on the figure-eight tracking task (motor commands), with the hover preset's settings of before issue 46;
+    """PPO on the figure-eight tracking task (motor commands), with the PPO settings of the robust preset;
     gate: >= 95 % of 1000 episodes without a crash and within 0.10 m of the moving reference over the last second."""
-    base = _ppo_until_issue_46("quadrotor_track_ppo", TaskConfig(name="quadrotor/track", num_envs=1024))
+    base = _ppo_track_and_robust("quadrotor_track_ppo", TaskConfig(name="quadrotor/track", num_envs=1024))
     return replace(
         base,
         name="quadrotor_track_ppo",
@@ -296,9 +296,9 @@ def quadrotor_hover_robust_ppo() -> ExperimentConfig:
     """PPO on the hover task with domain randomization over the spread of identified Crazyflies (inertia, thrust
     curve and thrust-to-weight, motor rise and fall, torque per thrust, latency, sensor noise, disturbances) and a
     curriculum on the ranges, for transfer to a real frame; evaluated and gated on the whole ranges with a fixed
-    20 ms latency (`HOVER_HELD_OUT`). PPO settings: the hover preset's of before issue 46."""
+    20 ms latency (`HOVER_HELD_OUT`). PPO settings: those of `quadrotor_track_ppo`."""
     task = TaskConfig(name="quadrotor/hover", num_envs=1024, config=HOVER_ROBUST_TRAINING, eval_config=HOVER_HELD_OUT)
-    base = _ppo_until_issue_46("quadrotor_hover_robust_ppo", task)
+    base = _ppo_track_and_robust("quadrotor_hover_robust_ppo", task)
     return replace(
         base,
         # The action noise keeps a floor of 0.08 (log-std -2.5): without it the noise shrank to 0.03, the adaptive
