@@ -35,7 +35,7 @@ from robo_rl.runners.gate_test import SequentialGate
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.observations import critic_observation as critic_observation
 from robo_rl.runners.observations import reset_critic_observation
-from robo_rl.runners.run_dir import RunDirectory
+from robo_rl.runners.run_dir import RunLog
 from robo_rl.runners.save_schedule import SaveSchedule
 from robo_rl.storage import checkpoint
 
@@ -140,7 +140,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         cfg: ConfigT,
         seed: int,
         eval_env: BatchedEnv | None,
-        run: RunDirectory | None,
+        run: RunLog | None,
         reducer: Reducer,
         cadence: Cadence,
         precheck_env: BatchedEnv | None = None,

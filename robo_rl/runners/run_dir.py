@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from robo_rl.provenance import git_hash, torch_threads, versions
 
@@ -29,6 +29,21 @@ META_FILE = "meta.json"
 METRICS_FILE = "metrics.jsonl"
 CURVE_FILE = "learning_curve.png"
 LATEST_CHECKPOINT = "latest.pt"
+
+
+class RunLog(Protocol):
+    """Where the training loop logs and checkpoints: a run directory, or another rank's share of one (its own
+    checkpoint, no logs: `robo_rl.cli.distributed.RankRun`)."""
+
+    path: Path
+    checkpoints: Path
+
+    @property
+    def latest_checkpoint(self) -> Path: ...
+
+    def log(self, metrics: dict[str, float | int | None]) -> None: ...
+
+    def finish(self, save_checkpoint: Callable[[Path], None]) -> None: ...
 
 
 class RunDirectory:
