@@ -13,8 +13,7 @@ naming the dotted key path, e.g. `ppo.learning_rate: expected float, got str 'fa
 the failing key relative to the dataclass, reported at that key's dotted path (`actions[0].rate_limit: ...`).
 A nested section's missing
 keys take the field's default (its `default_factory`'s values, which may differ from the nested class's own
-defaults). A dataclass that renamed or moved fields may define a classmethod `upgrade_keys(data) -> dict`, which
-rewrites older keys into the current ones before anything is checked (see `robo_rl.runners.loop_config`).
+defaults).
 
 Only the standard library and PyYAML are used, so `robo_rl.real` (no torch) can load configs too.
 """
@@ -37,9 +36,6 @@ import yaml
 T = TypeVar("T")
 
 _TOP_LEVEL = "(top level)"
-
-UPGRADE_HOOK = "upgrade_keys"
-"""Name of the optional classmethod of a config dataclass that rewrites older keys (see the module docstring)."""
 
 # PyYAML implements YAML 1.1, whose floats need a dot and a signed exponent: `1e-3`, `3e4` and `1.0e5` load
 # as *strings*, while YAML 1.2 (and every reader) sees numbers. Numeric fields accept exactly that shape;
@@ -71,9 +67,6 @@ def from_dict(cls: type[T], data: Mapping[str, Any], path: str = "") -> T:
         raise TypeError(f"from_dict needs a dataclass type, got {cls!r}")
     if not isinstance(data, Mapping):
         raise _mismatch("a mapping", data, path or _TOP_LEVEL)
-    upgrade = getattr(cls, UPGRADE_HOOK, None)
-    if upgrade is not None:
-        data = upgrade(data)
     hints = get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     kwargs = {}

@@ -7,16 +7,12 @@ loop, and its size depends on the runner:
 - on-policy: one rollout of `ppo.num_steps` steps of every env, then the PPO update;
 - off-policy: one `env.step` of every env, then `updates_per_step` (or `update_to_data`) gradient steps.
 
-Configs written before the loop settings had a section of their own kept them flat in the runner's section
-(`runner.max_iterations`); `nest_loop_keys` moves such keys into `loop`, so old files, old runs' config.yaml and
-old `--set` overrides keep loading. Only the standard library is used (`robo_rl.real` loads configs without torch).
+Only the standard library is used (`robo_rl.real` loads configs without torch).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -75,24 +71,3 @@ class LoopConfig:
             raise ValueError(f"eval_precheck_episodes must not be negative, got {self.eval_precheck_episodes}")
         if not 0.0 <= self.eval_precheck_margin < 1.0:
             raise ValueError(f"eval_precheck_margin must lie in [0, 1), got {self.eval_precheck_margin}")
-
-
-LOOP_FIELDS = frozenset(f.name for f in fields(LoopConfig))
-"""The loop settings' names, which older configs kept flat in the runner's section."""
-
-
-def nest_loop_keys(section: Mapping[str, Any]) -> dict[str, Any]:
-    """A runner section (`runner` or `off_policy`, as plain data) with its flat loop keys (`max_iterations`, ...:
-    configs older than `LoopConfig`) moved into its `loop` mapping; a section without them comes back equal.
-
-    A flat key wins over the same key in `loop`: `apply_overrides` lays `--set runner.max_iterations=5` over a
-    config's full data, where `loop` already holds the old value. A `loop` that is not a mapping is left as it is,
-    for the config check to report.
-    """
-    flat = {key: value for key, value in section.items() if key in LOOP_FIELDS}
-    loop = section.get("loop", {})
-    if not flat or not isinstance(loop, Mapping):  # a malformed `loop` is left for the config check to name
-        return dict(section)
-    out = {key: value for key, value in section.items() if key not in LOOP_FIELDS}
-    out["loop"] = {**loop, **flat}
-    return out

@@ -8,7 +8,7 @@ this module plugs in the rollout (`robo_rl.runners.rollout`, or its captured for
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from robo_rl.runners.device_rollout import DeviceRollout, rollout_unsupported
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import Losses, TrainingLoop, on_interval
 from robo_rl.runners.loop import TrainResult as TrainResult
-from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
+from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.rollout import Rollout, RolloutCursor, run_rollout
 from robo_rl.runners.run_dir import RunDirectory
 from robo_rl.storage import checkpoint
@@ -52,11 +52,6 @@ class RunnerConfig:
     def __post_init__(self) -> None:
         if self.capture not in CAPTURE_MODES:
             raise ValueError(f"runner.capture must be one of {CAPTURE_MODES}, got {self.capture!r}")
-
-    @classmethod
-    def upgrade_keys(cls, data: Mapping[str, Any]) -> dict[str, Any]:
-        """Older configs' flat loop keys (`runner.max_iterations`) moved into `loop` (robo_rl.config's hook)."""
-        return nest_loop_keys(data)
 
 
 @dataclass(frozen=True)

@@ -9,24 +9,12 @@ import pytest
 import yaml
 
 from robo_rl.api.configs import preset
-from robo_rl.config import ConfigError, apply_overrides, dump_yaml, from_dict, to_dict
+from robo_rl.config import ConfigError, apply_overrides, dump_yaml, from_dict
 from robo_rl.experiment import ExperimentConfig
-from robo_rl.runners.loop_config import LoopConfig, nest_loop_keys
-from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP
 
 LOOP_FIELDS = {field.name for field in fields(LoopConfig)}
-
-
-def test_flat_loop_keys_move_into_loop() -> None:
-    section = {"max_iterations": 7, "learning_starts": 3, "loop": {"eval_interval": 2, "max_iterations": 1}}
-    assert nest_loop_keys(section) == {"learning_starts": 3, "loop": {"eval_interval": 2, "max_iterations": 7}}
-    assert nest_loop_keys({"eval_episodes": 4}) == {"loop": {"eval_episodes": 4}}
-
-
-def test_a_current_section_comes_back_equal() -> None:
-    section = to_dict(OffPolicyRunnerConfig())
-    assert nest_loop_keys(section) == section
-    assert nest_loop_keys({"loop": None, "max_iterations": 3}) == {"loop": None, "max_iterations": 3}
 
 
 def test_loop_fields_are_the_eleven_shared_settings() -> None:
@@ -69,5 +57,7 @@ def test_generated_configs_use_the_nested_keys(tmp_path: Path) -> None:
 def test_a_loop_key_outside_loop_is_an_unknown_key() -> None:
     with pytest.raises(ConfigError, match=r"^off_policy\.eval_interval: unknown key"):
         apply_overrides(ExperimentConfig(), ["off_policy.eval_interval=3"])
+    with pytest.raises(ConfigError, match=r"^runner\.max_iterations: unknown key"):
+        apply_overrides(ExperimentConfig(), ["runner.max_iterations=5"])
     with pytest.raises(ConfigError, match=r"^runner\.loop\.max_iterations: expected int"):
         apply_overrides(ExperimentConfig(), ["runner.loop.max_iterations=fast"])
