@@ -146,7 +146,7 @@ def adapt_learning_rate(lr: Any, kl: Any, cfg: PPOConfig) -> Any:
     within [min_learning_rate, max_learning_rate].
 
     On floats (the eager update reads the KL on the host), or on device tensors (a captured update adapts the rate
-    per minibatch inside the graph, without reading the KL): the same rule, the same numbers.
+    per minibatch inside the graph, without reading the KL): one rule, on a float rate or on a device tensor.
     """
     scaled = _where(kl > 2.0 * cfg.desired_kl, lr / 1.5, _where(kl < 0.5 * cfg.desired_kl, lr * 1.5, lr))
     low, high = cfg.min_learning_rate, cfg.max_learning_rate
