@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.storage.replay import ReplayBuffer, SymmetricSampler, Transitions, select_transitions
 
 STOP = "stop"
@@ -63,7 +64,7 @@ class LearnerStats:
 
 
 def _learner(
-    make_algorithm: Callable[[], Any],
+    make_algorithm: Callable[[], OffPolicyAlgorithm],
     dims: tuple[int, int, int],
     cfg: LearnerConfig,
     channels: tuple[Any, ...],
@@ -121,7 +122,7 @@ class ActorLearner:
 
     def __init__(
         self,
-        make_algorithm: Callable[[], Any],
+        make_algorithm: Callable[[], OffPolicyAlgorithm],
         dims: tuple[int, int, int],
         cfg: LearnerConfig,
         prior: Transitions | None = None,
