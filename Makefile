@@ -149,7 +149,7 @@ demo: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 # pytest exits 5 when it collects nothing: that is a failure here, never a silent pass.
 # TEST_WORKERS pytest-xdist processes (one thread each, tests/conftest.py), work-stealing so that the few long
 # training tests do not end up queued behind each other; the 20 slowest tests are listed at the end.
-# Lint (ruff), format check and type check (mypy on the whole package, less pyproject's ignore list) come first,
+# Lint (ruff), format check and type check (mypy on the whole package, no module exempted) come first,
 # then the tests.
 TEST_WORKERS ?= 2
 LINTED := robo_rl tests bench docs/package_map.py docs/readme_lists.py
