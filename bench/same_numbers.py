@@ -28,10 +28,11 @@ RESULTS = ROOT / "bench" / "results" / "same_numbers.json"
 PRESETS = ("pendulum_ppo", "quadrotor_hover_ppo", "rc_car_race_ppo", "pendulum_sac", "quadrotor_hover_sac")
 """PPO on three tasks (the task variants of hover and the race included), SAC on two."""
 NO_EVALUATION = {
-    "ppo": ["runner.loop.eval_interval=0"],
-    "sac": ["off_policy.loop.eval_interval=0", "off_policy.learning_starts=200"],
+    "on_policy": ["runner.loop.eval_interval=0"],
+    "off_policy": ["off_policy.loop.eval_interval=0", "off_policy.learning_starts=200"],
 }
-"""Evaluations off (the loop settings' keys, which both sides read); SAC updates after 200 steps."""
+"""Evaluations off (the loop settings' keys, which both sides read), by the preset's training loop; off-policy
+algorithms update after 200 steps."""
 TIMING = ("time", "fps", "per_s", "seconds", "wall")
 
 
@@ -39,12 +40,20 @@ def train(tree: Path, pythonpath: Path | None, preset: str, iterations: int, roo
     """The metrics rows of one short training of `preset` on `tree`."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(pythonpath) if pythonpath is not None else str(ROOT)
-    overrides = [arg for o in NO_EVALUATION[preset.rsplit("_", 1)[1]] for arg in ("--set", o)]
+    overrides = [arg for o in NO_EVALUATION[loop_of(preset)] for arg in ("--set", o)]
     command = [sys.executable, "-m", "robo_rl.cli.main", "train", preset, "--seed", "0", "--threads", "1"]
     command += ["--max-iterations", str(iterations), "--runs-root", str(root), *overrides]
     subprocess.run(command, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
     (metrics,) = root.glob("*/*/metrics.jsonl")
     return [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+
+
+def loop_of(preset: str) -> str:
+    """The training loop (on_policy, off_policy) of `preset`'s algorithm, read from the working tree."""
+    from robo_rl.algorithms.registry import algorithm
+    from robo_rl.sim.presets import all_presets
+
+    return algorithm(all_presets()[preset]().algo).loop
 
 
 def numbers(row: dict[str, Any]) -> dict[str, Any]:

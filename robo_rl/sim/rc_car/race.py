@@ -17,10 +17,6 @@ import torch
 import robo_rl.sim.rc_car.race_physics as physics
 from robo_rl.actuator import DriveActuator
 from robo_rl.envs import (
-    INFO_FINAL_OBS,
-    INFO_FINAL_PRIVILEGED_OBS,
-    INFO_PRIVILEGED_OBS,
-    INFO_SUCCESS,
     SpaceSpec,
     StepResult,
 )
@@ -247,17 +243,8 @@ class RCCarRace(BatchedTask):
             self.episode_end_hook()
         obs = self._auto_reset(terminated | truncated, final_obs, *draws)
         self.privileged_obs = self._episode.T.contiguous()
-        info = {
-            INFO_FINAL_OBS: final_obs.T.contiguous(),
-            INFO_PRIVILEGED_OBS: self.privileged_obs,
-            INFO_FINAL_PRIVILEGED_OBS: final_privileged,
-            INFO_SUCCESS: success,
-            INFO_LAP_TIME: lap_time,
-            INFO_LAPS: laps,
-            INFO_OFF_TRACK: off_track,
-            INFO_STALLED: stalled,
-            INFO_PROGRESS: progress,
-        }
+        outcome = physics.StepOutcome(success, lap_time, laps, off_track, stalled, progress)
+        info = physics.step_info(final_obs, self.privileged_obs, final_privileged, outcome)
         return obs.T.contiguous(), reward, terminated, truncated, info
 
     @property

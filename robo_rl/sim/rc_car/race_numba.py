@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS, StepResult
+from robo_rl.envs import StepResult
 from robo_rl.sim.numba_dispatch import KernelRun
 from robo_rl.sim.rc_car.dynamics import CarModel
 from robo_rl.sim.rc_car.fused import constants, step
 from robo_rl.sim.rc_car.params import CarParams
 from robo_rl.sim.rc_car.race_config import (
-    INFO_LAP_TIME,
-    INFO_LAPS,
-    INFO_OFF_TRACK,
-    INFO_PROGRESS,
-    INFO_STALLED,
     RaceConfig,
 )
-from robo_rl.sim.rc_car.race_physics import RaceTensors
+from robo_rl.sim.rc_car.race_physics import RaceTensors, StepOutcome, step_info
 from robo_rl.sim.rc_car.track import Track, TrackProjection
 
 
@@ -75,16 +70,7 @@ class RaceKernel:
         )  # fmt: skip
         s, offset, heading, half_width = rows.unbind(0)
         terminated, truncated, off_track, stalled, success = flags
-        info = {
-            INFO_FINAL_OBS: final_obs.T.contiguous(),
-            INFO_PRIVILEGED_OBS: privileged_obs,
-            INFO_FINAL_PRIVILEGED_OBS: privileged_obs.clone(),
-            INFO_SUCCESS: success,
-            INFO_LAP_TIME: lap_time,
-            INFO_LAPS: laps,
-            INFO_OFF_TRACK: off_track,
-            INFO_STALLED: stalled,
-            INFO_PROGRESS: progress,
-        }
+        reported = StepOutcome(success, lap_time, laps, off_track, stalled, progress)
+        info = step_info(final_obs, privileged_obs, privileged_obs.clone(), reported)
         result = (obs.T.contiguous(), reward, terminated, truncated, info)
         return result, TrackProjection(s, offset, heading, half_width, segment)

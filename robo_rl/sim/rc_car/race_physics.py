@@ -8,8 +8,16 @@ from typing import NamedTuple
 
 import torch
 
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, INFO_SUCCESS
 from robo_rl.sim.rc_car.dynamics import STATE_DIM, VX, YAW, wrap_angle
-from robo_rl.sim.rc_car.race_config import RaceConfig
+from robo_rl.sim.rc_car.race_config import (
+    INFO_LAP_TIME,
+    INFO_LAPS,
+    INFO_OFF_TRACK,
+    INFO_PROGRESS,
+    INFO_STALLED,
+    RaceConfig,
+)
 from robo_rl.sim.rc_car.track import Track, TrackProjection
 
 RESET_DRAWS = 4
@@ -89,3 +97,32 @@ def initial_state(config: RaceConfig, track: Track, uniform: torch.Tensor) -> tu
     vx = uniform[3] * c.init_speed
     zero = torch.zeros_like(vx)
     return torch.stack((x, y, yaw, vx, zero, zero, zero)), track.locate(s)[0]
+
+
+class StepOutcome(NamedTuple):
+    """What a step reports per env beside the observation, reward and episode ends (`step_info`'s input)."""
+
+    success: torch.Tensor
+    lap_time: torch.Tensor
+    laps: torch.Tensor
+    off_track: torch.Tensor
+    stalled: torch.Tensor
+    progress: torch.Tensor
+
+
+def step_info(
+    final_obs: torch.Tensor, privileged: torch.Tensor, final_privileged: torch.Tensor, outcome: StepOutcome
+) -> dict[str, torch.Tensor]:
+    """A step's info dict, the same from the torch and the numba step: `final_obs` `(obs_dim, N)` as the kernels
+    hold it (returned `(N, obs_dim)`), the episode parameters after and before the auto-reset, and the outcome."""
+    return {
+        INFO_FINAL_OBS: final_obs.T.contiguous(),
+        INFO_PRIVILEGED_OBS: privileged,
+        INFO_FINAL_PRIVILEGED_OBS: final_privileged,
+        INFO_SUCCESS: outcome.success,
+        INFO_LAP_TIME: outcome.lap_time,
+        INFO_LAPS: outcome.laps,
+        INFO_OFF_TRACK: outcome.off_track,
+        INFO_STALLED: outcome.stalled,
+        INFO_PROGRESS: outcome.progress,
+    }
