@@ -152,7 +152,7 @@ demo: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 # Lint (ruff), format check and type check (mypy on the whole package, no module exempted) come first,
 # then the tests.
 TEST_WORKERS ?= 2
-LINTED := robo_rl tests bench docs/package_map.py docs/readme_lists.py
+LINTED := robo_rl tests bench docs/package_map.py docs/readme_lists.py docs/algorithm_sections.py
 test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2
@@ -183,10 +183,13 @@ CLAIMS_ARGS ?=
 claims: $(STAMP) $(NUMBA_STAMP)
 	cd bench && ../$(PY) claims.py $(CLAIMS_ARGS)
 
-# The generated files: the presets' YAML (robo_rl/configs), README's task table and preset list, the package map in
-# docs/ARCHITECTURE.md. `make test` checks each is current; run this after adding a task, a preset or an import.
-# With the core install (tests/test_new_task_guide.py runs these lines with MuJoCo, PyBullet and ONNX hidden).
+# The generated files: the algorithms' names and config sections (robo_rl/algorithms/registered.py, a block of
+# robo_rl/experiment.py), the presets' YAML (robo_rl/configs), README's task table, preset list and --algo list, the
+# package map in docs/ARCHITECTURE.md. `make test` checks each is current; run this after adding a task, a preset,
+# an algorithm or an import. With the core install (tests/test_new_task_guide.py and
+# tests/test_new_algorithm_guide.py run these lines with MuJoCo, PyBullet and ONNX hidden).
 docs: $(CORE_STAMP)
+	$(PY) docs/algorithm_sections.py
 	$(PY) -m robo_rl.api.configs --write
 	$(PY) docs/readme_lists.py
 	$(PY) docs/package_map.py

@@ -1,17 +1,20 @@
-"""README's task table and preset list, generated from the registries.
+"""README's task table, preset list and `--algo` list, generated from the registries.
 
-    python docs/readme_lists.py          # rewrite both between their markers in README.md
+    python docs/readme_lists.py          # rewrite them in README.md
     python docs/readme_lists.py --check  # exit 1 when README.md's lists are not what the registries say
 
 The table: every registered task (`robo_rl.sim.register`: its name, backend and description), tasks with the same
 backend and description on one row. The list: every preset (the task folders' `PRESETS`, `robo_rl.sim.presets`).
-Neither imports a simulator, so both are written with the core install.
+Both go between their markers. The `--algo` list: `[--algo a|b|...]` of the command line, the registered algorithms
+(`robo_rl.algorithms.registry`) in registration order. None imports a simulator, so all are written with the core
+install.
 `make docs` runs this with the preset files' and the package map's generators.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -19,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 TASKS = ("<!-- tasks:begin (docs/readme_lists.py writes this) -->", "<!-- tasks:end -->")
 PRESETS = ("<!-- presets:begin (docs/readme_lists.py writes this) -->", "<!-- presets:end -->")
+ALGO_CHOICES = re.compile(r"\[--algo [\w|]+\]")
+"""The `--algo` choices of README's `robo-rl train` line."""
 
 
 def task_table() -> str:
@@ -57,8 +62,17 @@ def rewrite(text: str, markers: tuple[str, str], body: str) -> str:
     return text[:start] + "\n" + body + "\n" + text[end:]
 
 
+def algo_choices(text: str) -> str:
+    """`text` with its `[--algo ...]` listing the registered algorithms; ValueError where it has none."""
+    from robo_rl.algorithms.registry import names
+
+    if not ALGO_CHOICES.search(text):
+        raise ValueError("README.md has no `[--algo a|b|...]` to write the registered algorithms into")
+    return ALGO_CHOICES.sub(f"[--algo {'|'.join(names())}]", text, count=1)
+
+
 def fresh(text: str) -> str:
-    return rewrite(rewrite(text, TASKS, task_table()), PRESETS, preset_list())
+    return algo_choices(rewrite(rewrite(text, TASKS, task_table()), PRESETS, preset_list()))
 
 
 def main() -> int:
@@ -70,12 +84,13 @@ def main() -> int:
     if args.check:
         if new != text:
             print(
-                "README.md's task table or preset list is out of date: run python docs/readme_lists.py", file=sys.stderr
+                "README.md's task table, preset list or --algo list is out of date: run python docs/readme_lists.py",
+                file=sys.stderr,
             )
             return 1
         return 0
     README.write_text(new, encoding="utf-8")
-    print(f"wrote the task table and the preset list into {README}")
+    print(f"wrote the task table, the preset list and the --algo list into {README}")
     return 0
 
 

@@ -11,13 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from robo_rl.algorithms.dsrl import DSRLConfig
-from robo_rl.algorithms.fql import FQLConfig
-from robo_rl.algorithms.ppo import PPOConfig
-from robo_rl.algorithms.registry import AlgorithmName, algorithm
-from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
-from robo_rl.algorithms.sac import SACConfig
-from robo_rl.algorithms.td3 import TD3Config
+from robo_rl.algorithms import registered
+from robo_rl.algorithms.registered import AlgorithmName
+from robo_rl.algorithms.registry import algorithm
 from robo_rl.chunks.spec import check_horizon
 from robo_rl.config import OpenConfig, deep_update, differences, merge, plain_fields, to_dict
 from robo_rl.hil.config import HilConfig
@@ -27,7 +23,7 @@ from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerCo
 from robo_rl.runners.on_policy import RunnerConfig
 
 Algorithm = AlgorithmName
-"""A registered algorithm name (`robo_rl.algorithms.registry.AlgorithmName`)."""
+"""A registered algorithm name (`robo_rl.algorithms.registered.AlgorithmName`)."""
 
 
 MAX_NUM_ENVS = 2**20
@@ -107,19 +103,20 @@ class ExperimentConfig:
     seed: int = 0
     """Seeds network initialization, action sampling and the env stream."""
     algo: Algorithm = "ppo"
-    """Which algorithm trains (`robo_rl.algorithms.registry`): ppo (uses policy, ppo, runner), reinflow (a flow
-    policy cloned from demonstrations, fine-tuned by PPO: reinflow, ppo, runner), or sac / td3 / fql (flow
-    Q-learning: a flow policy from demonstrations, fine-tuned by Q) / dsrl (SAC steering the noise of a frozen flow
-    policy) with their section and off_policy."""
+    """Which algorithm trains (`robo_rl.algorithms.registry`; `robo-rl train --help` lists them). It reads the
+    section of its name below and its loop's section: `runner` (on-policy, e.g. ppo, which also reads `policy`) or
+    `off_policy` (e.g. sac); reinflow, PPO fine-tuning a flow policy, reads `reinflow` and `ppo`."""
     task: TaskConfig = field(default_factory=TaskConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
-    ppo: PPOConfig = field(default_factory=PPOConfig)
+    # algorithm-sections:begin (written from robo_rl/algorithms/registry.py by `make docs`; do not edit)
+    ppo: registered.PPOConfig = field(default_factory=registered.PPOConfig)
+    sac: registered.SACConfig = field(default_factory=registered.SACConfig)
+    td3: registered.TD3Config = field(default_factory=registered.TD3Config)
+    fql: registered.FQLConfig = field(default_factory=registered.FQLConfig)
+    dsrl: registered.DSRLConfig = field(default_factory=registered.DSRLConfig)
+    reinflow: registered.ReinFlowTrainConfig = field(default_factory=registered.ReinFlowTrainConfig)
+    # algorithm-sections:end
     runner: RunnerConfig = field(default_factory=RunnerConfig)
-    sac: SACConfig = field(default_factory=SACConfig)
-    td3: TD3Config = field(default_factory=TD3Config)
-    fql: FQLConfig = field(default_factory=FQLConfig)
-    dsrl: DSRLConfig = field(default_factory=DSRLConfig)
-    reinflow: ReinFlowTrainConfig = field(default_factory=ReinFlowTrainConfig)
     off_policy: OffPolicyRunnerConfig = field(default_factory=OffPolicyRunnerConfig)
     hil: HilConfig = field(default_factory=HilConfig)
     """Human-in-the-loop: who may take over the training envs (off-policy algorithms)."""

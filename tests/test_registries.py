@@ -17,6 +17,7 @@ import pytest
 
 import robo_rl.sim
 from robo_rl.algorithms import registry as algorithms
+from robo_rl.algorithms.registered import AlgorithmName
 from robo_rl.api.configs import preset_names
 from robo_rl.config import ConfigError, from_dict
 from robo_rl.experiment import ExperimentConfig
@@ -29,7 +30,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def _readme_choices(option: str) -> set[str]:
-    match = re.search(rf"{option} ([a-z0-9|-]+)", README)
+    match = re.search(rf"{option} ([a-z0-9_|-]+)", README)
     assert match, f"README has no `{option} a|b|...` line"
     return set(match.group(1).split("|"))
 
@@ -50,7 +51,19 @@ def test_algo_outside_the_registry_is_a_config_error_naming_the_registered() -> 
 
 
 def test_the_algorithm_names_are_the_registered_ones() -> None:
-    assert set(typing.get_args(algorithms.AlgorithmName)) == set(algorithms.names())
+    assert typing.get_args(AlgorithmName) == algorithms.names()
+
+
+def test_the_algorithm_types_are_written_from_the_registry() -> None:
+    """`AlgorithmName` (robo_rl/algorithms/registered.py) and `ExperimentConfig`'s algorithm sections are written by
+    docs/algorithm_sections.py from the registry (run in a process of its own, where no test has registered one)."""
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "algorithm_sections.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stderr
 
 
 def test_an_algorithm_registers_once_with_its_builders() -> None:
@@ -65,6 +78,9 @@ def test_an_algorithm_registers_once_with_its_builders() -> None:
         algorithms.register(dataclasses.replace(sac, name="sac2", build_policy=ppo.build_policy))
     with pytest.raises(ValueError, match="'module:function' hook"):
         algorithms.register(dataclasses.replace(ppo, name="ppo2", prepare="robo_rl.hil.reinflow_clone.clone_flow"))
+    for name in ("sac-2", "class"):
+        with pytest.raises(ValueError, match="a name is an identifier"):
+            algorithms.register(dataclasses.replace(sac, name=name))  # type: ignore[arg-type]
     assert ppo.loop_section == "runner" and sac.loop_section == "off_policy"
     assert "ppo2" not in algorithms.names() and "sac2" not in algorithms.names()
 

@@ -5,15 +5,18 @@ Each entry names its training loop (on-policy: the PPO runner; off-policy: the r
 that it names no algorithm: off-policy, `build` makes the algorithm; on-policy, `build_policy` makes the policy,
 `prepare` (optional) readies it before training (e.g. ReinFlow's cloning on demonstrations) and `build` makes its
 update (PPO). CLI choices, help text, config validation and the README command line read this registry too.
-Adding an algorithm: its module in `robo_rl/algorithms/`, one `register(...)` line below, and its config section
-on `ExperimentConfig` (a test checks that every registered algorithm has one); docs/ARCHITECTURE.md has the steps.
+Adding an algorithm: its module in `robo_rl/algorithms/`, one `register(...)` line below, then `make docs`, which
+writes what the registry implies for the type checker (`docs/algorithm_sections.py`: the `AlgorithmName` Literal in
+`robo_rl/algorithms/registered.py` and the algorithm's config section on `ExperimentConfig`) and the README's
+`--algo` list; docs/ARCHITECTURE.md has the steps.
 """
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from robo_rl.algorithms import ppo, reinflow
 from robo_rl.algorithms.drq import sac
@@ -24,17 +27,17 @@ from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
 
-Loop = Literal["on_policy", "off_policy"]
+if TYPE_CHECKING:
+    from robo_rl.algorithms.registered import AlgorithmName
 
-AlgorithmName = Literal["ppo", "sac", "td3", "fql", "dsrl", "reinflow"]
-"""The names `register` accepts: `--algo` and a config's `algo` are typed by it (a config file naming another is a
-ConfigError listing these). A new algorithm adds its name here beside its `register` line below."""
+Loop = Literal["on_policy", "off_policy"]
 
 
 @dataclass(frozen=True)
 class AlgorithmEntry:
     name: AlgorithmName
-    """`--algo` value and the name of its config section."""
+    """`--algo` value and the name of its config section (an identifier). `AlgorithmName`, the Literal of the
+    registered names, is written from this registry by `make docs`."""
     loop: Loop
     """Which runner trains it: on_policy (rollouts, section `runner`) or off_policy (replay, section `off_policy`)."""
     config: type
@@ -82,8 +85,8 @@ def register(entry: AlgorithmEntry) -> None:
         raise ValueError(f"algorithm {entry.name!r}: on-policy algorithms, and only they, need a policy builder")
     if entry.prepare is not None and (entry.loop != "on_policy" or entry.prepare.count(":") != 1):
         raise ValueError(f"algorithm {entry.name!r}: prepare is an on-policy algorithm's 'module:function' hook")
-    if entry.name not in get_args(AlgorithmName):
-        raise ValueError(f"algorithm {entry.name!r} is not an AlgorithmName; add its name there")
+    if not entry.name.isidentifier() or keyword.iskeyword(entry.name):
+        raise ValueError(f"algorithm {entry.name!r}: a name is an identifier (it names its ExperimentConfig section)")
     _ALGORITHMS[entry.name] = entry
 
 
