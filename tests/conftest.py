@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 # Headless MuJoCo rendering: must be set before mujoco is imported (robo_rl.sim imports it).
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -61,6 +63,17 @@ class PendulumWithAngle(Pendulum):
 def pendulum_with_angle() -> type[Pendulum]:
     """A Pendulum whose critic-only (privileged) observation is the true `[theta, theta_dot]`."""
     return PendulumWithAngle
+
+
+@pytest.fixture(scope="session")
+def project_copy() -> ModuleType:
+    """tests/project_copy.py: a copy of the project to follow a guide in (pytest's importlib mode puts no test folder
+    on sys.path, so it is loaded by its path)."""
+    spec = importlib.util.spec_from_file_location("project_copy", Path(__file__).with_name("project_copy.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

@@ -6,18 +6,14 @@ the existing ones. The repository itself is left untouched."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "throwaway_walk"
-HIDDEN = ("mujoco", "pybullet", "pybullet_data", "onnx", "onnxruntime", "onnxscript", "gymnasium", "numba", "imageio")
-"""What the core install (`pip install -e .[train]`, the Makefile's CORE_STAMP) does not have."""
 
 TASK = '''"""The `throwaway_walk` task: a point on a line, moved by its velocity command, brought to the origin."""
 
@@ -122,57 +118,8 @@ def test_its_preset_file_is_its_preset() -> None:
 
 REGISTRATION = f'register("{NAME}", "robo_rl.sim.{NAME}:ThrowawayWalk", about="the guide test\'s throwaway task")\n'
 
-HIDE = """import importlib.abc, os, sys
-_HIDDEN = set(os.environ["ROBO_RL_HIDE"].split(","))
-class _Hide(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] in _HIDDEN:
-            raise ModuleNotFoundError(f"No module named {name!r} (hidden: not in the core install)", name=name)
-sys.meta_path.insert(0, _Hide())
-"""
-"""A sitecustomize that makes the packages the core install lacks fail to import."""
-
 GENERATED = {"README.md", "docs/ARCHITECTURE.md", f"robo_rl/configs/{NAME}_ppo.yaml"}
 WRITTEN = {f"robo_rl/sim/{NAME}/__init__.py", f"robo_rl/sim/{NAME}/presets.py", f"tests/sim/test_{NAME}.py"}
-
-
-def _copy_project(to: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".*", "runs", "results")
-    for folder in ("robo_rl", "docs", "bench"):
-        shutil.copytree(ROOT / folder, to / folder, ignore=ignore)
-    for file in ("README.md", "pyproject.toml", "Makefile"):
-        shutil.copy2(ROOT / file, to / file)
-    tests = ["conftest.py", "test_registries.py", "test_layout_docs.py", "test_import_layers.py"]
-    for file in [*tests, "robo_rl/storage/test_env_state.py"]:
-        (to / "tests" / file).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / "tests" / file, to / "tests" / file)
-
-
-def _files(tree: Path) -> dict[str, bytes]:
-    return {
-        path.relative_to(tree).as_posix(): path.read_bytes()
-        for path in tree.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts and ".pytest_cache" not in path.parts
-    }
-
-
-def _run(copy: Path, args: list[str], hide: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    paths = [str(copy), os.environ.get("PYTHONPATH", "")]
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    if hide:
-        (copy.parent / "hide").mkdir(exist_ok=True)
-        (copy.parent / "hide" / "sitecustomize.py").write_text(HIDE)
-        paths.insert(0, str(copy.parent / "hide"))
-        env["ROBO_RL_HIDE"] = ",".join(hide)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-    return subprocess.run(args, cwd=copy, env=env, capture_output=True, text=True, check=False)
-
-
-def _docs_commands(makefile: str) -> list[list[str]]:
-    """The recipe of the Makefile's `docs` target, `$(PY)` as this Python."""
-    recipe = re.search(r"^docs:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
-    assert recipe is not None, "the Makefile has no docs target"
-    return [shlex.split(line.strip().replace("$(PY)", sys.executable)) for line in recipe.group(1).splitlines()]
 
 
 def _code_runs(text: str, length: int = 6) -> set[tuple[str, ...]]:
@@ -191,10 +138,12 @@ def test_the_core_install_has_what_make_docs_needs() -> None:
     assert core is not None and '-e ".[train]"' in core.group(1)
 
 
-def test_a_new_task_following_the_guide_needs_nothing_else(tmp_path: Path) -> None:
+def test_a_new_task_following_the_guide_needs_nothing_else(tmp_path: Path, project_copy: ModuleType) -> None:
+    project = project_copy
     copy = tmp_path / "project"
-    _copy_project(copy)
-    before = _files(copy)
+    tests = ["conftest.py", "test_registries.py", "test_layout_docs.py", "test_import_layers.py"]
+    project.copy_project(copy, [*tests, "robo_rl/storage/test_env_state.py"])
+    before = project.files(copy)
     (copy / "robo_rl" / "sim" / NAME).mkdir()
     (copy / "robo_rl" / "sim" / NAME / "__init__.py").write_text(TASK)
     (copy / "robo_rl" / "sim" / NAME / "presets.py").write_text(PRESETS)
@@ -204,14 +153,14 @@ def test_a_new_task_following_the_guide_needs_nothing_else(tmp_path: Path) -> No
     source = registry.read_text()
     registry.write_text(source.replace("\n__all__ = [", f"\n{REGISTRATION}\n__all__ = [", 1))
 
-    for command in _docs_commands((copy / "Makefile").read_text()):
-        done = _run(copy, command, hide=HIDDEN)
+    for command in project.docs_commands((copy / "Makefile").read_text()):
+        done = project.run(copy, command, hide=project.HIDDEN)
         assert done.returncode == 0, f"{shlex.join(command)} with the core install:\n{done.stdout}{done.stderr}"
         if "robo_rl.api.configs" in command:
             assert "robo_rl.sim.mujoco.presets needs mujoco" in done.stdout
 
-    after = _files(copy)
-    changed = {name for name in after if before.get(name) != after[name]} | (before.keys() - after.keys())
+    after = project.files(copy)
+    changed = project.changed(before, after)
     assert changed - GENERATED - WRITTEN == {"robo_rl/sim/__init__.py"}, "the guide's files are not all it takes"
     assert f"`{NAME}`" in after["README.md"].decode() and f"`{NAME}_ppo`" in after["README.md"].decode()
 
@@ -221,7 +170,7 @@ def test_a_new_task_following_the_guide_needs_nothing_else(tmp_path: Path) -> No
         [sys.executable, "docs/package_map.py", "--check"],
     ]
     for command in checks:
-        done = _run(copy, command)
+        done = project.run(copy, command)
         assert done.returncode == 0, f"{shlex.join(command)}:\n{done.stdout}{done.stderr}"
     tests = [
         f"tests/sim/test_{NAME}.py",
@@ -231,9 +180,9 @@ def test_a_new_task_following_the_guide_needs_nothing_else(tmp_path: Path) -> No
         "tests/robo_rl/storage/test_env_state.py",
     ]
     pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    done = _run(copy, [*pytest, *tests])
+    done = project.run(copy, [*pytest, *tests])
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    core = _run(copy, [*pytest, "tests/test_registries.py"], HIDDEN)
+    core = project.run(copy, [*pytest, "tests/test_registries.py"], project.HIDDEN)
     assert core.returncode == 0, "tests/test_registries.py with the core install:\n" + core.stdout[-4000:]
 
 
