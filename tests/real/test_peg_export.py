@@ -3,8 +3,8 @@ corrections) exported by `robo-rl export RUN` to ONNX that the arm_peg profile's
 `robo-rl export RUN --target c` to C99 that, compiled with the host's gcc, computes what onnxruntime computes.
 
 The SAC actor's last layer computes the action mean and log-std together and its deterministic export slices out
-the mean; the firmware exporter folds that Slice into the layer (robo_rl.firmware_export.onnx_ops), so C fits: 11 → 128 →
-128 → 4 ReLU MLP, about 75 kB of flash on a Cortex-M4.
+the mean; the firmware exporter folds that Slice into the layer (robo_rl.firmware_export.onnx_ops), so C fits:
+11 → 128 → 128 → 4 ReLU MLP, about 75 kB of flash on a Cortex-M4.
 """
 
 from __future__ import annotations
