@@ -15,6 +15,7 @@ from robo_rl.config import ConfigError, to_dict
 from robo_rl.envs import BatchedEnv, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import TeleopDevice
+from robo_rl.hil.simulated import SimulatedHumanConfig
 from robo_rl.task_record import TaskRecord
 
 
@@ -31,12 +32,15 @@ def robot_env_factory(
     classifier: str | None = None,
     link: str = "ros",
     operator: str = "none",
+    human: SimulatedHumanConfig | None = None,
 ) -> EnvFactory:
     """Builds the robot itself as the training env (`robo-rl train --robot PROFILE`): a RobotEnv with the profile
     kind's reward, on the profile's topics through rclpy (`link="ros"`) or on the profile's task simulator in
     simulated time (`link="sim"`, robo_rl.sim.robot_link; `operator="simulated"` adds
     robo_rl.robot.operator.SimulatedOperator, `"resets"` one that only answers reset prompts, `"demonstrator"` one
-    driving all the time). One env; the task name must be the profile's task."""
+    driving all the time; on the peg arm, `"simulated"` is the peg benchmark's operator,
+    robo_rl.hil.peg_operator, with `human`'s reaction, budget and delay). One env; the task name must be the
+    profile's task."""
     from robo_rl.real.profile import load_profile
 
     profile = load_profile(profile_name)
@@ -51,7 +55,6 @@ def robot_env_factory(
         params: Sequence[str] = (),
         config: Any = None,
     ) -> BatchedEnv:
-        del params, config  # the world decides
         if name != profile.task:
             raise ConfigError(
                 f"--robot {profile_name}: the profile runs task {profile.task!r}, the config trains {name!r}"
@@ -77,7 +80,12 @@ def robot_env_factory(
                 "resets": OperatorConfig(corrects=False),
                 "demonstrator": OperatorConfig(always=True),
             }.get(operator)
-            sim = SimLink(profile, seed=seed or 0, operator=None if person is None else SimulatedOperator(person))
+            # the simulated world is the config's task (e.g. the peg presets' 0.5 mm hole estimate)
+            sim = SimLink(
+                profile, params, seed or 0, None if person is None else SimulatedOperator(person), config=config
+            )
+            if profile.task == PEG_TASK and operator in ("simulated", "resets"):
+                sim.operator = peg_operator(sim, profile, operator == "simulated", human, seed or 0)
             return RobotEnv(profile, sim, reward_for(profile), clock=sim.clock, say=sim.say, success=success)
         try:
             from robo_rl.robot.link import RosLink
@@ -85,9 +93,23 @@ def robot_env_factory(
             ros = RosLink(profile, namespace, command_type=command_type)
         except ModuleNotFoundError as err:
             raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
+        del params, config  # the world decides
         return RobotEnv(profile, ros, reward_for(profile), success=success)
 
     return make
+
+
+PEG_TASK = "mujoco/peg_insert"
+
+
+def peg_operator(sim: Any, profile: Any, corrects: bool, human: SimulatedHumanConfig | None, seed: int) -> Any:
+    """The peg benchmark's operator on a SimLink of the peg arm: it sees the simulator's true hole."""
+    from robo_rl.hil.peg_operator import PegFieldOperator, PegOperatorConfig
+    from robo_rl.sim.mujoco.presets import PEG_OPERATOR
+
+    config = PegOperatorConfig(human=human or PEG_OPERATOR, corrects=corrects)
+    low, high = [a.low for a in profile.actions], [a.high for a in profile.actions]
+    return PegFieldOperator(lambda: sim.env.hole_pose()[0].tolist(), low, high, config, seed)
 
 
 def task_record(cfg: ExperimentConfig, env: BatchedEnv) -> TaskRecord:

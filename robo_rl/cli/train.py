@@ -123,8 +123,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--operator",
         choices=("none", "simulated", "resets"),
         default="none",
-        help="with --robot-link sim: `simulated` plays the operator (takes over near the border, answers reset "
-        "prompts; robo_rl.robot.operator); `resets` only answers reset prompts (no corrections)",
+        help="with --robot-link sim: `simulated` plays the operator (the car: takes over near the border, "
+        "robo_rl.robot.operator; the peg arm: the peg benchmark's operator with hil.human's reaction, budget and "
+        "delay_steps, robo_rl.hil.peg_operator) and answers reset prompts; `resets` only answers reset "
+        "prompts (no corrections)",
     )
     p.add_argument(
         "--success-classifier",
@@ -269,7 +271,12 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
         )
     classifier = None if args.success_classifier is None else str(args.success_classifier)
     factory = robot_env_factory(
-        args.robot, args.robot_namespace, classifier=classifier, link=args.robot_link, operator=args.operator
+        args.robot,
+        args.robot_namespace,
+        classifier=classifier,
+        link=args.robot_link,
+        operator=args.operator,
+        human=cfg.hil.human,
     )
     with prior_buffer_errors(cfg):
         runner = build_runner(cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer)

@@ -10,6 +10,7 @@ whole run (a tired human): at the cap it lets go everywhere, until the share fal
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,10 +53,15 @@ class SimulatedHumanConfig:
     the expert's `recovered` or the episode's end), as a person who takes over for a whole manoeuvre does. Then the
     share may pass the budget by the takeovers under way. For tasks whose rescue is long (peg insertion: a search
     of tens of steps), where a human who lets go mid-way rescues nothing."""
+    delay_steps: int = 0
+    """Steps between the observation the human judges and acts on and the step that executes what it decided:
+    0 in a simulator, where the device is polled with the observation the policy acts on; 1 on the ROS path, where
+    the operator's message on a new observation reaches the trainer after it has already stepped (the trainer
+    executes the operator's decision and action of the previous observation)."""
 
     def __post_init__(self) -> None:
-        if self.reaction_steps < 0 or self.min_takeover_steps < 0:
-            raise ValueError("reaction_steps and min_takeover_steps must be >= 0")
+        if self.reaction_steps < 0 or self.min_takeover_steps < 0 or self.delay_steps < 0:
+            raise ValueError("reaction_steps, min_takeover_steps and delay_steps must be >= 0")
         if self.action_noise < 0 or not 0.0 <= self.budget <= 1.0:
             raise ValueError("action_noise must be >= 0 and budget in [0, 1]")
 
@@ -81,6 +87,8 @@ class SimulatedHuman:
         self.generator = torch.Generator(device=device).manual_seed(seed)
         self.steps = 0
         self.human_steps = 0
+        self._late: deque[TeleopCommand] = deque()
+        """Decisions not yet executed (`delay_steps`), oldest first."""
 
     @property
     def used_budget(self) -> float:
@@ -102,7 +110,16 @@ class SimulatedHuman:
         self.controlled_for = torch.where(self.controlling, self.controlled_for + 1, zeros)
         self.steps += obs.shape[0]
         self.human_steps += int(self.controlling.sum())
-        return TeleopCommand(self._noisy(self.expert.action()), self.controlling.clone())
+        return self._delayed(TeleopCommand(self._noisy(self.expert.action()), self.controlling.clone()))
+
+    def _delayed(self, command: TeleopCommand) -> TeleopCommand:
+        """`command` after `delay_steps` polls (inactive before the first one arrives)."""
+        if self.config.delay_steps == 0:
+            return command
+        self._late.append(command)
+        if len(self._late) > self.config.delay_steps:
+            return self._late.popleft()
+        return TeleopCommand(torch.zeros_like(command.action), torch.zeros_like(command.active))
 
     def episode_reset(self, done: torch.Tensor) -> None:
         """Envs `done` start new episodes: the human lets go there (and tells an expert that keeps episode state)."""
@@ -110,6 +127,8 @@ class SimulatedHuman:
         if new_episodes is not None:
             new_episodes(done)
         self.controlling &= ~done
+        for late in self._late:  # a decision about the ended episode is not executed in the next one
+            late.active[done] = False
         self.unsafe_for = torch.where(done, torch.zeros_like(self.unsafe_for), self.unsafe_for)
         self.controlled_for = torch.where(done, torch.zeros_like(self.controlled_for), self.controlled_for)
 

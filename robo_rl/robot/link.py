@@ -64,6 +64,11 @@ class RobotLink(Protocol):
         """The operator's action in policy units while fresh (staleness timeout), else None."""
         ...
 
+    def answer(self, deadline: float) -> np.ndarray | None:
+        """`intervention()`, waiting during a takeover (until the monotonic time `deadline` at most) for the
+        operator's answer to the latest observation where the transport can be late with it."""
+        ...
+
     def events(self) -> list[str]:
         """Episode buttons pressed since the last call (`EPISODE_EVENTS`), oldest first."""
         ...
@@ -113,9 +118,12 @@ class RosLink:
         self._estop = False
         self._intervention: np.ndarray | None = None
         self._intervened_at = -float("inf")
+        self._input_at = -float("inf")
+        """When the latest input message arrived: the operator's answer to it comes after."""
         self._events: list[str] = []
         self.node.create_subscription(Bool, "estop", self._on_estop, latched)
         self.node.create_subscription(Float32MultiArray, "intervention", self._on_intervention, 10)
+        self.node.create_subscription(Bool, "intervening", self._on_intervening, 10)
         self.node.create_subscription(String, "episode_event", self._on_event, 10)
         self.transitions = self.node.create_publisher(Float32MultiArray, TRANSITION_TOPIC, 100)
         self._last_send = clock()
@@ -141,6 +149,7 @@ class RosLink:
             self._fields.update(fields)
             self._fields.update(self._derived(self.profile, self._fields, self.target))
             self.watchdogs[name].feed()
+            self._input_at = self.clock()
 
         return callback
 
@@ -151,6 +160,12 @@ class RosLink:
         action = np.asarray(message.data, dtype=np.float64)
         if action.shape == (len(self.profile.actions),):
             self._intervention, self._intervened_at = action, self.clock()
+
+    def _on_intervening(self, message: Any) -> None:
+        """teleop_node's `intervening` false: the operator let go, the takeover ends now (not a staleness timeout
+        later, which would repeat its last action for up to that long)."""
+        if not message.data:
+            self._intervention, self._intervened_at = None, -float("inf")
 
     def _on_event(self, message: Any) -> None:
         if message.data in EPISODE_EVENTS:
@@ -208,6 +223,20 @@ class RosLink:
     def intervention(self) -> np.ndarray | None:
         fresh = self.clock() - self._intervened_at <= self.profile.staleness_timeout
         return self._intervention if fresh else None
+
+    def answer(self, deadline: float) -> np.ndarray | None:
+        """During a takeover, the operator's answer to the latest observation: receive until an intervention
+        message arrived after the latest input message, or until the monotonic time `deadline`; then
+        `intervention()`. Without a takeover under way, `intervention()` at once (a takeover starts when the
+        operator decides, a period later at most)."""
+        import rclpy
+
+        while self.intervention() is not None and self._intervened_at < self._input_at:
+            left = deadline - self.clock()
+            if left <= 0:
+                break
+            rclpy.spin_once(self.node, timeout_sec=min(left, 0.002))
+        return self.intervention()
 
     def events(self) -> list[str]:
         events, self._events = self._events, []

@@ -78,11 +78,12 @@ class SimLink:
         seed: int = 0,
         operator: Operator | None = None,
         command_type: str = "auto",
+        config: Any = None,
     ) -> None:
         from robo_rl.sim import make
 
         self.profile, self.operator = profile, operator
-        self.env: Any = make(profile.task, num_envs=1, params=[*params, LONG_EPISODE], seed=seed)
+        self.env: Any = make(profile.task, num_envs=1, params=[*params, LONG_EPISODE], seed=seed, config=config)
         if abs(self.env.dt - profile.dt) > 1e-9:
             raise ValueError(f"{profile.task} steps {self.env.dt} s, profile {profile.name} {profile.dt} s")
         self.spec = select_command(profile, command_type=command_type)
@@ -140,6 +141,11 @@ class SimLink:
         action = None if self.operator is None else self.operator.action(self.fields(), self.now)
         self._dirty |= action is not None
         return action
+
+    def answer(self, deadline: float) -> np.ndarray | None:
+        """The operator answers the observation at once here (its own `delay_steps` model a late one)."""
+        del deadline
+        return self.intervention()
 
     def events(self) -> list[str]:
         events = [] if self.operator is None else self.operator.events(self.now)

@@ -23,6 +23,13 @@ PEG_BENCHMARK_TASK = PegInsertConfig(hole_estimate_noise=0.0005, num_threads=1)
 episodes), so that the simulated operator is as competent as a person (it inserts in 20 of 20 episodes; with the
 task's default 2 mm, in 50-77 %, and its demonstrations and rescues teach a failing search)."""
 
+PEG_OPERATOR = SimulatedHumanConfig(
+    reaction_steps=1, action_noise=0.0005, budget=0.2, min_takeover_steps=5, finish_takeovers=True
+)
+"""The peg benchmark's simulated operator (`peg_insert_hil`, and `robot_arm_peg_sac`'s rehearsal operator): a 0.1 s
+reaction, 0.5 mrad of noise on its joint steps, no new takeover once it drove 20 % of all steps (those under way it
+finishes), at least 5 steps per takeover."""
+
 
 def mujoco_arm_reach_ppo() -> ExperimentConfig:
     """PPO on the MuJoCo 4-DoF arm reaching random targets with joint-position commands; stops at a mean return
@@ -53,7 +60,8 @@ def robot_arm_peg_sac() -> ExperimentConfig:
     task = TaskConfig(name="mujoco/peg_insert", num_envs=1, config=PEG_BENCHMARK_TASK)
     cfg = robot_off_policy("robot_arm_peg_sac", task, max_iterations=PEG_ROBOT_MINUTES * 600)
     off_policy = replace(cfg.off_policy, batch_size=128, learning_starts=1000, prior_fraction=0.5)
-    return replace(cfg, sac=replace(peg_insert_rlpd().sac), off_policy=off_policy)
+    # hil.human: the operator of a rehearsal (`--robot-link sim --operator simulated`), the peg benchmark's
+    return replace(cfg, sac=replace(peg_insert_rlpd().sac), off_policy=off_policy, hil=HilConfig(human=PEG_OPERATOR))
 
 
 def peg_insert_sac() -> ExperimentConfig:
@@ -102,10 +110,7 @@ def peg_insert_hil() -> ExperimentConfig:
     once it drove 20 % of all steps (those under way it finishes: letting go mid-search, it rescued nothing and no
     training episode succeeded)."""
     cfg = peg_insert_rlpd()
-    human = SimulatedHumanConfig(
-        reaction_steps=1, action_noise=0.0005, budget=0.2, min_takeover_steps=5, finish_takeovers=True
-    )
-    return replace(cfg, name="peg_insert_hil", hil=HilConfig(teleop="simulated", human=human))
+    return replace(cfg, name="peg_insert_hil", hil=HilConfig(teleop="simulated", human=PEG_OPERATOR))
 
 
 PRESETS = {

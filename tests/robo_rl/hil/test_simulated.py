@@ -163,3 +163,36 @@ def test_the_human_never_passes_the_budget_by_more_than_one_poll_on_the_quadroto
         assert human.human_steps <= 0.1 * steps_before + 32
     assert capped_polls > 0  # the cap was reached and held the human back
     assert wrapped.intervention_stats()["intervention_rate"] == human.used_budget
+
+
+class _Counting:
+    """An expert that always wants to drive; its action is the number of times it was asked."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def action(self) -> torch.Tensor:
+        self.asked += 1
+        return torch.full((1, 1), float(self.asked))
+
+    def unsafe(self) -> torch.Tensor:
+        return torch.ones(1, dtype=torch.bool)
+
+    def recovered(self) -> torch.Tensor:
+        return torch.zeros(1, dtype=torch.bool)
+
+
+def _human(delay: int) -> SimulatedHuman:
+    config = SimulatedHumanConfig(reaction_steps=0, action_noise=0.0, min_takeover_steps=0, delay_steps=delay)
+    return SimulatedHuman(_Counting(), torch.tensor([-100.0]), torch.tensor([100.0]), 1, config)
+
+
+def test_a_late_human_executes_what_it_decided_on_the_previous_observation() -> None:
+    """delay_steps=1 is the ROS path's operator: its answer to an observation arrives after the trainer stepped."""
+    on_time, late = _human(0), _human(1)
+    executed = [(on_time.poll(torch.zeros(1, 1)), late.poll(torch.zeros(1, 1))) for _ in range(3)]
+    assert [float(a.action[0, 0]) for a, _ in executed] == [1.0, 2.0, 3.0]
+    assert not bool(executed[0][1].active[0])  # nothing decided yet: the policy drives
+    assert [float(b.action[0, 0]) for _, b in executed[1:]] == [1.0, 2.0]  # one poll behind
+    late.episode_reset(torch.ones(1, dtype=torch.bool))
+    assert not bool(late.poll(torch.zeros(1, 1)).active[0])  # the last episode's decision is not executed

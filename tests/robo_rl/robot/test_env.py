@@ -43,6 +43,7 @@ class ScriptedLink:
     pressed: list[str] = field(default_factory=lambda: ["reset"])  # the operator starts the first episode
     estop: bool = False
     compute: float = 0.0
+    answer_deadlines: list[float] = field(default_factory=list)
     spec: CommandSpec = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,6 +66,10 @@ class ScriptedLink:
         return self.estop
 
     def intervention(self) -> np.ndarray | None:
+        return self.operator
+
+    def answer(self, deadline: float) -> np.ndarray | None:
+        self.answer_deadlines.append(deadline)
         return self.operator
 
     def events(self) -> list[str]:
