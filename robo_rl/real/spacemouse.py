@@ -63,9 +63,9 @@ class SpaceMouseSettings:
 
     def __post_init__(self) -> None:
         if not 0.0 < self.speed < math.inf:
-            raise ValueError(f"speed must be finite and > 0 m/s, got {self.speed}")
+            raise ValueError(f"speed: must be finite and > 0 m/s, got {self.speed}")
         if not 0.0 <= self.deadband < 1.0:
-            raise ValueError(f"deadband must be in [0, 1), got {self.deadband}")
+            raise ValueError(f"deadband: must be in [0, 1), got {self.deadband}")
 
 
 def tip_velocity(axes: Sequence[float], settings: SpaceMouseSettings) -> np.ndarray:

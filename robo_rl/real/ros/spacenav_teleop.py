@@ -115,10 +115,17 @@ def _teleop(node: Node, profile: RobotProfile) -> EndEffectorTeleop:
     }
     try:
         settings = SpaceMouseSettings(speed=float(values["speed"]), deadband=float(values["deadband"]))
-        lengths = [float(v) for v in values["arm_geometry"]]
+    except ValueError as err:
+        raise StartupInputError(f"parameter spacenav.{err}") from None
+    lengths = [float(v) for v in values["arm_geometry"]]
+    try:
         if len(lengths) != 4:
-            raise ValueError(f"arm_geometry takes 4 lengths in m, got {lengths}")
+            raise ValueError(f"4 lengths in m, got {lengths}")
+        geometry = ArmGeometry(*lengths)
+    except ValueError as err:
+        raise StartupInputError(f"parameter spacenav.arm_geometry: {err}") from None
+    try:
         arm = arm_actions(profile, [str(j) for j in values["joints"]])
-        return EndEffectorTeleop(arm, profile.dt, ArmGeometry(*lengths), settings)
     except (ValueError, ProfileError) as err:
-        raise StartupInputError(f"device spacenav: {err}") from None
+        raise StartupInputError(f"device spacenav (parameters profile, spacenav.joints): {err}") from None
+    return EndEffectorTeleop(arm, profile.dt, geometry, settings)

@@ -28,7 +28,7 @@ def test_bad_parameters_stop_the_nodes_with_one_line(
     the node cannot use (a negative or non-finite period or deadline, a NaN joystick scale): exit 2, one line
     naming the parameter, nothing written. ROS arguments rcl cannot parse: exit 2, one line quoting the argument."""
     results = ros_scenario("scenario_bad_parameters.py", str(policy_file("rc_car")), timeout=300.0)
-    assert len(results) == 24
+    assert len(results) == 27
     for label, result in results.items():
         err = result["stderr"]
         ours = err.strip().splitlines()[-1] if err.strip() else ""
