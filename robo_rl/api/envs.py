@@ -65,6 +65,8 @@ def robot_env_factory(
         from robo_rl.robot.rewards import reward_for, success_for
 
         success = success_for(profile)  # the task's reward decides (profile `episode.success: reward`), else None
+        # a learned detector of a task whose reward is its success (the peg) gives the reward too (HIL-SERL)
+        learned_reward = classifier is not None and success is not None
         if classifier is not None:
             from robo_rl.robot.classifier import SuccessClassifier
 
@@ -86,7 +88,10 @@ def robot_env_factory(
             )
             if profile.task == PEG_TASK and operator in ("simulated", "resets"):
                 sim.operator = peg_operator(sim, profile, operator == "simulated", human, seed or 0)
-            return RobotEnv(profile, sim, reward_for(profile), clock=sim.clock, say=sim.say, success=success)
+            reward = reward_for(profile)
+            return RobotEnv(
+                profile, sim, reward, clock=sim.clock, say=sim.say, success=success, success_reward=learned_reward
+            )
         try:
             from robo_rl.robot.link import RosLink
 
@@ -94,7 +99,7 @@ def robot_env_factory(
         except ModuleNotFoundError as err:
             raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
         del params, config  # the world decides
-        return RobotEnv(profile, ros, reward_for(profile), success=success)
+        return RobotEnv(profile, ros, reward_for(profile), success=success, success_reward=learned_reward)
 
     return make
 

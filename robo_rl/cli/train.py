@@ -132,7 +132,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--success-classifier",
         type=Path,
         metavar="FILE",
-        help="with --robot: a classifier from robo-rl train-classifier decides success (it ends the episode)",
+        help="with --robot: a classifier from robo-rl train-classifier decides success (it ends the episode); "
+        "where the task's reward is its success (the peg), the classifier is the reward too (1 where it fires), "
+        "as in HIL-SERL",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_threads_argument(p)

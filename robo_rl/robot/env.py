@@ -89,6 +89,7 @@ class RobotEnv:
         say: Callable[[str], None] | None = None,
         success: Callable[[np.ndarray], bool] | None = None,
         teleop: TeleopDevice | None = None,
+        success_reward: bool = False,
     ) -> None:
         self.profile, self.link, self.reward_fn, self.cfg = profile, link, reward, cfg
         self.clock = clock
@@ -103,6 +104,10 @@ class RobotEnv:
         self.success_fn = success
         """Success detector on the observation (e.g. a learned classifier's `success`): True ends the episode as a
         success (terminal), as the operator's success button does."""
+        self.success_reward = success_reward and success is not None
+        """The reward is the success detector's (1 at the step it fires, else 0), not the profile's reward
+        function: HIL-SERL's learned reward, for a task whose reward is its success (the peg). Otherwise a detector
+        that fires a few frames before the reward function would end episodes with reward 0 at the goal."""
         self.box = SafetyBox.from_profile(profile)
         self.episode = EpisodeManager.from_profile(profile, clock)
         profile_steps = profile.episode.max_steps if profile.episode else 0
@@ -225,7 +230,7 @@ class RobotEnv:
         terminated = ended is not None and ended.terminated
         truncated = ended is not None and ended.truncated
         discarded = ended is not None and ended.discarded
-        reward = self.reward_fn(fields, self.dt) if valid else 0.0
+        reward = (float(detected) if self.success_reward else self.reward_fn(fields, self.dt)) if valid else 0.0
         self.invalid_steps += int(not valid)
         self.interventions += int(operator is not None)
         info = {

@@ -263,6 +263,31 @@ def test_a_success_detector_ends_the_episode_as_a_success() -> None:
     assert env.episode.successes == 1
 
 
+def test_a_learned_detector_can_be_the_reward_too() -> None:
+    """`success_reward`: HIL-SERL's learned reward, 1 at the step the detector fires, whatever the profile's reward
+    function says there (here the car's progress)."""
+    profile = load_profile("rc_car")
+    link = ScriptedLink(profile)
+    speed = profile.obs_names.index("vx")
+    detector = lambda obs: bool(obs[speed] > 3.0)  # noqa: E731
+    env = RobotEnv(profile, link, rc_car_progress, clock=link.clock, success=detector, success_reward=True)
+    env.reset()
+    assert env.step(torch.zeros(1, 2))[1].item() == 0.0  # progress is positive, the learned reward is 0
+    link.latest["odom.twist.twist.linear.x"] = 3.5
+    _, reward, terminated, _, _ = env.step(torch.zeros(1, 2))
+    assert reward.item() == 1.0 and bool(terminated)
+
+
+def test_during_a_takeover_the_step_waits_for_the_operator_s_answer_until_its_deadline() -> None:
+    """The step asks the link for the operator's answer to this observation with a deadline of
+    `operator_wait` periods after the tick (RosLink waits for it there; tests/real/ros/test_operator_answer.py)."""
+    env, link = _env()
+    env.reset()
+    tick = env.tick
+    env.step(torch.zeros(1, 2))
+    assert link.answer_deadlines[-1] == pytest.approx(tick + 0.3 * env.dt)
+
+
 ARM_POSE = (0.3, 0.6, -0.8, 0.2)  # yaw, shoulder, elbow, wrist (rad), where the arm is
 ARM_HOME = (0.0, 0.5, -1.0, 0.5)  # the arm profile's `safe` values
 
