@@ -198,9 +198,19 @@ def test_train_on_robot_files_train_through_the_robots_topics(
     file = f"{LAUNCH}/params/{profile}.yaml"
     train = ["/opt/bin/robo-rl", "train", f"robot_{robot}_sac", "--robot", profile, "--robot-namespace", namespace]
     train += ["--seed", "0", "--runs-root", "runs", "--export", "--quiet"]
-    nodes = [["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file)]]
+    # the arm's operator device: the gamepad on joy by default, teleop_device:=spacenav for a SpaceMouse
+    device = ["--params-file", inline(f"{namespace}/teleop_node", device="joy")] if robot == "arm" else []
+    nodes = [["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file, *device)]]
     nodes += [["/opt/bin/recorder", *ros_args("recorder", namespace, "--params-file", file)]]
     assert commands(f"train_on_robot_{robot}.launch.yaml") == [train, *nodes]
+    if robot == "arm":
+        spacenav = inline(f"{namespace}/teleop_node", device="spacenav")
+        teleop = ["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file)]
+        assert commands(f"train_on_robot_{robot}.launch.yaml", teleop_device="spacenav")[1] == [
+            *teleop,
+            "--params-file",
+            spacenav,
+        ]
     if sim:  # sim_bridge stands in for the car
         bridge_inline = inline(f"{namespace}/sim_bridge", profile="rc_car")
         bridge = [
