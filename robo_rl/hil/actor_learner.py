@@ -49,6 +49,8 @@ class LearnerConfig:
     """Share of each batch from the prior buffer (demonstrations and interventions), once it holds any."""
     critic_warmup_steps: int = 0
     """Gradient steps that train only the critic."""
+    interventions_to_prior: bool = True
+    """Intervened transitions go to the prior buffer too (HIL-SERL); False: the online buffer only."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ class LearnerStats:
     published: int
     """Weight versions it published."""
     interventions: int = 0
-    """Intervened transitions it received, each stored in the online buffer and in the prior buffer."""
+    """Intervened transitions it received, each stored in the online buffer (and in the prior buffer with
+    `interventions_to_prior`)."""
 
 
 def _learner(
@@ -91,8 +94,9 @@ def _learner(
         buffer.add(message)
         if bool(message.intervened.any()):
             intervened = select_transitions(message, message.intervened.bool())
-            prior.add(intervened)
             interventions += len(intervened)
+            if cfg.interventions_to_prior:
+                prior.add(intervened)
         received += len(message)
         if len(buffer) < max(cfg.learning_starts, cfg.batch_size):
             continue

@@ -155,9 +155,9 @@ class TopicLearner:
             is_demo=flag(False),
         )
         self.buffer.add(step)
-        if intervened:
+        if intervened and self.cfg.interventions_to_prior:
             self.prior.add(select_transitions(step, step.intervened))
-            self.interventions += 1
+        self.interventions += int(intervened)
         self.received += 1
 
     def spin(self, seconds: float, stopped: Callable[[], bool] = lambda: False) -> LearnerStats:

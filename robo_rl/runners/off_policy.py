@@ -203,7 +203,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
 
         Under an operator (`robo_rl.hil.InterventionEnv`), the stored action is the one executed, flagged
         `intervened`, and intervened transitions also go to the prior buffer (created empty when the run has
-        none), which RLPD-style sampling draws `prior_fraction` of every batch from.
+        none; not with `interventions_to_prior` false), which RLPD-style sampling draws `prior_fraction` of every
+        batch from.
         """
         action = self._action()
         result = self.env.step(self.algorithm.scaler(action))
@@ -230,7 +231,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
     def _store(self, transitions: Transitions, intervened: torch.Tensor | None) -> None:
         """`transitions` into the replay buffer, and the intervened ones also into the prior buffer."""
         self.buffer.add(transitions)
-        if intervened is not None and bool(intervened.any()):
+        if self.cfg.interventions_to_prior and intervened is not None and bool(intervened.any()):
             self._intervention_buffer().add(select_transitions(transitions, intervened))
 
     def _intervention_buffer(self) -> ReplayBuffer:

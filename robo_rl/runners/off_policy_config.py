@@ -42,6 +42,10 @@ class OffPolicyRunnerConfig:
     symmetric sampling draws `prior_fraction` of every batch from it. None trains from online data only."""
     prior_fraction: float = 0.5
     """Share of each batch drawn from the prior buffer when there is one (RLPD and HIL-SERL use 0.5)."""
+    interventions_to_prior: bool = True
+    """Store the operator's takeovers (intervened transitions) in the prior buffer too, besides the online buffer,
+    so that `prior_fraction` of every batch keeps drawing on them, as HIL-SERL does (created empty when the run has
+    no prior buffer). False: the online buffer only, like the policy's own steps."""
     bc_pretrain_steps: int = 0
     """Behaviour-cloning steps of the actor on the prior buffer (demonstrations) before RL starts (0: none)."""
     keep_prior: bool = True

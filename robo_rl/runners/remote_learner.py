@@ -58,6 +58,7 @@ def start_learner(
         updates_per_batch=cfg.updates_per_step,
         prior_fraction=cfg.prior_fraction,
         critic_warmup_steps=cfg.critic_warmup_steps,
+        interventions_to_prior=cfg.interventions_to_prior,
     )
     process = ActorLearner(partial(copy.deepcopy, algorithm), dims, learner, prior)
     acting: OffPolicyAlgorithm = process.algorithm  # acts with the weights the learner publishes

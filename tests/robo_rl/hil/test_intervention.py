@@ -97,6 +97,22 @@ def test_off_policy_runner_stores_executed_actions_flagged_and_copies_them_to_th
     assert all(tuple(row) in online_rows for row in batch.obs[16:].tolist())
 
 
+def test_interventions_stay_in_the_online_buffer_alone_when_asked() -> None:
+    """`off_policy.interventions_to_prior=false`: the takeovers are stored (flagged) like the policy's own steps,
+    and no prior buffer appears, so batches are online data only."""
+    from robo_rl.algorithms.sac import SAC, SACConfig
+    from robo_rl.runners.off_policy import OffPolicyRunner
+    from robo_rl.runners.off_policy_config import OffPolicyRunnerConfig
+
+    inner = make("pendulum", num_envs=4, seed=0)
+    sac = SAC(3, 3, inner.action_spec.low_tensor(), inner.action_spec.high_tensor(), SACConfig(actor_hidden=(16,)))
+    loop = replace(OFF_POLICY_LOOP, max_iterations=30, eval_interval=0)
+    cfg = OffPolicyRunnerConfig(loop=loop, learning_starts=20, batch_size=32, interventions_to_prior=False)
+    runner = OffPolicyRunner(InterventionEnv(inner, ScheduledDevice(4)), sac, cfg, seed=0)
+    runner.learn()
+    assert int(runner.buffer.stored().intervened.sum()) == 40 and runner.prior is None
+
+
 class EstopAt(ScheduledDevice):
     """ScheduledDevice whose e-stop button is pressed on poll `press` (reported once)."""
 
