@@ -3,10 +3,12 @@
 The driver's conventions, read in its source (ros-drivers/joystick_drivers, branch ros2 at 881f3a5,
 spacenav/src/spacenav.cpp; tests/real/test_spacemouse.py names the lines):
 - `spacenav/joy` (sensor_msgs/Joy): six axes, the puck's translation x, y, z then rotation about x, y, z in ROS's
-  frame (x forward, y left, z up: REP 103; the driver turns libspnav's x right, y up, z into the screen into it),
+  frame (x forward, y left, z up: REP 103; the driver's x, y, z are libspnav's z, -x, y, and so for the rotations),
   each libspnav's count / `full_scale` (512 by default) and NOT scaled by the driver's linear_scale or angular_scale;
   `buttons[i]` is 1 while libspnav's button i is pressed (two entries from the start, more if a device reports
-  more; on a two-button SpaceMouse 0 is the left button, 1 the right).
+  more). spacenavd numbers a device's buttons from its lowest evdev key code, remappable with `bnmapN` in
+  /etc/spnavrc (FreeSpacenav/spacenavd bac572a, src/dev_usb_linux.c, src/event.c): on a two-button SpaceMouse 0
+  is the left button, 1 the right.
 - `spacenav/twist` (geometry_msgs/Twist; `spacenav/twist_stamped` with use_twist_stamped), `spacenav/offset` and
   `spacenav/rot_offset` (geometry_msgs/Vector3): the same six values times linear_scale / angular_scale.
 - The puck let go: after `static_count_threshold` (30) polls of the 1 ms timer without a motion event the driver
@@ -26,7 +28,6 @@ zero displacement: zero steps, or the measured pose as targets (the hold). The r
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -47,8 +48,7 @@ FIT_ATTEMPTS = 6
 the steps only nearly proportional to it) until the largest step is within FIT_SLACK of its bound; what still
 exceeds a bound after that is clipped."""
 FIT_SLACK = 1.01
-
-_POSITION_FIELD = re.compile(r"^points\[0\]\.positions\[(\d+)\]$")
+"""A shortened move is done once its largest step is within 1 % of its bound (below it)."""
 
 
 @dataclass(frozen=True)
@@ -137,9 +137,10 @@ def arm_actions(profile: RobotProfile, joints: Sequence[str] = ()) -> ArmActions
     missing = [joint for joint in kinematic if joint not in measured]
     if missing:
         raise ValueError(f"profile {profile.name!r}: joint(s) {missing} are in no JointState input's joints")
-    held_joint_sources(profile, command)  # ProfileError unless each action is one joint's plain position
+    # per action, its joint's measured position (ProfileError unless each action is one joint's plain position)
+    joint_of = {source: joint for joint, source in measured.items()}
+    per_action = [joint_of[source] for source, _ in held_joint_sources(profile, command)]
     feeding = {f.action: f for f in command.fields}
-    per_action = [_action_joint(command.joint_names, feeding[a.name].field) for a in profile.actions]
     unknown = [joint for joint in per_action if joint not in kinematic]
     if unknown:
         raise ValueError(f"action joint(s) {unknown} are not among the kinematics' joints {kinematic}")
@@ -152,12 +153,6 @@ def arm_actions(profile: RobotProfile, joints: Sequence[str] = ()) -> ArmActions
         low=tuple(a.low for a in profile.actions),
         high=tuple(a.high for a in profile.actions),
     )
-
-
-def _action_joint(joint_names: Sequence[str], path: str) -> str:
-    match = _POSITION_FIELD.match(path)
-    assert match is not None  # held_joint_sources checked it
-    return joint_names[int(match.group(1))]
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,9 @@ The driver's conventions are from its source: ros-drivers/joystick_drivers, bran
 - lines 312-320: Joy axes = [x, y, z, rot x, rot y, rot z] normalised (no linear/angular scale), buttons = the
   button states; lines 283-293: offset, rot_offset and twist are those times linear_scale / angular_scale.
 - header line 94 and lines 262-268: buttons start as two zeros, index = libspnav's button number, grown on demand.
+  That number is spacenavd's (FreeSpacenav/spacenavd, commit bac572ae1e2dff288a072896880f0a6431d046e4): the evdev
+  key code minus the device's lowest (src/dev_usb_linux.c lines 130-149 and 316), then the `bnmapN` remapping of
+  /etc/spnavrc (src/event.c line 235, src/cfgfile.c lines 105 and 385-396; identity by default).
 - lines 222-240: after more than static_count_threshold empty polls, zero_when_static zeroes the six values (else
   only those within the deadbands) and they are published again: a puck let go reads zeros.
 - lines 270, 309, 311: Joy is published whenever joy_stale, which nothing resets: on every poll after the first event.

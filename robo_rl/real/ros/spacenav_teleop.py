@@ -29,7 +29,7 @@ from sensor_msgs.msg import Joy
 
 from robo_rl.real.arm_kinematics import ArmGeometry
 from robo_rl.real.fault import InputError
-from robo_rl.real.profile import JOINT_TRAJECTORY, ProfileError, RobotProfile
+from robo_rl.real.profile import JOINT_TRAJECTORY, RobotProfile
 from robo_rl.real.ros.inputs import JointStateReader
 from robo_rl.real.ros.messages import message_class
 from robo_rl.real.ros.spin import StartupInputError
@@ -126,6 +126,6 @@ def _teleop(node: Node, profile: RobotProfile) -> EndEffectorTeleop:
         raise StartupInputError(f"parameter spacenav.arm_geometry: {err}") from None
     try:
         arm = arm_actions(profile, [str(j) for j in values["joints"]])
-    except (ValueError, ProfileError) as err:
+    except ValueError as err:  # ProfileError is one
         raise StartupInputError(f"device spacenav (parameters profile, spacenav.joints): {err}") from None
     return EndEffectorTeleop(arm, profile.dt, geometry, settings)
