@@ -153,7 +153,11 @@ def main() -> None:
         "invalid_steps": last.get("invalid_steps", 0),
         "robot_episodes": last.get("robot_episodes"),
         "policy_version": last.get("policy_version"),
-        "bridge": {k: v for k, v in scenario.get("bridge", {}).items() if k in ("steps", "episodes", "put_backs")},
+        "bridge": {
+            k: v
+            for k, v in scenario.get("bridge", {}).items()
+            if k in ("steps", "episodes", "put_backs", "late_commands")
+        },
         "training_episodes_per_5_min": per_window(rows, "episodes"),
         "training_successes_per_5_min": per_window(rows, "successes"),
         "operator_share_per_5_min": per_window(rows, "share"),

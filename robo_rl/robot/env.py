@@ -25,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import torch
@@ -45,6 +46,10 @@ from robo_rl.robot.link import RobotLink
 from robo_rl.spaces import SpaceSpec
 
 CPU = torch.device("cpu")
+INPUT_WINDOW = 0.5
+"""Share of a period before and after a tick in which `trigger: input` takes a state message as that tick's: half,
+so one message per period (the profile's contract: its first input comes at the control rate, as policy_node's
+input trigger needs) is found whatever its phase, and the steps lock onto it from the first one."""
 DEFAULT_MAX_STEPS = 1500
 """Steps per episode without a limit in the config or the profile."""
 Reward = Callable[[Mapping[str, float], float], float]
@@ -63,10 +68,20 @@ class RobotEnvConfig:
     for an observation comes after the trainer has it: taking the latest at once executes the operator's
     previous step, one period late, and a step-by-step operator then fails (bench/peg_ros_gap.py: the peg
     expert inserts 18 of 20 holes on time, 5 of 20 one period late). 0: the latest at once."""
+    trigger: Literal["input", "timer"] = "input"
+    """When a step reads its observation, on a link that reports its state messages' arrival (RosLink): `input`,
+    as policy_node's default, at the arrival of the profile's first input (the robot's state) within half a period
+    of the next tick (`INPUT_WINDOW`; none there: at the tick), so that the command answers the newest state at
+    once and reaches the robot before its next step (for a robot whose state comes once per period); `timer`, on
+    the env's own dt grid, whose phase against the robot's is arbitrary: where the robot steps just after the
+    tick, every command waits almost a period and the robot executes each answer one step late. A simulated link
+    (SimLink) steps on the grid either way (its `next_input` is the tick)."""
 
     def __post_init__(self) -> None:
         if (self.max_steps is not None and self.max_steps < 1) or not self.ready_timeout > 0:
             raise ValueError("max_steps must be at least 1 and ready_timeout positive")
+        if self.trigger not in ("input", "timer"):
+            raise ValueError(f"trigger must be input or timer, got {self.trigger!r}")
         if not 0.0 <= self.operator_wait < 1.0:
             raise ValueError(f"operator_wait is a share of the period in [0, 1), got {self.operator_wait}")
 
@@ -349,7 +364,12 @@ class RobotEnv:
         if now > self.tick + self.dt:
             self.missed_ticks += int((now - self.tick) / self.dt)
             self.tick = now
-        self.link.wait_until(self.tick)
+        if self.cfg.trigger == "input":
+            window = INPUT_WINDOW * self.dt
+            arrived = self.link.next_input(self.tick - window, self.tick + window)
+            self.tick = self.tick if arrived is None else arrived  # locked to the robot's state messages
+        else:
+            self.link.wait_until(self.tick)
         self._measure()
         estopped = self._estop_now()
         self.estop_presses += int(estopped and not self._estopped)

@@ -73,6 +73,12 @@ class RobotLink(Protocol):
         """Episode buttons pressed since the last call (`EPISODE_EVENTS`), oldest first."""
         ...
 
+    def next_input(self, earliest: float, deadline: float) -> float | None:
+        """Receive until the robot's state message after the monotonic time `earliest` arrived, at `deadline` at the
+        latest: its arrival time, or None (then the caller's tick stands; a link stepping on that tick itself
+        receives until the tick, midway, and says None)."""
+        ...
+
     def wait_until(self, deadline: float) -> None:
         """Receive messages until the monotonic time `deadline`."""
         ...
@@ -120,6 +126,9 @@ class RosLink:
         self._intervened_at = -float("inf")
         self._input_at = -float("inf")
         """When the latest input message arrived: the operator's answer to it comes after."""
+        self._first_input = profile.inputs[0].name
+        self._first_input_at = -float("inf")
+        """When the latest message of the profile's first input (the robot's state) arrived: `next_input`."""
         self._events: list[str] = []
         self.node.create_subscription(Bool, "estop", self._on_estop, latched)
         self.node.create_subscription(Float32MultiArray, "intervention", self._on_intervention, 10)
@@ -150,6 +159,8 @@ class RosLink:
             self._fields.update(self._derived(self.profile, self._fields, self.target))
             self.watchdogs[name].feed()
             self._input_at = self.clock()
+            if name == self._first_input:
+                self._first_input_at = self._input_at
 
         return callback
 
@@ -237,6 +248,19 @@ class RosLink:
                 break
             rclpy.spin_once(self.node, timeout_sec=min(left, 0.002))
         return self.intervention()
+
+    def next_input(self, earliest: float, deadline: float) -> float | None:
+        """Receive until a message of the profile's first input (the robot's state) arrived after the monotonic time
+        `earliest`, at `deadline` at the latest; its arrival time, or None when none came."""
+        import rclpy
+
+        self.wait_until(earliest)
+        while self._first_input_at <= earliest:
+            left = deadline - self.clock()
+            if left <= 0:
+                return None
+            rclpy.spin_once(self.node, timeout_sec=min(left, 0.002))
+        return self._first_input_at
 
     def events(self) -> list[str]:
         events, self._events = self._events, []

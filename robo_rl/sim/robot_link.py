@@ -142,6 +142,11 @@ class SimLink:
         self._dirty |= action is not None
         return action
 
+    def next_input(self, earliest: float, deadline: float) -> float | None:
+        """The simulator steps on the env's grid: until the tick midway between `earliest` and `deadline`; None."""
+        self.wait_until(0.5 * (earliest + deadline))
+        return None
+
     def answer(self, deadline: float) -> np.ndarray | None:
         """The operator answers the observation at once here (its own `delay_steps` model a late one)."""
         del deadline

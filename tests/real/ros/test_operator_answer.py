@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 
-def test_the_link_waits_for_the_operator_s_answer_and_ends_a_takeover_when_the_operator_lets_go(
+def test_the_link_waits_for_the_operator_s_answer_and_for_the_arm_s_state(
     ros_scenario: Callable[..., dict[str, Any]],
 ) -> None:
     result = ros_scenario("scenario_operator_answer.py", timeout=120.0)
@@ -20,3 +20,5 @@ def test_the_link_waits_for_the_operator_s_answer_and_ends_a_takeover_when_the_o
     assert result["unanswered"] == pytest.approx(before)  # no answer by the deadline: the latest
     assert result["unanswered_wait_s"] >= 0.1  # it waited until its deadline (at least)
     assert result["after_letting_go"] is None  # `intervening` false: no takeover, at once
+    assert 0.03 <= result["state_after_s"] < 1.0  # next_input: at the state message's arrival, not before
+    assert result["no_state"] is None and result["no_state_wait_s"] >= 0.1  # none: at the deadline

@@ -4,6 +4,7 @@ the e-stop and the episode buttons. The ROS link itself is tested with sim_bridg
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 
@@ -44,6 +45,8 @@ class ScriptedLink:
     estop: bool = False
     compute: float = 0.0
     answer_deadlines: list[float] = field(default_factory=list)
+    state_at: Callable[[float], float] | None = None
+    """When the robot's state message nearest a tick arrives (None: the link steps on the env's grid)."""
     spec: CommandSpec = field(init=False)
 
     def __post_init__(self) -> None:
@@ -71,6 +74,16 @@ class ScriptedLink:
     def answer(self, deadline: float) -> np.ndarray | None:
         self.answer_deadlines.append(deadline)
         return self.operator
+
+    def next_input(self, earliest: float, deadline: float) -> float | None:
+        """The state message at `state_at(tick)` when that is within the window, else none (the tick stands)."""
+        tick = 0.5 * (earliest + deadline)
+        arrival = None if self.state_at is None else self.state_at(tick)
+        if arrival is None or not earliest < arrival <= deadline:
+            self.wait_until(tick)
+            return None
+        self.wait_until(arrival)
+        return arrival
 
     def events(self) -> list[str]:
         events, self.pressed = self.pressed, []
@@ -276,6 +289,31 @@ def test_a_learned_detector_can_be_the_reward_too() -> None:
     link.latest["odom.twist.twist.linear.x"] = 3.5
     _, reward, terminated, _, _ = env.step(torch.zeros(1, 2))
     assert reward.item() == 1.0 and bool(terminated)
+
+
+@pytest.mark.parametrize("phase", [0.3, 0.7])
+def test_steps_lock_onto_the_robot_s_state_messages_whatever_their_phase(phase: float) -> None:
+    """trigger=input: each step reads its observation when the robot's state message arrives (one per period,
+    `phase` of a period after the link's own grid), so its command answers that state at once; trigger=timer: on
+    the env's grid, whatever the state messages' phase."""
+    for trigger in ("input", "timer"):
+        profile = load_profile("rc_car")
+        link = ScriptedLink(profile)
+        dt, start = profile.dt, link.now
+        arrival = lambda tick: start + dt * (round((tick - start) / dt - phase) + phase)  # noqa: B023, E731
+        link.state_at = arrival
+        env = RobotEnv(profile, link, rc_car_progress, RobotEnvConfig(trigger=trigger), clock=link.clock)
+        env.reset()
+        first = env.tick
+        for _ in range(6):
+            env.step(torch.zeros(1, 2))
+        waits = link.waits[-5:]
+        assert np.diff(waits) == pytest.approx([dt] * 4)  # the control rate either way
+        if trigger == "input":
+            assert waits == pytest.approx([arrival(w) for w in waits])  # at the state messages
+        else:
+            grid = [first + dt * round((w - first) / dt) for w in waits]
+            assert waits == pytest.approx(grid) and min(abs(w - arrival(w)) for w in waits) > 0.2 * dt
 
 
 def test_during_a_takeover_the_step_waits_for_the_operator_s_answer_until_its_deadline() -> None:

@@ -1,7 +1,8 @@
 """RobotEnv's ROS link (robo_rl.robot.link.RosLink) on the peg arm's profile, in this process: during a takeover,
 `answer` waits for the operator's answer to the latest observation (an `intervention` message that arrives after the
 latest input message) instead of taking the one the operator sent for the observation before; it stops waiting at
-its deadline; teleop_node's `intervening` false ends the takeover at once, not a staleness timeout later.
+its deadline; teleop_node's `intervening` false ends the takeover at once, not a staleness timeout later. And
+`next_input` (RobotEnv's `trigger: input`) returns when the arm's state message arrives, or None at its deadline.
 
 argv: LOG_DIR. Prints what `answer` returned in each case as JSON.
 """
@@ -65,6 +66,15 @@ def main() -> None:
     link.wait_until(time.monotonic() + 0.05)
     answer = link.answer(time.monotonic() + 2.0)
     results["after_letting_go"] = None if answer is None else answer.tolist()
+    start = time.monotonic()
+    state_later = threading.Timer(0.03, lambda: joints.publish(JointState(name=JOINTS, position=[0.0] * 4)))
+    state_later.start()
+    arrived = link.next_input(start, start + 1.0)
+    state_later.join()
+    results["state_after_s"] = None if arrived is None else arrived - start
+    start = time.monotonic()
+    results["no_state"] = link.next_input(start, start + 0.1)
+    results["no_state_wait_s"] = time.monotonic() - start
     link.close()
     finish(results)
 
