@@ -15,9 +15,10 @@ Rungs (each `robo-rl train` for `--minutes` robot minutes, then `robo-rl eval` o
 - sim_c_online_only: (c) with the operator's takeovers in the online buffer alone (`off_policy.interventions_to_prior
   =false`; HIL-SERL keeps them in both);
 - sim_c_ensemble_utd2: (c) with RLPD's 10-critic LayerNorm ensemble at 2 gradient steps per robot step;
-- robot_b_clf: robot_b for 60 robot minutes with a learned success classifier as success and reward
-  (`--success-classifier`, trained on 20 envs x 150 steps of the simulated operator, the last 3 frames of a
-  successful episode positive), against robot_b at 60 minutes (robot_b60).
+- robot_b_clf, robot_b_clf_tip: robot_b for 60 robot minutes with a learned success classifier as success and
+  reward (`--success-classifier`, trained on 20 envs x 150 steps of the simulated operator, the last 3 frames of a
+  successful episode positive), reading every observation or only the peg tip's offset from the hole estimate,
+  against robot_b at 60 minutes (robot_b60).
 What a run reports: the evaluation at each 10 robot minutes where the preset evaluates (the simulator's presets)
 and at its end, the training episodes and successes per 5 robot minutes, the operator's share per 5 minutes.
 
@@ -62,23 +63,64 @@ RUNGS: dict[str, list[str]] = {
     "sim_c_ensemble_utd2": ["peg_insert_hil", *ENSEMBLE],
     "robot_b60": [*ROBOT, "--operator", "resets"],
     "robot_b_clf": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier}"],
+    "robot_b_clf_tip": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_tip}"],
+    "robot_b_clf_explore": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_explore}"],
 }
-SIXTY = ("robot_b60", "robot_b_clf")
+SIXTY = ("robot_b60", "robot_b_clf", "robot_b_clf_tip", "robot_b_clf_explore")
 RECIPE = ("sim_c_online_only", "sim_c_ensemble_utd2")
 """HIL-SERL's recipe, a part switched (not run by default)."""
 """Rungs of 60 robot minutes (the classifier's goal is stated there)."""
 
 
-def classifier(root: Path) -> Path:
-    """The success classifier of robot_b_clf: `robo-rl train-classifier` on 20 envs x 150 steps of the simulated
-    operator on the presets' task (seed 11), the last 3 frames of a successful episode positive."""
-    path = root / "classifier.pt"
+TIP_OBS = tuple(f"peg_tip_to_hole_estimate_{axis}" for axis in "xyz")
+EXPLORATION_STEPS = 150
+"""Steps of uniformly random joint steps per env in the exploration frames (20 envs: 3,000 frames)."""
+
+
+def exploration_frames(path: Path, operator_demos: Path) -> None:
+    """Labelled frames of the arm moved by uniformly random joint steps (20 envs x 150 steps on the presets' task,
+    seed 13), each labelled by the task's success (the peg 2 cm deep in the true hole: what a person labelling the
+    frames sees): the failures a classifier trained on the operator's episodes alone has never seen (HIL-SERL's
+    operators label failure states too). A demo file with a `labels` array (robo_rl.robot.classifier)."""
+    import numpy as np
+    import torch
+
+    from robo_rl.sim import make
+    from robo_rl.sim.mujoco.presets import PEG_BENCHMARK_TASK
+
+    env = make("mujoco/peg_insert", num_envs=20, seed=13, config=PEG_BENCHMARK_TASK)
+    obs, frames, labels = env.reset(seed=13), [], []
+    generator = torch.Generator().manual_seed(13)
+    low, high = env.action_spec.low_tensor(), env.action_spec.high_tensor()
+    for _ in range(EXPLORATION_STEPS):
+        action = low + (high - low) * torch.rand((20, low.shape[0]), generator=generator)
+        frames.append(obs.numpy())
+        obs, _, _, _, info = env.step(action)
+        labels.append(info["success"].numpy())
+    with np.load(operator_demos) as demos:
+        meta = demos["meta"]
+    rows = np.concatenate(frames).astype(np.float32)
+    np.savez(path, meta=meta, obs=rows, labels=np.concatenate(labels).astype(bool))
+
+
+def classifier(root: Path, obs: tuple[str, ...] = (), explore: bool = False) -> Path:
+    """A success classifier: `robo-rl train-classifier` on 20 envs x 150 steps of the simulated operator on the
+    presets' task (seed 11), the last 3 frames of a successful episode positive, reading every observation (robot_b_clf)
+    or `obs` alone (robot_b_clf_tip: the peg tip's offset from the hole estimate); with `explore`, also on the
+    exploration frames (robot_b_clf_explore)."""
+    path = root / f"classifier{'_tip' if obs else ''}{'_explore' if explore else ''}.pt"
     if not path.is_file():
         demos = root / "classifier_demos.npz"
-        record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", "20", "--seed", "11"]
-        record += ["--param", "hole_estimate_noise=0.0005", "--param", "num_threads=1", "-o", str(demos)]
-        subprocess.run(record, check=True, capture_output=True)
-        train = [ROBO_RL, "train-classifier", str(demos), "--last-frames", "3", "-o", str(path), "--threads", "1"]
+        if not demos.is_file():
+            record = [ROBO_RL, "record-demos", "mujoco/peg_insert", "--episodes", "20", "--seed", "11"]
+            record += ["--param", "hole_estimate_noise=0.0005", "--param", "num_threads=1", "-o", str(demos)]
+            subprocess.run(record, check=True, capture_output=True)
+        files = [str(demos)]
+        if explore:
+            exploration_frames(root / "exploration_frames.npz", demos)
+            files.append(str(root / "exploration_frames.npz"))
+        train = [ROBO_RL, "train-classifier", *files, "--last-frames", "3", "-o", str(path), "--threads", "1"]
+        train += [arg for name in obs for arg in ("--obs", name)]
         subprocess.run(train, check=True, capture_output=True)
     return path
 
@@ -107,7 +149,12 @@ def run_rung(rung: str, seed: int, minutes: float, demos: Path, root: Path) -> d
     runs = sorted(out_dir.glob("*/*/metrics.jsonl"))
     finished = [m for m in runs if json.loads(m.read_text().splitlines()[-1])["env_steps"] >= steps]
     if not finished:
-        args = [a.replace("{classifier}", str(classifier(root))) for a in RUNGS[rung]]
+        files = {
+            "{classifier}": lambda: classifier(root),
+            "{classifier_tip}": lambda: classifier(root, TIP_OBS),
+            "{classifier_explore}": lambda: classifier(root, explore=True),
+        }
+        args = [str(files[a]()) if a in files else a for a in RUNGS[rung]]
         cmd = [ROBO_RL, "train", *args, "--seed", str(seed), "--max-iterations", str(steps)]
         cmd += ["--set", f"off_policy.prior_buffer={demos}", "--runs-root", str(out_dir), "--threads", "1", "--quiet"]
         subprocess.run(cmd, check=True, capture_output=True)
