@@ -14,7 +14,8 @@ Rungs (each `robo-rl train` for `--minutes` robot minutes, then `robo-rl eval` o
   the arm's fields (robo_rl.hil.peg_operator: the expert's view from the topics' values, plus the true hole);
 - sim_c_online_only: (c) with the operator's takeovers in the online buffer alone (`off_policy.interventions_to_prior
   =false`; HIL-SERL keeps them in both);
-- sim_c_ensemble_utd2: (c) with RLPD's 10-critic LayerNorm ensemble at 2 gradient steps per robot step;
+- sim_c_ensemble_utd2, sim_b_ensemble_utd2: (c) and (b) with RLPD's 10-critic LayerNorm ensemble at 2 gradient steps
+  per robot step;
 - robot_b_clf, robot_b_clf_tip: robot_b for 60 robot minutes with a learned success classifier as success and
   reward (`--success-classifier`, trained on 20 envs x 150 steps of the simulated operator, the last 3 frames of a
   successful episode positive), reading every observation or only the peg tip's offset from the hole estimate,
@@ -61,13 +62,14 @@ RUNGS: dict[str, list[str]] = {
     "robot_c_late": [*ROBOT, "--operator", "simulated", *LATE],
     "sim_c_online_only": ["peg_insert_hil", "--set", "off_policy.interventions_to_prior=false"],
     "sim_c_ensemble_utd2": ["peg_insert_hil", *ENSEMBLE],
+    "sim_b_ensemble_utd2": ["peg_insert_rlpd", *ENSEMBLE],
     "robot_b60": [*ROBOT, "--operator", "resets"],
     "robot_b_clf": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier}"],
     "robot_b_clf_tip": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_tip}"],
     "robot_b_clf_explore": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_explore}"],
 }
 SIXTY = ("robot_b60", "robot_b_clf", "robot_b_clf_tip", "robot_b_clf_explore")
-RECIPE = ("sim_c_online_only", "sim_c_ensemble_utd2")
+RECIPE = ("sim_c_online_only", "sim_c_ensemble_utd2", "sim_b_ensemble_utd2")
 """HIL-SERL's recipe, a part switched (not run by default)."""
 """Rungs of 60 robot minutes (the classifier's goal is stated there)."""
 
