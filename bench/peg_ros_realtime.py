@@ -17,7 +17,7 @@ entry per run (setup, seed, operator): training episodes and successes per 5 rob
 the trainer's counts and the evaluations; the first runs' entries (before the operator answered on time) are kept
 under their setup names.
 
-Usage: `python bench/peg_ros_realtime.py [--minutes 30] [--seed 0] [--operator [--late-operator]]` (needs
+Usage: `python bench/peg_ros_realtime.py [--minutes 30] [--seed 0] [--operator [--late-operator]] [--ensemble]` (needs
 `make ros-venv`). Real time: run seeds one after another on a quiet machine.
 """
 
@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info
+from peg_ros_gap import ENSEMBLE
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "peg_ros_realtime.json"
@@ -95,6 +96,18 @@ def evaluate(run: Path, checkpoint: Path | None) -> float | None:
     return None if success is None else float(success[1]) / 100
 
 
+def learner_settings(config_yaml: str) -> dict[str, str]:
+    """The run's resolved SAC critic count, target subset, actor's Q and gradient steps per robot step (from its
+    config.yaml: the first of each key, the `sac:` section's, which comes before the other algorithms')."""
+    keys = ("num_critics", "critic_subset", "actor_q", "updates_per_step")
+    found = [re.match(r"\s*(\w+):\s*(\S+)", line) for line in config_yaml.splitlines()]
+    settings: dict[str, str] = {}
+    for m in found:
+        if m and m[1] in keys:
+            settings.setdefault(m[1], m[2])
+    return settings
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=30.0, help="robot (wall-clock) minutes (default 30)")
@@ -102,6 +115,12 @@ def main() -> None:
     parser.add_argument("--operator", action="store_true", help="the peg expert corrects through the topics")
     parser.add_argument(
         "--late-operator", action="store_true", help="with --operator: the first runs' operator, one period late"
+    )
+    parser.add_argument(
+        "--ensemble",
+        action="store_true",
+        help="the learner with RLPD's 10-critic LayerNorm ensemble at 2 gradient steps per robot step "
+        "(bench/peg_ros_gap.py's ENSEMBLE)",
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
     args = parser.parse_args()
@@ -117,6 +136,8 @@ def main() -> None:
         (root / "logs").mkdir()
         argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(SCENARIO), str(root / "logs"), str(root / "runs"), str(demos)]
         argv += [str(args.minutes * 60), f"seed={args.seed}"]
+        if args.ensemble:
+            argv += [override for override in ENSEMBLE if override != "--set"]
         env = {**os.environ, "PEG_SCENARIO_RESETS_ONLY": "1"}
         if args.operator:
             env["PEG_SCENARIO_OPERATOR"] = "peg"
@@ -139,12 +160,15 @@ def main() -> None:
             if (root / "kept" / f"at_{mark}.pt").is_file()
         }
         evaluations[f"{args.minutes:g} min (end)"] = evaluate(run, None)
+        resolved = (run / "config.yaml").read_text()
     last = rows[-1]
     setup = "c_rlpd_demos_operator" if args.operator else "b_rlpd_demos"  # bench/peg_hil.py's names
     out = {
         "setup": setup,
         "seed": args.seed,
         "operator": ("late" if args.late_operator else "on time") if args.operator else None,
+        "learner": "ensemble_utd2" if args.ensemble else "sac",
+        "learner_settings": learner_settings(resolved),
         "machine": machine_info(),
         "minutes": args.minutes,
         "train_exit": scenario["train_exit"],
@@ -169,7 +193,10 @@ def main() -> None:
         out["interventions"] = last.get("interventions")
     kept = json.loads(args.output.read_text()) if args.output.is_file() else {}
     kept["runs"] = [
-        r for r in kept.get("runs", []) if (r["setup"], r["seed"], r["operator"]) != (setup, args.seed, out["operator"])
+        r
+        for r in kept.get("runs", [])
+        if (r["setup"], r["seed"], r["operator"], r.get("learner", "sac"))
+        != (setup, args.seed, out["operator"], out["learner"])
     ] + [out]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(kept, indent=2) + "\n")
