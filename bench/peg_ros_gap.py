@@ -19,7 +19,10 @@ Rungs (each `robo-rl train` for `--minutes` robot minutes, then `robo-rl eval` o
 - robot_b_clf, robot_b_clf_tip: robot_b for 60 robot minutes with a learned success classifier as success and
   reward (`--success-classifier`, trained on 20 envs x 150 steps of the simulated operator, the last 3 frames of a
   successful episode positive), reading every observation or only the peg tip's offset from the hole estimate,
-  against robot_b at 60 minutes (robot_b60).
+  against robot_b at 60 minutes (robot_b60); the classifier's envelope on (`robo-rl train-classifier`'s default);
+- robot_b_clf_no_envelope, robot_b_clf_tip_no_envelope, robot_b_clf_explore_no_envelope: the same without the
+  envelope (`--no-envelope`: the network's score alone), and one also trained on the exploration frames (20 envs x
+  150 uniformly random joint steps, labelled by the task's success).
 What a run reports: the evaluation at each 10 robot minutes where the preset evaluates (the simulator's presets)
 and at its end, the training episodes and successes per 5 robot minutes, the operator's share per 5 minutes.
 
@@ -66,9 +69,18 @@ RUNGS: dict[str, list[str]] = {
     "robot_b60": [*ROBOT, "--operator", "resets"],
     "robot_b_clf": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier}"],
     "robot_b_clf_tip": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_tip}"],
-    "robot_b_clf_explore": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_explore}"],
+    "robot_b_clf_no_envelope": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_no_envelope}"],
+    "robot_b_clf_tip_no_envelope": [*ROBOT, "--operator", "resets", "--success-classifier", "{clf_tip_no_env}"],
+    "robot_b_clf_explore_no_envelope": [*ROBOT, "--operator", "resets", "--success-classifier", "{clf_explore_no_env}"],
 }
-SIXTY = ("robot_b60", "robot_b_clf", "robot_b_clf_tip", "robot_b_clf_explore")
+SIXTY = (
+    "robot_b60",
+    "robot_b_clf",
+    "robot_b_clf_tip",
+    "robot_b_clf_no_envelope",
+    "robot_b_clf_tip_no_envelope",
+    "robot_b_clf_explore_no_envelope",
+)
 RECIPE = ("sim_c_online_only", "sim_c_ensemble_utd2", "sim_b_ensemble_utd2")
 """HIL-SERL's recipe, a part switched (not run by default)."""
 """Rungs of 60 robot minutes (the classifier's goal is stated there)."""
@@ -105,12 +117,14 @@ def exploration_frames(path: Path, operator_demos: Path) -> None:
     np.savez(path, meta=meta, obs=rows, labels=np.concatenate(labels).astype(bool))
 
 
-def classifier(root: Path, obs: tuple[str, ...] = (), explore: bool = False) -> Path:
+def classifier(root: Path, obs: tuple[str, ...] = (), explore: bool = False, envelope: bool = True) -> Path:
     """A success classifier: `robo-rl train-classifier` on 20 envs x 150 steps of the simulated operator on the
     presets' task (seed 11), the last 3 frames of a successful episode positive, reading every observation (robot_b_clf)
     or `obs` alone (robot_b_clf_tip: the peg tip's offset from the hole estimate); with `explore`, also on the
-    exploration frames (robot_b_clf_explore)."""
-    path = root / f"classifier{'_tip' if obs else ''}{'_explore' if explore else ''}.pt"
+    exploration frames (robot_b_clf_explore_no_envelope); without `envelope`, `--no-envelope` (the network's score
+    alone, the classifiers before the envelope existed)."""
+    name = f"classifier{'_tip' if obs else ''}{'_explore' if explore else ''}{'' if envelope else '_no_envelope'}"
+    path = root / f"{name}.pt"
     if not path.is_file():
         demos = root / "classifier_demos.npz"
         if not demos.is_file():
@@ -122,7 +136,7 @@ def classifier(root: Path, obs: tuple[str, ...] = (), explore: bool = False) -> 
             exploration_frames(root / "exploration_frames.npz", demos)
             files.append(str(root / "exploration_frames.npz"))
         train = [ROBO_RL, "train-classifier", *files, "--last-frames", "3", "-o", str(path), "--threads", "1"]
-        train += [arg for name in obs for arg in ("--obs", name)]
+        train += [arg for name in obs for arg in ("--obs", name)] + ([] if envelope else ["--no-envelope"])
         subprocess.run(train, check=True, capture_output=True)
     return path
 
@@ -154,7 +168,9 @@ def run_rung(rung: str, seed: int, minutes: float, demos: Path, root: Path) -> d
         files = {
             "{classifier}": lambda: classifier(root),
             "{classifier_tip}": lambda: classifier(root, TIP_OBS),
-            "{classifier_explore}": lambda: classifier(root, explore=True),
+            "{classifier_no_envelope}": lambda: classifier(root, envelope=False),
+            "{clf_tip_no_env}": lambda: classifier(root, TIP_OBS, envelope=False),
+            "{clf_explore_no_env}": lambda: classifier(root, explore=True, envelope=False),
         }
         args = [str(files[a]()) if a in files else a for a in RUNGS[rung]]
         cmd = [ROBO_RL, "train", *args, "--seed", str(seed), "--max-iterations", str(steps)]

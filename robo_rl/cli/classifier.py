@@ -20,6 +20,7 @@ stands in for a success function: its `success(obs)` can end episodes and give t
 Each DEMOS file is a .npz demo file (schema robo_rl.demos/1) with either a `labels` array (a label per frame) or a
 `success` array (info["success"] per transition): then the last K frames of each successful episode are the
 positives, and its earlier frames and every frame of a failed episode the negatives.
+The envelope (--envelope) keeps the classifier from calling a frame successful unlike every positive it saw.
 """
 
 
@@ -46,6 +47,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="an observation the classifier reads (repeatable; default: all of them)",
     )
+    p.add_argument(
+        "--envelope",
+        type=float,
+        default=DEFAULTS.envelope,
+        metavar="STD",
+        help="never call a frame successful outside the positives' range widened by STD standard deviations of the "
+        f"frames, per observation (default: {DEFAULTS.envelope}); a policy trained on the classifier's reward finds "
+        "the frames far from the training data that a network scores high",
+    )
+    p.add_argument("--no-envelope", action="store_true", help="no envelope: the network's score alone")
     p.add_argument("--seed", type=int, default=DEFAULTS.seed, help="seed of split, weights and batches (default: 0)")
     add_threads_argument(p)
     p.set_defaults(func=main)
@@ -69,4 +80,9 @@ def _config(args: argparse.Namespace) -> ClassifierConfig:
         if value < 1:
             raise ValueError(f"{flag} must be at least 1, got {value}")
     obs = tuple(args.obs) if args.obs else None
-    return replace(DEFAULTS, last_frames=args.last_frames, epochs=args.epochs, obs_names=obs, seed=args.seed)
+    envelope = None if args.no_envelope else args.envelope
+    if envelope is not None and not envelope >= 0:
+        raise ValueError(f"--envelope must be at least 0, got {args.envelope}")
+    return replace(
+        DEFAULTS, last_frames=args.last_frames, epochs=args.epochs, obs_names=obs, envelope=envelope, seed=args.seed
+    )

@@ -9,15 +9,19 @@ Labelled frames come from demo files (schema `robo_rl.demos/1`, see `robo_rl.hil
   row's `obs`). The last `last_frames` frames of a successful episode (its final observation included) are
   positives; its earlier frames and every frame of a failed episode are negatives. Episodes still running when
   the recording stopped are left out.
+
+Outside the envelope (`ClassifierConfig.envelope`: the training positives' range per observation, widened) the
+classifier never calls a frame successful, whatever the network scores there.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, overload
 
@@ -58,6 +62,11 @@ class ClassifierConfig:
     """Observations the classifier reads, by name (None: the whole vector)."""
     balance_classes: bool = True
     """Weight the positives by negatives/positives in the loss (successes are the rare class)."""
+    envelope: float | None = 0.5
+    """Never call a frame successful unlike every positive it was trained on: P(success) is 0 where an observation
+    it reads lies outside the training positives' range widened by this many standard deviations of the training
+    frames (that observation's) on each side. A network extrapolates freely far from its data, and a policy trained
+    on its reward finds such frames (the peg held 4-10 cm beside the hole scored as inserted). None: no envelope."""
     seed: int = 0
     """Seed of the holdout split, the initial weights and the batch order."""
 
@@ -71,6 +80,8 @@ class ClassifierConfig:
         for name in ("threshold", "holdout_fraction"):
             if not 0 < getattr(self, name) < 1:
                 problems.append(f"{name} must lie in (0, 1), got {getattr(self, name)}")
+        if self.envelope is not None and not self.envelope >= 0:
+            problems.append(f"envelope must be None or at least 0, got {self.envelope}")
         if self.obs_names is not None and (not self.obs_names or len(set(self.obs_names)) < len(self.obs_names)):
             problems.append(f"obs_names must be distinct names, at least one, got {self.obs_names}")
         if problems:
@@ -111,6 +122,9 @@ class SuccessClassifier(nn.Module):
     index: torch.Tensor
     mean: torch.Tensor
     std: torch.Tensor
+    low: torch.Tensor
+    high: torch.Tensor
+    """The envelope (`ClassifierConfig.envelope`) of the observations it reads; ±inf: none."""
 
     def __init__(self, obs_names: Sequence[str], config: ClassifierConfig = ClassifierConfig()) -> None:
         super().__init__()
@@ -125,6 +139,8 @@ class SuccessClassifier(nn.Module):
         self.register_buffer("index", torch.tensor([self.obs_names.index(name) for name in selected]))
         self.register_buffer("mean", torch.zeros(len(selected)))
         self.register_buffer("std", torch.ones(len(selected)))
+        self.register_buffer("low", torch.full((len(selected),), -math.inf))
+        self.register_buffer("high", torch.full((len(selected),), math.inf))
         self.net = _mlp(len(selected), config.hidden_sizes)
 
     def fit_normalizer(self, obs: torch.Tensor) -> None:
@@ -133,6 +149,21 @@ class SuccessClassifier(nn.Module):
         std = selected.std(dim=0, unbiased=False)
         self.mean.copy_(selected.mean(dim=0))
         self.std.copy_(torch.where(std < STD_FLOOR, torch.ones_like(std), std))
+
+    def fit_envelope(self, positives: torch.Tensor) -> None:
+        """Set the envelope from the positive training frames `(P, obs_dim)` (after `fit_normalizer`): their range
+        widened by `config.envelope` of the normalizer's standard deviations; none when `config.envelope` is None."""
+        if self.config.envelope is None:
+            return
+        selected = positives.index_select(-1, self.index)
+        margin = self.config.envelope * self.std
+        self.low.copy_(selected.min(dim=0).values - margin)
+        self.high.copy_(selected.max(dim=0).values + margin)
+
+    def inside(self, obs: torch.Tensor) -> torch.Tensor:
+        """Bool `(...)`: observations `(..., obs_dim)` within the envelope in every observation it reads."""
+        selected = obs.index_select(-1, self.index)
+        return ((selected >= self.low) & (selected <= self.high)).all(dim=-1)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """Logits `(...)` of success for observations `(..., obs_dim)`."""
@@ -144,12 +175,13 @@ class SuccessClassifier(nn.Module):
     @overload
     def predict(self, obs: torch.Tensor) -> torch.Tensor: ...
     def predict(self, obs: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
-        """P(success) `(...)` of observations `(..., obs_dim)`, as the same kind of array as `obs`."""
+        """P(success) `(...)` of observations `(..., obs_dim)`, as the same kind of array as `obs`; 0 outside the
+        envelope."""
         tensor = torch.as_tensor(obs, dtype=torch.float32, device=self.mean.device)
         if tensor.ndim == 0 or tensor.shape[-1] != len(self.obs_names):
             raise ValueError(f"observations of shape {tuple(tensor.shape)}: expected (..., {len(self.obs_names)})")
         with torch.no_grad():
-            probability = torch.sigmoid(self(tensor))
+            probability = torch.sigmoid(self(tensor)) * self.inside(tensor)
         return probability.cpu().numpy() if isinstance(obs, np.ndarray) else probability.to(obs.device)
 
     def success(self, obs: np.ndarray | torch.Tensor) -> bool:
@@ -183,8 +215,12 @@ class SuccessClassifier(nn.Module):
             found = state.get("format") if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"{path}: not a robo_rl success classifier (format {found!r}, expected {FORMAT!r})")
         try:
-            classifier = cls(state["obs_names"], _config_from_dict(state["config"]))
-            classifier.load_state_dict(state["state_dict"])
+            config = _config_from_dict(state["config"])
+            weights = dict(state["state_dict"])
+            if "low" not in weights:  # saved before the envelope existed: none
+                config = replace(config, envelope=None)
+            classifier = cls(state["obs_names"], config)
+            classifier.load_state_dict({**classifier.state_dict(), **weights})
         except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as err:
             raise ValueError(f"{path}: a damaged success classifier file ({_one_line(err)})") from None
         return classifier.eval()
@@ -406,6 +442,7 @@ def train_classifier(
         torch.manual_seed(cfg.seed)
         classifier = SuccessClassifier(names, cfg)
         classifier.fit_normalizer(x[train])
+        classifier.fit_envelope(x[train][y[train] > 0.5])
         _fit(classifier, x[train], y[train], cfg)
     classifier.eval()
     return classifier, _report(classifier, x, y, train, holdout)

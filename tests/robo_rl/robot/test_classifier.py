@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from robo_rl.robot.classifier import (
     label_frames,
     load_labelled_files,
     load_labelled_frames,
+    stratified_split,
     train_classifier,
 )
 from robo_rl.runners.collect import collect_demonstrations
@@ -204,6 +206,41 @@ def test_observation_subset(recordings: tuple[Path, Path]) -> None:
         SuccessClassifier(names, ClassifierConfig(obs_names=("speed",)))
 
 
+def test_the_envelope_keeps_success_where_the_positives_were(tmp_path: Path) -> None:
+    """A logistic regression on one observation (failures at 0-1, successes at 2-2.2) scores a frame far beyond
+    the successes (10) successful: a policy trained on its reward would go there. The envelope (the training
+    positives' range widened by 0.5 standard deviations of the training frames, worked out here from the split)
+    says no there and yes where the positives were; it survives saving, and a file saved before it existed loads
+    without one."""
+    rng = np.random.default_rng(0)
+    frames = np.concatenate([rng.uniform(0.0, 1.0, 400), rng.uniform(2.0, 2.2, 100)])[:, None].astype(np.float32)
+    labels = np.arange(500) >= 400
+    logistic = ClassifierConfig(hidden_sizes=(), epochs=40)
+    plain, _ = train_classifier(frames, labels, replace(logistic, envelope=None))
+    enveloped, report = train_classifier(frames, labels, logistic)
+    far, where_positives_were = np.array([10.0], np.float32), np.array([2.1], np.float32)
+    assert plain.success(far) and plain.success(where_positives_were)
+    assert not enveloped.success(far) and enveloped.predict(far) == 0.0
+    assert enveloped.success(where_positives_were) and report.recall == 1.0
+    train, _ = stratified_split(labels, logistic.holdout_fraction, logistic.seed)
+    positives, spread = frames[train][labels[train], 0], frames[train, 0].std()
+    assert float(enveloped.low[0]) == pytest.approx(positives.min() - 0.5 * spread, rel=1e-5)
+    assert float(enveloped.high[0]) == pytest.approx(positives.max() + 0.5 * spread, rel=1e-5)
+    assert torch.isinf(plain.low).all() and torch.isinf(plain.high).all()
+    path = tmp_path / "enveloped.pt"
+    enveloped.save(path)
+    loaded = SuccessClassifier.load(path)
+    assert not loaded.success(far) and loaded.config.envelope == 0.5
+    state = torch.load(path, weights_only=True)
+    del state["state_dict"]["low"], state["state_dict"]["high"]
+    del state["config"]["envelope"]
+    torch.save(state, path)  # the format before the envelope
+    older = SuccessClassifier.load(path)
+    assert older.config.envelope is None and older.success(far)
+    with pytest.raises(ValueError, match="envelope must be None or at least 0"):
+        ClassifierConfig(envelope=-1.0)
+
+
 def test_cli_trains_saves_and_reports(
     recordings: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -216,6 +253,12 @@ def test_cli_trains_saves_and_reports(
     printed = capsys.readouterr().out
     assert "holdout accuracy" in printed and f"wrote {output}" in printed
     assert SuccessClassifier.load(output).config.last_frames == 5
+    assert SuccessClassifier.load(output).config.envelope == ClassifierConfig().envelope
+    args = parser.parse_args([*argv, "--no-envelope"])
+    assert args.func(args) == 0 and SuccessClassifier.load(output).config.envelope is None
+    args = parser.parse_args([*argv, "--envelope", "-1"])
+    with pytest.raises(ValueError, match="--envelope must be at least 0"):
+        args.func(args)
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
     args = parser.parse_args(["train-classifier", str(recordings[0]), str(bad), "-o", str(output)])
