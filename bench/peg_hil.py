@@ -52,11 +52,13 @@ STATE_TASK, PIXELS_TASK = "mujoco/peg_insert", "mujoco/peg_insert_pixels"
 CAMERAS = "[wrist,side]"
 
 
-def task_params() -> list[str]:
-    """The presets' task settings as `key=value` (what the demonstrations and the demonstrator's test use too)."""
+def task_params(estimate_noise: float | None = None) -> list[str]:
+    """The presets' task settings as `key=value` (what the demonstrations and the demonstrator's test use too), the
+    hole estimate's error `estimate_noise` (m per axis) where given."""
     from robo_rl.sim.mujoco.presets import PEG_BENCHMARK_TASK
 
-    return [f"hole_estimate_noise={PEG_BENCHMARK_TASK.hole_estimate_noise}", "num_threads=1"]
+    noise = PEG_BENCHMARK_TASK.hole_estimate_noise if estimate_noise is None else estimate_noise
+    return [f"hole_estimate_noise={noise}", "num_threads=1"]
 
 
 def pixel_params(pixels: int | None) -> list[str]:
@@ -64,12 +66,12 @@ def pixel_params(pixels: int | None) -> list[str]:
     return [] if pixels is None else [f"cameras={CAMERAS}", f"image_size={pixels}"]
 
 
-def record_demonstrations(path: Path, pixels: int | None = None) -> None:
+def record_demonstrations(path: Path, pixels: int | None = None, estimate_noise: float | None = None) -> None:
     """The benchmark's DEMO_EPISODES whole episodes of the simulated operator on the presets' task (seed 7), with
-    the camera frames when `pixels`."""
+    the camera frames when `pixels`, with the hole estimate's error `estimate_noise` where given."""
     task = STATE_TASK if pixels is None else PIXELS_TASK
     record = [ROBO_RL, "record-demos", task, "--episodes", str(DEMO_EPISODES), "--whole-episodes"]
-    params = task_params() + pixel_params(pixels)
+    params = task_params(estimate_noise) + pixel_params(pixels)
     record += ["--seed", "7", *(arg for item in params for arg in ("--param", item))]
     subprocess.run([*record, "-o", str(path)], check=True, capture_output=True)
 

@@ -16,6 +16,8 @@ Rungs (each `robo-rl train` for `--minutes` robot minutes, then `robo-rl eval` o
   =false`; HIL-SERL keeps them in both);
 - sim_c_ensemble_utd2, sim_b_ensemble_utd2: (c) and (b) with RLPD's 10-critic LayerNorm ensemble at 2 gradient steps
   per robot step;
+- sim_b_est2mm, sim_c_est2mm: (b) and (c) on a harder peg, the hole estimate off by 2 mm per axis (`HARD_ESTIMATE`),
+  the demonstrations recorded on it too;
 - robot_b_clf, robot_b_clf_tip: robot_b for 60 robot minutes with a learned success classifier as success and
   reward (`--success-classifier`, trained on 20 envs x 150 steps of the simulated operator, the last 3 frames of a
   successful episode positive), reading every observation or only the peg tip's offset from the hole estimate,
@@ -56,6 +58,11 @@ ENSEMBLE = [
 ]
 """RLPD's critic ensemble (10 LayerNorm critics, targets from a random 2, the actor on their mean) at 2 gradient
 steps per robot step (HIL-SERL's learner makes 2 critic steps per actor step: `cta_ratio` 2)."""
+HARD_ESTIMATE = 0.002
+"""The harder peg: the hole estimate off by 2 mm per axis (the task's default; the benchmark's is 0.5 mm) against a
+1 mm radial clearance, so the peg lands beside the hole and must search, where the demonstrations cannot show the
+way for every hole (the operator alone inserts 49 of 64 with it, 98 % with 0.5 mm)."""
+HARD = ["--set", f"task.config.hole_estimate_noise={HARD_ESTIMATE}"]
 RUNGS: dict[str, list[str]] = {
     "sim_b": ["peg_insert_rlpd"],
     "sim_c": ["peg_insert_hil"],
@@ -66,6 +73,8 @@ RUNGS: dict[str, list[str]] = {
     "sim_c_online_only": ["peg_insert_hil", "--set", "off_policy.interventions_to_prior=false"],
     "sim_c_ensemble_utd2": ["peg_insert_hil", *ENSEMBLE],
     "sim_b_ensemble_utd2": ["peg_insert_rlpd", *ENSEMBLE],
+    "sim_b_est2mm": ["peg_insert_rlpd", *HARD],
+    "sim_c_est2mm": ["peg_insert_hil", *HARD],
     "robot_b60": [*ROBOT, "--operator", "resets"],
     "robot_b_clf": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier}"],
     "robot_b_clf_tip": [*ROBOT, "--operator", "resets", "--success-classifier", "{classifier_tip}"],
@@ -81,7 +90,7 @@ SIXTY = (
     "robot_b_clf_tip_no_envelope",
     "robot_b_clf_explore_no_envelope",
 )
-RECIPE = ("sim_c_online_only", "sim_c_ensemble_utd2", "sim_b_ensemble_utd2")
+RECIPE = ("sim_c_online_only", "sim_c_ensemble_utd2", "sim_b_ensemble_utd2", "sim_b_est2mm", "sim_c_est2mm")
 """HIL-SERL's recipe, a part switched (not run by default)."""
 """Rungs of 60 robot minutes (the classifier's goal is stated there)."""
 
@@ -174,6 +183,10 @@ def run_rung(rung: str, seed: int, minutes: float, demos: Path, root: Path) -> d
         }
         args = [str(files[a]()) if a in files else a for a in RUNGS[rung]]
         cmd = [ROBO_RL, "train", *args, "--seed", str(seed), "--max-iterations", str(steps)]
+        if HARD[1] in RUNGS[rung]:  # demonstrations on the same task
+            demos = root / "demos_est2mm.npz"
+            if not demos.is_file():
+                record_demonstrations(demos, estimate_noise=HARD_ESTIMATE)
         cmd += ["--set", f"off_policy.prior_buffer={demos}", "--runs-root", str(out_dir), "--threads", "1", "--quiet"]
         subprocess.run(cmd, check=True, capture_output=True)
         finished = sorted(out_dir.glob("*/*/metrics.jsonl"))
