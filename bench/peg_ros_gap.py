@@ -50,7 +50,16 @@ from peg_hil import record_demonstrations
 RESULTS = Path(__file__).parent / "results" / "peg_ros_gap.json"
 ROBO_RL = str(Path(sys.executable).parent / "robo-rl")
 STEPS_PER_MINUTE = 600
-ROBOT = ["robot_arm_peg_sac", "--robot", "arm_peg", "--robot-link", "sim", "--set", "off_policy.actor_learner=false"]
+TWO_CRITICS = [
+    *("--set", "sac.num_critics=2", "--set", "sac.critic_subset=2", "--set", "sac.actor_q=min"),
+    *("--set", "off_policy.updates_per_step=1"),
+]
+"""bench/peg_hil.py's learner (peg_insert_rlpd's: two critics, one gradient step per robot step), which the robot
+rungs ran with (robot_arm_peg_sac's learner until it took the ensemble)."""
+ROBOT = [
+    *("robot_arm_peg_sac", "--robot", "arm_peg", "--robot-link", "sim", "--set", "off_policy.actor_learner=false"),
+    *TWO_CRITICS,
+]
 LATE = ["--set", "hil.human.delay_steps=1"]
 ENSEMBLE = [
     *("--set", "sac.num_critics=10", "--set", "sac.critic_subset=2", "--set", "sac.actor_q=mean"),

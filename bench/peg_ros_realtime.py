@@ -1,5 +1,6 @@
-"""Peg insertion learned through ROS in real time: `robo-rl train --robot arm_peg` (preset robot_arm_peg_sac: the
-learner of bench/peg_hil.py, in its own process) against sim_bridge standing in for the arm at 10 Hz, with
+"""Peg insertion learned through ROS in real time: `robo-rl train --robot arm_peg` (preset robot_arm_peg_sac, the
+learner in its own process: bench/peg_hil.py's two critics at one gradient step per robot step, or with `--ensemble`
+RLPD's ten at two, the preset's own) against sim_bridge standing in for the arm at 10 Hz, with
 bench/peg_hil.py's 20 demonstrations in the RLPD prior buffer, for `--minutes` of robot time (wall-clock time: the
 arm's clock). The probe answers the trainer's reset prompts (sim_bridge puts the arm back); that is setup (b) on the
 robot path. With `--operator` it also corrects, setup (c): the peg expert, which sees the true hole that sim_bridge
@@ -36,7 +37,7 @@ import time
 from pathlib import Path
 
 from machine import machine_info
-from peg_ros_gap import ENSEMBLE
+from peg_ros_gap import ENSEMBLE, TWO_CRITICS
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).parent / "results" / "peg_ros_realtime.json"
@@ -120,7 +121,8 @@ def main() -> None:
         "--ensemble",
         action="store_true",
         help="the learner with RLPD's 10-critic LayerNorm ensemble at 2 gradient steps per robot step "
-        "(bench/peg_ros_gap.py's ENSEMBLE)",
+        "(bench/peg_ros_gap.py's ENSEMBLE, robot_arm_peg_sac's own now); without it, two critics at one step "
+        "(TWO_CRITICS, the first runs' learner)",
     )
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
     args = parser.parse_args()
@@ -136,8 +138,8 @@ def main() -> None:
         (root / "logs").mkdir()
         argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(SCENARIO), str(root / "logs"), str(root / "runs"), str(demos)]
         argv += [str(args.minutes * 60), f"seed={args.seed}"]
-        if args.ensemble:
-            argv += [override for override in ENSEMBLE if override != "--set"]
+        learner = ENSEMBLE if args.ensemble else TWO_CRITICS
+        argv += [override for override in learner if override != "--set"]
         env = {**os.environ, "PEG_SCENARIO_RESETS_ONLY": "1"}
         if args.operator:
             env["PEG_SCENARIO_OPERATOR"] = "peg"
