@@ -157,6 +157,9 @@ def main() -> int:
     parser.add_argument("--features", type=int, default=50, help="encoder features per camera")
     parser.add_argument("--channels", type=int, default=32, help="encoder filters per convolution")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="config overrides for every run")
+    parser.add_argument(
+        "--observations", nargs="+", choices=("pixels", "state"), default=["pixels", "state"], help="which to train"
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -179,6 +182,7 @@ def main() -> int:
             train(task, kind, seed, args)
             for seed in args.seeds
             for kind, task in (("pixels", pixels), ("state", state))
+            if kind in args.observations
         ]
         results["tasks"][pixels] = {
             "state_task": state,

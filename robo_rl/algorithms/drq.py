@@ -69,7 +69,9 @@ class PixelSAC(OffPolicyAlgorithm):
         self.reducer = reducer
         self.state_dim, self.privileged_dim = state_dim, critic_obs_dim - state_dim
         enc = cfg.encoder
-        self.encoder = ObservationEncoder(state_dim, image_specs, enc.features, cfg.normalize_obs, enc.channels)
+        self.encoder = ObservationEncoder(
+            state_dim, image_specs, enc.features, cfg.normalize_obs, enc.channels, tuple(enc.strides), enc.keypoints
+        )
         self.encoder.to(device)
         features = self.encoder.output_dim
         # The inner SAC normalizes nothing: the state part is normalized inside the encoder, features are bounded.
@@ -113,9 +115,10 @@ class PixelSAC(OffPolicyAlgorithm):
         the same features detached), then the target critics' update."""
         if batch.images is None or batch.next_images is None:
             raise ValueError("PixelSAC trains on transitions with camera frames (a ReplayBuffer with image_specs)")
-        features = self.encoder(batch.obs, self.augment(batch.images))
-        with torch.no_grad():
-            next_features = self.encoder(batch.next_obs, self.augment(batch.next_images))
+        with self._encoder_precision():
+            features = self.encoder(batch.obs, self.augment(batch.images))
+            with torch.no_grad():
+                next_features = self.encoder(batch.next_obs, self.augment(batch.next_images))
         critic_batch = self._feature_batch(batch, features, next_features)
         metrics = {"critic_loss": self.sac.update_critic(critic_batch)}
         if update_actor:
@@ -125,6 +128,11 @@ class PixelSAC(OffPolicyAlgorithm):
             metrics.update(self.sac.update_actor(actor_batch))
         self.sac.update_targets()
         return metrics
+
+    def _encoder_precision(self) -> torch.autocast:
+        """bfloat16 autocast for the encoder's training passes with `encoder.bf16`, else a disabled one."""
+        device = next(self.encoder.parameters()).device.type
+        return torch.autocast(device, dtype=torch.bfloat16, enabled=self.cfg.encoder.bf16)
 
     def augment(self, frames: Frames) -> Frames:
         """DrQ's random shift of every camera's frames, each frame its own shift (`encoder.shift_pad`, 0: none)."""

@@ -17,6 +17,14 @@ class EncoderConfig:
     """Features per camera after the encoder's linear head (DrQ: 50)."""
     channels: int = ENCODER_CHANNELS
     """Filters per convolution (DrQ: 32; fewer suffice for tiny frames)."""
+    strides: tuple[int, ...] = ()
+    """One 3x3 convolution per entry, with that stride; (): DrQ's four (the first stride 2, then 2 while the map is
+    larger than 40 pixels). (2, 2, 2, 2) with 16 channels costs a small fraction of DrQ's on the CPU at 64x64
+    (bench/pixel_update.py)."""
+    keypoints: bool = False
+    """Spatial softmax (Levine et al. 2016): the last convolution's maps become each filter's expected (x, y) image
+    position before the linear head, instead of being flattened. For tasks where where something is matters to the
+    millimetre (robo_rl.modules.image_encoder.SpatialSoftmax)."""
     shift_pad: int = SHIFT_PAD
     """Largest random shift in pixels of the augmentation (DrQ: 4 at 84x84); 0 turns augmentation off."""
     weights: str | None = None
@@ -25,10 +33,17 @@ class EncoderConfig:
     checkpoints/best.pt). Its camera weights are loaded at the start; the state normalizer is not. None: random."""
     freeze: bool = False
     """Keep the (pretrained) camera encoder fixed: it leaves the critic optimizer and gets no gradient."""
+    bf16: bool = False
+    """Train the camera encoder under bfloat16 autocast: its convolutions in the critic step and the targets' pass
+    run in bfloat16, the weights, the features after its LayerNorm, and actor and critics stay float32; acting and
+    export stay float32. About half the encoder's cost on a CPU with AVX-512 BF16 or AMX (bench/pixel_update.py);
+    slower on one without."""
 
     def __post_init__(self) -> None:
         if self.features < 1 or self.channels < 1:
             raise ValueError("encoder.features and encoder.channels must be at least 1")
+        if any(stride < 1 for stride in self.strides):
+            raise ValueError(f"encoder.strides must be at least 1 each, got {self.strides}")
         if self.shift_pad < 0:
             raise ValueError(f"encoder.shift_pad must not be negative, got {self.shift_pad}")
         if self.freeze and self.weights is None:

@@ -75,3 +75,41 @@ def test_the_camera_policy_takes_frames_in_spec_order_and_reads_observation_dict
     assert not torch.allclose(action, policy(state, fixed, wrist))  # the order is the contract
     with pytest.raises(ValueError, match=r"expected 2 camera inputs \['wrist', 'fixed'\], got 1"):
         policy(state, wrist)
+
+
+def test_drq_strides_follow_the_rule_and_explicit_strides_shrink_the_maps() -> None:
+    from robo_rl.modules.image_encoder import conv_side, drq_strides
+
+    # Hand-worked: 64 -> 31 (stride 2) -> 29 -> 27 -> 25 (each > 40? no: stride 1); 128 -> 63 -> 31 -> 29 -> 27.
+    assert drq_strides(64) == (2, 1, 1, 1) and conv_side(64, (2, 1, 1, 1)) == 25
+    assert drq_strides(128) == (2, 2, 1, 1) and conv_side(128, (2, 2, 1, 1)) == 27
+    assert conv_side(64, (2, 2, 2, 2)) == 3  # 64 -> 31 -> 15 -> 7 -> 3
+    encoder = CameraEncoder(ImageSpec("cam", 64, 64), channels=16, strides=(2, 2, 2, 2))
+    assert encoder.head[0].in_features == 16 * 3 * 3 and encoder(frames(2, 64, 64)).shape == (2, 50)
+    with pytest.raises(ValueError, match="too few"):
+        CameraEncoder(ImageSpec("cam", 16, 16), strides=(2, 2, 2, 2))  # 16 -> 7 -> 3 -> 1 -> none
+
+
+def test_spatial_softmax_returns_each_filters_expected_position() -> None:
+    from robo_rl.modules.image_encoder import SpatialSoftmax
+
+    # Hand-worked on a 3 x 5 map: x runs -1, -0.5, 0, 0.5, 1 across columns, y -1, 0, 1 down rows.
+    maps = torch.full((1, 2, 3, 5), -1e4)
+    maps[0, 0, 2, 4] = 0.0  # channel 0: all weight on (row 2, col 4) -> (x, y) = (1, 1)
+    maps[0, 1, 0, 1] = maps[0, 1, 0, 2] = 0.0  # channel 1: half on (0, 1), half on (0, 2) -> (-0.25, -1)
+    out = SpatialSoftmax()(maps)
+    assert torch.allclose(out, torch.tensor([[1.0, 1.0, -0.25, -1.0]]))
+
+
+def test_a_keypoint_encoder_moves_its_output_with_a_sub_pixel_shift_of_a_blob() -> None:
+    # A Gaussian blob moved by a fraction of a pixel changes a keypoint encoder's output (sub-pixel positions).
+    columns = torch.arange(24.0)
+
+    def blob(centre: float) -> torch.Tensor:
+        row = 255 * torch.exp(-0.5 * (columns - centre) ** 2)
+        return row.repeat(24, 1)[None, :, :, None].round().to(torch.uint8)
+
+    torch.manual_seed(0)
+    encoder = CameraEncoder(ImageSpec("rail", 24, 24, 1), features=8, channels=8, strides=(1, 1), keypoints=True)
+    assert encoder.head[0].in_features == 2 * 8
+    assert not torch.allclose(encoder(blob(11.0)), encoder(blob(11.3)))
