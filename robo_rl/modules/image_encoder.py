@@ -83,15 +83,19 @@ class CameraEncoder(nn.Module):
             layers += [nn.Conv2d(in_channels, channels, 3, stride=stride), nn.ReLU(inplace=True)]
             in_channels = channels
         self.strides = strides
-        self.convs = nn.Sequential(*layers, SpatialSoftmax() if keypoints else nn.Flatten())
+        self.convs = nn.Sequential(*layers)
+        self.pool: nn.Module = SpatialSoftmax() if keypoints else nn.Flatten()
         with torch.no_grad():
-            flat = self.convs(torch.zeros(1, spec.channels, spec.height, spec.width)).shape[1]
+            flat = self.pool(self.convs(torch.zeros(1, spec.channels, spec.height, spec.width))).shape[1]
         self.head = nn.Sequential(nn.Linear(flat, features), nn.LayerNorm(features), nn.Tanh())
         self.features = features
 
     def forward(self, frames: torch.Tensor) -> torch.Tensor:
-        """uint8 `(B, H, W, C)` frames -> `(B, features)`."""
-        return self.head(self.convs(frames_to_float(frames)))
+        """uint8 `(B, H, W, C)` frames -> `(B, features)`. The head runs in float32 even under autocast (bfloat16's 8
+        mantissa bits would blur positions read to a fraction of a pixel); only the convolutions follow autocast."""
+        maps = self.convs(frames_to_float(frames))
+        with torch.autocast(frames.device.type, enabled=False):
+            return self.head(self.pool(maps.float()))
 
 
 class SpatialSoftmax(nn.Module):

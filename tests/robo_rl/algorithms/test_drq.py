@@ -176,3 +176,21 @@ def test_updates_need_frames() -> None:
     data = batch()
     with pytest.raises(ValueError, match="camera frames"):
         pixel_sac().update(Transitions(**{**data.__dict__, "images": None, "next_images": None}))
+
+
+def test_bf16_runs_the_encoders_convolutions_in_bfloat16_and_keeps_weights_and_features_float32() -> None:
+    algo = pixel_sac(config(bf16=True))
+    dtypes: list[torch.dtype] = []
+    conv = algo.encoder.cameras["cam"].convs[0]
+    handle = conv.register_forward_hook(lambda _m, _args, out: dtypes.append(out.dtype))
+    features: list[torch.dtype] = []
+    head = algo.encoder.cameras["cam"].register_forward_hook(lambda _m, _args, out: features.append(out.dtype))
+    before = [p.clone() for p in algo.encoder.cameras.parameters()]
+    algo.update(batch())
+    assert dtypes == [torch.bfloat16, torch.bfloat16] and features == [torch.float32, torch.float32]
+    assert all(p.dtype == torch.float32 for p in algo.encoder.parameters())
+    assert any(not torch.equal(b, p) for b, p in zip(before, algo.encoder.cameras.parameters(), strict=True))
+    algo.act({STATE_KEY: torch.zeros(1, STATE_DIM), "cam": batch().images["cam"][:1]})  # type: ignore[index]
+    assert dtypes[-1] == torch.float32  # acting (and so export) stays float32
+    handle.remove()
+    head.remove()
