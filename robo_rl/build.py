@@ -178,8 +178,8 @@ def build_runner(
 
 def algorithm_modules(algorithm: OffPolicyAlgorithm) -> list[nn.Module]:
     """Every network of an off-policy algorithm, once each: its module attributes and those of an algorithm it
-    wraps (DrQ's `PixelSAC`: its camera encoder beside its inner SAC's actor and critics). What every rank must
-    start from identically."""
+    wraps (DrQ's `PixelSAC`: its camera encoder beside the actor and critics of the algorithm inside). What every
+    rank must start from identically."""
     found: dict[int, nn.Module] = {}
     for value in vars(algorithm).values():
         if isinstance(value, nn.Module):
