@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.sac import SAC, SACConfig
@@ -156,6 +157,11 @@ class PixelSAC(OffPolicyAlgorithm):
         encoder, its state normalizer included, and the deterministic actor, sharing this algorithm's weights)."""
         actor: Any = self.sac.actor  # SAC's actor protocol: sample, deterministic, scaler, deterministic_actor
         return CameraPolicy(self.encoder, actor.deterministic_actor())
+
+    def acting_module(self) -> nn.Module:
+        """What `act` reads: the actor and the encoder (its state normalizer included), as one module whose
+        weights a learner process publishes to the env loop."""
+        return nn.ModuleDict({"actor": self.sac.actor, "encoder": self.encoder})
 
     def policy_state(self) -> dict[str, Any]:
         """What rebuilds the deployable policy (best.pt's `algorithm`): the actor's and the encoder's weights, and
