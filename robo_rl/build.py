@@ -169,12 +169,24 @@ def build_runner(
         evaluation = {"eval_env": eval_env, "precheck_env": precheck_env}
         return OnPolicyRunner(env, policy, update, cfg.runner, seed, run=run, reducer=reducer, **evaluation)
     learner = build_off_policy(cfg, env, reducer=reducer)
-    for module in vars(learner).values():
-        if isinstance(module, nn.Module):
-            broadcast_module(module, reducer)
+    for module in algorithm_modules(learner):
+        broadcast_module(module, reducer)
     return OffPolicyRunner(
         env, learner, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer, precheck_env=precheck_env
     )
+
+
+def algorithm_modules(algorithm: OffPolicyAlgorithm) -> list[nn.Module]:
+    """Every network of an off-policy algorithm, once each: its module attributes and those of an algorithm it
+    wraps (DrQ's `PixelSAC`: its camera encoder beside the actor and critics of the algorithm inside). What every
+    rank must start from identically."""
+    found: dict[int, nn.Module] = {}
+    for value in vars(algorithm).values():
+        if isinstance(value, nn.Module):
+            found.setdefault(id(value), value)
+        elif OffPolicyAlgorithm in type(value).__mro__:  # an inner algorithm (the protocol is not runtime-checkable)
+            found.update((id(module), module) for module in algorithm_modules(value))
+    return list(found.values())
 
 
 def _evaluation_env(cfg: ExperimentConfig, make_env: EnvFactory, episodes: int, seed: int) -> BatchedEnv:

@@ -110,6 +110,13 @@ class ProcessGroupReducer:
         return box[0]
 
 
+def optimizer_parameters(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    """Every parameter `optimizer` moves, over all its param groups: what `Reducer.gradients` must average before
+    its step. A module's `parameters()` can miss some (DrQ's camera encoder is an extra group of the critic
+    optimizer), and a rank whose copy of those is not averaged drifts apart from the others silently."""
+    return [parameter for group in optimizer.param_groups for parameter in group["params"]]
+
+
 def broadcast_module(module: nn.Module, reducer: Reducer) -> None:
     """Copy rank 0's parameters and buffers into `module` on every rank (start from identical weights)."""
     if reducer.world.size == 1:

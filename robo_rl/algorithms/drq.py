@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.sac import SAC, SACConfig
-from robo_rl.distributed import LOCAL, Reducer
+from robo_rl.distributed import LOCAL, Reducer, update_normalizer
 from robo_rl.envs import state_of
 from robo_rl.image_spec import ImageSpec
 from robo_rl.modules.camera_policy import CameraPolicy
@@ -49,7 +50,8 @@ class PixelSAC(OffPolicyAlgorithm):
         cfg: SAC's settings; `cfg.encoder` the camera encoder's.
         image_specs: the env's cameras, in their order.
         device: torch device of the networks.
-        reducer: one process only (LOCAL); ValueError for several.
+        reducer: averages the gradients over processes (`robo_rl.distributed`; LOCAL: one process): SAC's, and the
+            encoder's with the critic's (they share its optimizer), so every rank keeps the same encoder.
     """
 
     def __init__(
@@ -63,8 +65,6 @@ class PixelSAC(OffPolicyAlgorithm):
         device: torch.device | str = "cpu",
         reducer: Reducer = LOCAL,
     ) -> None:
-        if reducer.world.size > 1:
-            raise ValueError("learning from cameras runs in one process; train it without --nproc")
         self.cfg = cfg
         self.reducer = reducer
         self.state_dim, self.privileged_dim = state_dim, critic_obs_dim - state_dim
@@ -99,10 +99,11 @@ class PixelSAC(OffPolicyAlgorithm):
 
     @torch.no_grad()
     def fit_normalizers(self, data: Transitions) -> None:
-        """Fit the state normalizer once to `data`'s states (with `normalize_obs`; a no-op otherwise or when fitted)."""
+        """Fit the state normalizer once to `data`'s states (with `normalize_obs`; a no-op otherwise or when fitted);
+        under several processes to every rank's states merged, as SAC fits its normalizers."""
         normalizer = self.encoder.state_normalizer
         if self.needs_normalizers and len(data.obs) > 0 and isinstance(normalizer, EmpiricalNormalizer):
-            normalizer.update(data.obs)
+            update_normalizer(normalizer, data.obs, self.reducer)
 
     @torch.no_grad()
     def act(self, obs: dict[str, torch.Tensor], deterministic: bool = False) -> torch.Tensor:
@@ -156,6 +157,11 @@ class PixelSAC(OffPolicyAlgorithm):
         encoder, its state normalizer included, and the deterministic actor, sharing this algorithm's weights)."""
         actor: Any = self.sac.actor  # SAC's actor protocol: sample, deterministic, scaler, deterministic_actor
         return CameraPolicy(self.encoder, actor.deterministic_actor())
+
+    def acting_module(self) -> nn.Module:
+        """What `act` reads: the actor and the encoder (its state normalizer included), as one module whose
+        weights a learner process publishes to the env loop."""
+        return nn.ModuleDict({"actor": self.sac.actor, "encoder": self.encoder})
 
     def policy_state(self) -> dict[str, Any]:
         """What rebuilds the deployable policy (best.pt's `algorithm`): the actor's and the encoder's weights, and

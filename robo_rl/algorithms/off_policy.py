@@ -4,7 +4,7 @@ The replay runner (`robo_rl.runners.off_policy`), the learner processes (`robo_r
 `robo_rl.robot.topic_learner`) and the composition root (`robo_rl.build`) call these members and no others. The
 first group every algorithm defines; the hooks after it have defaults here, which an algorithm takes by naming
 `OffPolicyAlgorithm` as its base (SAC, TD3, FQL, DrQ's `PixelSAC`) and overrides where it differs: SAC's fitted
-observation normalizers, captured updates (SAC and TD3), a camera policy (DrQ).
+observation normalizers, captured updates (SAC and TD3), a camera policy and what it acts with (DrQ).
 """
 
 from __future__ import annotations
@@ -78,6 +78,11 @@ class OffPolicyAlgorithm(Protocol):
         actor: Any = self.actor  # the actor contract above: deterministic_actor()
         policy: nn.Module = actor.deterministic_actor()
         return policy
+
+    def acting_module(self) -> nn.Module:
+        """The module whose weights (parameters and buffers) `act` reads: what a learner process publishes to the
+        env loop (`robo_rl.hil.actor_learner`). By default the actor."""
+        return self.actor
 
     def policy_state(self) -> dict[str, Any]:
         """What rebuilds `deterministic_policy` (best.pt's `algorithm`): by default the actor's weights."""

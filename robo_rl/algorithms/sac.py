@@ -19,7 +19,7 @@ from robo_rl.algorithms.encoder_config import EncoderConfig
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, reduce_ensemble, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
-from robo_rl.distributed import LOCAL, Reducer
+from robo_rl.distributed import LOCAL, Reducer, optimizer_parameters, update_normalizer
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
 from robo_rl.modules.normalizer import EmpiricalNormalizer
@@ -173,14 +173,15 @@ class SAC(OffPolicyAlgorithm):
     @torch.no_grad()
     def fit_normalizers(self, data: Transitions) -> None:
         """Fit the actor's and the critics' observation normalizers, once, to `data`'s observations (with
-        `normalize_obs`; a no-op otherwise or when fitted)."""
+        `normalize_obs`; a no-op otherwise or when fitted); under several processes to every rank's data merged, so
+        that every rank normalizes alike (`reducer`; ranks hold equally many transitions)."""
         if not self.needs_normalizers or len(data.obs) == 0:
             return
         pairs = [(getattr(self.actor, "obs_normalizer", None), data.obs)]
         pairs += [(critic.obs_normalizer, data.critic_obs) for critic in (self.critic, self.target_critic)]
         for normalizer, obs in pairs:
             if isinstance(normalizer, EmpiricalNormalizer):
-                normalizer.update(obs)
+                update_normalizer(normalizer, obs, self.reducer)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
@@ -227,7 +228,7 @@ class SAC(OffPolicyAlgorithm):
         loss = ensemble_mse(self.critic(batch.critic_obs, batch.actions), target)
         self.critic_optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.reducer.gradients(self.critic.parameters())
+        self.reducer.gradients(optimizer_parameters(self.critic_optimizer))
         self.critic_optimizer.step()
         return loss.detach()
 
@@ -248,7 +249,7 @@ class SAC(OffPolicyAlgorithm):
             actor_loss = actor_loss + self.cfg.bc_weight * q.abs().mean().detach() * self._bc_loss(batch, q)
         self.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.backward()
-        self.reducer.gradients(self.actor.parameters())
+        self.reducer.gradients(optimizer_parameters(self.actor_optimizer))
         self.actor_optimizer.step()
         alpha_loss = temperature_loss(self.log_alpha, log_prob, self.target_entropy)
         self.alpha_optimizer.zero_grad(set_to_none=True)

@@ -2,11 +2,14 @@
 
 The actor (this process) steps the robot or simulator with the latest policy weights it has; a learner process
 owns the replay buffer and the off-policy algorithm. They share one machine:
-- transitions go actor → learner through a bounded `multiprocessing` queue, one message per env step; when the
-  learner falls behind and the queue is full the actor drops the step's transitions (counted) instead of waiting;
-- weights go learner → actor through shared memory: the learner copies its actor's parameters into shared
-  tensors under a lock and bumps a version counter every `publish_every` updates; the actor copies them in only
-  when the version changed, without waiting for the learner.
+- transitions go actor → learner through a bounded `multiprocessing` queue, one message per env step, a camera
+  env's frames with them; when the learner falls behind and the queue is full the actor drops the step's
+  transitions (counted) instead of waiting. A message holds numpy copies, not tensors: a tensor would travel as a
+  shared-memory segment and a file descriptor of its own, twenty times slower per message than the pickled bytes;
+- weights go learner → actor through shared memory: the learner copies the weights the acting side needs
+  (`OffPolicyAlgorithm.acting_module`: the actor, and with cameras the encoder) into shared tensors under a lock
+  and bumps a version counter every `publish_every` updates; the actor copies them in only when the version
+  changed, without waiting for the learner.
 
 `ActorLearner(make_algorithm, ...)` starts the learner (spawn), `act(obs)` gives actions, `send(...)` ships a
 step's transitions, `close()` stops the learner and returns its statistics. The learner samples batches as the
@@ -23,10 +26,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
-from robo_rl.storage.replay import ReplayBuffer, SymmetricSampler, Transitions, select_transitions
+from robo_rl.image_spec import ImageSpec
+from robo_rl.storage.replay import (
+    FIELD_NAMES,
+    IMAGE_FIELD_NAMES,
+    ReplayBuffer,
+    SymmetricSampler,
+    Transitions,
+    select_transitions,
+    vector_transitions,
+)
 
 STOP = "stop"
 
@@ -51,6 +64,8 @@ class LearnerConfig:
     """Gradient steps that train only the critic."""
     interventions_to_prior: bool = True
     """Intervened transitions go to the prior buffer too (HIL-SERL); False: the online buffer only."""
+    image_specs: tuple[ImageSpec, ...] = ()
+    """The env's cameras, whose frames the learner's buffers keep with each transition; (): a state-only env."""
 
 
 @dataclass(frozen=True)
@@ -78,8 +93,9 @@ def _learner(
     torch.set_num_threads(1)
     algorithm = make_algorithm()
     ready.set()
-    buffer = ReplayBuffer(cfg.buffer_capacity, *dims, "cpu")
-    prior = ReplayBuffer(cfg.buffer_capacity, *dims, "cpu")
+    buffer = ReplayBuffer(cfg.buffer_capacity, *dims, "cpu", cfg.image_specs)
+    prior = ReplayBuffer(cfg.buffer_capacity, *dims, "cpu", cfg.image_specs)
+    acting = algorithm.acting_module()
     if prior_transitions is not None:
         prior.add(prior_transitions)
     sampler = SymmetricSampler(buffer, prior, cfg.prior_fraction)
@@ -91,13 +107,14 @@ def _learner(
             break
         if skip.is_set():  # closing without draining: drop what is still queued
             continue
-        buffer.add(message)
-        if bool(message.intervened.any()):
-            intervened = select_transitions(message, message.intervened.bool())
+        transitions = unpack(message)
+        buffer.add(transitions)
+        if bool(transitions.intervened.any()):
+            intervened = select_transitions(transitions, transitions.intervened.bool())
             interventions += len(intervened)
             if cfg.interventions_to_prior:
                 prior.add(intervened)
-        received += len(message)
+        received += len(transitions)
         if len(buffer) < max(cfg.learning_starts, cfg.batch_size):
             continue
         if algorithm.needs_normalizers:  # SAC's normalize_obs: fitted once, to the first data
@@ -108,21 +125,49 @@ def _learner(
             if cfg.update_delay_s > 0:
                 time.sleep(cfg.update_delay_s)
             if updates % cfg.publish_every == 0:
-                _publish(algorithm.actor, shared, version, lock)
+                _publish(acting, shared, version, lock)
                 published += 1
     results.put(LearnerStats(received, updates, published, interventions))
 
 
-def _publish(actor: torch.nn.Module, shared: dict[str, torch.Tensor], version: Any, lock: Any) -> None:
+Message = dict[str, Any]
+"""One step's transitions as the queue carries them: field name -> numpy array, and for the frames camera name ->
+numpy array (`pack`)."""
+
+
+def pack(transitions: Transitions) -> Message:
+    """`transitions` as numpy copies (taken now: the queue pickles later, in its feeder thread, and an env may reuse
+    its tensors), frames included."""
+    message: Message = {name: _numpy_copy(getattr(transitions, name)) for name in FIELD_NAMES}
+    for key in IMAGE_FIELD_NAMES:
+        frames: dict[str, torch.Tensor] | None = getattr(transitions, key)
+        message[key] = None if frames is None else {name: _numpy_copy(t) for name, t in frames.items()}
+    return message
+
+
+def unpack(message: Message) -> Transitions:
+    """The transitions `pack` made `message` of, as tensors sharing its arrays."""
+    vectors = {name: torch.from_numpy(message[name]) for name in FIELD_NAMES}
+    frames = [message[key] for key in IMAGE_FIELD_NAMES]
+    images = [None if f is None else {name: torch.from_numpy(a) for name, a in f.items()} for f in frames]
+    return vector_transitions(vectors, *images)
+
+
+def _numpy_copy(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().to("cpu", copy=True).numpy()
+
+
+def _publish(acting: torch.nn.Module, shared: dict[str, torch.Tensor], version: Any, lock: Any) -> None:
     with lock, torch.no_grad():
-        for name, tensor in actor.state_dict().items():
+        for name, tensor in acting.state_dict().items():
             shared[name].copy_(tensor)
         version.value += 1
 
 
 class ActorLearner:
     """The actor side; `make_algorithm` (picklable, e.g. a functools.partial) builds the same algorithm in both
-    processes: the actor uses only its `actor` module."""
+    processes: the actor side acts with its `acting_module()` (the actor; with cameras the encoder too), whose
+    weights the learner publishes. `cfg.image_specs`: the env's cameras, whose frames `send` carries."""
 
     def __init__(
         self,
@@ -134,7 +179,10 @@ class ActorLearner:
         context = mp.get_context("spawn")
         self.algorithm = make_algorithm()
         self.actor = self.algorithm.actor
-        self.shared = {name: t.detach().clone().share_memory_() for name, t in self.actor.state_dict().items()}
+        """The algorithm's actor (its `scaler` maps actions onto the env's bounds)."""
+        self.acting = self.algorithm.acting_module()
+        """What `act` reads, refreshed from the learner's publications."""
+        self.shared = {name: t.detach().clone().share_memory_() for name, t in self.acting.state_dict().items()}
         self.version = context.Value("l", 0)
         self.lock = context.Lock()
         self.inbox = context.Queue(maxsize=cfg.queue_size)
@@ -172,21 +220,22 @@ class ActorLearner:
         if self.version.value == self.loaded_version:
             return False
         with self.lock, torch.no_grad():
-            for name, tensor in self.actor.state_dict().items():
+            for name, tensor in self.acting.state_dict().items():
                 tensor.copy_(self.shared[name])
             self.loaded_version = self.version.value
         return True
 
     @torch.no_grad()
-    def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:
-        """Normalized actions from the newest weights the learner published."""
+    def act(self, obs: Any, deterministic: bool = False) -> torch.Tensor:
+        """Normalized actions for `obs` (a camera env's: its dict) from the newest weights the learner published."""
         self.refresh()
         return self.algorithm.act(obs, deterministic)
 
     def send(self, transitions: Transitions) -> bool:
-        """Queue one step's transitions for the learner; False (and counted) when its queue is full."""
+        """Queue one step's transitions (with their frames) for the learner; False (and counted) when its queue is
+        full."""
         try:
-            self.inbox.put_nowait(transitions)
+            self.inbox.put_nowait(pack(transitions))
             return True
         except queue.Full:
             self.dropped += len(transitions)

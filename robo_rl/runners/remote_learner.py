@@ -12,7 +12,7 @@ from functools import partial
 from typing import Protocol
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
-from robo_rl.envs import BatchedEnv
+from robo_rl.envs import BatchedEnv, image_specs_of
 from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
 from robo_rl.runners.loop import Losses
 from robo_rl.runners.off_policy_config import OffPolicyRunnerConfig
@@ -42,7 +42,8 @@ def start_learner(
 ) -> tuple[RemoteLearner, OffPolicyAlgorithm]:
     """The learner `cfg.learner_transport` names, started, and the algorithm the env loop then acts with (a
     learner process's copy, which takes up the weights it publishes). `dims`: (obs, critic obs, action) sizes;
-    `prior`: the prior buffer's transitions the learner samples from."""
+    `prior`: the prior buffer's transitions the learner samples from. A learner process keeps a camera env's frames
+    with its transitions (the ROS transport carries vectors only: `check_camera_run` refuses it with cameras)."""
     if cfg.learner_transport == "ros":
         make = getattr(env, "topic_actor", None)  # a robot env's (RobotEnv); a simulator has none
         if make is None:
@@ -59,6 +60,7 @@ def start_learner(
         prior_fraction=cfg.prior_fraction,
         critic_warmup_steps=cfg.critic_warmup_steps,
         interventions_to_prior=cfg.interventions_to_prior,
+        image_specs=image_specs_of(env),
     )
     process = ActorLearner(partial(copy.deepcopy, algorithm), dims, learner, prior)
     acting: OffPolicyAlgorithm = process.algorithm  # acts with the weights the learner publishes

@@ -1,7 +1,8 @@
 """Worker of tests/robo_rl/test_distributed.py: one rank of a two-process gloo job, run as a script
 (`python ddp_worker.py RANK SIZE INIT_FILE OUT`) so that it needs no importable test package. It runs one PPO
-update on its own rollout, a normalizer update and five SAC updates on its own batches, with everything averaged
-over ranks, and saves the resulting parameters to OUT.RANK. The helpers also build the single-process reference.
+update on its own rollout, a normalizer update, five SAC updates on its own batches, a SAC normalizer fit to its
+own batch, and a short pixel SAC (DrQ) run on its own `double_integrator/pixels` envs, with everything averaged over
+ranks, and saves the resulting parameters to OUT.RANK. The helpers also build the single-process reference.
 """
 
 from __future__ import annotations
@@ -11,15 +12,31 @@ import sys
 
 import torch
 
+from robo_rl.algorithms.drq import PixelSAC
 from robo_rl.algorithms.ppo import PPO, PPOConfig
 from robo_rl.algorithms.sac import SAC, SACConfig
-from robo_rl.distributed import ProcessGroupReducer, World, update_normalizer
+from robo_rl.distributed import ProcessGroupReducer, Reducer, World, update_normalizer
 from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
 from robo_rl.modules.normalizer import EmpiricalNormalizer
 from robo_rl.storage.replay import Transitions
 from robo_rl.storage.rollout import RolloutStorage
 
 OBS, ACT, STEPS, ENVS = 5, 2, 8, 4
+PIXEL_STARTS = 16
+"""The pixel run's learning_starts: its state normalizer is fitted to this many transitions of each rank."""
+PIXEL_SETTINGS = [
+    "task.num_envs=2",
+    "sac.encoder.channels=8",
+    "sac.encoder.features=8",
+    "sac.actor_hidden=[32]",
+    "sac.critic_hidden=[32]",
+    "sac.normalize_obs=true",
+    f"off_policy.learning_starts={PIXEL_STARTS}",
+    "off_policy.batch_size=16",
+    "off_policy.loop.max_iterations=20",
+    "off_policy.loop.eval_interval=0",
+]
+"""A tiny `double_integrator_pixels_sac`: 20 steps of 2 envs, 13 updates."""
 PPO_CFG = PPOConfig(num_steps=STEPS, num_minibatches=1, num_epochs=3, schedule="adaptive", max_grad_norm=0.5)
 
 
@@ -73,6 +90,24 @@ def sac_batch(seed: int) -> Transitions:
     )  # fmt: skip
 
 
+def pixel_sac(reducer: Reducer) -> dict[str, dict[str, torch.Tensor]]:
+    """A short pixel SAC run on this rank's own envs, built as `robo-rl train --nproc` builds it; the encoder's
+    state after the build and at the end, and the inner SAC's networks at the end."""
+    from robo_rl.api.configs import resolve_config
+    from robo_rl.api.envs import env_factory
+    from robo_rl.build import build_runner
+
+    cfg = resolve_config("double_integrator_pixels_sac", PIXEL_SETTINGS)
+    runner = build_runner(cfg, env_factory(), evaluate=False, reducer=reducer)
+    algorithm = runner.algorithm
+    assert isinstance(algorithm, PixelSAC)
+    start = {k: v.clone() for k, v in algorithm.encoder.state_dict().items()}
+    runner.learn()
+    networks = {"actor": algorithm.sac.actor, "critic": algorithm.sac.critic, "target": algorithm.sac.target_critic}
+    end = {f"{name}.{k}": v.clone() for name, module in networks.items() for k, v in module.state_dict().items()}
+    return {"start": start, "encoder": {k: v.clone() for k, v in algorithm.encoder.state_dict().items()}, "sac": end}
+
+
 def run_rank(rank: int, size: int, init_file: str, out: str) -> None:
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # gloo's traffic stays on loopback
     torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=size)
@@ -94,7 +129,13 @@ def run_rank(rank: int, size: int, init_file: str, out: str) -> None:
     torch.distributed.broadcast(sac.log_alpha.data, src=0)
     for step in range(5):
         sac.update(sac_batch(1000 * rank + step))
+    # SAC's normalizers fitted once, to this rank's batch merged with the other's
+    fitted = SAC(OBS, OBS, -torch.ones(ACT), torch.ones(ACT), SACConfig(normalize_obs=True), reducer=reducer)
+    fitted.fit_normalizers(sac_batch(50 + rank))
+    fitted_normalizer = fitted.actor.obs_normalizer
     state = {
+        "sac_normalizer": (fitted_normalizer.mean.clone(), fitted_normalizer.var.clone(), fitted_normalizer.count),
+        "pixel_sac": pixel_sac(reducer),
         "ppo": {k: v.clone() for k, v in policy.state_dict().items()},
         "lr": metrics["learning_rate"],
         "normalizer": (normalizer.mean.clone(), normalizer.var.clone(), normalizer.count.clone()),

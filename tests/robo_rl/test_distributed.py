@@ -1,5 +1,6 @@
-"""Data-parallel training with two real processes over gloo: every rank ends with the same parameters, and one
-update equals the single-process update on the combined batch; `robo-rl train --nproc 2` end to end."""
+"""Data-parallel training with two real processes over gloo: every rank ends with the same parameters (pixel SAC's
+camera encoder included), and one update equals the single-process update on the combined batch; `robo-rl train
+--nproc 2` end to end."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from types import ModuleType
 import pytest
 import torch
 
+from robo_rl.algorithms.drq import PixelSAC
 from robo_rl.algorithms.ppo import PPO
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.distributed import LOCAL, ProcessGroupReducer, World
@@ -74,6 +76,44 @@ def test_normalizer_statistics_are_those_of_the_combined_batch(ranks: list[dict]
     torch.testing.assert_close(mean, single.mean, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(var, single.var, rtol=1e-4, atol=1e-6)
     assert float(count) == float(single.count) == 2 * STEPS * ENVS
+
+
+def test_sac_normalizers_are_fitted_to_every_rank_s_batch(ranks: list[dict]) -> None:
+    single = EmpiricalNormalizer(OBS)
+    single.update(torch.cat([W.sac_batch(50 + rank).obs for rank in range(2)]))
+    for rank in ranks:
+        mean, var, count = rank["sac_normalizer"]
+        torch.testing.assert_close(mean, single.mean, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(var, single.var, rtol=1e-4, atol=1e-6)
+        assert float(count) == float(single.count) == 2 * 64
+
+
+def test_pixel_sac_ranks_keep_one_camera_encoder(ranks: list[dict]) -> None:
+    """Each rank stepped its own envs, yet the encoder, which moves in an extra group of the critic optimizer, and
+    its state normalizer, fitted to both ranks' first transitions, end equal on both; and they did move."""
+    first, second = (rank["pixel_sac"] for rank in ranks)
+    for part in ("encoder", "sac"):
+        assert first[part].keys() == second[part].keys()
+        for key, value in first[part].items():
+            torch.testing.assert_close(second[part][key], value, rtol=0, atol=0, msg=f"{part} {key}")
+    start, end = first["start"], first["encoder"]
+    cameras = [key for key in end if key.startswith("cameras.")]
+    assert cameras and all(not torch.equal(start[key], end[key]) for key in cameras if key.endswith("weight"))
+    assert float(end["state_normalizer.count"]) == 2 * W.PIXEL_STARTS  # both ranks' transitions, once
+
+
+def test_every_network_of_pixel_sac_starts_from_rank_0() -> None:
+    """build_runner broadcasts what `algorithm_modules` lists: the encoder and the inner SAC's networks too."""
+    from robo_rl.api.configs import resolve_config
+    from robo_rl.build import algorithm_modules, build_off_policy
+    from robo_rl.sim import make
+
+    env = make("double_integrator/pixels", 2, seed=0)
+    algorithm = build_off_policy(resolve_config("double_integrator_pixels_sac", W.PIXEL_SETTINGS), env)
+    assert isinstance(algorithm, PixelSAC)
+    sac = algorithm.sac
+    expected = [algorithm.encoder, sac.actor, sac.critic, sac.target_critic]
+    assert sorted(map(id, algorithm_modules(algorithm))) == sorted(map(id, expected))
 
 
 @pytest.mark.slow

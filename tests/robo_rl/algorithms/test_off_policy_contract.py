@@ -1,5 +1,5 @@
 """Every registered off-policy algorithm keeps `OffPolicyAlgorithm`, and the hooks' defaults are what the runner
-needs from an algorithm without normalizers, captured updates or cameras."""
+needs from an algorithm without normalizers, captured updates or cameras, and which acts with its actor alone."""
 
 from __future__ import annotations
 
@@ -53,6 +53,7 @@ def test_every_registered_off_policy_algorithm_keeps_the_contract() -> None:
 def test_the_hooks_default_to_no_normalizers_no_capture_no_cameras() -> None:
     algorithm = Minimal()
     assert not algorithm.needs_normalizers and algorithm.image_specs == ()
+    assert algorithm.acting_module() is algorithm.actor  # what a learner process publishes
     assert algorithm.capture_problem() == "its updates are not captured (SAC's and TD3's are)"
     obs = torch.randn(5, 3)
     expected = algorithm.scaler(algorithm.act(obs))

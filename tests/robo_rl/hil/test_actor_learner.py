@@ -3,18 +3,22 @@ never slows the actor down."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import time
 from collections.abc import Callable
 from functools import partial
 
+import numpy as np
 import pytest
 import torch
 
 from robo_rl.algorithms.sac import SAC, SACConfig
 from robo_rl.envs import BatchedEnv
-from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig
+from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, pack, unpack
 from robo_rl.runners.off_policy import transitions_of_step
 from robo_rl.sim import make
+from robo_rl.storage.replay import FIELD_NAMES
 
 
 def _start(cfg: LearnerConfig) -> tuple[ActorLearner, BatchedEnv]:
@@ -140,3 +144,26 @@ def test_the_learner_fits_sac_s_normalizers_to_its_first_data_and_the_actor_take
     first = torch.cat(sent)[:64]  # what the learner held at its first update
     torch.testing.assert_close(split.actor.obs_normalizer.mean, first.mean(0))
     torch.testing.assert_close(split.actor.obs_normalizer.var, first.var(0, unbiased=False))
+
+
+def test_a_step_message_holds_numpy_copies_of_its_transitions_and_frames() -> None:
+    """What the queue carries: numpy arrays (pickled bytes, no shared-memory segment per tensor), copied when the
+    step is sent, since the queue pickles later and an env may write into the same tensors meanwhile."""
+    env = make("double_integrator/pixels", num_envs=3, seed=0, image_size=16)
+    obs = env.reset(seed=0)
+    action = torch.rand(3, 1) * 2 - 1
+    step = transitions_of_step(obs, obs["state"], action, env.step(action), is_demo=False)
+    expected = copy.deepcopy(step)
+    message = pack(step)
+    assert step.images is not None and message["images"].keys() == step.images.keys()
+    arrays = [value for value in message.values() if not isinstance(value, dict)]
+    arrays += [frames for key in ("images", "next_images") for frames in message[key].values()]
+    assert len(arrays) == 12 and all(isinstance(array, np.ndarray) for array in arrays)
+    step.obs.add_(1.0)  # the env reuses its tensors after the send
+    step.images["rail"].zero_()
+    received = unpack(pickle.loads(pickle.dumps(message)))
+    assert received.images is not None and expected.images is not None and received.next_images is not None
+    assert torch.equal(received.images["rail"], expected.images["rail"]) and received.images["rail"].any()
+    for name in FIELD_NAMES:
+        assert torch.equal(getattr(received, name), getattr(expected, name)), name
+    assert received.next_images["rail"].dtype == torch.uint8

@@ -1,6 +1,7 @@
 """The off-policy runner on a camera env (`double_integrator/pixels`): pixel SAC (DrQ) learns, frames are stored
-with their transitions (interventions and a prior buffer of frames included), checkpoints round trip, the run's
-policy is a CameraPolicy, and what does not learn from frames yet is refused."""
+with their transitions (interventions and a prior buffer of frames included), a learner process trains on them
+(off_policy.actor_learner), checkpoints round trip, the run's policy is a CameraPolicy, and what does not learn
+from frames yet is refused."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from robo_rl.algorithms.sac import SACConfig
 from robo_rl.build import build_deployable_actor, build_runner
 from robo_rl.envs import task_specs
 from robo_rl.experiment import ExperimentConfig, TaskConfig
+from robo_rl.hil.actor_learner import ActorLearner
 from robo_rl.hil.device import TeleopCommand
 from robo_rl.hil.intervention import InterventionEnv
 from robo_rl.image_spec import STATE_KEY
@@ -196,10 +198,40 @@ def test_the_composition_root_builds_pixel_sac_and_its_camera_policy() -> None:
         build_runner(dataclasses.replace(cfg, algo="td3"), make, evaluate=False)
 
 
+@pytest.mark.usefixtures("one_thread")
+def test_a_learner_process_learns_from_frames_and_the_env_loop_acts_with_its_encoder() -> None:
+    """off_policy.actor_learner with cameras: every step's frames reach the learner process, which trains on them,
+    and what it publishes (the actor and the encoder, its fitted state normalizer included) is what the env loop
+    then acts with."""
+    env = pixel_env(2)
+    cfg = dataclasses.replace(SMALL, normalize_obs=True, encoder=EncoderConfig(features=8, channels=8))
+    settings = runner_config(60, learning_starts=16, batch_size=16, actor_learner=True)
+    runner = OffPolicyRunner(env, algorithm(env, cfg), settings, seed=0)
+    remote, acting = runner.remote, runner.algorithm
+    assert isinstance(remote, ActorLearner) and isinstance(acting, PixelSAC)
+    start = {name: tensor.clone() for name, tensor in acting.encoder.state_dict().items()}
+    runner.learn()
+    stats = runner.learner_stats
+    assert stats is not None and remote.dropped == 0
+    assert stats.received == 60 * 2
+    assert stats.updates == 60 - 16 // 2 + 1  # a gradient step per step message once the buffer held 16
+    remote.refresh()  # take up the learner's last publication
+    assert remote.loaded_version == stats.published == stats.updates // 10
+    published = acting.acting_module().state_dict()  # the actor's weights and the encoder's
+    assert published.keys() == remote.shared.keys() and any(name.startswith("encoder.") for name in published)
+    for name, tensor in published.items():
+        assert torch.equal(tensor, remote.shared[name]), name
+    encoder = acting.encoder.state_dict()
+    moved = [name for name, tensor in encoder.items() if not torch.equal(tensor, start[name])]
+    assert "cameras.rail.convs.0.weight" in moved and "state_normalizer.mean" in moved
+    assert float(encoder["state_normalizer.count"]) == 16  # fitted in the learner, once, to its first 16
+
+
 def test_what_does_not_carry_frames_yet_is_refused(tmp_path: Path) -> None:
     env = pixel_env(2)
-    with pytest.raises(ValueError, match="actor_learner"):
-        OffPolicyRunner(env, algorithm(env), runner_config(5, actor_learner=True), seed=0)
+    ros = runner_config(5, actor_learner=True, learner_transport="ros")
+    with pytest.raises(ValueError, match="learner_transport=ros carries flat float vectors"):
+        OffPolicyRunner(env, algorithm(env), ros, seed=0)
     ReplayBuffer(4, 1, 1, 1, "cpu").save(tmp_path / "vectors.pt")
     with pytest.raises(ValueError, match="image_specs"):
         OffPolicyRunner(env, algorithm(env), runner_config(5, prior_buffer=str(tmp_path / "vectors.pt")), seed=0)
