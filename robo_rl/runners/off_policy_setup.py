@@ -98,15 +98,13 @@ def load_weights(algorithm: OffPolicyAlgorithm, source: Path, env: BatchedEnv) -
 
 def check_camera_run(cfg: OffPolicyRunnerConfig, cameras: tuple[ImageSpec, ...], algorithm: OffPolicyAlgorithm) -> None:
     """ValueError naming the setting when a camera env meets what does not learn from frames yet: an algorithm
-    without a camera policy, the learner process (its transport carries vectors), behaviour cloning before RL."""
+    without a camera policy, the learner process (its transport carries vectors)."""
     if not cameras:
         return
     if not algorithm.image_specs:
         raise ValueError(f"{type(algorithm).__name__} does not learn from cameras; use sac (DrQ)")
     if cfg.actor_learner:
         raise ValueError("off_policy.actor_learner does not carry camera frames yet; train in the env loop")
-    if cfg.bc_pretrain_steps > 0:
-        raise ValueError("off_policy.bc_pretrain_steps clones a state actor; with cameras use sac.bc_weight")
 
 
 def capture_refusal(
