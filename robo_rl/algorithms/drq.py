@@ -116,7 +116,7 @@ class PixelSAC(OffPolicyAlgorithm):
         the same features detached), then the target critics' update."""
         if batch.images is None or batch.next_images is None:
             raise ValueError("PixelSAC trains on transitions with camera frames (a ReplayBuffer with image_specs)")
-        with self._encoder_precision():
+        with self.encoder_precision():
             features = self.encoder(batch.obs, self.augment(batch.images))
             with torch.no_grad():
                 next_features = self.encoder(batch.next_obs, self.augment(batch.next_images))
@@ -130,7 +130,7 @@ class PixelSAC(OffPolicyAlgorithm):
         self.sac.update_targets()
         return metrics
 
-    def _encoder_precision(self) -> torch.autocast:
+    def encoder_precision(self) -> torch.autocast:
         """bfloat16 autocast for the encoder's training passes with `encoder.bf16`, else a disabled one."""
         device = next(self.encoder.parameters()).device.type
         return torch.autocast(device, dtype=torch.bfloat16, enabled=self.cfg.encoder.bf16)
@@ -151,6 +151,11 @@ class PixelSAC(OffPolicyAlgorithm):
             images=None,
             next_images=None,
         )
+
+    def bc_actor(self) -> CameraBCActor:
+        """What `off_policy.bc_pretrain_steps` clones: the encoder and the actor as one module reading camera
+        observations (`CameraBCActor`)."""
+        return CameraBCActor(self)
 
     def deterministic_policy(self) -> CameraPolicy:
         """The deployable policy: `forward(state, *frames) -> env action`, frames in `image_specs` order (the
@@ -181,6 +186,40 @@ class PixelSAC(OffPolicyAlgorithm):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.encoder.load_state_dict(state["encoder"])
         self.sac.load_state_dict(state)
+
+
+class CameraBCActor(nn.Module):
+    """`PixelSAC`'s actor behind its encoder, for behaviour cloning before RL (`robo_rl.hil.pretrain`).
+
+    `log_prob(obs, action)` reads a camera observation dict (state and each camera's frames, as
+    `behaviour_clone` builds it from demonstrations with frames): the frames are shifted at random as in RL
+    updates (`PixelSAC.augment`), encoded, and the actor's log-likelihood of `action` is taken on the features.
+    Unlike RL, where only the critic trains the encoder, cloning trains the camera encoder with the actor: before
+    any critic exists the demonstrations are the only signal that shapes what the cameras see. Its parameters are
+    the actor's and the camera encoder's; those of a frozen encoder (`encoder.freeze`) do not require gradients,
+    so cloning leaves them as they are. Shares the algorithm's modules: cloning moves the algorithm's weights.
+    """
+
+    def __init__(self, algorithm: PixelSAC) -> None:
+        super().__init__()
+        self.actor = algorithm.sac.actor
+        self.encoder = algorithm.encoder
+        self.algorithm = algorithm
+        """For its shifts and encoder precision (a plain attribute: `PixelSAC` is no `nn.Module`)."""
+
+    @property
+    def image_specs(self) -> tuple[ImageSpec, ...]:
+        """The cameras whose frames `log_prob` reads."""
+        return self.encoder.specs
+
+    def log_prob(self, obs: dict[str, torch.Tensor], action: torch.Tensor) -> torch.Tensor:
+        """Log-likelihood `(B,)` of normalized `action` `(B, A)` under the actor, given camera observations."""
+        state, frames = split_observation(obs, self.image_specs)
+        with self.algorithm.encoder_precision():
+            features = self.encoder(state, self.algorithm.augment(frames))
+        actor: Any = self.actor  # SAC's squashed-Gaussian actor: log_prob(obs, action)
+        log_prob: torch.Tensor = actor.log_prob(features.float(), action)
+        return log_prob
 
 
 def camera_specs_of_policy(state: dict[str, Any]) -> tuple[ImageSpec, ...]:

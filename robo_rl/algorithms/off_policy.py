@@ -4,7 +4,8 @@ The replay runner (`robo_rl.runners.off_policy`), the learner processes (`robo_r
 `robo_rl.robot.topic_learner`) and the composition root (`robo_rl.build`) call these members and no others. The
 first group every algorithm defines; the hooks after it have defaults here, which an algorithm takes by naming
 `OffPolicyAlgorithm` as its base (SAC, TD3, FQL, DrQ's `PixelSAC`) and overrides where it differs: SAC's fitted
-observation normalizers, captured updates (SAC and TD3), a camera policy and what it acts with (DrQ).
+observation normalizers, captured updates (SAC and TD3), a camera policy, what it acts with and its behaviour
+cloning (DrQ).
 """
 
 from __future__ import annotations
@@ -71,6 +72,11 @@ class OffPolicyAlgorithm(Protocol):
         """Why the updates cannot run as one captured graph (`robo_rl.runners.captured_updates`), or None: they can,
         and the algorithm is then a `CapturableAlgorithm` too. Default: they cannot."""
         return "its updates are not captured (SAC's and TD3's are)"
+
+    def bc_actor(self) -> nn.Module:
+        """What behaviour cloning before RL (`off_policy.bc_pretrain_steps`, `robo_rl.hil.pretrain`) trains: by
+        default the actor, which reads the observations the demonstrations store."""
+        return self.actor
 
     def deterministic_policy(self) -> nn.Module:
         """The deterministic policy that evaluations run and best.pt deploys: by default the actor's

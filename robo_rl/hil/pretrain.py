@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
+from robo_rl.image_spec import STATE_KEY
 from robo_rl.storage.replay import Transitions
 
 
@@ -23,6 +26,11 @@ def behaviour_clone(
     as the deterministic one, instead of the untrained spread of a mean-only fit. A deterministic actor (TD3's)
     minimizes the squared error of its action. An actor with a `bc_loss(obs, action)` method (a flow policy)
     uses that, after `fit_action_standardization(demos.actions)` when it has one.
+
+    Demonstrations with camera frames (`demos.images`) are cloned by an actor that reads them (one with
+    `image_specs`, `PixelSAC.bc_actor()`): it gets each minibatch as a camera observation dict, the state and every
+    camera's frames at the same indices. Only parameters that require gradients move (a frozen camera encoder
+    stays as it is).
     """
     if steps < 0 or batch_size < 1:
         raise ValueError(f"behaviour_clone: steps must be >= 0 and batch_size >= 1, got {steps}, {batch_size}")
@@ -31,12 +39,18 @@ def behaviour_clone(
     fit = getattr(actor, "fit_action_standardization", None)
     if fit is not None:  # a flow policy learns in units of the demonstrations' spread
         fit(demos.actions)
-    optimizer = torch.optim.Adam(actor.parameters(), lr=learning_rate)
+    if demos.images is not None and not getattr(actor, "image_specs", ()):
+        raise ValueError(
+            f"behaviour_clone: the demonstrations carry camera frames and {type(actor).__name__} reads none; "
+            "clone the algorithm's bc_actor() (or drop the frames from the demonstrations)"
+        )
+    trainable = [parameter for parameter in actor.parameters() if parameter.requires_grad]
+    optimizer = torch.optim.Adam(trainable, lr=learning_rate)
     generator = torch.Generator(device=demos.obs.device).manual_seed(seed)
     losses = []
     for _ in range(steps):
         index = torch.randint(len(demos), (min(batch_size, len(demos)),), generator=generator, device=demos.obs.device)
-        loss = _loss(actor, demos.obs[index], demos.actions[index])
+        loss = _loss(actor, _observations(demos, index), demos.actions[index])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -44,7 +58,15 @@ def behaviour_clone(
     return losses
 
 
-def _loss(actor: nn.Module, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+def _observations(demos: Transitions, index: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
+    """The observations at `index`: the state vectors, or with frames the camera observation dict (state and each
+    camera's frames at the same indices, the form a camera env returns)."""
+    if demos.images is None:
+        return demos.obs[index]
+    return {STATE_KEY: demos.obs[index], **{name: frames[index] for name, frames in demos.images.items()}}
+
+
+def _loss(actor: nn.Module, obs: Any, action: torch.Tensor) -> torch.Tensor:
     bc_loss = getattr(actor, "bc_loss", None)  # an actor with its own cloning objective, e.g. flow matching
     if bc_loss is not None:
         return bc_loss(obs, action)

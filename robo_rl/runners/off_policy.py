@@ -181,7 +181,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             self._fit_normalizers(self.prior)
         if cfg.bc_pretrain_steps > 0 and self.prior is not None:
             demos = self.prior.stored()
-            self.bc_losses = behaviour_clone(algorithm.actor, demos, cfg.bc_pretrain_steps, cfg.batch_size, seed=seed)
+            actor = algorithm.bc_actor()  # a camera run's reads frames: the encoder learns with the actor
+            self.bc_losses = behaviour_clone(actor, demos, cfg.bc_pretrain_steps, cfg.batch_size, seed=seed)
         if not cfg.keep_prior:
             self.prior, self.sampler = None, self.buffer
 

@@ -98,7 +98,7 @@ def load_weights(algorithm: OffPolicyAlgorithm, source: Path, env: BatchedEnv) -
 
 def check_camera_run(cfg: OffPolicyRunnerConfig, cameras: tuple[ImageSpec, ...], algorithm: OffPolicyAlgorithm) -> None:
     """ValueError naming the setting when a camera env meets what does not learn from frames yet: an algorithm
-    without a camera policy, a learner on the ROS graph (its topics carry vectors), behaviour cloning before RL."""
+    without a camera policy, a learner on the ROS graph (its topics carry vectors)."""
     if not cameras:
         return
     if not algorithm.image_specs:
@@ -108,8 +108,6 @@ def check_camera_run(cfg: OffPolicyRunnerConfig, cameras: tuple[ImageSpec, ...],
             "off_policy.learner_transport=ros carries flat float vectors, not camera frames; with cameras use "
             "learner_transport=process (a learner process on this computer) or train in the env loop"
         )
-    if cfg.bc_pretrain_steps > 0:
-        raise ValueError("off_policy.bc_pretrain_steps clones a state actor; with cameras use sac.bc_weight")
 
 
 def capture_refusal(

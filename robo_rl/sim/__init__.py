@@ -1,12 +1,13 @@
 """Batched simulators implementing `robo_rl.envs.BatchedEnv`; build them by name with `make`."""
 
 from functools import partial
+from typing import cast
 
 from robo_rl.sim.experts import make_expert
 from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
 from robo_rl.sim.manager_based import IsaacLabConfig, from_isaaclab
 from robo_rl.sim.mjlab_env import from_mjlab
-from robo_rl.sim.registry import about, default_config, make, names, register, task_settings, vehicle_card
+from robo_rl.sim.registry import EnvFactory, about, default_config, make, names, register, task_settings, vehicle_card
 
 # By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built. The backend
 # and the description are README's task table (docs/readme_lists.py writes it; tasks with the same pair share a row).
@@ -79,9 +80,10 @@ register(
 )
 for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
+    # Their Box observations make FromGymnasium a BatchedEnv (a Dict space of frames would make it a CameraEnv).
     register(
         f"gym/{_gym_id}",
-        partial(FromGymnasium, config=GymnasiumTaskConfig(env_id=_gym_id)),
+        cast(EnvFactory, partial(FromGymnasium, config=GymnasiumTaskConfig(env_id=_gym_id))),
         "Gymnasium",
         "Gymnasium tasks stepped by Gymnasium, as batched envs",
     )

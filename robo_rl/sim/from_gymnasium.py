@@ -8,6 +8,12 @@ simulate itself, and how benchmarks compare them with other libraries on the ver
 
 Registered as `gym/<ENV_ID>` for a few tasks (see `robo_rl.sim`); any other id works through
 `make("gym/InvertedPendulum-v5", ..., env_id="Hopper-v5")` or by constructing `FromGymnasium` directly.
+
+Observations: a 1-D `Box` space is the state vector. A `Dict` space of exactly one 1-D `Box` (the state, whatever
+its key) and uint8 `(height, width, channels)` `Box`es (cameras, named by their keys) makes a camera env
+(`robo_rl.envs.CameraEnv`): dict observations, the state under `"state"`, each camera's frames under its key, in
+the space's key order; the layout `robo_rl.sim.gymnasium_adapter` gives robo_rl's own camera tasks. Anything else
+is refused, naming the key that does not fit.
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, SpaceSpec, StepResult
+from robo_rl.envs import INFO_FINAL_OBS, ImageObs, SpaceSpec
+from robo_rl.image_spec import STATE_KEY, ImageSpec
 
 
 @dataclass(frozen=True)
@@ -33,11 +40,17 @@ class GymnasiumTaskConfig:
             raise ValueError(f"max_episode_steps must be at least 1, got {self.max_episode_steps}")
 
 
-def _box_spec(space: Any, prefix: str) -> SpaceSpec:
+def _is_vector_box(space: Any) -> bool:
     from gymnasium import spaces
 
-    if not isinstance(space, spaces.Box) or len(space.shape) != 1:
-        raise ValueError(f"{prefix} space must be a 1-D gymnasium Box, got {space}")
+    return isinstance(space, spaces.Box) and len(space.shape) == 1
+
+
+def _box_spec(space: Any, prefix: str) -> SpaceSpec:
+    if not _is_vector_box(space):
+        raise ValueError(
+            f"{prefix} space must be a 1-D gymnasium Box (or, for obs, a Dict of one and frames), got {space}"
+        )
     size = space.shape[0]
     return SpaceSpec(
         names=tuple(f"{prefix}[{i}]" for i in range(size)),
@@ -47,11 +60,55 @@ def _box_spec(space: Any, prefix: str) -> SpaceSpec:
     )
 
 
+def _image_spec(key: str, space: Any) -> ImageSpec:
+    """The camera of Dict key `key`: a uint8 `(height, width, channels)` Box; ValueError naming the key otherwise."""
+    from gymnasium import spaces
+
+    if not (isinstance(space, spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3):
+        raise ValueError(
+            f"obs[{key!r}]: a Dict obs space holds one 1-D Box (the state) and uint8 (height, width, channels) Box "
+            f"frames, got {space}"
+        )
+    height, width, channels = (int(side) for side in space.shape)
+    try:
+        return ImageSpec(key, height, width, channels)
+    except ValueError as err:
+        raise ValueError(f"obs[{key!r}]: {err}") from None
+
+
+def _observation_layout(space: Any) -> tuple[SpaceSpec, str | None, tuple[ImageSpec, ...]]:
+    """The state's spec, its key in a Dict space (None for a Box space) and the cameras, in the space's order."""
+    from gymnasium import spaces
+
+    if not isinstance(space, spaces.Dict):
+        return _box_spec(space, "obs"), None, ()
+    vectors = [key for key, sub in space.spaces.items() if _is_vector_box(sub)]
+    if len(vectors) != 1:
+        raise ValueError(f"a Dict obs space needs exactly one 1-D Box (the state), got keys {vectors}: {space}")
+    (state_key,) = vectors
+    cameras = tuple(_image_spec(str(key), sub) for key, sub in space.spaces.items() if key != state_key)
+    return _box_spec(space[state_key], "obs"), state_key, cameras
+
+
+def _with_final_rows(obs: Any, info: dict[str, Any], key: str | None = None) -> Any:
+    """A copy of the batch `obs` (an array, or a dict of them) in which each finished env's row is its last
+    observation (`info["final_obs"]` of a `SAME_STEP` vector env; `key`: the dict entry being copied)."""
+    if isinstance(obs, dict):
+        return {name: _with_final_rows(value, info, name) for name, value in obs.items()}
+    rows = np.array(obs, copy=True)
+    for i in np.flatnonzero(info.get("_final_obs", ())):
+        last = info["final_obs"][i]
+        rows[i] = last if key is None else last[key]
+    return rows
+
+
 class FromGymnasium:
     """`num_envs` copies of a Gymnasium task behind the `BatchedEnv` protocol.
 
-    Observations are float32 `(num_envs, obs_dim)` on `device`; actions are clipped to the task's Box bounds.
-    `reset(seed)` seeds copy i with `seed + i` (Gymnasium's vector rule), so a seed reproduces every stream.
+    Observations are float32 `(num_envs, obs_dim)` on `device` (a task with cameras: dicts of the state and uint8
+    `(num_envs, H, W, C)` frames, `image_specs` the cameras; module docstring); actions are clipped to the task's
+    Box bounds. `reset(seed)` seeds copy i with `seed + i` (Gymnasium's vector rule), so a seed reproduces every
+    stream.
     """
 
     resumable = False
@@ -79,14 +136,16 @@ class FromGymnasium:
             probe = gymnasium.make(config.env_id, **kwargs)
         except gymnasium.error.Error as err:
             raise ValueError(f"gymnasium task {config.env_id!r} cannot be made: {err}") from None
-        self.obs_spec = _box_spec(probe.observation_space, "obs")
-        self.action_spec = _box_spec(probe.action_space, "action")
-        limit = probe.spec.max_episode_steps if probe.spec is not None else None
-        if limit is None:
-            raise ValueError(f"gymnasium task {config.env_id!r} has no time limit; set max_episode_steps")
-        self.max_episode_steps = int(limit)
-        self.dt = float(getattr(probe.unwrapped, "dt", 1.0 / probe.metadata.get("render_fps", 1.0)))
-        probe.close()
+        try:
+            self.obs_spec, self._state_key, self.image_specs = _observation_layout(probe.observation_space)
+            self.action_spec = _box_spec(probe.action_space, "action")
+            limit = probe.spec.max_episode_steps if probe.spec is not None else None
+            if limit is None:
+                raise ValueError(f"gymnasium task {config.env_id!r} has no time limit; set max_episode_steps")
+            self.max_episode_steps = int(limit)
+            self.dt = float(getattr(probe.unwrapped, "dt", 1.0 / probe.metadata.get("render_fps", 1.0)))
+        finally:
+            probe.close()
         self._vector = SyncVectorEnv(
             [lambda: gymnasium.make(config.env_id, **kwargs) for _ in range(num_envs)],
             autoreset_mode=AutoresetMode.SAME_STEP,
@@ -98,23 +157,32 @@ class FromGymnasium:
     def _tensor(self, array: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.as_tensor(np.asarray(array), dtype=dtype).to(self.device)
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
-        obs, _ = self._vector.reset(seed=seed)
-        return self._tensor(obs)
+    def _observation(self, obs: Any) -> torch.Tensor | ImageObs:
+        """A batch of Gymnasium observations on the robo_rl side: the state tensor, or with a Dict space the
+        observation dict (the state under `"state"`, each camera's uint8 frames under its name)."""
+        if self._state_key is None:
+            return self._tensor(obs)
+        state = self._tensor(obs[self._state_key])
+        if not self.image_specs:
+            return state
+        frames = {spec.name: self._tensor(obs[spec.name], torch.uint8) for spec in self.image_specs}
+        return {STATE_KEY: state, **frames}
 
-    def step(self, action: torch.Tensor) -> StepResult:
+    def reset(self, seed: int | None = None) -> torch.Tensor | ImageObs:
+        obs, _ = self._vector.reset(seed=seed)
+        return self._observation(obs)
+
+    def step(
+        self, action: torch.Tensor
+    ) -> tuple[torch.Tensor | ImageObs, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
         numpy_action = np.clip(action.detach().to("cpu", torch.float32).numpy(), self._low, self._high)
         obs, reward, terminated, truncated, info = self._vector.step(numpy_action)
-        final_obs = np.array(obs, dtype=np.float32, copy=True)
-        if "_final_obs" in info:
-            for i in np.flatnonzero(info["_final_obs"]):
-                final_obs[i] = info["final_obs"][i]
         return (
-            self._tensor(obs),
+            self._observation(obs),
             self._tensor(reward),
             self._tensor(terminated, torch.bool),
             self._tensor(truncated, torch.bool),
-            {INFO_FINAL_OBS: self._tensor(final_obs)},
+            {INFO_FINAL_OBS: self._observation(_with_final_rows(obs, info))},
         )
 
     def close(self) -> None:

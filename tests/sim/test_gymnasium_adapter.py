@@ -1,4 +1,5 @@
-"""Gymnasium adapters: env checker on every task, parity with the batched env, vector autoreset, SB3 training."""
+"""Gymnasium adapters: env checker on every task, parity with the batched env, vector autoreset, SB3 training, and
+camera envs as Dict observation spaces."""
 
 from __future__ import annotations
 
@@ -16,18 +17,23 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 from robo_rl.envs import (
     INFO_FINAL_OBS,
     INFO_PRIVILEGED_OBS,
+    ImageObs,
     check_step_result,
     image_specs_of,
 )
+from robo_rl.image_spec import STATE_KEY
 from robo_rl.sim import default_config, make, names
-from robo_rl.sim.gymnasium_adapter import GymnasiumEnv, GymnasiumVectorEnv, check_task
+from robo_rl.sim.double_integrator.pixels import CAMERA, TARGET_LEVEL
+from robo_rl.sim.gymnasium_adapter import GymnasiumEnv, GymnasiumVectorEnv, check_task, space_to_box
 from robo_rl.sim.pendulum import Pendulum, PendulumConfig
 
 # check_env's advice that is about a task's choice of units, not about the API: robo_rl actions are in SI units
 # (Pendulum-v1 itself triggers the first one), observations may be unbounded.
 ADVISORY_WARNINGS = ("symmetric and normalized space", "is -infinity", "is infinity")
 CAMERA_TASKS = ("double_integrator/pixels", "mujoco/peg_insert_pixels", "rc_car/race_pixels")
-"""Camera envs: their dict observations have no adapter (refused, tested below)."""
+"""Camera envs: Dict observation spaces (tested below)."""
+GL_FREE_CAMERA_TASKS = ("double_integrator/pixels",)
+"""Camera envs whose frames need no OpenGL (drawn in torch): Gymnasium's checker steps them here."""
 VECTOR_TASKS = [name for name in names() if name not in CAMERA_TASKS]
 DEVICES = [
     "cpu",
@@ -281,12 +287,73 @@ def test_sb3_sac_learns_pendulum_through_the_adapter() -> None:
     assert trained_return > random_return + 500
 
 
-def test_camera_envs_are_refused_with_a_reason() -> None:
+def test_camera_envs_have_dict_spaces_of_state_and_uint8_frames() -> None:
     # Every task with cameras by default is listed: those whose config has an image size are built (one env, no
     # frame rendered) and asked; building every task would take too long.
     sized = [name for name in names() if hasattr(default_config(name), "image_size")]
     assert [name for name in sized if image_specs_of(make(name, 1))] == sorted(CAMERA_TASKS)
-    with pytest.raises(ValueError, match="cameras"):
-        GymnasiumEnv.from_task("rc_car/race_pixels", image_size=8)
-    with pytest.raises(ValueError, match="cameras"):
-        GymnasiumVectorEnv.from_task("rc_car/race_pixels", 2, image_size=8)
+    for name in CAMERA_TASKS:
+        env = GymnasiumEnv.from_task(name, image_size=8)
+        specs = image_specs_of(env.env)
+        space = env.observation_space
+        assert isinstance(space, gymnasium.spaces.Dict)
+        assert list(space.keys()) == [STATE_KEY, *(spec.name for spec in specs)]
+        assert space[STATE_KEY] == space_to_box(env.env.obs_spec)
+        for spec in specs:
+            assert space[spec.name] == gymnasium.spaces.Box(0, 255, (8, 8, spec.channels), np.uint8)
+
+
+@pytest.mark.parametrize("name", GL_FREE_CAMERA_TASKS)
+def test_check_env_passes_for_camera_tasks(name: str) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_task(name, image_size=16)
+    unexpected = [str(w.message) for w in caught if not any(a in str(w.message) for a in ADVISORY_WARNINGS)]
+    assert unexpected == []
+
+
+def _assert_obs_equal(ours: object, theirs: ImageObs, index: int) -> None:
+    """Gymnasium-side dict `ours` holds env `index`'s row of the batched env's observation `theirs`, same dtypes."""
+    assert isinstance(ours, dict) and list(ours) == list(theirs)
+    for key, value in theirs.items():
+        np.testing.assert_array_equal(ours[key], value[index].numpy())
+        assert ours[key].dtype == value.numpy().dtype
+    assert ours[CAMERA].dtype == np.uint8
+
+
+def test_camera_env_frames_equal_the_batched_env_s_for_the_same_seed() -> None:
+    env = GymnasiumEnv.from_task("double_integrator/pixels", image_size=16)
+    reference = make("double_integrator/pixels", 1, image_size=16)
+    obs, _ = env.reset(seed=7)
+    _assert_obs_equal(obs, reference.reset(seed=7), 0)
+    assert obs in env.observation_space and obs[CAMERA].max() > TARGET_LEVEL  # the cart is in view
+    actions = _random_actions(reference.max_episode_steps, (1,), seed=0)
+    for action in actions:
+        obs, _, _, truncated, _ = env.step(action)
+        ref_obs, *_, ref_info = reference.step(torch.from_numpy(action).reshape(1, 1))
+        _assert_obs_equal(obs, ref_info[INFO_FINAL_OBS], 0)
+    # At truncation the adapter hands back the last frame of the episode, not the next episode's first.
+    assert truncated and not np.array_equal(obs[CAMERA], ref_obs[CAMERA][0].numpy())
+
+
+def test_camera_vector_env_batches_frames_and_reports_final_obs_dicts() -> None:
+    env, reference = (make("double_integrator/pixels", 3, seed=3, image_size=16) for _ in range(2))
+    state = reference.state_dict()
+    state["steps"] = torch.tensor([0, 50, 99])  # envs finish at steps 99, 49 and 0
+    env.load_state_dict(state)
+    reference.load_state_dict(state)
+    venv = GymnasiumVectorEnv(env)
+    assert venv.observation_space == gymnasium.vector.utils.batch_space(venv.single_observation_space, 3)
+    finished = []
+    for t, actions in enumerate(_random_actions(50, (3, 1), seed=2)):
+        obs, _, _, truncated, info = venv.step(actions)
+        ref_obs, _, _, ref_truncated, ref_info = reference.step(torch.from_numpy(actions))
+        assert obs in venv.observation_space
+        for i in range(3):
+            _assert_obs_equal({key: value[i] for key, value in obs.items()}, ref_obs, i)
+        np.testing.assert_array_equal(truncated, ref_truncated.numpy())
+        for i in np.flatnonzero(truncated):
+            finished.append((t, int(i)))
+            _assert_obs_equal(info["final_obs"][i], ref_info[INFO_FINAL_OBS], int(i))
+            assert info["final_obs"][i] in venv.single_observation_space
+    assert finished == [(0, 2), (49, 1)]

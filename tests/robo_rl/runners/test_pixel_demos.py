@@ -1,6 +1,7 @@
 """Demonstrations with camera frames: `robo-rl record-demos` on a camera task writes each transition's frames, and
 a run's prior buffer takes them back with their transitions (RLPD from pixels); files whose cameras are not the
-task's are refused."""
+task's are refused; behaviour cloning before RL (`bc_pretrain_steps`) trains the actor and the camera encoder on
+them."""
 
 from __future__ import annotations
 
@@ -14,11 +15,18 @@ import numpy as np
 import pytest
 import torch
 
+from robo_rl.algorithms.drq import PixelSAC, save_encoder
+from robo_rl.algorithms.encoder_config import EncoderConfig
+from robo_rl.algorithms.sac import SACConfig
 from robo_rl.hil.demos import load_demo_frames, save_demos
+from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.image_spec import STATE_KEY
 from robo_rl.runners.collect import collect_demonstrations
+from robo_rl.runners.off_policy import OffPolicyRunner
+from robo_rl.runners.off_policy_config import OffPolicyRunnerConfig
 from robo_rl.runners.off_policy_setup import load_prior_buffer
 from robo_rl.sim import make
+from robo_rl.sim.double_integrator.pixels import PixelDoubleIntegrator
 
 TASK = "double_integrator/pixels"
 
@@ -55,6 +63,68 @@ def test_a_demo_file_of_other_cameras_or_none_is_refused_for_a_camera_task(tmp_p
     save_demos(tmp_path / "bare.npz", demos.buffer, TASK, small, demos.episodes, "test", frames={})  # vectors only
     with pytest.raises(ValueError, match=r"bare\.npz has cameras no frames"):
         load_prior_buffer(tmp_path / "bare.npz", 100, small)
+
+
+def _pixel_sac(env: PixelDoubleIntegrator, encoder: EncoderConfig) -> PixelSAC:
+    """Pixel SAC with small networks and the camera encoder `encoder` for `env`."""
+    cfg = SACConfig(actor_hidden=(32, 32), critic_hidden=(32, 32), encoder=encoder)
+    bounds = (env.action_spec.low_tensor(), env.action_spec.high_tensor())
+    return PixelSAC(env.obs_spec.dim, env.obs_spec.dim, *bounds, cfg, env.image_specs)
+
+
+def _pixel_env(num_envs: int) -> PixelDoubleIntegrator:
+    env = make(TASK, num_envs, seed=0, image_size=16)
+    assert isinstance(env, PixelDoubleIntegrator)
+    return env
+
+
+def _cloned(demos: Path, encoder: EncoderConfig) -> tuple[list[float], dict[str, torch.Tensor], PixelSAC]:
+    """A runner's behaviour cloning (20 steps) on `demos`: its losses, the camera encoder's weights before, the
+    algorithm after."""
+    env = _pixel_env(2)
+    torch.manual_seed(0)
+    algorithm = _pixel_sac(env, encoder)
+    before = {key: value.clone() for key, value in algorithm.encoder.cameras.state_dict().items()}
+    cfg = OffPolicyRunnerConfig(prior_buffer=str(demos), bc_pretrain_steps=20, batch_size=32, warmup="policy")
+    runner = OffPolicyRunner(env, algorithm, cfg, seed=0)
+    return runner.bc_losses, before, algorithm
+
+
+def _same_weights(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[key], b[key]) for key in a)
+
+
+def test_behaviour_cloning_on_frames_trains_the_camera_encoder_unless_frozen(tmp_path: Path) -> None:
+    env = make(TASK, 2, seed=0, image_size=16)
+    demos = collect_demonstrations(env, push_right, 200, seed=3, noise_std=0.1)
+    path = tmp_path / "demos.npz"
+    save_demos(path, demos.buffer, TASK, env, demos.episodes, "test")
+    tiny = EncoderConfig(features=8, channels=8)
+    losses, before, algorithm = _cloned(path, tiny)
+    assert len(losses) == 20 and np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.1
+    assert not _same_weights(algorithm.encoder.cameras.state_dict(), before)
+    # A frozen (pretrained) encoder stays as it was loaded; the actor still learns the demonstrations.
+    save_encoder(algorithm.encoder, tmp_path / "encoder.pt")
+    frozen = EncoderConfig(features=8, channels=8, weights=str(tmp_path / "encoder.pt"), freeze=True)
+    losses, before, algorithm = _cloned(path, frozen)
+    assert _same_weights(before, algorithm.encoder.cameras.state_dict())
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 0.1
+    bc_actor = algorithm.bc_actor()
+    trainable = {id(parameter) for parameter in bc_actor.parameters() if parameter.requires_grad}
+    assert trainable == {id(parameter) for parameter in algorithm.actor.parameters()}
+
+
+def test_frames_are_cloned_into_the_camera_actor_and_refused_for_one_that_reads_none() -> None:
+    env = _pixel_env(2)
+    demos = collect_demonstrations(env, push_right, 10, seed=0).buffer.stored()
+    algorithm = _pixel_sac(env, EncoderConfig(features=8, channels=8))
+    with pytest.raises(ValueError, match="carry camera frames"):
+        behaviour_clone(algorithm.actor, demos, 1)
+    # The camera actor reads them, and cloning it moves the algorithm's own policy (shared weights).
+    obs = env.reset(seed=1)
+    acted = algorithm.act(obs, deterministic=True)
+    behaviour_clone(algorithm.bc_actor(), demos, 5)
+    assert not torch.equal(algorithm.act(obs, deterministic=True), acted)
 
 
 def test_record_demos_on_the_peg_camera_task_writes_the_operator_s_frames(tmp_path: Path) -> None:
