@@ -85,7 +85,8 @@ class PixelSAC(OffPolicyAlgorithm):
         if enc.freeze:
             self.encoder.cameras.requires_grad_(False)
         else:
-            self.sac.critic_optimizer.add_param_group({"params": list(self.encoder.cameras.parameters())})
+            trainer = self.sac.actor_optimizer if enc.trained_by == "actor" else self.sac.critic_optimizer
+            trainer.add_param_group({"params": list(self.encoder.cameras.parameters())})
 
     @property
     def image_specs(self) -> tuple[ImageSpec, ...]:
@@ -113,19 +114,20 @@ class PixelSAC(OffPolicyAlgorithm):
 
     def update(self, batch: Transitions, update_actor: bool = True) -> dict[str, torch.Tensor]:
         """One critic step through the encoder on shifted frames (and, if asked, one actor and temperature step on
-        the same features detached), then the target critics' update."""
+        the same features detached), then the target critics' update. With `encoder.trained_by="actor"` the actor
+        step trains the encoder and the critic reads the features detached (asymmetric actor-critic)."""
         if batch.images is None or batch.next_images is None:
             raise ValueError("PixelSAC trains on transitions with camera frames (a ReplayBuffer with image_specs)")
         with self.encoder_precision():
             features = self.encoder(batch.obs, self.augment(batch.images))
             with torch.no_grad():
                 next_features = self.encoder(batch.next_obs, self.augment(batch.next_images))
-        critic_batch = self._feature_batch(batch, features, next_features)
+        by_actor = self.cfg.encoder.trained_by == "actor"
+        critic_batch = self._feature_batch(batch, features.detach() if by_actor else features, next_features)
         metrics = {"critic_loss": self.sac.update_critic(critic_batch)}
         if update_actor:
-            actor_batch = dataclasses.replace(
-                critic_batch, obs=critic_batch.obs.detach(), critic_obs=critic_batch.critic_obs.detach()
-            )
+            actor_obs = features if by_actor else features.detach()
+            actor_batch = dataclasses.replace(critic_batch, obs=actor_obs, critic_obs=critic_batch.critic_obs.detach())
             metrics.update(self.sac.update_actor(actor_batch))
         self.sac.update_targets()
         return metrics

@@ -7,6 +7,7 @@ ignores it, so adding cameras to a task changes nothing in the configs of its st
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from robo_rl.modules.image_encoder import ENCODER_CHANNELS, FEATURES_PER_CAMERA, SHIFT_PAD
 
@@ -33,6 +34,12 @@ class EncoderConfig:
     checkpoints/best.pt). Its camera weights are loaded at the start; the state normalizer is not. None: random."""
     freeze: bool = False
     """Keep the (pretrained) camera encoder fixed: it leaves the critic optimizer and gets no gradient."""
+    trained_by: Literal["critic", "actor"] = "critic"
+    """Which loss trains the encoder. critic: DrQ's (the actor reads the features detached). actor: asymmetric
+    actor-critic (Pinto et al. 2018, "Asymmetric Actor Critic for Image-Based Robot Learning"): the actor's loss
+    trains it and the critic reads its features detached, beside the privileged state the simulator gives the critic
+    (the task's privileged observation). For tasks whose critic knows the state: its Q is then as sharp as a state
+    learner's, and the actor learns to read from the frames what the action needs."""
     bf16: bool = False
     """Train the camera encoder under bfloat16 autocast: its convolutions in the critic step and the targets' pass
     run in bfloat16, the weights, the features after its LayerNorm, and actor and critics stay float32; acting and
@@ -42,6 +49,8 @@ class EncoderConfig:
     def __post_init__(self) -> None:
         if self.features < 1 or self.channels < 1:
             raise ValueError("encoder.features and encoder.channels must be at least 1")
+        if self.trained_by not in ("critic", "actor"):
+            raise ValueError(f"encoder.trained_by must be critic or actor, got {self.trained_by!r}")
         if any(stride < 1 for stride in self.strides):
             raise ValueError(f"encoder.strides must be at least 1 each, got {self.strides}")
         if self.shift_pad < 0:

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, CameraEnv, check_step_result, image_specs_of
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    CameraEnv,
+    check_step_result,
+    image_specs_of,
+)
 from robo_rl.image_spec import STATE_KEY
 from robo_rl.sim import make
 from robo_rl.sim.double_integrator.pixels import (
@@ -52,3 +59,23 @@ def test_frames_are_a_function_of_the_seed() -> None:
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="image_size"):
         PixelDoubleIntegratorConfig(image_size=4)
+
+
+def test_the_privileged_position_is_the_carts_and_only_the_critic_gets_it() -> None:
+    from robo_rl.sim.double_integrator import DoubleIntegrator
+
+    env = PixelDoubleIntegrator(5, config=PixelDoubleIntegratorConfig(privileged_position=True), seed=3)
+    cart = DoubleIntegrator(5, seed=3)  # the same carts observed by their state [x, v]
+    obs, truth = env.reset(), cart.reset()
+    assert obs[STATE_KEY].shape == (5, 1) and torch.equal(obs[STATE_KEY][:, 0], truth[:, 1])
+    assert env.privileged_obs is not None and torch.equal(env.privileged_obs[:, 0], truth[:, 0])
+    ended = False
+    for _ in range(env.max_episode_steps + 1):  # through an episode end: the final position is the ended episode's
+        action = torch.rand(5, 1) * 4 - 2
+        result, (truth, *_, cart_info) = env.step(action), cart.step(action)
+        check_step_result(env, result)
+        info = result[4]
+        assert torch.equal(info[INFO_PRIVILEGED_OBS][:, 0], truth[:, 0])
+        assert torch.equal(info[INFO_FINAL_PRIVILEGED_OBS][:, 0], cart_info[INFO_FINAL_OBS][:, 0])
+        ended |= bool((result[2] | result[3]).any())
+    assert ended and PixelDoubleIntegrator(5).privileged_obs_spec is None

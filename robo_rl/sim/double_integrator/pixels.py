@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, ImageObs, ImageStepResult
+from robo_rl.envs import INFO_FINAL_OBS, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, ImageObs, ImageStepResult
 from robo_rl.image_spec import STATE_KEY, CameraIntrinsics, ImageSpec
 from robo_rl.sim.double_integrator import DoubleIntegrator, DoubleIntegratorConfig
 from robo_rl.spaces import SpaceSpec
@@ -35,6 +35,10 @@ class PixelDoubleIntegratorConfig:
     """The frame spans positions -view_range..+view_range m across its width; beyond, the cart is at the edge."""
     blob_sigma: float = 1.0
     """Width (standard deviation) of the cart's blob in pixels."""
+    privileged_position: bool = False
+    """Give the critic the cart's position as a privileged observation (the simulator knows it, the policy does not
+    see it): for an asymmetric actor-critic (`sac.encoder.trained_by=actor`). The policy still reads the position
+    from the frames alone."""
 
     def __post_init__(self) -> None:
         if self.image_size < 8:
@@ -61,17 +65,30 @@ class PixelDoubleIntegrator:
         velocity = self.cart.obs_spec
         self.obs_spec = SpaceSpec(names=("v",), low=velocity.low[1:], high=velocity.high[1:], units=("m/s",))
         self.privileged_obs_spec: SpaceSpec | None = None
+        if config.privileged_position:
+            position = self.cart.obs_spec
+            self.privileged_obs_spec = SpaceSpec(
+                names=("x",), low=position.low[:1], high=position.high[:1], units=("m",)
+            )
+        self.privileged_obs: torch.Tensor | None = None
         size = config.image_size
         intrinsics = CameraIntrinsics.from_fovy(60.0, size, size)
         self.image_specs = (ImageSpec(CAMERA, size, size, 1, intrinsics),)
         self._columns = torch.arange(size, dtype=torch.float32, device=self.device)
 
     def reset(self, seed: int | None = None) -> ImageObs:
-        return self._observe(self.cart.reset(seed))
+        cart_obs = self.cart.reset(seed)
+        if self.privileged_obs_spec is not None:
+            self.privileged_obs = cart_obs[:, :1].clone()
+        return self._observe(cart_obs)
 
     def step(self, action: torch.Tensor) -> ImageStepResult:
         obs, reward, terminated, truncated, cart_info = self.cart.step(action)
-        info: dict[str, Any] = {**cart_info, INFO_FINAL_OBS: self._observe(cart_info[INFO_FINAL_OBS])}
+        final = cart_info[INFO_FINAL_OBS]
+        info: dict[str, Any] = {**cart_info, INFO_FINAL_OBS: self._observe(final)}
+        if self.privileged_obs_spec is not None:
+            self.privileged_obs = obs[:, :1].clone()
+            info[INFO_PRIVILEGED_OBS], info[INFO_FINAL_PRIVILEGED_OBS] = self.privileged_obs, final[:, :1].clone()
         return self._observe(obs), reward, terminated, truncated, info
 
     def _observe(self, cart_obs: torch.Tensor) -> ImageObs:

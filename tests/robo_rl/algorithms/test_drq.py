@@ -194,3 +194,22 @@ def test_bf16_runs_the_encoders_convolutions_in_bfloat16_and_keeps_weights_and_f
     assert dtypes[-1] == torch.float32  # acting (and so export) stays float32
     handle.remove()
     head.remove()
+
+
+def test_trained_by_actor_moves_the_encoder_with_the_actor_step_only() -> None:
+    """Asymmetric actor-critic: the encoder sits in the actor optimizer; a critic-only update leaves it as it was
+    (the critic reads its features detached), an update with the actor step moves it."""
+    algo = pixel_sac(config(trained_by="actor"))
+    encoder_ids = {id(p) for p in algo.encoder.cameras.parameters()}
+    actor_ids = {id(p) for group in algo.sac.actor_optimizer.param_groups for p in group["params"]}
+    critic_ids = {id(p) for group in algo.sac.critic_optimizer.param_groups for p in group["params"]}
+    assert encoder_ids <= actor_ids and not encoder_ids & critic_ids
+    before = [p.clone() for p in algo.encoder.cameras.parameters()]
+    critic_before = [p.clone() for p in algo.sac.critic.parameters()]
+    algo.update(batch(), update_actor=False)
+    assert all(torch.equal(b, p) for b, p in zip(before, algo.encoder.cameras.parameters(), strict=True))
+    assert any(not torch.equal(b, p) for b, p in zip(critic_before, algo.sac.critic.parameters(), strict=True))
+    algo.update(batch(1), update_actor=True)
+    assert any(not torch.equal(b, p) for b, p in zip(before, algo.encoder.cameras.parameters(), strict=True))
+    with pytest.raises(ValueError, match="trained_by"):
+        EncoderConfig(trained_by="both")  # type: ignore[arg-type]
