@@ -28,6 +28,7 @@ PIXEL_SETTINGS = [
     "task.num_envs=2",
     "sac.encoder.channels=8",
     "sac.encoder.features=8",
+    "sac.encoder.trained_by=critic",  # DrQ's: the encoder's gradients are averaged with the critics'
     "sac.actor_hidden=[32]",
     "sac.critic_hidden=[32]",
     "sac.normalize_obs=true",
@@ -36,7 +37,7 @@ PIXEL_SETTINGS = [
     "off_policy.loop.max_iterations=20",
     "off_policy.loop.eval_interval=0",
 ]
-"""A tiny `double_integrator_pixels_sac`: 20 steps of 2 envs, 13 updates."""
+"""A tiny `double_integrator_pixels_sac` with DrQ's critic-trained encoder: 20 steps of 2 envs, 13 updates."""
 PPO_CFG = PPOConfig(num_steps=STEPS, num_minibatches=1, num_epochs=3, schedule="adaptive", max_grad_norm=0.5)
 
 
