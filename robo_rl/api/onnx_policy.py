@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from robo_rl.api.bad_file import BadFileError, file_errors
+from robo_rl.envs import state_of
 from robo_rl.memory_spec import STATE_INPUT, STATE_OUTPUT, MemorySpec
 from robo_rl.runners.policy_stepper import Actor
 
@@ -47,6 +48,10 @@ def onnx_actor(path: Path, obs_dim: int | None = None, action_dim: int | None = 
     if STATE_INPUT in {i.name for i in session.get_inputs()}:
         return OnnxMemoryActor(session, _memory_of(path, session), one_row)
 
+    cameras = [i.name for i in session.get_inputs() if i.name not in (OBS_INPUT, STATE_INPUT)]
+    if cameras:
+        return _camera_actor(session, cameras)
+
     def act(obs: torch.Tensor) -> torch.Tensor:
         rows = obs.cpu().numpy().astype(np.float32)
         if one_row:  # a file exported with a batch of 1 (rsl_rl's and Isaac Lab's exporters): row by row
@@ -54,6 +59,21 @@ def onnx_actor(path: Path, obs_dim: int | None = None, action_dim: int | None = 
         else:
             out = session.run([ACTION_OUTPUT], {OBS_INPUT: rows})[0]
         return torch.from_numpy(out).to(obs.device)
+
+    return act
+
+
+def _camera_actor(session: Any, cameras: list[str]) -> Actor:
+    """A camera policy's actor: a camera env's observation dict -> action, its state under `obs` and each camera's
+    uint8 frames under the camera's input name (`robo_rl.export.camera`)."""
+
+    def act(obs: Any) -> torch.Tensor:
+        if not isinstance(obs, dict):
+            raise ValueError(f"this policy takes cameras {cameras}: it needs a camera task's observations")
+        state = state_of(obs)
+        feeds = {OBS_INPUT: state.cpu().numpy().astype(np.float32)}
+        feeds |= {name: obs[name].cpu().numpy() for name in cameras}
+        return torch.from_numpy(session.run([ACTION_OUTPUT], feeds)[0]).to(state.device)
 
     return act
 

@@ -89,3 +89,17 @@ def test_collect_rejects_bad_counts(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["collect", str(run), "--transitions", "0"]) == 2
     assert main(["collect", str(run), "--noise", "-1"]) == 2
     assert "error: " in capsys.readouterr().err
+
+
+def test_a_camera_run_exports_and_evaluates_the_same_in_onnxruntime(tmp_path: Path) -> None:
+    """`eval --onnx` feeds a camera policy its state and each camera's uint8 frames (`robo_rl.export.camera`'s
+    inputs); its returns equal the torch policy's on the same episodes."""
+    settings = ["off_policy.learning_starts=40", "off_policy.batch_size=16", "off_policy.loop.eval_interval=0"]
+    settings += ["sac.actor_hidden=[32]", "sac.critic_hidden=[32]", "sac.encoder.channels=8", "task.image_size=16"]
+    argv = ["train", "double_integrator_pixels_sac", "--max-iterations", "60", "--runs-root", str(tmp_path), "--quiet"]
+    _run(argv + [arg for setting in settings for arg in ("--set", setting)])
+    (run,) = (tmp_path / "double_integrator_pixels_sac").iterdir()
+    assert "(ok)" in _run(["export", str(run)])
+    torch_eval = _run(["eval", str(run), "--episodes", "8"])
+    onnx_eval = _run(["eval", str(run), "--episodes", "8", "--onnx"])
+    assert "onnxruntime" in onnx_eval and _mean_return(torch_eval) == _mean_return(onnx_eval)
