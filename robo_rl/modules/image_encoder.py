@@ -32,8 +32,11 @@ SHIFT_PAD = 4
 
 def frames_to_float(frames: torch.Tensor) -> torch.Tensor:
     """uint8 `(B, H, W, C)` -> float32 `(B, C, H, W)` in [0, 1], left channels-last in memory (a permuted view): on
-    the CPU, oneDNN's convolutions run several times faster on it than on a contiguous `(B, C, H, W)` copy."""
-    return frames.permute(0, 3, 1, 2).to(torch.float32, copy=True).div_(255.0)
+    the CPU, oneDNN's convolutions run several times faster on it than on a contiguous `(B, C, H, W)` copy. Under
+    autocast straight in its dtype (bfloat16 holds 0..255 exactly), saving a float32 copy the convolution would cast."""
+    device = frames.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else torch.float32
+    return frames.permute(0, 3, 1, 2).to(dtype, copy=True).div_(255.0)
 
 
 def drq_strides(side: int) -> tuple[int, ...]:

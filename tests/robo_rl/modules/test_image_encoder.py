@@ -113,3 +113,14 @@ def test_a_keypoint_encoder_moves_its_output_with_a_sub_pixel_shift_of_a_blob() 
     encoder = CameraEncoder(ImageSpec("rail", 24, 24, 1), features=8, channels=8, strides=(1, 1), keypoints=True)
     assert encoder.head[0].in_features == 2 * 8
     assert not torch.allclose(encoder(blob(11.0)), encoder(blob(11.3)))
+
+
+def test_frames_become_the_autocast_dtype_under_autocast_with_every_grey_level_exact() -> None:
+    levels = torch.arange(256, dtype=torch.uint8).reshape(1, 16, 16, 1)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = frames_to_float(levels)
+    assert low.dtype == torch.bfloat16
+    exact = frames_to_float(levels)
+    assert exact.dtype == torch.float32
+    # bfloat16 keeps 8 significant bits: each level within half a unit in its last place of the float32 value.
+    assert torch.all((low.float() - exact).abs() <= exact * 2.0**-8)
