@@ -1,10 +1,10 @@
 """The robot end of a `RobotEnv`: what it reads and sends, over ROS 2 (`RosLink`) or anything with the same methods.
 
 `RobotLink` is the transport boundary: the latest observation fields of the profile's inputs (derived ones
-included), which inputs are stale, the command to send, the operator's e-stop, takeover action and episode buttons.
-`RosLink` subscribes the profile's inputs as policy_node does (`robo_rl.real.ros.inputs`), publishes its command,
-and listens to teleop_node's `estop`, `intervention` and `episode_event` topics; rclpy is imported when it is
-built, so the module imports without ROS.
+included), which inputs are stale, the command to send, the operator's e-stop, takeover action and episode buttons;
+a `CameraLink` also delivers each camera's newest frame. `RosLink` subscribes the profile's inputs as policy_node
+does (`robo_rl.real.ros.inputs`), publishes its command, and listens to teleop_node's `estop`, `intervention` and
+`episode_event` topics; rclpy is imported when it is built, so the module imports without ROS.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from robo_rl.real.profile import CommandSpec, RobotProfile
 from robo_rl.real.watchdog import Watchdog
 
 EPISODE_EVENTS = ("success", "failure", "reset", "discard")
+Frames = dict[str, np.ndarray]
+"""Camera name → one `(H, W, C)` uint8 frame at its camera's spec."""
 STALL_PERIODS = 5
 """Control periods without a command after which RosLink's watchdog sends the safe command."""
 TRANSITION_TOPIC = "transitions"
@@ -84,6 +86,15 @@ class RobotLink(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class CameraLink(RobotLink, Protocol):
+    """A `RobotLink` that also delivers the frames of the cameras its profile's image inputs feed."""
+
+    def frames(self) -> Frames:
+        """The newest frame of each camera received so far (none before its first); whether it is fresh enough is
+        its image input's staleness (`stale_inputs`)."""
+        ...
 
 
 class RosLink:
