@@ -107,7 +107,7 @@ def robot_env_factory(
         try:
             from robo_rl.robot.link import RosLink
 
-            ros = RosLink(profile, namespace, command_type=command_type)
+            ros = RosLink(profile, namespace, command_type=command_type, cameras=cameras)
         except ModuleNotFoundError as err:
             raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
         reward = reward_for(profile)
