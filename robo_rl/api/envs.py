@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from robo_rl.artifact import vehicle_card_json
 from robo_rl.build import EnvFactory, TeleopFactory
 from robo_rl.config import ConfigError, to_dict
-from robo_rl.envs import BatchedEnv, task_specs
+from robo_rl.envs import BatchedEnv, image_specs_of, task_specs
 from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import TeleopDevice
 from robo_rl.hil.simulated import SimulatedHumanConfig
+from robo_rl.image_spec import ImageSpec
 from robo_rl.task_record import TaskRecord
 
 
@@ -40,7 +41,8 @@ def robot_env_factory(
     robo_rl.robot.operator.SimulatedOperator, `"resets"` one that only answers reset prompts, `"demonstrator"` one
     driving all the time; on the peg arm, `"simulated"` is the peg benchmark's operator,
     robo_rl.hil.peg_operator, with `human`'s reaction, budget and delay). One env; the task name must be the
-    profile's task."""
+    profile's task. A profile with image inputs trains on its task's cameras (`robot_cameras`): the env returns
+    the frames beside the state, as policy_node will feed the exported policy."""
     from robo_rl.real.profile import load_profile
 
     profile = load_profile(profile_name)
@@ -86,35 +88,79 @@ def robot_env_factory(
             sim = SimLink(
                 profile, params, seed or 0, None if person is None else SimulatedOperator(person), config=config
             )
-            if profile.task == PEG_TASK and operator in ("simulated", "resets"):
+            if profile.task in PEG_TASKS and operator in ("simulated", "resets"):
                 sim.operator = peg_operator(sim, profile, operator == "simulated", human, seed or 0)
             reward = reward_for(profile)
-            return RobotEnv(
-                profile, sim, reward, clock=sim.clock, say=sim.say, success=success, success_reward=learned_reward
+            cameras = checked_cameras(profile, sim.cameras)
+            env = RobotEnv(
+                profile,
+                sim,
+                reward,
+                clock=sim.clock,
+                say=sim.say,
+                success=success,
+                success_reward=learned_reward,
+                cameras=cameras,
             )
+            return cast(BatchedEnv, env)  # a CameraEnv where the profile has cameras
+        cameras = robot_cameras(profile, params, config)  # the world decides the rest
         try:
             from robo_rl.robot.link import RosLink
 
-            ros = RosLink(profile, namespace, command_type=command_type)
+            ros = RosLink(profile, namespace, command_type=command_type, cameras=cameras)
         except ModuleNotFoundError as err:
             raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
-        del params, config  # the world decides
-        return RobotEnv(profile, ros, reward_for(profile), success=success, success_reward=learned_reward)
+        reward = reward_for(profile)
+        env = RobotEnv(profile, ros, reward, success=success, success_reward=learned_reward, cameras=cameras)
+        return cast(BatchedEnv, env)  # a CameraEnv where the profile has cameras
 
     return make
 
 
 PEG_TASK = "mujoco/peg_insert"
+PEG_TASKS = (PEG_TASK, "mujoco/peg_insert_pixels")
+"""The peg arm's tasks: without and with cameras (whose state task is the first's)."""
+
+
+def robot_cameras(profile: Any, params: Sequence[str], config: Any) -> tuple[ImageSpec, ...]:
+    """The cameras a robot profile's image inputs feed: those of its task as the config sets it (sizes included),
+    checked against the profile (`checked_cameras`); () for a profile without image inputs. The task is built for
+    its specs only and closed: a camera task starts its renderer at the first frame, so this needs no GL."""
+    if not profile.image_inputs:
+        return ()
+    from robo_rl.sim import make
+
+    env = make(profile.task, num_envs=1, params=params, config=config)
+    try:
+        cameras = image_specs_of(env)
+    finally:
+        close = getattr(env, "close", None)
+        if close is not None:
+            close()
+    return checked_cameras(profile, cameras)
+
+
+def checked_cameras(profile: Any, cameras: tuple[ImageSpec, ...]) -> tuple[ImageSpec, ...]:
+    """`cameras` when the profile's image inputs feed exactly them, each one (as policy_node checks an exported
+    policy's: `robo_rl.real.policy_fit.camera_mismatches`), else ConfigError naming every mismatch."""
+    from robo_rl.real.policy_fit import camera_mismatches
+
+    problems = camera_mismatches(cameras, profile)
+    if problems:
+        raise ConfigError(f"--robot {profile.name}: task {profile.task}'s cameras do not fit: {'; '.join(problems)}")
+    return cameras
 
 
 def peg_operator(sim: Any, profile: Any, corrects: bool, human: SimulatedHumanConfig | None, seed: int) -> Any:
-    """The peg benchmark's operator on a SimLink of the peg arm: it sees the simulator's true hole."""
+    """The peg benchmark's operator on a SimLink of the peg arm: it sees the simulator's true hole (the state task's,
+    under the cameras of mujoco/peg_insert_pixels)."""
     from robo_rl.hil.peg_operator import PegFieldOperator, PegOperatorConfig
     from robo_rl.sim.mujoco.presets import PEG_OPERATOR
 
     config = PegOperatorConfig(human=human or PEG_OPERATOR, corrects=corrects)
     low, high = [a.low for a in profile.actions], [a.high for a in profile.actions]
-    return PegFieldOperator(lambda: sim.env.hole_pose()[0].tolist(), low, high, config, seed)
+    task = getattr(sim.env, "task", sim.env)  # a CameraTask's state task
+    return PegFieldOperator(lambda: task.hole_pose()[0].tolist(), low, high, config, seed)
 
 
 def task_record(cfg: ExperimentConfig, env: BatchedEnv) -> TaskRecord:

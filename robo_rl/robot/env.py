@@ -17,13 +17,21 @@ Between episodes `reset` runs the profile's reset: a scripted motion, a FastRLAP
 retry), or the operator (the safe command until the reset button, with a prompt on stderr; the e-stop always hands
 the reset to the operator), then holds the safe command until every input is fresh. ROS stays behind the
 `RobotLink` (`robo_rl.robot.link.RosLink`).
+
+With cameras (`cameras`, the specs of the profile task's cameras, each fed by one of the profile's image inputs as
+policy_node feeds an exported camera policy) the env is a `robo_rl.envs.CameraEnv`: `reset`, `step` and
+`info["final_obs"]` return `{"state": (1, obs_dim), camera: (1, H, W, C) uint8}`, each camera's newest frame from the
+link (`CameraLink.frames`, decoded, cropped and resized to its spec on arrival). As in policy_node a frame counts
+from its header stamp: its image input goes stale when the newest frame is older than the staleness timeout, and a
+step with a stale or missing frame is invalid like one with a stale state. `obs` stays the state vector: the safety
+filter, a success classifier and the teleop devices read that.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,15 +42,16 @@ from robo_rl.actuator import DriveActuator
 from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID
 from robo_rl.hil.device import TeleopDevice
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
+from robo_rl.image_spec import STATE_KEY, ImageSpec
 from robo_rl.real.assembler import MissingFieldError, ObservationAssembler
 from robo_rl.real.command import command_fields, measured_actions, relative_actions, trajectory_timing
 from robo_rl.real.episode import EpisodeManager
 from robo_rl.real.fault import Fault, FaultKind
-from robo_rl.real.policy_fit import profile_drive
+from robo_rl.real.policy_fit import camera_mismatches, profile_drive
 from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, RobotProfile, held_joint_sources
 from robo_rl.real.safety import SafetyFilter, SafetyResult
 from robo_rl.real.safety_box import SafetyBox
-from robo_rl.robot.link import RobotLink
+from robo_rl.robot.link import Frames, RobotLink
 from robo_rl.spaces import SpaceSpec
 
 CPU = torch.device("cpu")
@@ -54,6 +63,8 @@ DEFAULT_MAX_STEPS = 1500
 """Steps per episode without a limit in the config or the profile."""
 Reward = Callable[[Mapping[str, float], float], float]
 """(observation fields after the step, dt) → reward."""
+Observation = torch.Tensor | dict[str, torch.Tensor]
+"""What `reset` and `step` return: the `(1, obs_dim)` state, or with cameras the dict of it and the frames."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,7 @@ class RobotEnv:
         success: Callable[[np.ndarray], bool] | None = None,
         teleop: TeleopDevice | None = None,
         success_reward: bool = False,
+        cameras: Sequence[ImageSpec] = (),
     ) -> None:
         self.profile, self.link, self.reward_fn, self.cfg = profile, link, reward, cfg
         self.clock = clock
@@ -147,6 +159,10 @@ class RobotEnv:
         self.tick = 0.0
         self.steps = 0
         self.obs = np.zeros(len(profile.observations), dtype=np.float32)
+        self.image_specs, self._frame_source = self._cameras(cameras)
+        """The cameras (module docstring), () without."""
+        self.frames: Frames = {}
+        """Each camera's frame of the last observation (`(H, W, C)` uint8), beside the state `obs`."""
         self.invalid_steps = self.missed_ticks = self.episodes = self.interventions = self.total_steps = 0
         self.estop_presses = 0
         """E-stop presses seen (running or resetting). (No `estop` attribute: on a robot the e-stop pauses and ends
@@ -159,7 +175,7 @@ class RobotEnv:
 
     # ------------------------------------------------------------------------------------------------ episodes
 
-    def reset(self, seed: int | None = None) -> torch.Tensor:
+    def reset(self, seed: int | None = None) -> Observation:
         """The reset phase of the profile's episode settings (scripted motion, the operator, or a recovery), then
         the safe command until every input is fresh and the observation complete: the first observation."""
         del seed  # the world decides
@@ -171,11 +187,11 @@ class RobotEnv:
         self.safety.reset()
         self._measure()
         self.assembler = ObservationAssembler(self.profile.observations, self.profile.action_names, self.safe.tolist())
-        obs = self._ready_observation()
+        obs, frames = self._ready_observation()
         self.episode.begin()
         self.steps = 0
-        self.obs = obs
-        return torch.as_tensor(obs).unsqueeze(0)
+        self.obs, self.frames = obs, frames
+        return self._batch(obs, frames)
 
     def _reset_phase(self) -> None:
         """Send the reset commands (through the safety filter) until the episode manager is ready; buttons apply."""
@@ -202,7 +218,7 @@ class RobotEnv:
         if prompted:
             self.say(f"robot {self.profile.name}: reset by the operator, the next episode starts")
 
-    def _ready_observation(self) -> np.ndarray:
+    def _ready_observation(self) -> tuple[np.ndarray, Frames]:
         deadline = self.clock() + self.cfg.ready_timeout
         while (obs := self._observation()) is None:
             if self.clock() > deadline:
@@ -216,7 +232,7 @@ class RobotEnv:
 
     def step(
         self, action: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    ) -> tuple[Observation, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Observation]]:
         for event in self._events():  # buttons pressed during the last period end the episode at this step
             self.episode.button(event)
         proposed = action.detach().cpu().numpy().reshape(-1).astype(np.float64)
@@ -230,10 +246,10 @@ class RobotEnv:
         self._send(result)
         self.assembler.record_action(result.command)
         self._wait()
-        obs = self._observation()
-        valid = obs is not None and not result.fault
-        if obs is None:
-            obs = self.obs  # nothing new: repeat the last observation, never stored (invalid)
+        observed = self._observation()
+        valid = observed is not None and not result.fault
+        # nothing new: repeat the last observation (its frames too), never stored (invalid)
+        obs, frames = (self.obs, self.frames) if observed is None else observed
         fields = self.link.fields()
         self.steps += 1
         self.total_steps += 1
@@ -249,7 +265,7 @@ class RobotEnv:
         self.invalid_steps += int(not valid)
         self.interventions += int(operator is not None)
         info = {
-            INFO_FINAL_OBS: torch.as_tensor(obs).unsqueeze(0),
+            INFO_FINAL_OBS: self._batch(obs, frames),
             INFO_VALID: torch.tensor([valid and not discarded]),
             INFO_INTERVENED: torch.tensor([operator is not None and not result.fault]),
             INFO_EXECUTED_ACTION: torch.as_tensor(result.command, dtype=torch.float32).unsqueeze(0),
@@ -259,8 +275,8 @@ class RobotEnv:
         if publish is not None:
             flags = (terminated, truncated, operator is not None and not result.fault, valid and not discarded)
             publish(np.concatenate([self.obs, result.command, [reward], obs, np.asarray(flags, dtype=np.float64)]))
-        self.obs = obs
-        next_obs = torch.as_tensor(obs).unsqueeze(0)
+        self.obs, self.frames = obs, frames
+        next_obs = self._batch(obs, frames)
         if ended is not None:
             self.episodes += 1
             next_obs = self.reset()
@@ -303,13 +319,60 @@ class RobotEnv:
 
     # ---------------------------------------------------------------------------------------------- plumbing
 
-    def _observation(self) -> np.ndarray | None:
+    def _cameras(self, cameras: Sequence[ImageSpec]) -> tuple[tuple[ImageSpec, ...], Callable[[], Frames] | None]:
+        """The env's cameras, checked: each fed by exactly one image input of the profile and every image input
+        feeding one (`robo_rl.real.policy_fit.camera_mismatches`: a camera profile without cameras here would train a
+        state-only policy on a robot whose frames are dropped), from a link that delivers frames (`frames()`); with
+        the link's `frames`. ValueError naming every mismatch."""
+        specs = tuple(cameras)
+        problems = camera_mismatches(specs, self.profile)
+        if problems:
+            raise ValueError(
+                f"robot {self.profile.name}: the env's cameras do not fit the profile: {'; '.join(problems)}"
+            )
+        frames = getattr(self.link, "frames", None)
+        if specs and not callable(frames):
+            raise ValueError(f"robot {self.profile.name}: cameras need a link that delivers frames (frames())")
+        return specs, frames if specs else None
+
+    def _observation(self) -> tuple[np.ndarray, Frames] | None:
+        """The state vector and each camera's newest frame, or None while an input (a camera's too) is stale or a
+        field or a frame is missing."""
         if self.link.stale_inputs():
             return None
+        frames = self._camera_frames()
+        if frames is None:
+            return None
         try:
-            return self.assembler(self.link.fields()).astype(np.float32)
+            return self.assembler(self.link.fields()).astype(np.float32), frames
         except MissingFieldError:
             return None
+
+    def _camera_frames(self) -> Frames | None:
+        """Copies of each camera's newest frame from the link ({} without cameras), None while one has none; a
+        frame of another shape or dtype than its spec's is a link's bug: ValueError."""
+        if self._frame_source is None:
+            return {}
+        received = self._frame_source()
+        frames = {}
+        for spec in self.image_specs:
+            frame = received.get(spec.name)
+            if frame is None:
+                return None
+            if frame.shape != spec.shape or frame.dtype != np.uint8:
+                raise ValueError(
+                    f"camera {spec.name}: a {frame.dtype} frame {frame.shape}, expected uint8 {spec.shape}"
+                )
+            frames[spec.name] = np.array(frame)
+        return frames
+
+    def _batch(self, obs: np.ndarray, frames: Frames) -> Observation:
+        """One observation as the env returns it: `(1, obs_dim)`, or with cameras the dict of it and `(1, H, W, C)`
+        frames."""
+        state = torch.as_tensor(obs).unsqueeze(0)
+        if not self.image_specs:
+            return state
+        return {STATE_KEY: state} | {name: torch.from_numpy(frame).unsqueeze(0) for name, frame in frames.items()}
 
     def _events(self) -> list[str]:
         """Episode buttons since the last call: teleop_node's, then the local device's (which also carries its

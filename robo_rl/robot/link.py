@@ -1,10 +1,11 @@
 """The robot end of a `RobotEnv`: what it reads and sends, over ROS 2 (`RosLink`) or anything with the same methods.
 
 `RobotLink` is the transport boundary: the latest observation fields of the profile's inputs (derived ones
-included), which inputs are stale, the command to send, the operator's e-stop, takeover action and episode buttons.
-`RosLink` subscribes the profile's inputs as policy_node does (`robo_rl.real.ros.inputs`), publishes its command,
-and listens to teleop_node's `estop`, `intervention` and `episode_event` topics; rclpy is imported when it is
-built, so the module imports without ROS.
+included), which inputs are stale, the command to send, the operator's e-stop, takeover action and episode buttons;
+a `CameraLink` also delivers each camera's newest frame. `RosLink` subscribes the profile's inputs as policy_node
+does (`robo_rl.real.ros.inputs`; its image inputs when given the cameras), publishes its command, and listens to
+teleop_node's `estop`, `intervention` and `episode_event` topics; rclpy is imported when it is built, so the module
+imports without ROS.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from robo_rl.image_spec import ImageSpec
 from robo_rl.real.command import TIME_FROM_START, select_command, stamped_now
+from robo_rl.real.images import FrameDecoder
 from robo_rl.real.profile import CommandSpec, RobotProfile
 from robo_rl.real.watchdog import Watchdog
 
 EPISODE_EVENTS = ("success", "failure", "reset", "discard")
+Frames = dict[str, np.ndarray]
+"""Camera name → one `(H, W, C)` uint8 frame at its camera's spec."""
 STALL_PERIODS = 5
 """Control periods without a command after which RosLink's watchdog sends the safe command."""
 TRANSITION_TOPIC = "transitions"
@@ -86,8 +91,19 @@ class RobotLink(Protocol):
     def close(self) -> None: ...
 
 
+class CameraLink(RobotLink, Protocol):
+    """A `RobotLink` that also delivers the frames of the cameras its profile's image inputs feed."""
+
+    def frames(self) -> Frames:
+        """The newest frame of each camera received so far (none before its first); whether it is fresh enough is
+        its image input's staleness (`stale_inputs`)."""
+        ...
+
+
 class RosLink:
-    """A `RobotLink` over rclpy: one node in the robot's namespace (remap the topics like policy_node's)."""
+    """A `RobotLink` over rclpy: one node in the robot's namespace (remap the topics like policy_node's). With
+    `cameras` (the specs of the cameras the profile's image inputs feed) a `CameraLink`: it subscribes the image
+    inputs as policy_node does (`_on_frame`)."""
 
     def __init__(
         self,
@@ -96,12 +112,13 @@ class RosLink:
         target: Sequence[float] = (0.0, 0.0, 0.0),
         command_type: str = "auto",
         clock: Callable[[], float] = time.monotonic,
+        cameras: Sequence[ImageSpec] = (),
     ) -> None:
         import rclpy
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from std_msgs.msg import Bool, Float32MultiArray, String
 
-        from robo_rl.real.ros.inputs import derived_fields, topic_inputs
+        from robo_rl.real.ros.inputs import derived_fields, image_inputs, topic_inputs
         from robo_rl.real.ros.messages import message_class
 
         if not rclpy.ok():
@@ -118,6 +135,11 @@ class RosLink:
             self.watchdogs[item.spec.name] = Watchdog(profile.staleness_timeout, clock)
             callback = self._on_input(item.spec.name, item.decode)
             self.node.create_subscription(item.message_type, item.spec.topic_name, callback, qos_profile_sensor_data)
+        self._frames: Frames = {}
+        for image in image_inputs(self.profile, cameras) if cameras else ():
+            self.watchdogs[image.spec.name] = Watchdog(profile.staleness_timeout, clock)
+            callback = self._on_frame(image.spec.name, image.decode)
+            self.node.create_subscription(image.message_type, image.spec.topic_name, callback, qos_profile_sensor_data)
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
@@ -164,6 +186,28 @@ class RosLink:
 
         return callback
 
+    def _on_frame(self, name: str, decode: FrameDecoder) -> Callable[[Any], None]:
+        """A frame of image input `name`, as policy_node takes it (robo_rl.real.node_core): decoded, cropped and
+        resized to its camera's spec on arrival, kept as the camera's newest, and aged by its header stamp on the
+        node's clock (the clock of the stamps): it feeds the input's watchdog as that much older, so a frame older
+        than the staleness timeout leaves the camera stale and the step invalid. An undecodable frame is skipped
+        and counted (`skipped_messages`) and keeps nothing fresh."""
+        from robo_rl.real.node_core import stamp_ns
+        from robo_rl.real.ros.inputs import InputError
+
+        def callback(message: Any) -> None:
+            try:
+                frame = decode(message)
+            except InputError:
+                self.skipped_messages += 1
+                return
+            stamp = stamp_ns(message)
+            age = 0.0 if stamp is None else (self.node.get_clock().now().nanoseconds - stamp) * 1e-9
+            self._frames[decode.camera] = frame
+            self.watchdogs[name].feed(age)
+
+        return callback
+
     def _on_estop(self, message: Any) -> None:
         self._estop = bool(message.data)
 
@@ -184,6 +228,9 @@ class RosLink:
 
     def fields(self) -> dict[str, float]:
         return dict(self._fields)
+
+    def frames(self) -> Frames:
+        return dict(self._frames)
 
     def stale_inputs(self) -> list[str]:
         return [name for name, watchdog in self.watchdogs.items() if watchdog.stale()]

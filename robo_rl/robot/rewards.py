@@ -68,11 +68,14 @@ def peg_success(profile: RobotProfile) -> Callable[[np.ndarray], bool]:
 
 
 REWARDS: dict[str, Reward] = {"rc_car": rc_car_progress, "arm": arm_reach}
-TASK_REWARDS: dict[str, Reward] = {"mujoco/peg_insert": peg_insert}
+TASK_REWARDS: dict[str, Reward] = {"mujoco/peg_insert": peg_insert, "mujoco/peg_insert_pixels": peg_insert}
 """Rewards of tasks whose kind has another task's reward."""
 
 
-TASK_SUCCESS: dict[str, Callable[[RobotProfile], Callable[[np.ndarray], bool]]] = {"mujoco/peg_insert": peg_success}
+TASK_SUCCESS: dict[str, Callable[[RobotProfile], Callable[[np.ndarray], bool]]] = {
+    "mujoco/peg_insert": peg_success,
+    "mujoco/peg_insert_pixels": peg_success,
+}
 """Tasks whose sparse reward is their success (terminal in simulation): with the profile's `episode.success:
 reward`, RobotEnv ends an episode as a success where this holds (`success_for`)."""
 

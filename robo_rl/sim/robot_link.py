@@ -10,7 +10,9 @@ over several steps keeps its absolute target as the robot's servos do), and rese
 task ends an episode (e.g. a car off the track or stuck is put back). A step its task ends in success (e.g. the peg
 inserted) reports the final observation for that period, as the robot's sensors would show it, before the restart.
 The fields are the profile's observation sources, from the simulator's observation of the same name (divided by
-its unit factor).
+its unit factor). A task with cameras (a `robo_rl.envs.CameraEnv`, e.g. mujoco/peg_insert_pixels) makes this a
+`CameraLink`: `frames()` are the simulator's frames of the state the fields report (a success's final frames for
+the period it ended in), fresh at every step as sim_bridge's are.
 
 An `operator` (e.g. `robo_rl.robot.operator.SimulatedOperator`) plays the person at teleop_node: its takeover
 action, e-stop and buttons; when the env prompts for a reset (`say`), the operator puts the robot back (the
@@ -28,7 +30,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS
+from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, ImageObs, image_specs_of, state_of
+from robo_rl.image_spec import ImageSpec
 from robo_rl.real.command import command_actions, select_command
 from robo_rl.real.profile import HOLD_MEASURED, RobotProfile, history_source
 from robo_rl.real.safety_box import SafetyBox
@@ -93,10 +96,12 @@ class SimLink:
         self.action = np.asarray(profile.safe_action, dtype=np.float32)
         self.commanded: dict[str, float] = {}
         """The last command's message fields (read back into actions at each simulated step)."""
-        self.obs = self.env.reset(seed)[0].numpy()
-        self.state = self.obs
-        """The simulator's current observation (`obs` is what the fields report: a success's final observation for
-        the period it ended in)."""
+        self.cameras: tuple[ImageSpec, ...] = image_specs_of(self.env)
+        """The task's cameras (() without)."""
+        self._frames: dict[str, np.ndarray] = {}
+        self.obs = self.state = self._observe(self.env.reset(seed))
+        """The simulator's current state vector (`obs` is what the fields report: a success's final observation for
+        the period it ended in; `frames()` show the same)."""
         self.now = 0.0
         self.next_tick = profile.dt
         self.steps = self.sim_resets = 0
@@ -127,6 +132,16 @@ class SimLink:
 
     def fields(self) -> dict[str, float]:
         return {source: float(self.obs[index]) / factor for source, index, factor in self.sources}
+
+    def frames(self) -> dict[str, np.ndarray]:
+        """Each camera's frame `(H, W, C)` uint8 of the state `fields()` report ({} without cameras)."""
+        return dict(self._frames)
+
+    def _observe(self, obs: torch.Tensor | ImageObs) -> np.ndarray:
+        """Keep the frames of an observation of the simulator (env 0, with cameras); its state vector."""
+        if isinstance(obs, dict):
+            self._frames = {spec.name: obs[spec.name][0].cpu().numpy() for spec in self.cameras}
+        return state_of(obs)[0].numpy()
 
     def stale_inputs(self) -> list[str]:
         return []
@@ -167,7 +182,7 @@ class SimLink:
 
     def put_back(self) -> None:
         """What the operator does before pressing reset: the simulator's own reset (a new start pose)."""
-        self.obs = self.state = self.env.reset()[0].numpy()
+        self.obs = self.state = self._observe(self.env.reset())
         if self._held:  # the held pose is gone: the next command starts from the new one
             self.commanded = {}
             self.action = np.asarray(self.profile.safe_action, dtype=np.float32)
@@ -199,10 +214,10 @@ class SimLink:
         for name, value in command_actions(self.spec, self.commanded, measured).items():
             self.action[self.action_index[name]] = value
         result = self.env.step(torch.as_tensor(self.action, dtype=torch.float32).unsqueeze(0))
-        self.obs = self.state = result[0][0].numpy()
+        self.obs = self.state = self._observe(result[0])
         success = result[4].get(INFO_SUCCESS)
         if success is not None and bool(success[0]) and bool(result[2][0]):
-            self.obs = result[4][INFO_FINAL_OBS][0].numpy()
+            self.obs = self._observe(result[4][INFO_FINAL_OBS])  # the sensors show the success for this period
         self.steps += 1
         info = result[4]
         self._dirty |= bool(self.box.violations(self.fields()))

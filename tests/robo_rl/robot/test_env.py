@@ -1,5 +1,5 @@
 """RobotEnv (a robot as a BatchedEnv from its profile) over a scripted link: the grid, invalid steps, the operator,
-the e-stop and the episode buttons. The ROS link itself is tested with sim_bridge in tests/real/ros."""
+the e-stop, the episode buttons and the cameras. The ROS link itself is tested with sim_bridge in tests/real/ros."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ import pytest
 import torch
 import yaml
 
+from robo_rl.algorithms.drq import PixelSAC
 from robo_rl.algorithms.sac import SAC, SACConfig
-from robo_rl.envs import INFO_SUCCESS, INFO_VALID
+from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID, check_step_result, image_specs_of
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
+from robo_rl.image_spec import STATE_KEY, ImageSpec
 from robo_rl.real.command import select_command
 from robo_rl.real.profile import CommandSpec, RobotProfile, history_source, load_profile, profile_from_dict
 from robo_rl.robot.env import RobotEnv, RobotEnvConfig
-from robo_rl.robot.rewards import rc_car_progress
+from robo_rl.robot.rewards import rc_car_progress, reward_for
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 
@@ -397,3 +399,117 @@ def test_the_arms_safe_command_holds_its_measured_pose_and_never_sends_home() ->
     # Timed from the filter's last command (this step's, yaw 0.38, replaced by the hold): 0.08 rad at 2 rad/s.
     assert _arm_duration(held[0]) == pytest.approx(0.08 / 2.0)
     assert not any(_arm_positions(c) == pytest.approx(ARM_HOME) for c in link.sent)
+
+
+CAMERAS = (ImageSpec("wrist", 16, 16, 3), ImageSpec("side", 16, 16, 3))
+"""arm_peg_pixels' cameras (at a size of the test's choosing: the link decodes frames to it)."""
+
+
+@dataclass
+class CameraArmLink(ArmLink):
+    """The arm_peg_pixels arm with its cameras: every period brings new frames whose pixels are the period's number;
+    `hidden` cameras deliver none."""
+
+    periods: int = 0
+    shown: dict[str, np.ndarray] = field(default_factory=dict)
+    hidden: set[str] = field(default_factory=set)
+
+    def wait_until(self, deadline: float) -> None:
+        super().wait_until(deadline)
+        self.periods += 1
+        self.shown = {
+            c.name: np.full(c.shape, self.periods % 256, np.uint8) for c in CAMERAS if c.name not in self.hidden
+        }
+
+    def frames(self) -> dict[str, np.ndarray]:
+        return dict(self.shown)
+
+
+def _camera_env() -> tuple[RobotEnv, CameraArmLink]:
+    profile = load_profile("arm_peg_pixels")
+    link = CameraArmLink(profile)
+    env = RobotEnv(profile, link, reward_for(profile), RobotEnvConfig(max_steps=10_000), link.clock, cameras=CAMERAS)
+    return env, link
+
+
+def _shown(obs: dict[str, torch.Tensor]) -> dict[str, int]:
+    """The period each camera's frame of an observation was taken in (its pixels' value)."""
+    return {name: int(frames[0, 0, 0, 0]) for name, frames in obs.items() if name != STATE_KEY}
+
+
+def test_with_cameras_each_observation_is_the_state_and_each_camera_s_newest_frame() -> None:
+    env, link = _camera_env()
+    assert image_specs_of(env) == CAMERAS
+    obs = env.reset()
+    assert isinstance(obs, dict) and set(obs) == {STATE_KEY, "wrist", "side"}
+    assert _shown(obs) == {"wrist": link.periods, "side": link.periods} and link.periods >= 1
+    np.testing.assert_array_equal(obs[STATE_KEY][0].numpy(), env.obs)  # obs stays the state vector
+    for _ in range(3):
+        result = env.step(torch.zeros(1, 4))
+        check_step_result(env, result)  # the camera env contract: shapes, uint8 frames, final_obs a dict too
+        next_obs, _, _, _, info = result
+        assert bool(info[INFO_VALID]) and env.obs.shape == (11,)
+        assert _shown(next_obs) == _shown(info[INFO_FINAL_OBS]) == {"wrist": link.periods, "side": link.periods}
+
+
+def test_a_stale_or_missing_camera_frame_makes_the_step_invalid_and_it_is_not_stored() -> None:
+    env, link = _camera_env()
+    last = _shown(env.reset())
+    link.stale = ["wrist_image"]  # its newest frame is older than the staleness timeout (by its stamp, on RosLink)
+    obs, reward, _, _, info = env.step(torch.zeros(1, 4))
+    assert not bool(info[INFO_VALID]) and reward.item() == 0.0 and env.invalid_steps == 1
+    assert _shown(obs) == last  # nothing new: the last observation repeated, frames included
+    link.stale, link.hidden = [], {"side"}  # a camera that sent nothing yet is the same
+    assert not bool(env.step(torch.zeros(1, 4))[4][INFO_VALID]) and env.invalid_steps == 2
+    link.hidden = set()
+    assert bool(env.step(torch.zeros(1, 4))[4][INFO_VALID])
+
+    link.pressed = ["reset"]  # the runner starts a new episode: the operator's reset (arm_peg_pixels' episodes)
+    encoder = replace(SACConfig().encoder, channels=8)
+    sac = PixelSAC(
+        11, 11, env.action_spec.low_tensor(), env.action_spec.high_tensor(), SACConfig(encoder=encoder), CAMERAS
+    )
+    runner = OffPolicyRunner(
+        env, sac, OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, max_iterations=5), learning_starts=100), seed=0
+    )
+    runner.learn()
+    assert len(runner.buffer) == 5 and runner.buffer.image_specs == CAMERAS  # the frames are stored with the state
+    link.stale = ["side_image"]
+    runner.cfg = OffPolicyRunnerConfig(loop=replace(OFF_POLICY_LOOP, max_iterations=9), learning_starts=100)
+    runner.learn()
+    assert len(runner.buffer) == 5 and runner.invalid_steps == 4
+
+
+def test_reset_waits_for_every_camera_and_gives_up_naming_a_silent_one() -> None:
+    env, link = _camera_env()
+    link.hidden = {"wrist"}
+    waits = len(link.waits)
+
+    def wrist_after_three_periods(deadline: float) -> None:
+        CameraArmLink.wait_until(link, deadline)
+        if len(link.waits) - waits >= 3:
+            link.hidden = set()
+
+    link.wait_until = wrist_after_three_periods  # type: ignore[method-assign]
+    obs = env.reset()
+    assert len(link.waits) - waits == 4 and _shown(obs)["wrist"] == link.periods  # held until its first frame
+    env.cfg = RobotEnvConfig(ready_timeout=0.3)
+    link.stale, link.pressed = ["side_image"], ["reset"]  # the operator's reset, then a camera falls silent
+    with pytest.raises(RuntimeError, match="no side_image"):
+        env.reset()
+
+
+def test_the_cameras_must_be_those_the_profile_s_image_inputs_feed_from_a_link_with_frames() -> None:
+    pixels, arm_peg = load_profile("arm_peg_pixels"), load_profile("arm_peg")
+    with pytest.raises(ValueError, match="'wrist_image' feeds camera 'wrist'"):  # frames dropped: a state-only policy
+        RobotEnv(pixels, CameraArmLink(pixels), reward_for(pixels))
+    with pytest.raises(ValueError, match=r"camera 'side'.*no image input"):
+        RobotEnv(arm_peg, CameraArmLink(arm_peg), reward_for(arm_peg), cameras=CAMERAS[1:])
+    with pytest.raises(ValueError, match="frames"):
+        RobotEnv(pixels, ArmLink(pixels), reward_for(pixels), cameras=CAMERAS)
+    link = CameraArmLink(pixels)
+    env = RobotEnv(
+        pixels, link, reward_for(pixels), clock=link.clock, cameras=(CAMERAS[0], replace(CAMERAS[1], width=8))
+    )
+    with pytest.raises(ValueError, match="camera side: a uint8 frame"):
+        env.reset()
