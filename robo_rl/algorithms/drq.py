@@ -12,6 +12,10 @@ whose obs are features, so the losses, RLPD's ensembles, Q-filtered behaviour cl
 interventions and the temperature are SAC's own. A privileged critic part (`critic_obs` beyond the state) is
 appended to the critic's features unchanged.
 
+Where the critic has the state as a privileged observation (a simulator's), `encoder.trained_by="actor"` turns this
+around into an asymmetric actor-critic (Pinto et al. 2018): the encoder sits in the actor optimizer and learns from
+the actor's loss, and the critic reads its features detached, its Q as sharp as a state learner's.
+
 `normalize_obs` normalizes the state part only, by a normalizer inside the encoder fitted once (`fit_normalizers`);
 camera features need none (LayerNorm and tanh bound them).
 """
@@ -51,7 +55,7 @@ class PixelSAC(OffPolicyAlgorithm):
         image_specs: the env's cameras, in their order.
         device: torch device of the networks.
         reducer: averages the gradients over processes (`robo_rl.distributed`; LOCAL: one process): SAC's, and the
-            encoder's with the critic's (they share its optimizer), so every rank keeps the same encoder.
+            encoder's with those of the optimizer it sits in, so every rank keeps the same encoder.
     """
 
     def __init__(
