@@ -117,15 +117,16 @@ def test_the_factory_trains_on_the_config_s_cameras_checked_against_the_profile(
 
 
 def test_train_on_the_simulated_camera_arm_gives_a_policy_the_profile_s_runtime_takes(tmp_path: Path) -> None:
-    settings = [f"task.name={TASK}", "task.config.cameras=[wrist,side]", "task.config.image_size=16"]
+    # The profile's default preset (robot_arm_peg_pixels_sac) trains its task and cameras; smaller frames here.
+    settings = ["task.config.image_size=16", "sac.encoder.strides=[2,2]"]
     settings += ["off_policy.learning_starts=20", "off_policy.batch_size=16", "sac.encoder.channels=8"]
     settings += ["sac.num_critics=2"]
-    argv = ["train", "robot_arm_peg_sac", "--robot", "arm_peg_pixels", "--robot-link", "sim"]
+    argv = ["train", "--robot", "arm_peg_pixels", "--robot-link", "sim"]
     argv += ["--operator", "resets", "--max-iterations", "40", "--threads", "1", "--runs-root", str(tmp_path)]
     argv += ["--quiet", *(x for item in settings for x in ("--set", item))]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(argv) == 0
-        (run,) = (tmp_path / "robot_arm_peg_sac").iterdir()
+        (run,) = (tmp_path / "robot_arm_peg_pixels_sac").iterdir()
         assert main(["export", str(run)]) == 0
     runtime = PolicyRuntime(run / "policy.onnx", PROFILE)  # any mismatch with the profile raises
     assert [(c.name, c.height) for c in runtime.cameras] == [("wrist", 16), ("side", 16)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from robo_rl.algorithms.encoder_config import EncoderConfig
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
@@ -14,7 +15,7 @@ from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
 from robo_rl.sim.mujoco.arm_reach import ArmReachConfig
-from robo_rl.sim.mujoco.peg_insert import PegInsertConfig
+from robo_rl.sim.mujoco.peg_insert import PEG_CAMERAS, PegInsertConfig
 
 PEG_ROBOT_MINUTES = 60
 """The budget of the peg presets in robot minutes: 36,000 steps of one arm at 10 Hz."""
@@ -66,6 +67,18 @@ def robot_arm_peg_sac() -> ExperimentConfig:
     sac = replace(peg_insert_rlpd().sac, num_critics=10, critic_subset=2, actor_q="mean")
     # hil.human: the operator of a rehearsal (`--robot-link sim --operator simulated`), the peg benchmark's
     return replace(cfg, sac=sac, off_policy=off_policy, hil=HilConfig(human=PEG_OPERATOR))
+
+
+def robot_arm_peg_pixels_sac() -> ExperimentConfig:
+    """`robot_arm_peg_sac`'s learner on the arm seen through its wrist and side cameras (profile arm_peg_pixels:
+    mujoco/peg_insert_pixels, 64 x 64 RGB), each through the encoder that is cheap on a CPU: four stride-2
+    convolutions of 16 filters (`bench/pixel_update.py`: an update 7x one from state, DrQ's encoder 62x; add
+    `--set sac.encoder.bf16=true` on a CPU with AVX-512 BF16 or AMX for about 4.5x). The state vector still holds the
+    hole estimate; whether the cameras alone suffice is not measured yet (issue 51)."""
+    cfg = robot_arm_peg_sac()
+    task = replace(cfg.task, name="mujoco/peg_insert_pixels", config=replace(PEG_BENCHMARK_TASK, cameras=PEG_CAMERAS))
+    encoder = EncoderConfig(channels=16, strides=(2, 2, 2, 2))
+    return replace(cfg, name="robot_arm_peg_pixels_sac", task=task, sac=replace(cfg.sac, encoder=encoder))
 
 
 def peg_insert_sac() -> ExperimentConfig:
@@ -121,6 +134,7 @@ PRESETS = {
     "mujoco_arm_reach_ppo": mujoco_arm_reach_ppo,
     "robot_arm_sac": robot_arm_sac,
     "robot_arm_peg_sac": robot_arm_peg_sac,
+    "robot_arm_peg_pixels_sac": robot_arm_peg_pixels_sac,
     "peg_insert_sac": peg_insert_sac,
     "peg_insert_rlpd": peg_insert_rlpd,
     "peg_insert_hil": peg_insert_hil,
