@@ -23,6 +23,7 @@ from robo_rl.experiment import ExperimentConfig
 from robo_rl.hil import InterventionEnv, TeleopDevice
 from robo_rl.hil.realtime import RealTimeEnv
 from robo_rl.image_spec import ImageSpec
+from robo_rl.runners.dagger import TeacherPolicy
 from robo_rl.runners.evaluate import EVAL_SEED_OFFSET, PRECHECK_SEED_OFFSET
 from robo_rl.runners.off_policy import OffPolicyRunner
 from robo_rl.runners.on_policy import OnPolicyRunner
@@ -47,6 +48,12 @@ class EnvFactory(Protocol):
 
 class TeleopFactory(Protocol):
     def __call__(self, cfg: ExperimentConfig, env: BatchedEnv) -> TeleopDevice: ...
+
+
+class TeacherFactory(Protocol):
+    """`off_policy.teacher`'s run directory -> its deterministic obs -> env-action module and observation names."""
+
+    def __call__(self, run: str) -> tuple[nn.Module, tuple[str, ...]]: ...
 
 
 def chunked(cfg: ExperimentConfig, env: BatchedEnv) -> BatchedEnv:
@@ -131,11 +138,13 @@ def build_runner(
     evaluate: bool = True,
     make_teleop: TeleopFactory | None = None,
     reducer: Reducer = LOCAL,
+    make_teacher: TeacherFactory | None = None,
 ) -> Runner:
     """A ready-to-train runner for `cfg.algo`; `evaluate=False` skips creating the evaluation env.
 
     With `cfg.hil.teleop` other than "none", `make_teleop(cfg, env)` builds the device that may take over the
-    training envs (never the evaluation envs), which then run inside an `InterventionEnv`.
+    training envs (never the evaluation envs), which then run inside an `InterventionEnv`. With
+    `off_policy.teacher`, `make_teacher(run)` loads the teacher that DAgger imitates (`robo_rl.runners.dagger`).
 
     Under several processes (`reducer` of a torch.distributed job) every rank builds its own envs, seeded
     `reducer.world.seed(cfg.seed)`, starts from rank 0's weights and averages its updates with the other ranks;
@@ -171,9 +180,31 @@ def build_runner(
     learner = build_off_policy(cfg, env, reducer=reducer)
     for module in algorithm_modules(learner):
         broadcast_module(module, reducer)
+    teacher = _teacher(cfg, env, make_teacher)
     return OffPolicyRunner(
-        env, learner, cfg.off_policy, seed, eval_env=eval_env, run=run, reducer=reducer, precheck_env=precheck_env
+        env,
+        learner,
+        cfg.off_policy,
+        seed,
+        eval_env=eval_env,
+        run=run,
+        reducer=reducer,
+        precheck_env=precheck_env,
+        teacher=teacher,
     )
+
+
+def _teacher(cfg: ExperimentConfig, env: BatchedEnv, make_teacher: TeacherFactory | None) -> TeacherPolicy | None:
+    """DAgger's teacher of `off_policy.teacher`, reading from `env`'s critic input; None without one."""
+    source = cfg.off_policy.teacher
+    if source is None:
+        return None
+    if cfg.hil.teleop != "none" or cfg.hil.real_time:
+        raise ValueError("off_policy.teacher (DAgger) labels simulated steps: not with hil.teleop or hil.real_time")
+    if make_teacher is None:
+        raise ValueError("off_policy.teacher needs a teacher loader (robo_rl.api.runs.load_teacher)")
+    actor, names = make_teacher(source)
+    return TeacherPolicy(actor.to(env.device), names, env)
 
 
 def algorithm_modules(algorithm: OffPolicyAlgorithm) -> list[nn.Module]:

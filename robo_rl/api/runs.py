@@ -56,6 +56,12 @@ def load_trained(run_path: Path, checkpoint_path: Path | None = None, device: st
         return TrainedPolicy(run, cfg, actor, path, int(state["iteration"]), task)
 
 
+def load_teacher(run: str) -> tuple[nn.Module, tuple[str, ...]]:
+    """`off_policy.teacher`: the run's deterministic policy (best.pt, else latest.pt) and its observation names."""
+    trained = load_trained(Path(run))
+    return trained.actor, trained.task.specs.obs.names
+
+
 def run_task(run: RunDirectory, cfg: ExperimentConfig) -> TaskRecord:
     """The run's recorded task (RUN/task.yaml, no simulator needed); a run made before it was recorded rebuilds
     its task to find out. BadFileError naming the file when the record is damaged."""

@@ -21,7 +21,7 @@ from robo_rl.api.configs import override, preset, preset_names, resolve_config
 from robo_rl.api.envs import env_factory, robot_env_factory, task_record, teleop_factory
 from robo_rl.api.interrupt import stop_at_iteration_end
 from robo_rl.api.prior_buffer_file import prior_buffer_errors
-from robo_rl.api.runs import read_run_config
+from robo_rl.api.runs import load_teacher, read_run_config
 from robo_rl.build import Runner, build_runner
 from robo_rl.cli.arguments import add_threads_argument
 from robo_rl.cli.distributed import RankRun, exit_now, join, launched_by_torchrun, leave, rank_device, relaunch
@@ -220,7 +220,9 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
     cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     # Before the run directory, so bad input leaves nothing behind.
     with prior_buffer_errors(cfg):
-        runner = build_runner(cfg, env_factory(), make_teleop=teleop_factory(), reducer=reducer)
+        runner = build_runner(
+            cfg, env_factory(), make_teleop=teleop_factory(), reducer=reducer, make_teacher=load_teacher
+        )
     run: RunDirectory | RankRun | None = None
     if reducer.world.is_main:
         run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
@@ -281,7 +283,9 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
         human=cfg.hil.human,
     )
     with prior_buffer_errors(cfg):
-        runner = build_runner(cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer)
+        runner = build_runner(
+            cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer, make_teacher=load_teacher
+        )
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
     return runner, runner.run
 
@@ -319,7 +323,14 @@ def _resume(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDire
         raise FileNotFoundError(f"{latest}: no checkpoint to resume from")
     device_cfg = replace(cfg, task=replace(cfg.task, device=rank_device(cfg.task.device, reducer.world)))
     with prior_buffer_errors(device_cfg):
-        runner = build_runner(device_cfg, env_factory(), run=None, make_teleop=teleop_factory(), reducer=reducer)
+        runner = build_runner(
+            device_cfg,
+            env_factory(),
+            run=None,
+            make_teleop=teleop_factory(),
+            reducer=reducer,
+            make_teacher=load_teacher,
+        )
     runner.run = run
     with checkpoint_errors(latest):
         leader = _restore(runner, latest, reducer)

@@ -58,6 +58,12 @@ def behaviour_clone(
     return losses
 
 
+def clone_loss(actor: nn.Module, batch: Transitions) -> torch.Tensor:
+    """The cloning loss of `actor` on a whole `batch` (its actions the targets), as `behaviour_clone` takes it."""
+    every = torch.arange(len(batch.obs), device=batch.obs.device)
+    return _loss(actor, _observations(batch, every), batch.actions)
+
+
 def _observations(demos: Transitions, index: torch.Tensor) -> torch.Tensor | dict[str, torch.Tensor]:
     """The observations at `index`: the state vectors, or with frames the camera observation dict (state and each
     camera's frames at the same indices, the form a camera env returns)."""

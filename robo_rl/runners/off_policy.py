@@ -39,6 +39,7 @@ from robo_rl.hil.actor_learner import LearnerStats
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED, intervention_metrics
 from robo_rl.hil.pretrain import behaviour_clone
 from robo_rl.image_spec import STATE_KEY
+from robo_rl.runners.dagger import Imitation, TeacherPolicy, mix_actions, teacher_share
 from robo_rl.runners.evaluate import evaluation_due
 from robo_rl.runners.loop import Losses, TrainingLoop, critic_observation, on_interval
 from robo_rl.runners.loop_config import LoopConfig
@@ -134,9 +135,19 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         run: RunDirectory | None = None,
         reducer: Reducer = LOCAL,
         precheck_env: BatchedEnv | None = None,
+        teacher: TeacherPolicy | None = None,
     ) -> None:
         super().__init__(env, cfg, seed, eval_env, run, reducer, SparseCadence(), precheck_env)
+        if (cfg.teacher is None) != (teacher is None):
+            raise ValueError(
+                "off_policy.teacher names the teacher run; the runner needs its TeacherPolicy (and only then)"
+            )
         self.algorithm = algorithm
+        self.teacher = teacher
+        """DAgger's teacher (`off_policy.teacher`, `robo_rl.runners.dagger`), or None: reinforcement learning."""
+        self.imitation = None if teacher is None else Imitation(algorithm.bc_actor(), cfg.teacher_learning_rate)
+        self._labels: torch.Tensor | None = None
+        """The teacher's normalized actions at the current step, stored in place of the executed ones."""
         self.cameras = image_specs_of(env)
         """The env's cameras, whose frames the replay buffers keep; () for a state-only env."""
         check_camera_run(cfg, self.cameras, algorithm)
@@ -144,7 +155,9 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         # With actor_learner the replay buffer lives in the learner process; this one stays empty.
         capacity = 1 if cfg.actor_learner else cfg.buffer_capacity
         self.buffer = ReplayBuffer(capacity, *self.buffer_dims, env.device, self.cameras)
-        self.updates = captured_updates(cfg, algorithm, self.buffer, self.cameras, reducer.world.size)
+        self.updates = (
+            None if teacher else captured_updates(cfg, algorithm, self.buffer, self.cameras, reducer.world.size)
+        )
         """The captured gradient steps with `off_policy.capture`, else None (the classic loop)."""
         if self.updates is not None:  # evaluations of a capturable eval env are captured too
             self.capture_backend = capture_backend(env.device)
@@ -193,10 +206,20 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             self.algorithm.fit_normalizers(data.stored())
 
     def _action(self) -> torch.Tensor:
+        if self.teacher is not None:
+            return self._dagger_action(self.teacher)
         if self.env_steps < self.cfg.learning_starts and self.cfg.warmup == "random":
             shape = (self.env.num_envs, self.env.action_spec.dim)
             return torch.rand(shape, generator=self.generator, device=self.env.device) * 2 - 1
         return self.algorithm.act(self.obs)
+
+    def _dagger_action(self, teacher: TeacherPolicy) -> torch.Tensor:
+        """The executed action under DAgger: the teacher's with probability beta, else the student's; the teacher's
+        (normalized, on the action box) is kept as this step's label."""
+        labels = self.algorithm.scaler.normalize(teacher(self.critic_obs)).clamp(-1.0, 1.0)
+        self._labels = labels
+        share = teacher_share(self.cfg.teacher_start, self.cfg.teacher_steps, self.env_steps)
+        return mix_actions(labels, self.algorithm.act(self.obs), share, self.generator)
 
     @torch.no_grad()
     def step(self) -> None:
@@ -214,7 +237,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         if intervened is not None:
             executed = self.algorithm.scaler.normalize(info[INFO_EXECUTED_ACTION])
             action = torch.where(intervened.unsqueeze(-1), executed, action)
-        transitions = transitions_of_step(self.obs, self.critic_obs, action, result, False, intervened)
+        stored = action if self._labels is None else self._labels  # DAgger stores the teacher's labels
+        transitions = transitions_of_step(self.obs, self.critic_obs, stored, result, False, intervened)
         valid = info.get(INFO_VALID)
         if valid is not None:  # hardware: stale or missing inputs are no transition (RobotEnv)
             self.invalid_steps += int((~valid).sum())
@@ -261,6 +285,10 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             self.gradient_steps += count
             return self.updates.run(allowed, self.generator)
         for batch in self.sampler.sample_many(self.cfg.batch_size, count, self.generator):  # drawn at once
+            if self.imitation is not None:  # DAgger: clone the teacher's labels, no critic
+                metrics = self.imitation.update(batch)
+                self.gradient_steps += 1
+                continue
             update_actor = self.gradient_steps >= self.cfg.critic_warmup_steps
             metrics = self.algorithm.update(batch, update_actor=update_actor)
             self.gradient_steps += 1
@@ -285,7 +313,10 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
 
     def _extra_metrics(self) -> dict[str, Any]:
         invalid = {"invalid_steps": self.invalid_steps} if self.invalid_steps else {}
-        return {**intervention_metrics(self.env), **invalid}
+        dagger = {}
+        if self.teacher is not None:
+            dagger = {"teacher_share": teacher_share(self.cfg.teacher_start, self.cfg.teacher_steps, self.env_steps)}
+        return {**intervention_metrics(self.env), **invalid, **dagger}
 
     def _deterministic_actor(self) -> nn.Module:
         return self.algorithm.deterministic_policy()  # a camera policy's `act` takes the observation dict

@@ -77,8 +77,23 @@ class OffPolicyRunnerConfig:
     only, in the env loop, without cameras, a prior buffer or several processes: "always" refuses the others
     (ValueError naming the setting), "auto" leaves them on the classic loop.
     Statistically the same algorithm; the random draws come in another order than the classic loop's."""
+    teacher: str | None = None
+    """Imitate a teacher instead of learning from rewards (DAgger, `robo_rl.runners.dagger`): a run directory whose
+    deterministic policy (its best.pt, else latest.pt) labels every step with its action; it reads its observation
+    by name from this task's state vector and privileged observation (a camera car that observes only its speed,
+    `RaceConfig.camera_state`, has the whole state privileged). The envs execute the teacher's action with
+    probability `teacher_start`, falling linearly to 0 over `teacher_steps` env steps, else the student's; the
+    replay buffer stores the teacher's actions, and every gradient step clones them (the algorithm's cloning loss
+    at `teacher_learning_rate`). No critic is trained. Not with actor_learner, a prior_buffer or an operator."""
+    teacher_start: float = 1.0
+    """DAgger's beta at the first step: the share of envs that execute the teacher's action."""
+    teacher_steps: int = 20_000
+    """Env steps (all envs together) over which beta falls to 0; from then on the student drives alone."""
+    teacher_learning_rate: float = 1e-3
+    """Adam step size of the cloning steps with a teacher."""
 
     def __post_init__(self) -> None:
+        self._check_teacher()
         if self.capture not in CAPTURE_MODES:
             raise ValueError(f"capture must be one of {CAPTURE_MODES}, got {self.capture!r}")
         if self.capture == "always" and (self.actor_learner or self.prior_buffer is not None):
@@ -108,3 +123,12 @@ class OffPolicyRunnerConfig:
             raise ValueError("learner_transport=ros is where the learner runs: it needs actor_learner=true")
         if not self.keep_prior and self.bc_pretrain_steps == 0:
             raise ValueError("keep_prior=false drops the demonstrations: set bc_pretrain_steps > 0 to learn from them")
+
+    def _check_teacher(self) -> None:
+        if not 0.0 <= self.teacher_start <= 1.0 or self.teacher_steps < 0 or not self.teacher_learning_rate > 0:
+            raise ValueError("teacher_start must be in [0, 1], teacher_steps >= 0, teacher_learning_rate > 0")
+        if self.teacher is not None and (self.actor_learner or self.prior_buffer is not None):
+            setting = "actor_learner" if self.actor_learner else "prior_buffer"
+            raise ValueError(
+                f"off_policy.teacher (DAgger) trains in the env loop from its own labels: not with {setting}"
+            )

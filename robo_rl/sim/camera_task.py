@@ -9,6 +9,10 @@ and the subclass keeps there what it needs to draw those last frames (the frames
 
 Composition, not inheritance: the state task keeps its own `step -> StepResult` signature (every caller that
 reads `obs` as a tensor stays right), and its task-specific API stays reachable as `camera_task.task`.
+
+A camera task may observe only part of the state (`observed`: e.g. a car's speed, the rest to be seen in the frames).
+The whole state vector then becomes privileged, ahead of the task's own privileged observation: an asymmetric
+critic, or a teacher that a camera student is distilled from (`off_policy.teacher`), still reads it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,16 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, STATE_KEY, BatchedEnv, ImageObs, ImageStepResult
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    STATE_KEY,
+    BatchedEnv,
+    ImageObs,
+    ImageStepResult,
+    SpaceSpec,
+)
 from robo_rl.image_spec import ImageSpec, check_camera_names
 
 Frames = dict[str, np.ndarray]
@@ -42,31 +55,48 @@ class CameraTask(ABC):
     returning observation dicts (module docstring). `state_dict`, `load_state_dict` and `render` are the task's:
     frames are a function of the state, so there is nothing else to save."""
 
-    def __init__(self, task: StateTask, image_specs: tuple[ImageSpec, ...]) -> None:
+    def __init__(self, task: StateTask, image_specs: tuple[ImageSpec, ...], observed: tuple[str, ...] = ()) -> None:
+        """`observed`: names of `task.obs_spec` the "state" entry keeps, in that order (() keeps the whole vector);
+        with a subset, the whole state vector is privileged (module docstring)."""
         check_camera_names(image_specs)
         self.task = task
         self.image_specs = image_specs
         self.num_envs, self.device, self.dt = task.num_envs, task.device, task.dt
-        self.obs_spec, self.action_spec = task.obs_spec, task.action_spec
-        self.privileged_obs_spec = task.privileged_obs_spec
+        self.action_spec = task.action_spec
         self.max_episode_steps = task.max_episode_steps
+        self._columns = None if not observed else _columns(task.obs_spec, observed)
+        self.obs_spec = task.obs_spec if self._columns is None else _subset(task.obs_spec, self._columns)
+        self.privileged_obs_spec = task.privileged_obs_spec
+        if self._columns is not None:
+            extra = task.privileged_obs_spec
+            self.privileged_obs_spec = task.obs_spec if extra is None else _concat(task.obs_spec, extra)
+        self._state = torch.zeros(0)
+        """The task's whole state vector `(num_envs, dim)` of the last observation (privileged with `observed`)."""
 
     @property
     def privileged_obs(self) -> torch.Tensor:
-        """The task's critic-only observation (for tasks with a `privileged_obs_spec`)."""
+        """The critic-only observation (for tasks with a `privileged_obs_spec`): the task's, after the whole state
+        vector where the camera task observes only part of it."""
         value = getattr(self.task, "privileged_obs", None)
+        if self._columns is not None:
+            return self._state if value is None else torch.cat((self._state, torch.as_tensor(value)), dim=-1)
         if value is None:
             raise AttributeError(f"{type(self.task).__name__} has no privileged observation")
         return torch.as_tensor(value)
 
     def reset(self, seed: int | None = None) -> ImageObs:
         """Reset every env; returns the observation dict of the first states."""
-        return self._observation(self.task.reset(seed), self._frames())
+        state = self.task.reset(seed)
+        self._state = state
+        return self._observation(state, self._frames())
 
     def step(self, action: torch.Tensor) -> ImageStepResult:
         """Step the task, then render: the returned frames show the states after auto-reset, `final_obs`'s the
         states the step ended in (the last frames of finished episodes)."""
         obs, reward, terminated, truncated, info = self.task.step(action)
+        self._state = obs
+        if self._columns is not None:
+            info = self._privileged_info(info)
         frames = self._frames()
         done = np.flatnonzero((terminated | truncated).cpu().numpy())
         final = {name: frames[name].copy() for name in frames}
@@ -102,7 +132,16 @@ class CameraTask(ABC):
 
     def _observation(self, state: torch.Tensor, frames: Frames) -> ImageObs:
         images = {spec.name: torch.from_numpy(frames[spec.name]).to(self.device) for spec in self.image_specs}
-        return {STATE_KEY: state, **images}
+        observed = state if self._columns is None else state[:, self._columns]
+        return {STATE_KEY: observed, **images}
+
+    def _privileged_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """`info` whose privileged observations (now and at episode ends) start with the whole state vector."""
+        updated = {**info, INFO_PRIVILEGED_OBS: self.privileged_obs}
+        final_extra = info.get(INFO_FINAL_PRIVILEGED_OBS)
+        final = info[INFO_FINAL_OBS]
+        updated[INFO_FINAL_PRIVILEGED_OBS] = final if final_extra is None else torch.cat((final, final_extra), -1)
+        return updated
 
     @abstractmethod
     def _frames(self) -> Frames:
@@ -116,3 +155,30 @@ class CameraTask(ABC):
     @abstractmethod
     def _close_cameras(self) -> None:
         """Free the renderer."""
+
+
+def _columns(spec: SpaceSpec, observed: tuple[str, ...]) -> torch.Tensor:
+    """Indices in `spec` of the names `observed`; ValueError naming unknown or repeated names."""
+    unknown = [name for name in observed if name not in spec.names]
+    if unknown or len(set(observed)) != len(observed):
+        raise ValueError(
+            f"observed state names must be distinct names of the task's observation {spec.names}; "
+            f"unknown: {unknown}, given: {observed}"
+        )
+    return torch.tensor([spec.names.index(name) for name in observed])
+
+
+def _subset(spec: SpaceSpec, columns: torch.Tensor) -> SpaceSpec:
+    index = columns.tolist()
+    return SpaceSpec(
+        tuple(spec.names[i] for i in index),
+        tuple(spec.low[i] for i in index),
+        tuple(spec.high[i] for i in index),
+        tuple(spec.units[i] for i in index),
+    )
+
+
+def _concat(first: SpaceSpec, second: SpaceSpec) -> SpaceSpec:
+    return SpaceSpec(
+        first.names + second.names, first.low + second.low, first.high + second.high, first.units + second.units
+    )

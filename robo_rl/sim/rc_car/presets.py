@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from robo_rl.algorithms.encoder_config import EncoderConfig
 from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.algorithms.sac import SACConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
 from robo_rl.modules.actor_critic import PolicyConfig
 from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
 from robo_rl.runners.on_policy import RunnerConfig
-from robo_rl.sim.rc_car.race_config import RaceConfig
+from robo_rl.sim.rc_car.race_config import RACE_CAMERAS, RaceConfig
 
 RC_CAR_RACE_TRAINING = RaceConfig(off_track_margin=-0.15, off_track_penalty=10.0)
 """Training settings of `rc_car_race_ppo` (rc_car/race): the CoG must stay 0.15 m inside the
@@ -23,6 +26,19 @@ random start, on the numba step where it applies (the same outcomes, about 5x ch
 ESC's speed setpoint, at most 5 m/s (the rc_car profile's scale): a 33.6 m kidney lap takes at least 6.7 s, so 4
 laps (134 m) leave about 3 s for the corners and the start. Pure pursuit (`robo_rl.sim.rc_car.pure_pursuit`) laps
 in 7.3 s there, about 4 laps in 30 s."""
+
+
+CAMERA_CAR_STATE = ("vx", "previous_steering_0", "previous_drive_0", "previous_steering_1", "previous_drive_1")
+"""What the camera car observes besides its forward camera: its speed (the ESC's speed loop measures it) and its
+own last two commands (the 20 ms latency keeps them in flight); no track geometry, offset or heading."""
+
+RC_CAR_PIXELS_TRAINING = replace(RC_CAR_RACE_TRAINING, cameras=RACE_CAMERAS, camera_state=CAMERA_CAR_STATE)
+"""`RC_CAR_RACE_TRAINING` seen through the 64 x 64 forward camera plus `CAMERA_CAR_STATE`."""
+
+RC_CAR_PIXELS_EVALUATION = replace(
+    RC_CAR_RACE_EVALUATION, cameras=RACE_CAMERAS, camera_state=CAMERA_CAR_STATE, backend="torch"
+)
+"""`RC_CAR_RACE_EVALUATION`'s gate (4 laps in 30 s, never off the track) for the camera car (torch step: frames)."""
 
 
 def rc_car_race_ppo() -> ExperimentConfig:
@@ -60,7 +76,37 @@ def robot_rc_car_sac() -> ExperimentConfig:
     return robot_off_policy("robot_rc_car_sac", task, max_iterations=30_000)
 
 
+def rc_car_race_pixels_sac() -> ExperimentConfig:
+    """The RC car race driven from its forward camera (rc_car/race_pixels, 64 x 64) and its speed and last
+    commands only (`CAMERA_CAR_STATE`): 32 cars, SAC over the CPU-cheap encoder (four stride-2 convolutions of 16
+    filters) trained by the actor's loss, the critic reading the whole state as a privileged observation (an
+    asymmetric actor-critic). With `--set off_policy.teacher=RUN` (a `rc_car_race_ppo` run) it imitates that
+    state policy instead (DAgger, `robo_rl.runners.dagger`): the teacher drives at first, labels every frame the
+    cars see, and hands over within `teacher_steps`. The gate is the state car's (`RC_CAR_PIXELS_EVALUATION`) on 20
+    evaluation cars."""
+    encoder = EncoderConfig(channels=16, strides=(2, 2, 2, 2), trained_by="actor")
+    return ExperimentConfig(
+        name="rc_car_race_pixels_sac",
+        algo="sac",
+        task=TaskConfig(
+            name="rc_car/race_pixels", num_envs=32, config=RC_CAR_PIXELS_TRAINING, eval_config=RC_CAR_PIXELS_EVALUATION
+        ),
+        sac=SACConfig(encoder=encoder),
+        off_policy=OffPolicyRunnerConfig(
+            loop=replace(
+                OFF_POLICY_LOOP, max_iterations=4_000, eval_interval=500, eval_episodes=20, target_success_rate=1.0
+            ),
+            learning_starts=2_000,
+            update_to_data=0.125,
+            batch_size=128,
+            buffer_capacity=150_000,
+            teacher_steps=40_000,
+        ),
+    )
+
+
 PRESETS = {
     "rc_car_race_ppo": rc_car_race_ppo,
+    "rc_car_race_pixels_sac": rc_car_race_pixels_sac,
     "robot_rc_car_sac": robot_rc_car_sac,
 }

@@ -92,6 +92,10 @@ class RaceConfig:
     backend; `RCCarRace` itself observes the state vector and refuses cameras."""
     image_size: int = 64
     """Height and width in pixels of each camera's square frames (with `cameras`)."""
+    camera_state: tuple[str, ...] = ()
+    """With `cameras`: the names of the state vector (`observation_spec`) the camera car still observes, e.g.
+    ("vx",) for a car that sees its camera and its speed; the whole vector becomes privileged (a critic's or a
+    teacher's input, `robo_rl.sim.camera_task`). () observes the whole vector."""
 
     def __post_init__(self) -> None:
         check_backend("RaceConfig", self.backend, self.numba_unsupported())
@@ -106,6 +110,8 @@ class RaceConfig:
             raise ValueError(f"RaceConfig fields out of range (must be positive, or >= 0 for weights/ranges): {bad}")
         if any(name not in RACE_CAMERAS for name in self.cameras) or len(set(self.cameras)) != len(self.cameras):
             raise ValueError(f"RaceConfig.cameras must be distinct names of {RACE_CAMERAS}, got {self.cameras!r}")
+        if self.camera_state and not self.cameras:
+            raise ValueError(f"RaceConfig.camera_state={self.camera_state!r} needs cameras (the rest is seen there)")
         integers = (("substeps", 1), ("lookahead_points", 1), ("action_history", 0), ("success_laps", 1))
         for name, low in (*integers, ("image_size", 1)):
             value = getattr(self, name)

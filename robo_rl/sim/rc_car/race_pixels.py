@@ -4,7 +4,8 @@ The car is still simulated in torch (`RCCarRace`, its torch step: the numba step
 kernel, where no final pose can be read out); after each step every car's pose (x, y, yaw) is drawn by MuJoCo in
 the textured track scene of `robo_rl.sim.rc_car.track_scene`, from the "front" camera on the car's nose. The
 observation dict holds the race's state vector under "state" (look-ahead points, velocities, offsets: a policy
-may learn to rely on the camera instead) and the frames under "front", `image_size` pixels square.
+may learn to rely on the camera instead; `RaceConfig.camera_state` keeps only some of it, e.g. the speed, and makes
+the whole vector privileged) and the frames under "front", `image_size` pixels square.
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ class RCCarRacePixels(CameraTask):
         if config.backend == "numba":
             raise ValueError("RCCarRacePixels steps the torch backend: the numba step hides the final poses")
         self.config = config
-        task = RCCarRace(num_envs, device, replace(config, cameras=(), backend="torch"), seed)
+        task = RCCarRace(num_envs, device, replace(config, cameras=(), camera_state=(), backend="torch"), seed)
         size = config.image_size
         model = track_model(task.track, task.params, max_frame=size)
         self.cameras = BatchedCameras(model, config.cameras, size, size)
-        super().__init__(task, self.cameras.image_specs)
+        super().__init__(task, self.cameras.image_specs, config.camera_state)
         self._final_pose = np.zeros((num_envs, 3))
         task.episode_end_hook = self._keep_final_poses
 

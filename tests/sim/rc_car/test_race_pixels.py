@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, CameraEnv, check_step_result, image_specs_of
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    CameraEnv,
+    check_step_result,
+    image_specs_of,
+)
 from robo_rl.image_spec import CameraIntrinsics
 from robo_rl.sim import make_expert
 from robo_rl.sim.rc_car.race import RCCarRace
@@ -116,3 +123,40 @@ def test_the_scripted_driver_drives_the_camera_env() -> None:
         obs = env.step(driver.action())[0]
     assert obs["front"].shape == (2, SIZE, SIZE, 3)
     assert (env.task.state[:, 3] > 0).all(), "driving forward"
+
+
+def test_camera_state_keeps_part_of_the_state_and_makes_the_whole_of_it_privileged() -> None:
+    observed = ("vx", "previous_drive_0")
+    config = replace(RACE_PIXELS, image_size=SIZE, episode_length=0.1, camera_state=observed)
+    env = RCCarRacePixels(2, config=config, seed=0)
+    state_task = RCCarRace(2, config=replace(config, cameras=(), camera_state=(), backend="torch"), seed=0)
+    names = state_task.obs_spec.names
+    columns = [names.index(name) for name in observed]
+    assert env.obs_spec.names == observed
+    assert env.privileged_obs_spec is not None and state_task.privileged_obs_spec is not None
+    assert env.privileged_obs_spec.names == names + state_task.privileged_obs_spec.names
+    obs, state = env.reset(seed=3), state_task.reset(seed=3)
+    torch.testing.assert_close(obs["state"], state[:, columns])
+    torch.testing.assert_close(env.privileged_obs, torch.cat((state, state_task.privileged_obs), dim=-1))
+    action = torch.tensor([[0.3, 0.5], [-0.2, 0.8]])
+    ended = False
+    for _ in range(6):  # 5 steps of 20 ms end the episode: the final observations are checked too
+        result = env.step(action)
+        check_step_result(env, result)
+        obs, _, terminated, truncated, info = result
+        state, _, _, _, state_info = state_task.step(action)
+        torch.testing.assert_close(obs["state"], state[:, columns])
+        torch.testing.assert_close(info[INFO_PRIVILEGED_OBS], torch.cat((state, state_task.privileged_obs), dim=-1))
+        final = torch.cat((state_info[INFO_FINAL_OBS], state_info[INFO_FINAL_PRIVILEGED_OBS]), dim=-1)
+        torch.testing.assert_close(info[INFO_FINAL_PRIVILEGED_OBS], final)
+        torch.testing.assert_close(info[INFO_FINAL_OBS]["state"], state_info[INFO_FINAL_OBS][:, columns])
+        ended |= bool((terminated | truncated).all())
+    assert ended
+    env.close()
+
+
+def test_camera_state_refuses_unknown_names_and_a_car_without_a_camera() -> None:
+    with pytest.raises(ValueError, match="speed"):
+        RCCarRacePixels(1, config=replace(RACE_PIXELS, image_size=SIZE, camera_state=("speed",)), seed=0)
+    with pytest.raises(ValueError, match="needs cameras"):
+        RaceConfig(camera_state=("vx",))
