@@ -348,6 +348,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             "gradient_steps": self.gradient_steps,
             "update_credit": self.update_credit,
             "generator": self.generator.get_state(),
+            **({} if self.imitation is None else {"imitation_optimizer": self.imitation.optimizer.state_dict()}),
             **self.loop_state(),
         }
 
@@ -369,6 +370,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         self.gradient_steps = int(state.get("gradient_steps", 0))
         self.update_credit = float(state.get("update_credit", 0.0))
         self.generator.set_state(state["generator"])
+        if self.imitation is not None and "imitation_optimizer" in state:  # DAgger's Adam moments
+            self.imitation.optimizer.load_state_dict(state["imitation_optimizer"])
         self.load_loop_state(state)
 
     def save(self, path: Path) -> None:

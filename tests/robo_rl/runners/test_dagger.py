@@ -164,3 +164,20 @@ def _cli(argv: list[str]) -> str:
     with contextlib.redirect_stdout(out):
         assert main(argv) == 0
     return out.getvalue()
+
+
+def test_a_resumed_dagger_run_continues_as_the_uninterrupted_one() -> None:
+    """Labels in the buffer, the cloning optimizer's moments and DAgger's schedule survive a checkpoint: 40
+    iterations, save, 40 more equal 80 straight (same seed, same weights to the bit)."""
+    straight = build_runner(_config(80), _make_env, evaluate=False, make_teacher=_teacher_factory)
+    straight.learn()
+    first = build_runner(_config(40), _make_env, evaluate=False, make_teacher=_teacher_factory)
+    first.learn()
+    state = first.state_dict()
+    second = build_runner(_config(80), _make_env, evaluate=False, make_teacher=_teacher_factory)
+    assert isinstance(second, OffPolicyRunner) and isinstance(straight, OffPolicyRunner)
+    second.load_state_dict(state)
+    second.learn()
+    expected, resumed = straight.algorithm.acting_module(), second.algorithm.acting_module()
+    for a, b in zip(expected.parameters(), resumed.parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
