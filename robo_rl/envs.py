@@ -165,9 +165,11 @@ def critic_obs_dim(env: BatchedEnv) -> int:
 
 
 def task_specs(env: BatchedEnv) -> TaskSpecs:
-    """The env's observation and action specs, control period, critic input width and actuator model, if it has one
-    (`robo_rl.actuator.actuator_of`: its `actuator` attribute, with its hover action), as a run records them."""
-    return TaskSpecs(env.obs_spec, env.action_spec, float(env.dt), critic_obs_dim(env), actuator_of(env))
+    """The env's observation and action specs, control period, critic input width, actuator model, if it has one
+    (`robo_rl.actuator.actuator_of`: its `actuator` attribute, with its hover action), and cameras, as a run records
+    them."""
+    dims = float(env.dt), critic_obs_dim(env)
+    return TaskSpecs(env.obs_spec, env.action_spec, *dims, actuator_of(env), cameras=image_specs_of(env))
 
 
 def check_step_result(env: BatchedEnv | CameraEnv, result: StepResult | ImageStepResult) -> None:

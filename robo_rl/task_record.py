@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from robo_rl.actuator import Actuator, ActuatorError, actuator_from_json
+from robo_rl.image_spec import ImageSpec
 from robo_rl.spaces import SpaceSpec
 
 TASK_FILE = "task.yaml"
@@ -42,6 +43,9 @@ class TaskSpecs:
     """The task's vehicle card as canonical JSON (`robo_rl.artifact.vehicle_card_json`: frames, the vehicle, what
     each observation entry is, the randomized ranges); None: the task states none, or the run predates it. Recorded
     when training starts, for the same reason as `actuator`; export writes it as `robo_rl.vehicle`."""
+    cameras: tuple[ImageSpec, ...] = ()
+    """The task's cameras (name, frame size, channels, intrinsics) in observation order; () for a state-only task,
+    or a run recorded before cameras were (its best.pt still holds them)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -54,6 +58,8 @@ class TaskSpecs:
             out["actuator"] = self.actuator.to_json()
         if self.vehicle is not None:
             out["vehicle"] = self.vehicle
+        if self.cameras:
+            out["cameras"] = [camera.to_dict() for camera in self.cameras]
         return out
 
     @classmethod
@@ -65,7 +71,11 @@ class TaskSpecs:
             raise ValueError(f"specs.actuator: {err}") from None
         specs = _spec(data["obs"]), _spec(data["action"]), float(data["dt"]), int(data["critic_obs_dim"])
         vehicle = data.get("vehicle")
-        return cls(*specs, actuator=model, vehicle=None if vehicle is None else str(vehicle))
+        cameras = data.get("cameras") or []
+        if not isinstance(cameras, list):
+            raise ValueError(f"specs.cameras must be a list of image specs, got {type(cameras).__name__}")
+        images = tuple(ImageSpec.from_dict(camera) for camera in cameras)
+        return cls(*specs, actuator=model, vehicle=None if vehicle is None else str(vehicle), cameras=images)
 
 
 @dataclass(frozen=True)

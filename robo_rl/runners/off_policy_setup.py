@@ -84,6 +84,12 @@ def load_weights(algorithm: OffPolicyAlgorithm, source: Path, env: BatchedEnv) -
         ):
             if tuple(theirs) != tuple(ours):
                 raise ValueError(f"off_policy.init_from: {run} has {kind} names {list(theirs)}, this run {list(ours)}")
+        cameras = image_specs_of(env)
+        if record.specs.cameras and record.specs.cameras != cameras:
+            theirs_cameras = [camera.to_dict() for camera in record.specs.cameras]
+            raise ValueError(
+                f"off_policy.init_from: {run} has cameras {theirs_cameras}, this run {[c.to_dict() for c in cameras]}"
+            )
     state = checkpoint.load(path, env.device, required=("algorithm",))["algorithm"]
     try:
         if set(state) == {"actor"}:  # an actor_learner run's checkpoint: the actor side only

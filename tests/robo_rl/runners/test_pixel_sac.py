@@ -235,3 +235,19 @@ def test_what_does_not_carry_frames_yet_is_refused(tmp_path: Path) -> None:
     ReplayBuffer(4, 1, 1, 1, "cpu").save(tmp_path / "vectors.pt")
     with pytest.raises(ValueError, match="image_specs"):
         OffPolicyRunner(env, algorithm(env), runner_config(5, prior_buffer=str(tmp_path / "vectors.pt")), seed=0)
+
+
+def test_init_from_refuses_a_run_whose_recorded_cameras_differ(tmp_path: Path) -> None:
+    """off_policy.init_from compares the cameras a run recorded (task.yaml) with this run's before reading weights:
+    a 24 x 24 run does not start a 16 x 16 one."""
+    from robo_rl.runners.off_policy_setup import load_weights
+    from robo_rl.sim.double_integrator.pixels import PixelDoubleIntegrator, PixelDoubleIntegratorConfig
+    from robo_rl.task_record import TaskRecord, write_task_record
+
+    trained = PixelDoubleIntegrator(1, config=PixelDoubleIntegratorConfig(image_size=24))
+    write_task_record(tmp_path, TaskRecord("double_integrator/pixels", {}, task_specs(trained)))
+    (tmp_path / "checkpoints").mkdir()
+    (tmp_path / "checkpoints" / "latest.pt").write_bytes(b"")
+    smaller = PixelDoubleIntegrator(1, config=PixelDoubleIntegratorConfig(image_size=16))
+    with pytest.raises(ValueError, match="has cameras"):  # before the (empty) checkpoint is read
+        load_weights(object.__new__(PixelSAC), tmp_path, smaller)
