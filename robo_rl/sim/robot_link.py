@@ -196,7 +196,10 @@ class SimLink:
         self.now = max(self.now, deadline)
 
     def close(self) -> None:
-        pass
+        """Close the simulator where it holds something (a camera task's GL context); a second close is a no-op."""
+        close = getattr(self.env, "close", None)
+        if close is not None:
+            close()
 
     def stats(self) -> dict[str, float]:
         """Laps and clean laps driven so far, the simulated time of the first clean lap's end (NaN before it), and

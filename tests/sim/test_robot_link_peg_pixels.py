@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -135,3 +136,13 @@ def test_train_on_the_simulated_camera_arm_gives_a_policy_the_profile_s_runtime_
     assert isinstance(obs, dict)
     action = runtime(obs[STATE_KEY][0].numpy(), {camera: obs[camera][0].numpy() for camera in CAMERAS})
     assert action.shape == (4,) and np.abs(action).max() <= 0.05 + 1e-6
+
+
+def test_closing_the_robot_env_frees_the_simulated_cameras_gl_context() -> None:
+    env, link = _env()
+    env.reset()
+    sim: Any = link.env
+    assert sim.cameras._renderer is not None, "a frame was drawn: the GL context exists"
+    env.close()
+    assert sim.cameras._renderer is None
+    env.close()  # a second close is harmless
