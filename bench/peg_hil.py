@@ -22,7 +22,9 @@ The demonstrator's own success rate is measured the same way. `--set KEY=VALUE` 
 `--pixels SIZE` learns from the cameras instead (issue 37): the same runs on mujoco/peg_insert_pixels, whose
 observation is the state vector plus the wrist and side cameras' SIZE x SIZE frames (SAC becomes DrQ: a camera
 encoder trained by the critic), with demonstrations recorded on that task (frames included). `--eval-minutes`
-evaluates more often than every 10 robot minutes.
+evaluates more often than every 10 robot minutes. `--no-estimate` (issue 51) takes the hole estimate out of the
+state vector (the joints alone) and gives the critic the tip relative to the true hole (privileged): with
+`--pixels` only the cameras show the hole; without, it is the blind control.
 
 Usage: `python bench/peg_hil.py [--minutes 60] [--seeds 0 1 2] [--parallel 2] [--set KEY=VALUE ...]`; results in
 bench/results/peg_hil.json. Needs about 6 CPU minutes per run and robot hour (one thread each); from 32 x 32 pixels
@@ -63,11 +65,10 @@ def task_params(estimate_noise: float | None = None) -> list[str]:
 
 def pixel_params(pixels: int | None, no_estimate: bool = False) -> list[str]:
     """The camera task's settings as `key=value` (none without `--pixels`); `no_estimate`: the state vector without
-    the hole estimate, the tip relative to the true hole as the critic's privileged observation."""
-    if pixels is None:
-        return []
+    the hole estimate, the tip relative to the true hole as the critic's privileged observation (without `--pixels`
+    the blind control: the joints alone show nothing of the hole)."""
     hidden = ["observe_hole_estimate=false", "privileged_hole=true"] if no_estimate else []
-    return [f"cameras={CAMERAS}", f"image_size={pixels}", *hidden]
+    return hidden if pixels is None else [f"cameras={CAMERAS}", f"image_size={pixels}", *hidden]
 
 
 def record_demonstrations(
@@ -199,7 +200,8 @@ def main() -> None:
     parser.add_argument(
         "--no-estimate",
         action="store_true",
-        help="with --pixels: the state vector without the hole estimate (joints only), the critic privileged",
+        help="the state vector without the hole estimate (joints only), the critic privileged (without --pixels: "
+        "the blind control)",
     )
     parser.add_argument("--eval-minutes", type=float, default=10.0, help="robot minutes between evaluations")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for every run")
@@ -221,12 +223,9 @@ def main() -> None:
         kept = json.loads(output.read_text()).get("results", [])
         results = [r for r in kept if (r["setup"], r["seed"]) not in rerun]
     out: dict[str, Any] = {"machine": machine_info(), "minutes": args.minutes, "demo_episodes": DEMO_EPISODES}
-    sets = list(args.set)
-    if args.pixels is not None:
-        params = pixel_params(args.pixels, args.no_estimate)
-        sets = [f"task.name={PIXELS_TASK}", *(f"task.config.{item}" for item in params), *sets]
-    elif args.no_estimate:
-        parser.error("--no-estimate needs --pixels: without the estimate only the cameras show the hole")
+    task = [] if args.pixels is None else [f"task.name={PIXELS_TASK}"]
+    params = pixel_params(args.pixels, args.no_estimate)
+    sets = [*task, *(f"task.config.{item}" for item in params), *args.set]
     out["settings"], out["pixels"], out["no_estimate"] = sets, args.pixels, args.no_estimate
     out["demonstrator_success_64_holes"] = demonstrator_success(seed=100)
     print(f"demonstrator alone: {out['demonstrator_success_64_holes']:.0%} of 64 holes", flush=True)
