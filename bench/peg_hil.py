@@ -22,7 +22,9 @@ The demonstrator's own success rate is measured the same way. `--set KEY=VALUE` 
 `--pixels SIZE` learns from the cameras instead (issue 37): the same runs on mujoco/peg_insert_pixels, whose
 observation is the state vector plus the wrist and side cameras' SIZE x SIZE frames (SAC becomes DrQ: a camera
 encoder trained by the critic), with demonstrations recorded on that task (frames included). `--eval-minutes`
-evaluates more often than every 10 robot minutes.
+evaluates more often than every 10 robot minutes. `--no-estimate` (issue 51) takes the hole estimate out of the
+state vector (the joints alone) and gives the critic the tip relative to the true hole (privileged): with
+`--pixels` only the cameras show the hole; without, it is the blind control.
 
 Usage: `python bench/peg_hil.py [--minutes 60] [--seeds 0 1 2] [--parallel 2] [--set KEY=VALUE ...]`; results in
 bench/results/peg_hil.json. Needs about 6 CPU minutes per run and robot hour (one thread each); from 32 x 32 pixels
@@ -61,17 +63,23 @@ def task_params(estimate_noise: float | None = None) -> list[str]:
     return [f"hole_estimate_noise={noise}", "num_threads=1"]
 
 
-def pixel_params(pixels: int | None) -> list[str]:
-    """The camera task's settings as `key=value` (none without `--pixels`)."""
-    return [] if pixels is None else [f"cameras={CAMERAS}", f"image_size={pixels}"]
+def pixel_params(pixels: int | None, no_estimate: bool = False) -> list[str]:
+    """The camera task's settings as `key=value` (none without `--pixels`); `no_estimate`: the state vector without
+    the hole estimate, the tip relative to the true hole as the critic's privileged observation (without `--pixels`
+    the blind control: the joints alone show nothing of the hole)."""
+    hidden = ["observe_hole_estimate=false", "privileged_hole=true"] if no_estimate else []
+    return hidden if pixels is None else [f"cameras={CAMERAS}", f"image_size={pixels}", *hidden]
 
 
-def record_demonstrations(path: Path, pixels: int | None = None, estimate_noise: float | None = None) -> None:
+def record_demonstrations(
+    path: Path, pixels: int | None = None, estimate_noise: float | None = None, no_estimate: bool = False
+) -> None:
     """The benchmark's DEMO_EPISODES whole episodes of the simulated operator on the presets' task (seed 7), with
-    the camera frames when `pixels`, with the hole estimate's error `estimate_noise` where given."""
+    the camera frames when `pixels`, with the hole estimate's error `estimate_noise` where given, with the
+    observation without the estimate (and the privileged part) when `no_estimate`."""
     task = STATE_TASK if pixels is None else PIXELS_TASK
     record = [ROBO_RL, "record-demos", task, "--episodes", str(DEMO_EPISODES), "--whole-episodes"]
-    params = task_params(estimate_noise) + pixel_params(pixels)
+    params = task_params(estimate_noise) + pixel_params(pixels, no_estimate)
     record += ["--seed", "7", *(arg for item in params for arg in ("--param", item))]
     subprocess.run([*record, "-o", str(path)], check=True, capture_output=True)
 
@@ -189,6 +197,12 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--merge", action="store_true", help="keep the results file's other runs")
     parser.add_argument("--pixels", type=int, metavar="SIZE", help="learn from the cameras' SIZE x SIZE frames")
+    parser.add_argument(
+        "--no-estimate",
+        action="store_true",
+        help="the state vector without the hole estimate (joints only), the critic privileged (without --pixels: "
+        "the blind control)",
+    )
     parser.add_argument("--eval-minutes", type=float, default=10.0, help="robot minutes between evaluations")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a setting for every run")
     parser.add_argument("--output", type=Path, default=RESULTS, help=f"results file (default {RESULTS})")
@@ -209,16 +223,16 @@ def main() -> None:
         kept = json.loads(output.read_text()).get("results", [])
         results = [r for r in kept if (r["setup"], r["seed"]) not in rerun]
     out: dict[str, Any] = {"machine": machine_info(), "minutes": args.minutes, "demo_episodes": DEMO_EPISODES}
-    sets = list(args.set)
-    if args.pixels is not None:
-        sets = [f"task.name={PIXELS_TASK}", *(f"task.config.{item}" for item in pixel_params(args.pixels)), *sets]
-    out["settings"], out["pixels"] = sets, args.pixels
+    task = [] if args.pixels is None else [f"task.name={PIXELS_TASK}"]
+    params = pixel_params(args.pixels, args.no_estimate)
+    sets = [*task, *(f"task.config.{item}" for item in params), *args.set]
+    out["settings"], out["pixels"], out["no_estimate"] = sets, args.pixels, args.no_estimate
     out["demonstrator_success_64_holes"] = demonstrator_success(seed=100)
     print(f"demonstrator alone: {out['demonstrator_success_64_holes']:.0%} of 64 holes", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         demo = root / "demos.npz"
-        record_demonstrations(demo, args.pixels)
+        record_demonstrations(demo, args.pixels, no_estimate=args.no_estimate)
         jobs = [(name, seed) for seed in args.seeds for name in args.setups]
         with ThreadPoolExecutor(args.parallel) as pool:  # robot time does not depend on the machine's load
             futures = [

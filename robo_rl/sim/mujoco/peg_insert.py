@@ -47,10 +47,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from robo_rl.envs import SpaceSpec, StepResult
+from robo_rl.envs import INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, SpaceSpec, StepResult
 from robo_rl.sim.mujoco.arm_reach import JOINTS, use_position_servos
 from robo_rl.sim.mujoco.engine import RolloutEngine, snapshot
-from robo_rl.sim.mujoco.episodes import controls
+from robo_rl.sim.mujoco.episodes import controls, to_torch
 from robo_rl.sim.mujoco.kinematics import SiteKinematics
 from robo_rl.sim.mujoco.model import load_model
 from robo_rl.sim.mujoco.task import MujocoTask, check_int_fields
@@ -118,6 +118,16 @@ class PegInsertConfig:
     (task mujoco/peg_insert_pixels); `PegInsert` itself observes the state vector and refuses cameras."""
     image_size: int = 64
     """Height and width in pixels of each camera's square frames (with `cameras`)."""
+    observe_hole_estimate: bool = True
+    """The observation ends with the peg tip relative to the noisy hole estimate (3, m). False: joint angles and
+    velocities only, so that the hole must be found in the cameras' frames (mujoco/peg_insert_pixels; the simulated
+    operator still reads the estimate from `PegInsert.hole_estimate`, as a person has their own view of the hole)."""
+    privileged_hole: bool = False
+    """Give the critic the peg tip relative to the TRUE hole's mouth centre (3, m, world frame) as a privileged
+    observation (`privileged_obs`, and the step infos' privileged pair): the simulator knows where the hole is, the
+    policy does not. For an asymmetric actor-critic (`sac.encoder.trained_by=actor`) whose critic values the true
+    offset (success and reward depend on it alone; the estimate's error is noise to a critic) while the actor reads
+    it from the frames."""
 
     def __post_init__(self) -> None:
         if self.reward not in PEG_REWARDS:
@@ -190,6 +200,10 @@ class PegInsert(MujocoTask):
     episode (`info["success"]` True there); otherwise it is truncated after `max_episode_steps`. Finished envs
     reset inside `step` with a new hole pose and estimate.
 
+    With `observe_hole_estimate=False` the observation is the 8 joint numbers alone. With `privileged_hole` the
+    privileged observation `(num_envs, 3)` is the peg tip minus the true mouth centre in m (`privileged_obs`, and
+    `info["privileged_obs"]` / `info["final_privileged_obs"]` after each step, the latter before auto-reset).
+
     Beyond the protocols: `model`, `engine`, `hole_pose()`, `peg_tip_position()`, `set_joint_state`, `set_hole`.
     """
 
@@ -221,6 +235,7 @@ class PegInsert(MujocoTask):
         self._estimate_error = np.zeros((num_envs, 3))
         self.obs_spec = self._obs_spec()
         self.action_spec = self._action_spec()
+        self.privileged_obs_spec = _privileged_spec() if config.privileged_hole else None
         self.reset(seed)
 
     # ----------------------------------------------------------------------------------------------- public API
@@ -245,18 +260,32 @@ class PegInsert(MujocoTask):
         """`(num_envs, 3)` float64 CPU peg tip positions in m (world frame) in the current state."""
         return torch.from_numpy(self._tip(self.engine.qpos))
 
+    @property
+    def privileged_obs(self) -> torch.Tensor | None:
+        """`(num_envs, 3)` float32 peg tip minus the true hole's mouth centre in m in the current state (with
+        `privileged_hole`; None without)."""
+        if self.privileged_obs_spec is None:
+            return None
+        return to_torch(self._tip(self.engine.qpos) - self._hole[:, :3], self.device)
+
     def step(self, action: torch.Tensor) -> StepResult:
         """Step the servo targets by `action` `(num_envs, 4)` rad from the measured angles for `dt`; auto-resets."""
         step = controls(action, -self._step_limit(), self._step_limit())
         self.engine.step(np.clip(self.engine.qpos + step, self._joint_low, self._joint_high))
         tip = self._tip(self.engine.qpos)
         final_obs = self._observe(tip)
+        final_privileged = tip - self._hole[:, :3]  # before the finished envs draw new holes
         success = self._inserted(tip)
         reward = success.astype(np.float64)
         if self.config.reward == "shaped":
             reward -= self.config.distance_weight * np.linalg.norm(tip - self._goal(), axis=1)
         truncated = self._episodes.tick() & ~success
-        return self._end_step(final_obs, reward, truncated, success, terminated=success)
+        result = self._end_step(final_obs, reward, truncated, success, terminated=success)
+        privileged = self.privileged_obs
+        if privileged is not None:
+            result[4][INFO_PRIVILEGED_OBS] = privileged
+            result[4][INFO_FINAL_PRIVILEGED_OBS] = to_torch(final_privileged, self.device)
+        return result
 
     def render(self, index: int = 0) -> np.ndarray:
         """RGB frame `(480, 640, 3)` uint8 of env `index` (arm, peg and its block) from the MJCF's fixed camera."""
@@ -283,10 +312,13 @@ class PegInsert(MujocoTask):
 
     def _obs_spec(self) -> SpaceSpec:
         names = [f"{j}_angle" for j in JOINTS] + [f"{j}_velocity" for j in JOINTS]
-        names += [f"peg_tip_to_hole_estimate_{a}" for a in "xyz"]
-        units = ["rad"] * 4 + ["rad/s"] * 4 + ["m"] * 3
+        units = ["rad"] * 4 + ["rad/s"] * 4
+        if self.config.observe_hole_estimate:
+            names += [f"peg_tip_to_hole_estimate_{a}" for a in "xyz"]
+            units += ["m"] * 3
         # Joint limits are soft in MuJoCo (angles can pass them slightly), so no element is bounded.
-        return SpaceSpec(tuple(names), (-math.inf,) * 11, (math.inf,) * 11, tuple(units))
+        dim = len(names)
+        return SpaceSpec(tuple(names), (-math.inf,) * dim, (math.inf,) * dim, tuple(units))
 
     def _action_spec(self) -> SpaceSpec:
         limit = self.config.max_joint_step
@@ -316,6 +348,8 @@ class PegInsert(MujocoTask):
         return self._observe(self._tip(self.engine.qpos))
 
     def _observe(self, tip: np.ndarray) -> np.ndarray:
+        if not self.config.observe_hole_estimate:
+            return np.concatenate((self.engine.qpos, self.engine.qvel), axis=1)
         estimate = self._hole[:, :3] + self._estimate_error
         return np.concatenate((self.engine.qpos, self.engine.qvel, tip - estimate), axis=1)
 
@@ -327,3 +361,9 @@ class PegInsert(MujocoTask):
 
     def _goal(self) -> np.ndarray:
         return self._hole[:, :3] - np.array([0.0, 0.0, self.config.success_depth])
+
+
+def _privileged_spec() -> SpaceSpec:
+    """The critic's privileged observation: the peg tip minus the true hole's mouth centre, unbounded, m."""
+    names = tuple(f"peg_tip_to_hole_{a}" for a in "xyz")
+    return SpaceSpec(names, (-math.inf,) * 3, (math.inf,) * 3, ("m",) * 3)

@@ -2,10 +2,12 @@
 
 The observation dict holds the state vector of `PegInsert` under "state" (joint angles and velocities, and the peg
 tip relative to the noisy hole estimate: a policy may still use the estimate, and learn from the images where the
-hole really is) and one frame per camera of `PegInsertConfig.cameras`, `image_size` pixels square: "wrist" (on the
-hand, 6 cm off the peg's axis, looking along the peg past its tip: the peg at the bottom of the frame, the block's
-top with the hole ahead) and "side" (fixed 0.4 m from the nominal hole, looking at the block and the space above
-it). Frames come from `robo_rl.sim.mujoco.cameras.BatchedCameras`; see its measured speed.
+hole really is; with `PegInsertConfig.observe_hole_estimate=False` the joints alone, so that only the frames show
+the hole, and `privileged_hole` gives the critic the tip relative to the true hole) and one frame per camera of
+`PegInsertConfig.cameras`, `image_size` pixels square: "wrist" (on the hand, 6 cm off the peg's axis, looking along
+the peg past its tip: the peg at the bottom of the frame, the block's top with the hole ahead) and "side" (fixed
+0.4 m from the nominal hole, looking at the block and the space above it). Frames come from
+`robo_rl.sim.mujoco.cameras.BatchedCameras`; see its measured speed.
 """
 
 from __future__ import annotations

@@ -1,16 +1,27 @@
 """The peg insertion through its cameras (mujoco/peg_insert_pixels): the camera env contract, final frames of finished
-episodes, determinism, and frames that show the block and the peg."""
+episodes, determinism, and frames that show the block and the peg; the state without the hole estimate, the critic's
+privileged tip-to-hole offset (against MuJoCo's own sites) and demonstrations that carry it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import mujoco
 import numpy as np
 import pytest
 import torch
 
-from robo_rl.envs import INFO_FINAL_OBS, STATE_KEY, CameraEnv, check_step_result, image_specs_of
+from robo_rl.envs import (
+    INFO_FINAL_OBS,
+    INFO_FINAL_PRIVILEGED_OBS,
+    INFO_PRIVILEGED_OBS,
+    STATE_KEY,
+    CameraEnv,
+    check_step_result,
+    image_specs_of,
+)
 from robo_rl.image_spec import CameraIntrinsics
+from robo_rl.runners.collect import collect_demonstrations
 from robo_rl.sim import make, make_expert
 from robo_rl.sim.mujoco.peg_insert import PegInsert, PegInsertConfig
 from robo_rl.sim.mujoco.peg_pixels import PEG_PIXELS, PegInsertPixels
@@ -18,8 +29,8 @@ from robo_rl.sim.mujoco.peg_pixels import PEG_PIXELS, PegInsertPixels
 SIZE = 32
 
 
-def _env(episode_length: float = 15.0, num_envs: int = 2, seed: int = 0) -> PegInsertPixels:
-    config = replace(PEG_PIXELS, image_size=SIZE, episode_length=episode_length, num_threads=0)
+def _env(episode_length: float = 15.0, num_envs: int = 2, seed: int = 0, **options: object) -> PegInsertPixels:
+    config = replace(PEG_PIXELS, image_size=SIZE, episode_length=episode_length, num_threads=0, **options)
     return PegInsertPixels(num_envs, config=config, seed=seed)
 
 
@@ -133,3 +144,103 @@ def test_a_checkpoint_restores_the_frames_too() -> None:
     again = [result[0] for result in _steps(env, 2)]
     for a, b in zip(first, again, strict=True):
         assert all(torch.equal(a[name], b[name]) for name in ("state", "wrist", "side"))
+
+
+HIDDEN = {"observe_hole_estimate": False, "privileged_hole": True}
+"""The camera task whose state omits the hole estimate, the critic given the tip relative to the true hole."""
+JOINT_NAMES = tuple(f"{j}_{q}" for q in ("angle", "velocity") for j in ("yaw", "shoulder", "elbow", "wrist"))
+
+
+class _MujocoTipToHole:
+    """The peg tip minus the hole site, per env, from MuJoCo's own kinematics of the engine's joints and blocks."""
+
+    def __init__(self, task: PegInsert) -> None:
+        self.task, self.data = task, mujoco.MjData(task.model)
+        self.tip = mujoco.mj_name2id(task.model, mujoco.mjtObj.mjOBJ_SITE, "peg_tip")
+        self.hole = mujoco.mj_name2id(task.model, mujoco.mjtObj.mjOBJ_SITE, "hole")
+
+    def __call__(self) -> np.ndarray:
+        engine, rows = self.task.engine, []
+        for env in range(self.task.num_envs):
+            self.data.qpos[:] = engine.qpos[env]
+            self.data.mocap_pos[:] = engine.mocap_pos[env]
+            self.data.mocap_quat[:] = engine.mocap_quat[env]
+            mujoco.mj_kinematics(self.task.model, self.data)
+            rows.append(self.data.site_xpos[self.tip] - self.data.site_xpos[self.hole])
+        return np.array(rows)
+
+
+def test_the_state_without_the_estimate_holds_the_joints_alone() -> None:
+    seen, hidden = _env(), _env(**HIDDEN)
+    assert seen.obs_spec.names[:8] == JOINT_NAMES and seen.obs_spec.dim == 11 and seen.privileged_obs_spec is None
+    assert hidden.obs_spec.names == JOINT_NAMES and hidden.obs_spec.units == ("rad",) * 4 + ("rad/s",) * 4
+    assert hidden.privileged_obs_spec is not None
+    assert hidden.privileged_obs_spec.names == ("peg_tip_to_hole_x", "peg_tip_to_hole_y", "peg_tip_to_hole_z")
+    obs = hidden.reset(seed=3)
+    assert obs[STATE_KEY].shape == (2, 8) and set(obs) == {STATE_KEY, "wrist", "side"}
+    state = _steps(hidden, 2)[-1][0][STATE_KEY]
+    engine = hidden.task.engine
+    np.testing.assert_allclose(state.numpy(), np.concatenate((engine.qpos, engine.qvel), axis=1), rtol=1e-6)
+    # Same seed, same physics: the hidden state is the seen one without its last three entries.
+    seen.reset(seed=3)
+    assert torch.equal(_steps(seen, 2)[-1][0][STATE_KEY][:, :8], state)
+    assert INFO_PRIVILEGED_OBS not in seen.step(torch.zeros(2, 4))[4]
+
+
+def test_the_privileged_obs_is_the_tip_relative_to_the_true_hole_through_episode_ends() -> None:
+    # 3 control steps an episode, a hole estimate off by 1 cm: the privileged part must follow the true hole.
+    env = _env(episode_length=0.3, **HIDDEN, hole_estimate_noise=0.01)
+    truth = _MujocoTipToHole(env.task)
+    at_end: list[np.ndarray] = []
+    keep_frames = env.task.episode_end_hook
+    assert keep_frames is not None
+
+    def hook(done: np.ndarray) -> None:
+        at_end.append(truth()[done])  # the engine still holds the final states and the old holes here
+        keep_frames(done)
+
+    env.task.episode_end_hook = hook
+    env.reset(seed=5)
+    np.testing.assert_allclose(env.privileged_obs.numpy(), truth(), atol=1e-6)
+    estimate_error = env.task.hole_estimate().numpy() - env.task.hole_pose().numpy()[:, :3]
+    assert np.all(np.abs(estimate_error).max(axis=1) > 1e-3)  # so the estimate's offset would not pass
+    action = torch.tensor([[0.02, -0.03, 0.03, 0.0], [-0.02, 0.02, -0.01, 0.01]])
+    ends = 0
+    for _ in range(7):  # two episode ends and a step after
+        _, _, terminated, truncated, info = env.step(action)
+        done = (terminated | truncated).numpy()
+        np.testing.assert_allclose(info[INFO_PRIVILEGED_OBS].numpy(), truth(), atol=1e-6)
+        assert torch.equal(env.privileged_obs, info[INFO_PRIVILEGED_OBS])
+        final = info[INFO_FINAL_PRIVILEGED_OBS].numpy()
+        np.testing.assert_array_equal(final[~done], info[INFO_PRIVILEGED_OBS].numpy()[~done])
+        if done.any():
+            ends += 1
+            np.testing.assert_allclose(final[done], at_end[-1], atol=1e-6)
+            assert np.abs(final[done] - info[INFO_PRIVILEGED_OBS].numpy()[done]).max() > 1e-3  # a new hole
+    assert ends == 2 and len(at_end) == 2
+
+
+def test_demonstrations_without_the_estimate_carry_frames_and_the_privileged_part() -> None:
+    env = _env(**HIDDEN)
+    expert = make_expert("mujoco/peg_insert_pixels", env)
+    demos = collect_demonstrations(env, lambda _obs: expert.action(), 40, seed=2)
+    stored = demos.buffer.stored()
+    assert stored.obs.shape[1] == 8 and stored.critic_obs.shape[1] == 11
+    assert torch.equal(stored.critic_obs[:, :8], stored.obs)
+    assert stored.images is not None and stored.images["wrist"].shape[1:] == (SIZE, SIZE, 3)
+    # The critic's last three are the tip relative to the true hole: the expert brings the peg down over it.
+    assert stored.next_critic_obs[:, 10].min() < stored.critic_obs[:2, 10].min() - 0.01
+
+
+def test_the_operator_reads_its_estimate_from_the_task_not_the_observation() -> None:
+    # The same seed with and without the estimate in the observation: the same actions, the same insertions.
+    successes = []
+    for observe in (True, False):
+        config = replace(PegInsertConfig(hole_estimate_noise=0.0005, num_threads=0), observe_hole_estimate=observe)
+        env = PegInsert(8, config=config, seed=4)
+        expert, won = make_expert("mujoco/peg_insert", env), np.zeros(8, dtype=bool)
+        for _ in range(env.max_episode_steps):
+            won |= env.step(expert.action())[4]["success"].numpy()
+        successes.append(won)
+    assert successes[0].sum() >= 6
+    np.testing.assert_array_equal(successes[0], successes[1])
