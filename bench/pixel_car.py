@@ -6,8 +6,8 @@ offsets, velocities) each drive `--laps` cars on their runs' evaluation tasks, e
 the track (the same places: the same seed, the same track and car) for a first lap and then a timed flying lap
 (`robo_rl.sim.rc_car.lap_timing`); pure pursuit drives the state task beside them. Reported: flying lap times
 (mean, median, best, worst), first laps, off-track events, and the camera car's mean flying lap over the state
-car's. The camera car also drives with every frame replaced by mid grey: what it does without its camera (it
-has no other way to know where the track goes). Both policies are their runs' best.pt (or latest.pt), or with
+car's. The camera car also drives for 30 s with every frame replaced by mid grey: what it does without its camera
+(it has no other way to know where the track goes). Both policies are their runs' best.pt (or latest.pt), or with
 `--onnx` the RUN/policy.onnx files that `robo-rl export` writes, run by onnxruntime.
 
 Usage: `python bench/pixel_car.py --camera-run RUN --state-run RUN [--laps 32] [--onnx]`; results in
@@ -31,6 +31,9 @@ from robo_rl.sim.rc_car.lap_timing import time_laps
 from robo_rl.sim.rc_car.pure_pursuit import PurePursuit
 
 RESULTS = Path(__file__).parent / "results" / "pixel_car.json"
+BLIND_SECONDS = 30.0
+"""Simulated seconds the camera car drives with grey frames (one evaluation episode; the seeing car laps twice in
+about 14 s)."""
 
 
 def driver_of(run: Path, use_onnx: bool, blind: bool = False) -> tuple[Any, Any, int]:
@@ -60,7 +63,8 @@ def driver_of(run: Path, use_onnx: bool, blind: bool = False) -> tuple[Any, Any,
 def timed(run: Path, laps: int, seed: int, use_onnx: bool, blind: bool = False) -> dict[str, Any]:
     drive, cfg, iteration = driver_of(run, use_onnx, blind)
     env = make_env(cfg, num_envs=laps, device="cpu", evaluation=True)
-    summary = time_laps(env, drive, seed).summary()  # type: ignore[arg-type]
+    max_time = BLIND_SECONDS if blind else 120.0
+    summary = time_laps(env, drive, seed, max_time).summary()  # type: ignore[arg-type]
     close = getattr(env, "close", None)
     if close is not None:
         close()
