@@ -104,6 +104,9 @@ def test_refusals() -> None:
         OffPolicyRunnerConfig(teacher_start=1.5)
     with pytest.raises(ValueError, match="teacher loader"):
         build_runner(_config(4), _make_env, evaluate=False)
+    on_a_robot = replace(_config(4), hil=replace(_config(4).hil, real_time=True))
+    with pytest.raises(ValueError, match=r"hil\.teleop or hil\.real_time"):
+        build_runner(on_a_robot, _make_env, evaluate=False, make_teacher=_teacher_factory)
     cfg = _config(4)
     runner = build_runner(cfg, _make_env, evaluate=False, make_teacher=_teacher_factory)
     assert isinstance(runner, OffPolicyRunner)
