@@ -23,9 +23,12 @@ $(PY):
 # firmware_export cross-compiles for the Cortex-M4F (arm-none-eabi-gcc with newlib) and runs the test
 # firmware in QEMU (`robo-rl export --target cortex-m4 --verify`, tests/firmware_export).
 # l2f (below) compiles its C++ simulator from source: g++ and the Python headers.
+# The secure mode's keystore is checked with OpenSSL (openssl) and, in tests/real/security, under Cyclone DDS's own
+# DDS-Security plugins (libddsc0debian, with cyclonedds-dev's headers and cyclonedds-tools' idlc for a C peer).
 SYSTEM_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri libgles2 \
 	gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm \
-	g++ python3-dev
+	g++ python3-dev \
+	openssl libddsc0debian cyclonedds-dev cyclonedds-tools
 
 $(STAMP): $(PY) pyproject.toml
 	@$(MAKE) --no-print-directory system-deps

@@ -30,6 +30,7 @@ COMMANDS = (
     ("tasks", "task_list"),
     ("demo", "demo"),
     ("launch", "launch"),
+    ("security", "security"),
 )
 
 DESCRIPTION = """\

@@ -113,6 +113,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--robot-namespace", default="/", help="the robot's ROS namespace (with --robot; default /)")
     p.add_argument(
+        "--secure",
+        action="store_true",
+        help="with --robot: DDS-Security, as enclave NAMESPACE/train_on_robot of --keystore (robo-rl security create)",
+    )
+    p.add_argument(
+        "--keystore", default="", help="the keystore of --secure (default: $ROS_SECURITY_KEYSTORE, ./keystore)"
+    )
+    p.add_argument(
         "--robot-link",
         choices=("ros", "sim"),
         default="ros",
@@ -157,6 +165,8 @@ def main(args: argparse.Namespace) -> int:
     if args.nproc is not None and args.nproc < 1:
         raise ConfigError(f"--nproc must be at least 1, got {args.nproc}")
     _check_robot_flags(args)  # before a relaunch: one line, not one per process
+    if args.secure:
+        _enter_secure_mode(args.robot_namespace, args.keystore)
     if args.resume is None:
         check_output(args.runs_root, "--runs-root", folder=True)
     if args.nproc is not None and args.nproc > 1 and not launched_by_torchrun():
@@ -240,6 +250,7 @@ def _check_robot_flags(args: argparse.Namespace) -> None:
         "--robot-link": args.robot_link != "ros",
         "--operator": args.operator != "none",
         "--success-classifier": args.success_classifier is not None,
+        "--secure": args.secure,
     }
     used = [flag for flag, on in given.items() if on]
     if args.robot is None and used:
@@ -248,6 +259,19 @@ def _check_robot_flags(args: argparse.Namespace) -> None:
         raise ConfigError(f"--operator {args.operator}: only with --robot-link sim (a simulated operator)")
     if args.robot is not None and args.nproc is not None and args.nproc > 1:
         raise ConfigError("--robot trains on one robot in one process; drop --nproc")
+
+
+def _enter_secure_mode(namespace: str, keystore: str) -> None:
+    """--secure: the robot link's rclpy runs as enclave NAMESPACE/train_on_robot (robo_rl.real.security)."""
+    from robo_rl.real.security.keystore import KeystoreError
+    from robo_rl.real.security.secure_mode import prepare, secure_mode
+
+    try:
+        mode = secure_mode(True, keystore, f"{namespace.rstrip('/')}/train_on_robot")
+        assert mode is not None
+        prepare(mode)
+    except KeystoreError as err:
+        raise ConfigError(str(err)) from None
 
 
 def robot_preset(profile: RobotProfile) -> str:

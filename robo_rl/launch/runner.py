@@ -36,8 +36,9 @@ TRAIN_FLAGS = {
     "runs_root": "--runs-root",
     "robot": "--robot",
     "robot_namespace": "--robot-namespace",
+    "keystore": "--keystore",
 }
-TRAIN_SWITCHES = {"export": "--export", "quiet": "--quiet"}
+TRAIN_SWITCHES = {"export": "--export", "quiet": "--quiet", "secure": "--secure"}
 
 
 @dataclass(frozen=True)

@@ -444,7 +444,7 @@ def _diagnostic_type() -> type:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(SimBridge, argv)
+    return run(SimBridge, argv, name="sim_bridge")
 
 
 if __name__ == "__main__":

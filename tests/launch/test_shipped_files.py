@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 LAUNCH = REPO / "launch"
 SCRIPTS = Path("/opt/bin")  # a fixed folder so the expected commands are exact; nothing is run
 SETTINGS = ResolveSettings(package_shares={"robo_rl": REPO})
+SECURE = {"secure": False, "keystore": "keystore"}  # every robot node's secure mode (off unless secure:=true)
 
 
 def inline(key: str, **params: object) -> str:
@@ -89,19 +90,18 @@ def test_sim_files_start_bridge_policy_and_teleop(
     # the quadrotor's vehicle mode (sim_bridge as PX4 or the Crazyflie firmware, for rehearsing the hand-over) is off
     vehicle = {"target": [0.0, 0.0, 0.0], "px4_offboard": False} if robot == "quadrotor" else {}
     policy_inline = inline(
-        f"{namespace}/policy_node", policy="p.onnx", profile=profile, **extra, autostart=True, **vehicle
+        f"{namespace}/policy_node", policy="p.onnx", profile=profile, **extra, autostart=True, **vehicle, **SECURE
     )
     policy_params = ["--params-file", file, "--params-file", policy_inline]
     # the quadrotor's joystick drives the chosen profile's actions (motor commands or rates): it gets the profile too
-    teleop_params = (
-        ["--params-file", inline(f"{namespace}/teleop_node", profile=profile)] if robot == "quadrotor" else []
-    )
+    teleop_extra = {"profile": profile} if robot == "quadrotor" else {}
+    teleop_params = ["--params-file", inline(f"{namespace}/teleop_node", **teleop_extra, **SECURE)]
     bridge_vehicle = {"vehicle": False, "target": [0.0, 0.0, 0.0]} if robot == "quadrotor" else {}
     bridge_params = [
         "--params-file",
         file,
         "--params-file",
-        inline(f"{namespace}/sim_bridge", profile=profile, **extra, **bridge_vehicle),
+        inline(f"{namespace}/sim_bridge", profile=profile, **extra, **bridge_vehicle, **SECURE),
     ]
     assert commands(f"sim_{robot}.launch.yaml", policy="p.onnx") == [
         ["/opt/bin/sim_bridge", *ros_args("sim_bridge", namespace, *bridge_params)],
@@ -125,6 +125,7 @@ def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> Non
         "lockstep": True,
         "vehicle": False,
         "target": (0.0, 0.0, 0.0),
+        **SECURE,
     }
     assert policy.params == {
         "profile": "quadrotor_px4",
@@ -134,22 +135,26 @@ def test_sim_quadrotor_parameters_merge_file_sections_and_inline_values() -> Non
         "max_missed_deadlines": 10,
         "autostart": True,
         "px4_offboard": False,
+        **SECURE,
     }
-    assert teleop.params == {"profile": "quadrotor_px4", "estop_button": 0, "takeover_button": 1}
+    assert teleop.params == {"profile": "quadrotor_px4", "estop_button": 0, "takeover_button": 1, **SECURE}
 
 
 def test_hardware_quadrotor_remaps_onto_the_driver_topics() -> None:
     file = ["--params-file", f"{LAUNCH}/params/quadrotor.yaml"]
     remaps = ["-r", "odom:=/cf231/odom", "-r", "cmd_motors:=/cf231/cmd_motors"]
-    policy_inline = inline("/cf231/policy_node", policy="/p.onnx", profile="quadrotor_crazyswarm2", autostart=False)
-    teleop_inline = inline("/cf231/teleop_node", profile="quadrotor_crazyswarm2")
+    policy_inline = inline(
+        "/cf231/policy_node", policy="/p.onnx", profile="quadrotor_crazyswarm2", autostart=False, **SECURE
+    )
+    teleop_inline = inline("/cf231/teleop_node", profile="quadrotor_crazyswarm2", **SECURE)
+    recorder_inline = ["--params-file", inline("/cf231/recorder", **SECURE)]
     assert commands("hardware_quadrotor.launch.yaml", policy="/p.onnx", robot="cf231") == [
         ["/opt/bin/policy_node", *ros_args("policy_node", "/cf231", *file, "--params-file", policy_inline, *remaps)],
         [
             "/opt/bin/teleop_node",
             *ros_args("teleop_node", "/cf231", *file, "--params-file", teleop_inline, "-r", "joy:=/joy"),
         ],
-        ["/opt/bin/recorder", *ros_args("recorder", "/cf231", *file, *remaps)],
+        ["/opt/bin/recorder", *ros_args("recorder", "/cf231", *file, *recorder_inline, *remaps)],
     ]
 
 
@@ -197,14 +202,16 @@ def test_train_on_robot_files_train_through_the_robots_topics(
 ) -> None:
     file = f"{LAUNCH}/params/{profile}.yaml"
     train = ["/opt/bin/robo-rl", "train", f"robot_{robot}_sac", "--robot", profile, "--robot-namespace", namespace]
-    train += ["--seed", "0", "--runs-root", "runs", "--export", "--quiet"]
+    train += ["--seed", "0", "--runs-root", "runs", "--export", "--quiet", "--keystore", "keystore"]
     # the arm's operator device: the gamepad on joy by default, teleop_device:=spacenav for a SpaceMouse
-    device = ["--params-file", inline(f"{namespace}/teleop_node", device="joy")] if robot == "arm" else []
-    nodes = [["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file, *device)]]
-    nodes += [["/opt/bin/recorder", *ros_args("recorder", namespace, "--params-file", file)]]
+    device = {"device": "joy"} if robot == "arm" else {}
+    teleop_inline = ["--params-file", inline(f"{namespace}/teleop_node", **device, **SECURE)]
+    nodes = [["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file, *teleop_inline)]]
+    recorder_inline = ["--params-file", inline(f"{namespace}/recorder", **SECURE)]
+    nodes += [["/opt/bin/recorder", *ros_args("recorder", namespace, "--params-file", file, *recorder_inline)]]
     assert commands(f"train_on_robot_{robot}.launch.yaml") == [train, *nodes]
     if robot == "arm":
-        spacenav = inline(f"{namespace}/teleop_node", device="spacenav")
+        spacenav = inline(f"{namespace}/teleop_node", device="spacenav", **SECURE)
         teleop = ["/opt/bin/teleop_node", *ros_args("teleop_node", namespace, "--params-file", file)]
         assert commands(f"train_on_robot_{robot}.launch.yaml", teleop_device="spacenav")[1] == [
             *teleop,
@@ -212,7 +219,7 @@ def test_train_on_robot_files_train_through_the_robots_topics(
             spacenav,
         ]
     if sim:  # sim_bridge stands in for the car
-        bridge_inline = inline(f"{namespace}/sim_bridge", profile="rc_car")
+        bridge_inline = inline(f"{namespace}/sim_bridge", profile="rc_car", **SECURE)
         bridge = [
             "/opt/bin/sim_bridge",
             *ros_args("sim_bridge", namespace, "--params-file", file, "--params-file", bridge_inline),
@@ -239,3 +246,24 @@ def test_ros_args_come_first_as_launch_ros_orders_them(tmp_path: Path) -> None:
         "x:=y",
     )
     assert command.missing == ""  # a node without a package is the executable on PATH
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments"),
+    [
+        ("sim_quadrotor", {"policy": "p.onnx"}),
+        ("hardware_quadrotor", {"policy": "p.onnx"}),
+        ("sim_rc_car", {"policy": "p.onnx"}),
+        ("hardware_rc_car", {"policy": "p.onnx"}),
+        ("train_on_robot_rc_car", {"sim": "true"}),
+        ("train_on_robot_arm", {}),
+    ],
+)
+def test_secure_reaches_every_process_of_the_robot(name: str, arguments: dict[str, str]) -> None:
+    secure = {"secure": "true", "keystore": "/ks", **arguments}
+    plan = resolve_launch_file(LAUNCH / f"{name}.launch.yaml", secure, SETTINGS)
+    for process in plan.processes:
+        assert process.params["secure"] is True and process.params["keystore"] == "/ks", process.executable
+    for argv in commands(f"{name}.launch.yaml", **secure):
+        if argv[1:2] == ["train"]:  # the trainer's robot link: robo-rl train --secure --keystore
+            assert argv[-3:] == ["--secure", "--keystore", "/ks"]

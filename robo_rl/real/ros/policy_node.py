@@ -15,7 +15,15 @@ Topics (relative names, remap them onto the robot's driver):
               the policy, ramped in from the vehicle's hold; "vehicle" hands it back to the vehicle's controller;
               a vehicle's own words, e.g. crazyswarm2's "takeoff", "land"; a refusal goes to /diagnostics)
   publishes   the profile's command topic and type (e.g. `cmd_motors`, std_msgs/Float32MultiArray);
-              `/diagnostics` (diagnostic_msgs/DiagnosticArray) every `diagnostics_period` s and on each new fault.
+              `/diagnostics` (diagnostic_msgs/DiagnosticArray) every `diagnostics_period` s and on each new fault;
+              `operator_log` (std_msgs/String, JSON): one record per operator command acted on (an e-stop, an
+              accepted intervention, go_home or vehicle request) with its publisher: node, enclave and GID.
+
+Who sent it: estop, intervention, go_home and vehicle_request are taken with each message's publisher GID
+(real/ros/senders.py: before each observation and every 10 ms), named by the ROS graph (node and enclave); the log
+lines name the sender, /diagnostics gives the last sender per topic (`from.TOPIC`) and every sender with its count
+(`senders.TOPIC`), and `operator_log` records each one (the recorder records it). In the secure mode
+(real/security) the enclave is the one DDS-Security authenticated; `estop false` is never acted on, from anyone.
 
 Parameters: policy, profile, target (quadrotor hover point, m), trigger ("observation": one command per message of
 the profile's first input, the lowest latency; "timer": a fixed-rate loop on the latest observation),
@@ -73,6 +81,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
 import threading
 import time
@@ -94,8 +103,12 @@ from robo_rl.real.ros.inputs import ImageInput, TopicInput, image_inputs, topic_
 from robo_rl.real.ros.messages import MessageTypeError
 from robo_rl.real.ros.outputs import Output, make_output
 from robo_rl.real.ros.outputs import declare_parameters as declare_output_parameters
+from robo_rl.real.ros.senders import POLL_PERIOD_S, OperatorTopic, Sender, SenderDirectory
 from robo_rl.real.ros.spin import StartupInputError, positive_seconds, run
 from robo_rl.real.runtime import PolicyFileError, PolicyRuntime, ProfileMismatchError
+
+OPERATOR_LOG_TOPIC = "operator_log"
+"""Every operator command the node acted on, one std_msgs/String (JSON: topic, value, node, enclave, gid) each."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +141,16 @@ class PolicyNode(LifecycleNode):
         self.loop_thread: threading.Thread | None = None
         self.loop_stop = threading.Event()
         self.status: tuple[int, str] = (WARN, "unconfigured")
+        from std_msgs.msg import String
+
         self.diagnostics = self.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)
+        self.operator_log = self.create_publisher(String, OPERATOR_LOG_TOPIC, 100)
+        self.senders = SenderDirectory(self)
+        self.operator_topics: list[OperatorTopic] = []
+        self.accepted_from: dict[str, Sender] = {}
+        self.accepted_counts: dict[tuple[str, str], int] = {}
         self._subscribe_go_home()
+        self.create_timer(POLL_PERIOD_S, self.poll_operator)
         own = parameters.read(self, PolicyNodeParameters)
         period = positive_seconds("diagnostics_period", own.diagnostics_period)
         self.create_timer(period, self.publish_diagnostics)
@@ -207,6 +228,7 @@ class PolicyNode(LifecycleNode):
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from std_msgs.msg import Bool, Float32MultiArray, String
 
+        self._drop_operator_topics()  # all but go_home, which every lifecycle state keeps
         for item in inputs:
             callback = partial(self.on_input, item.spec.name)
             self.subscriptions_.append(
@@ -215,11 +237,11 @@ class PolicyNode(LifecycleNode):
         latched = QoSProfile(
             depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL
         )
-        self.subscriptions_.append(self.create_subscription(Bool, "estop", self.on_estop, latched))
-        self.subscriptions_.append(
-            self.create_subscription(Float32MultiArray, "intervention", self.on_intervention, 10)
-        )
-        self.subscriptions_.append(self.create_subscription(String, "vehicle_request", self.on_vehicle_request, 10))
+        self.operator_topics += [
+            OperatorTopic(self, Bool, "estop", latched, self.on_estop),
+            OperatorTopic(self, Float32MultiArray, "intervention", QoSProfile(depth=10), self.on_intervention),
+            OperatorTopic(self, String, "vehicle_request", QoSProfile(depth=10), self.on_vehicle_request),
+        ]
 
     def on_activate(self, state: Any) -> Any:
         assert self.core is not None and self.profile is not None
@@ -277,10 +299,16 @@ class PolicyNode(LifecycleNode):
         for subscription in self.subscriptions_:
             self.destroy_subscription(subscription)
         self.subscriptions_ = []
+        self._drop_operator_topics()
         if self.output is not None:
             self.output.release()
             self.output = None
         self.core = None
+
+    def _drop_operator_topics(self) -> None:
+        for topic in self.operator_topics:
+            topic.destroy()
+        self.operator_topics = []
 
     def _start_loop(self, core: PolicyNodeCore, period: float) -> None:
         self.loop_stop.clear()
@@ -291,59 +319,84 @@ class PolicyNode(LifecycleNode):
     # ------------------------------------------------------------------------------------------ ROS ↔ the core
 
     def on_input(self, source: str, message: Any) -> None:
+        self.poll_operator()  # an e-stop or takeover that arrived before this observation applies to its command
         core = self.core
         if core is not None:
             core.on_input(source, message)
 
-    def on_estop(self, message: Any) -> None:
+    def on_estop(self, message: Any, sender: Sender) -> None:
         if message.data and self.core is not None:
             self.core.estop()
-            self.get_logger().warning("e-stop latched: deactivate and activate to resume")
+            self._accepted("estop", sender, "true")
+            self.get_logger().warning(f"e-stop latched by {sender.describe()}: deactivate and activate to resume")
             self._set_status(ERROR, "e-stop latched")
 
     def _subscribe_go_home(self) -> None:
         """`go_home` in every lifecycle state (a profile holding its measured pose): true, the rate-limited move
         home replaces the policy until the next deactivation (asked while inactive: from the next activation);
         false, the policy takes over again, rate limited from the measured pose."""
+        from rclpy.qos import QoSProfile
         from std_msgs.msg import Bool
 
-        self.create_subscription(Bool, "go_home", self.on_go_home, 10)
+        self.go_home_topic = OperatorTopic(self, Bool, "go_home", QoSProfile(depth=10), self.on_go_home)
 
-    def on_go_home(self, message: Any) -> None:
+    def on_go_home(self, message: Any, sender: Sender) -> None:
         core = self.core
         if core is None:
-            self.get_logger().warning("go_home ignored: the node is not configured")
+            self.get_logger().warning(f"go_home from {sender.describe()} ignored: the node is not configured")
             return
         if not message.data:
             core.resume_policy()
-            self.get_logger().info("go_home false: the policy commands again")
+            self._accepted("go_home", sender, "false")
+            self.get_logger().info(f"go_home false from {sender.describe()}: the policy commands again")
             return
         try:
             core.go_home()
         except ValueError as err:
-            self.get_logger().error(f"go_home ignored: {err}")
+            self.get_logger().error(f"go_home from {sender.describe()} ignored: {err}")
             return
+        self._accepted("go_home", sender, "true")
         when = "now" if core.active else "from the next activation"
-        self.get_logger().warning(f"go_home: moving to the home pose {when}, rate limited, until deactivated")
+        self.get_logger().warning(
+            f"go_home from {sender.describe()}: moving to the home pose {when}, rate limited, until deactivated"
+        )
 
-    def on_vehicle_request(self, message: Any) -> None:
+    def on_vehicle_request(self, message: Any, sender: Sender) -> None:
         """An operator's hand-over request (PolicyNodeCore.request): logged; a refusal also in /diagnostics."""
         if self.core is None:
-            self.get_logger().warning(f"request {message.data!r} ignored: not configured")
+            self.get_logger().warning(f"request {message.data!r} from {sender.describe()} ignored: not configured")
             return
         why = self.core.request(str(message.data))
         if why:
-            self.get_logger().warning(f"request {message.data!r} refused: {why}")
+            self.get_logger().warning(f"request {message.data!r} from {sender.describe()} refused: {why}")
         else:
-            self.get_logger().info(f"request {message.data!r} accepted")
+            self._accepted("vehicle_request", sender, str(message.data))
+            self.get_logger().info(f"request {message.data!r} from {sender.describe()} accepted")
 
-    def on_intervention(self, message: Any) -> None:
+    def on_intervention(self, message: Any, sender: Sender) -> None:
         if self.core is None:
             return
         try:
             self.core.intervene(message.data)
         except ValueError as err:
-            self.get_logger().error(f"intervention ignored: {err}", throttle_duration_sec=1.0)
+            self.get_logger().error(f"intervention from {sender.describe()} ignored: {err}", throttle_duration_sec=1.0)
+            return
+        self._accepted("intervention", sender, "")
+
+    def poll_operator(self) -> None:
+        """Take what the operator's topics hold, each with its sender (real/ros/senders.py)."""
+        for topic in (self.go_home_topic, *self.operator_topics):
+            topic.take(self.senders)
+
+    def _accepted(self, topic: str, sender: Sender, value: str) -> None:
+        """An operator command the node acts on: counted per sender for /diagnostics and logged on operator_log."""
+        from std_msgs.msg import String
+
+        self.accepted_from[topic] = sender
+        key = (topic, sender.describe())
+        self.accepted_counts[key] = self.accepted_counts.get(key, 0) + 1
+        record = {"topic": topic, "value": value, "node": sender.node, "enclave": sender.enclave, "gid": sender.gid}
+        self.operator_log.publish(String(data=json.dumps(record)))
 
     def _publish(self, fields: dict[str, float], fault: str) -> None:
         if self.output is not None:
@@ -373,12 +426,21 @@ class PolicyNode(LifecycleNode):
         values = core.diagnostics(loop_missed) if core else self.counters.values(False, loop_missed)
         if self.output is not None:
             values |= self.output.diagnostics()
+        values |= self._sender_values()
         self.diagnostics.publish(diagnostic_array(self, level, message, hardware, values))
+
+    def _sender_values(self) -> dict[str, object]:
+        """`from.TOPIC`: the last accepted command's sender; `senders.TOPIC`: every sender with its count."""
+        values: dict[str, object] = {f"from.{topic}": sender.describe() for topic, sender in self.accepted_from.items()}
+        for topic in self.accepted_from:
+            counts = [f"{who}: {n}" for (name, who), n in self.accepted_counts.items() if name == topic]
+            values[f"senders.{topic}"] = "; ".join(counts)
+        return values
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     threads = _threads_option(argv)
-    return run(lambda: PolicyNode(threads=threads), argv)
+    return run(lambda: PolicyNode(threads=threads), argv, name="policy_node")
 
 
 def _threads_option(argv: Sequence[str] | None) -> int:

@@ -2,7 +2,8 @@
 
 Parameters:
   topics      string array; relative names resolve in the node's namespace (remappings apply), absolute ones as
-              given; default `odom`, `cmd_motors`, `estop`, `intervention`, `/diagnostics`.
+              given; default `odom`, `cmd_motors`, `estop`, `intervention`, `operator_log` (policy_node: who sent each
+              operator command it acted on), `/diagnostics`.
   output_dir  the bag goes to `output_dir/<node name>_<UTC YYYYmmdd-HHMMSS>` (`_1`, `_2`, ... appended when that
               folder exists; a bag is never overwritten); default `recordings`.
   storage     `mcap` (default) or `sqlite3`.
@@ -57,7 +58,7 @@ from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from robo_rl.real.ros.messages import MessageTypeError, message_class
 from robo_rl.real.ros.spin import StartupError, StartupInputError, run
 
-DEFAULT_TOPICS = ["odom", "cmd_motors", "estop", "intervention", "/diagnostics"]
+DEFAULT_TOPICS = ["odom", "cmd_motors", "estop", "intervention", "operator_log", "/diagnostics"]
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 COMPRESSIONS = ("none", "zstd")
 DISCOVERY_PERIOD_S = 0.5
@@ -355,7 +356,7 @@ def _topics(node: Node, names: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(Recorder, argv)
+    return run(Recorder, argv, name="recorder")
 
 
 if __name__ == "__main__":

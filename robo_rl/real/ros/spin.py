@@ -20,6 +20,9 @@ from robo_rl.real.profile import ProfileError, RobotProfile, load_profile
 from robo_rl.real.ros.dds import dds_environment
 from robo_rl.real.ros.executor import make_executor
 from robo_rl.real.ros.params_file import ParamsFileError, check_params_file, params_files
+from robo_rl.real.ros.startup import startup_arguments
+from robo_rl.real.security.keystore import KeystoreError
+from robo_rl.real.security.secure_mode import ENCLAVE_OVERRIDE, SecureMode, prepare, refusal, secure_mode
 
 SPIN_PERIOD_S = 0.05
 BAD_INPUT_EXIT = 2
@@ -27,19 +30,44 @@ BAD_INPUT_EXIT = 2
 bad, as for command-line usage errors."""
 
 
-def run(make_node: Callable[[], Any], argv: Sequence[str] | None = None) -> int:
+def run(make_node: Callable[[], Any], argv: Sequence[str] | None = None, name: str = "") -> int:
     """Create the node with `make_node()`, spin it, and return the exit code (1 when it failed to start, 2 when a
-    file, ROS argument or parameter value it was given is bad; one line on stderr)."""
+    file, ROS argument or parameter value it was given is bad, or its secure mode's keystore is; one line on stderr).
+    `name`: the node's default name, whose full name is its enclave in the secure mode (real/security)."""
     args = list(sys.argv if argv is None else argv)
     os.environ.update(dds_environment(os.environ, Path.cwd()))  # the process's own environment, as a CLI's
     try:
         for path in params_files(args):
             check_params_file(path)
-        _init(args)
-    except (ParamsFileError, StartupInputError) as err:
+        mode = _secure_mode(args, name)
+    except (ParamsFileError, StartupInputError, KeystoreError) as err:
         print(f"error: {err}", file=sys.stderr)
         return BAD_INPUT_EXIT
-    return _spin(make_node)
+    held = HeldStderr() if mode is not None else None  # rcl's notes on the secure participant, until it is taken
+    try:
+        _init(args)
+    except StartupInputError as err:
+        if held is not None:
+            held.release(show=False)
+        print(f"error: {err}", file=sys.stderr)
+        return BAD_INPUT_EXIT
+    except BaseException:
+        if held is not None:
+            held.release(show=True)
+        raise
+    return _spin(make_node, mode, held)
+
+
+def _secure_mode(args: list[str], name: str) -> SecureMode | None:
+    """The secure mode the arguments or the environment ask for, its enclave checked and its environment set."""
+    start = startup_arguments(args, name or "node", ("secure", "keystore"))
+    secure, keystore = start.parameters.get("secure", False), start.parameters.get("keystore", "")
+    if not isinstance(secure, bool) or not isinstance(keystore, str):
+        raise StartupInputError("parameters 'secure' (true/false) and 'keystore' (a folder) have the wrong type")
+    mode = secure_mode(secure, keystore, start.enclave or os.environ.get(ENCLAVE_OVERRIDE, "") or start.full_name)
+    if mode is not None:
+        prepare(mode)
+    return mode
 
 
 def _init(args: list[str]) -> None:
@@ -55,16 +83,17 @@ def _init(args: list[str]) -> None:
         raise StartupInputError(f"unknown ROS argument(s) {err}") from None
 
 
-def _spin(make_node: Callable[[], Any]) -> int:
+def _spin(make_node: Callable[[], Any], mode: SecureMode | None = None, held: HeldStderr | None = None) -> int:
     import rclpy
     from rclpy.exceptions import ParameterException
+    from rclpy.impl.implementation_singleton import rclpy_implementation
 
     stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda number, _frame: stopping.append(number))
     node = None
     try:
-        node = make_node()
+        node = _create(make_node, mode, held)
         executor = make_executor()
         executor.add_node(node)
         while not stopping and rclpy.ok():
@@ -76,6 +105,11 @@ def _spin(make_node: Callable[[], Any]) -> int:
     except ParameterException as err:  # rclpy refused a `-p NAME:=VALUE` of another type than the declared one
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return BAD_INPUT_EXIT
+    except rclpy_implementation.RCLError as err:
+        if node is not None or mode is None:
+            raise
+        print(f"error: {refusal(str(err), mode)}", file=sys.stderr)  # the RMW refused the secure participant
+        return BAD_INPUT_EXIT
     finally:
         if node is not None:
             stop = getattr(node, "stop", None)
@@ -83,6 +117,51 @@ def _spin(make_node: Callable[[], Any]) -> int:
                 stop()
             node.destroy_node()
         rclpy.try_shutdown()
+
+
+def _create(make_node: Callable[[], Any], mode: SecureMode | None, held: HeldStderr | None) -> Any:
+    """`make_node()`; in the secure mode rclpy's warnings about a refused participant are dropped (the refusal is one
+    line, from `_spin`), and once the RMW has taken it, what rcl printed is shown with a line naming the enclave."""
+    if mode is None or held is None:
+        return make_node()
+    import warnings
+
+    from rclpy.impl.implementation_singleton import rclpy_implementation
+
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Failed to fini rosout publisher")
+            node = make_node()
+    except rclpy_implementation.RCLError:
+        held.release(show=False)
+        raise
+    except BaseException:
+        held.release(show=True)
+        raise
+    held.release(show=True)
+    node.get_logger().info(f"secure mode: enclave {mode.enclave} of {mode.keystore} (DDS-Security, Enforce)")
+    return node
+
+
+class HeldStderr:
+    """File descriptor 2 (where rcl logs) redirected to a temporary file until `release`."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self.file = tempfile.TemporaryFile()
+        sys.stderr.flush()
+        self.saved = os.dup(2)
+        os.dup2(self.file.fileno(), 2)
+
+    def release(self, show: bool) -> None:
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.file.seek(0)
+        if show:
+            sys.stderr.write(self.file.read().decode(errors="replace"))
+        self.file.close()
 
 
 class StartupError(RuntimeError):

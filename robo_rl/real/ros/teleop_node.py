@@ -156,7 +156,7 @@ def _button(buttons: Sequence[int], index: int) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run(TeleopNode, argv)
+    return run(TeleopNode, argv, name="teleop_node")
 
 
 if __name__ == "__main__":

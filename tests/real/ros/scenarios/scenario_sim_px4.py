@@ -19,7 +19,7 @@ from pathlib import Path
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
-from harness import Processes, finish, spin_until
+from harness import Processes, finish, generous_profile, launch_copy, spin_until
 from px4_msgs.msg import OffboardControlMode, VehicleOdometry, VehicleRatesSetpoint
 from rclpy.qos import qos_profile_sensor_data
 from std_msgs.msg import String
@@ -30,7 +30,12 @@ from robo_rl.real.px4 import NAVIGATION_STATE_OFFBOARD
 def main() -> None:
     log_dir, policy, steps = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     processes = Processes(log_dir)
-    arguments = ("launch/sim_quadrotor.launch.yaml", f"policy:={policy}", "profile:=quadrotor_px4", "teleop:=false")
+    # The bundled profile with a generous staleness timeout (harness.generous_profile): in lockstep a stall longer
+    # than the profile's 50 ms on a busy machine (load 6) gave the fault hold, after which policy_node sends PX4
+    # nothing and the lockstep bridge waits for ever. The timeout's logic runs on stepped time in test_node_core.py.
+    profile = generous_profile(log_dir, "quadrotor_px4")
+    launch = launch_copy(log_dir, profile, {})
+    arguments = (str(launch), f"policy:={policy}", f"profile:={profile}", "teleop:=false")
     processes.start("launch", "robo-rl", "launch", *arguments)
     rclpy.init()
     probe = rclpy.create_node("probe")

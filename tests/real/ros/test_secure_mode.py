@@ -1,0 +1,58 @@
+"""The secure mode of the robot's graph (issue 52, item 1): DDS-Security through the RMW, refusals in one line.
+
+Found on this machine: the ros-* wheels' Fast DDS (3.2, rmw_fastrtps_cpp 9.3.3) is built without DDS-Security: rcl
+refuses a secure participant with "This Fast DDS version doesn't have the security libraries", whatever the
+strategy, and PyPI has no other RMW. So here the node refuses `secure:=true` in one line saying so, and the test of
+who may command the node (rogue participants without credentials or without the permission) is ready for an RMW
+with DDS-Security and skips here, saying why. A tampered permissions file is refused by the node's own check
+(OpenSSL's S/MIME verification, before rcl) on any RMW. The keystore itself is checked under Cyclone DDS's security
+plugins in tests/real/security/test_dds_security.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def secure(ros_scenario: Callable[..., dict[str, Any]], policy_file: Callable[[str], Path]) -> dict[str, Any]:
+    return ros_scenario("scenario_secure_mode.py", str(policy_file("quadrotor_crazyflie")), timeout=400.0)
+
+
+def test_the_keystore_is_made_for_the_graph(secure: dict[str, Any]) -> None:
+    assert secure["create_exit"] == 0, secure["create_output"]
+    assert secure["create_output"].count("enclave /cf1/") == 6
+
+
+def test_tampered_permissions_are_refused_at_start_in_one_line(secure: dict[str, Any]) -> None:
+    tampered = secure["tampered"]
+    assert tampered["exit"] == 2
+    assert tampered["stderr"] == tampered["stderr"].strip() and "\n" not in tampered["stderr"]
+    assert tampered["stderr"].startswith(f"error: secure mode: {tampered['file']}: signature does not verify")
+
+
+def test_without_dds_security_the_node_refuses_secure_mode(secure: dict[str, Any]) -> None:
+    if secure["supported"]:
+        pytest.skip("this RMW has DDS-Security: test_only_the_operator_commands_the_node applies")
+    assert "doesn't have the security libraries" in secure["rmw_says"]
+    start = secure["secure_start"]
+    assert start["exit"] == 2 and "\n" not in start["stderr"], start
+    assert start["stderr"].startswith("error: secure mode: this RMW's Fast DDS was built without DDS-Security")
+
+
+def test_only_the_operator_commands_the_node(secure: dict[str, Any]) -> None:
+    if not secure["supported"]:
+        pytest.skip(f"this RMW has no DDS-Security (rcl: {secure['rmw_says'][:120]})")
+    peers = secure["peers"]
+    seen = peers["observer"]
+    log = seen["operator_log"]
+    assert log and {entry["node"] for entry in log} <= {"/cf1/operator", "?"}  # "?": not yet named by the graph
+    assert {entry["enclave"] for entry in log} <= {"/cf1/teleop_node", "?"} and len({e["gid"] for e in log}) == 1
+    assert all(entry["topic"] == "intervention" for entry in log)  # no rogue e-stop was ever acted on
+    assert "from.estop" not in seen["diagnostics"]
+    assert "rogue" not in seen["diagnostics"].get("senders.intervention", "")
+    assert secure["exit_codes"] == {"policy_node": 0}
