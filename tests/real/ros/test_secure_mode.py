@@ -56,3 +56,32 @@ def test_only_the_operator_commands_the_node(secure: dict[str, Any]) -> None:
     assert "from.estop" not in seen["diagnostics"]
     assert "rogue" not in seen["diagnostics"].get("senders.intervention", "")
     assert secure["exit_codes"] == {"policy_node": 0}
+
+
+@pytest.fixture(scope="module")
+def graph(ros_scenario: Callable[..., dict[str, Any]], policy_file: Callable[[str], Path]) -> dict[str, Any]:
+    return ros_scenario("scenario_graph_endpoints.py", str(policy_file("quadrotor_crazyflie")), timeout=400.0)
+
+
+def test_each_enclave_allows_what_its_node_uses(graph: dict[str, Any]) -> None:
+    """Under Enforce a node whose endpoint its grant lacks would fail to start: every topic each node of the simulated
+    graph publishes or subscribes to (rcl's graph) is in its enclave's grant, sim_bridge standing in for the driver."""
+    import yaml
+
+    from robo_rl.real.profile import load_profile
+    from robo_rl.real.security.grants import robot_grants
+
+    assert graph["ready"], graph["logs"]
+    params = yaml.safe_load((Path(__file__).parents[3] / "launch" / "params" / "quadrotor.yaml").read_text())
+    recorded = params["/**/recorder"]["ros__parameters"]["topics"]
+    grants = {g.enclave: g for g in robot_grants(load_profile("quadrotor_crazyflie"), "/cf1", {}, recorded)}
+    for node, used in graph["endpoints"].items():
+        grant = grants[f"/cf1/{node}"]
+        assert set(used["publish"]) <= set(grant.publish), (node, set(used["publish"]) - set(grant.publish))
+        assert set(used["subscribe"]) <= set(grant.subscribe), (node, set(used["subscribe"]) - set(grant.subscribe))
+    # and the exclusive ones are used by their owner: the operator's topics by teleop_node, the state by the driver
+    used = graph["endpoints"]
+    assert "/cf1/estop" in used["teleop_node"]["publish"] and "/cf1/odom" in used["sim_bridge"]["publish"]
+    assert {"/cf1/odom", "/cf1/estop", "/cf1/intervention"} <= set(used["policy_node"]["subscribe"])
+    assert {"/cf1/cmd_motors", "/diagnostics", "/cf1/operator_log"} <= set(used["policy_node"]["publish"])
+    assert {"/cf1/odom", "/cf1/cmd_motors", "/cf1/estop", "/diagnostics"} <= set(used["recorder"]["subscribe"])
