@@ -58,3 +58,16 @@ def test_bad_input_is_one_line(
 def test_check_names_a_missing_enclave(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["security", "check", str(tmp_path), "/car1/policy_node"]) == 2
     assert "no enclave /car1/policy_node" in capsys.readouterr().err
+
+
+def test_train_secure_checks_the_trainers_enclave_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / "runs"
+    argv = ["train", "--robot", "rc_car", "--robot-namespace", "/car1", "--runs-root", str(runs), "--secure"]
+    assert main([*argv, "--keystore", str(tmp_path / "none")]) == 2
+    assert "secure mode: no keystore at" in capsys.readouterr().err
+    assert main(["security", "create", str(tmp_path / "ks"), "--profile", "rc_car", "--namespace", "/car2"]) == 0
+    assert main([*argv, "--keystore", str(tmp_path / "ks")]) == 2  # the keystore has /car2's enclaves only
+    assert "no enclave /car1/train_on_robot" in capsys.readouterr().err
+    assert main(["train", "--secure", "--runs-root", str(runs)]) == 2
+    assert "--secure: only with --robot PROFILE" in capsys.readouterr().err
+    assert not runs.exists()  # refused before anything was written
