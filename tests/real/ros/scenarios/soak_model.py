@@ -133,7 +133,7 @@ class Referee:
         if now - odom.stamp > self.dt_ns:
             self._count("missed_deadlines")
         finite = all(math.isfinite(v) for v in odom.values)
-        action = self._answer(odom) if finite else None
+        action = self.answer(odom) if finite else None
         self.pending.append(Pending(odom.stamp, action))
 
     def _skip_reason(self, stamp: int, now: int) -> str:
@@ -145,7 +145,8 @@ class Referee:
             return "duplicate_messages" if stamp == self.last_stamp else "reordered_messages"
         return ""
 
-    def _answer(self, odom: Odom) -> np.ndarray:
+    def answer(self, odom: Odom) -> np.ndarray:
+        """The policy's action `(4,)` for one odometry message, within the profile's bounds."""
         action = self.policy(observation(odom, self.policy.obs_dim))
         return np.clip(action, -1.0, 1.0)
 
@@ -166,7 +167,7 @@ class Referee:
         if head is not None and head.action is None and safe:
             self.pending.popleft()
             self._count("safe_answers")
-        elif head is not None and head.action is not None and _close(values, head.action):
+        elif head is not None and head.action is not None and answers(data, head.action):
             self.pending.popleft()
             self._count("policy_answers")
         elif safe:
@@ -179,8 +180,9 @@ class Referee:
         self.counts[key] = self.counts.get(key, 0) + 1
 
 
-def _close(values: np.ndarray, action: np.ndarray) -> bool:
-    return bool(np.abs(values - (PWM + PWM * action)).max() <= PWM_TOLERANCE)
+def answers(data: list[float], action: np.ndarray) -> bool:
+    """Whether a command's PWM `data` is `action`'s."""
+    return bool(np.abs(np.asarray(data) - (PWM + PWM * action)).max() <= PWM_TOLERANCE)
 
 
 NAMED_BY = {
