@@ -66,6 +66,8 @@ STOP_STEPS = 30
 STOP_WALL_S = 0.3
 DELAY_STEPS = 3
 RESTART_STEPS = 3
+START_S = 300.0
+"""Wall seconds for both nodes to come up and answer (a loaded machine imports torch slowly)."""
 WARMUP_S = 60.0
 """Simulated seconds before the RSS baseline (imports, allocator pools and DDS history fill up first)."""
 
@@ -95,6 +97,8 @@ class Soak:
         self.sim_odom: dict[int, Odometry] = {}
         self.last_command: list[float] | None = None
         self.refereeing = False
+        self.startup: dict[str, bool] = {}
+        """What start() saw last (for a start that timed out)."""
         self.commands_seen = 0
         self.diagnostics: dict[str, str] = {}
         self.rss_kib: list[tuple[float, int]] = []
@@ -149,11 +153,15 @@ class Soak:
 
     def start(self) -> bool:
         """Until both nodes are up: the clock at the first step, the node subscribed, sim_bridge publishing."""
-        deadline = time.monotonic() + 120.0
+        deadline = time.monotonic() + START_S
         while time.monotonic() < deadline:
             self._publish_clock()
-            up = self.relay_pub.get_subscription_count() > 0 and self.probe.count_publishers("/cf1/cmd_motors") > 0
-            if up and self.sim_odom:
+            self.startup = {
+                "node_subscribed": self.relay_pub.get_subscription_count() > 0,
+                "node_publishes": self.probe.count_publishers("/cf1/cmd_motors") > 0,
+                "sim_publishes": bool(self.sim_odom),
+            }
+            if all(self.startup.values()):
                 return self._handshake(deadline)
             self.spin_until(lambda: False, 0.1)
         return False
@@ -171,6 +179,7 @@ class Soak:
                 self.referee.last_stamp, self.refereeing = odom.stamp, True  # earlier answers came before this one
                 self.actuate()
                 return True
+        self.startup["answered"] = False
         return False
 
     def _publish_clock(self) -> None:
@@ -354,6 +363,7 @@ def main() -> None:
     sim_seconds, seed, every = float(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     soak = Soak(log_dir, policy, seed)
     results: dict[str, Any] = {"started": soak.start()}
+    results["startup"] = soak.startup
     wall = time.monotonic()
     if results["started"]:
         soak.run(round(sim_seconds * NS / DT_NS), every)
