@@ -513,6 +513,12 @@ def test_a_clock_that_went_back_is_judged_afresh(policy_file: Callable[[str], Pa
     assert len(node.commands) == 2 and node.core.counters.stamps.reordered == 0
 
 
+def test_a_nan_orientation_gives_the_safe_command(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    node.send("odom", {**HOVER_ODOM, "odom.pose.pose.orientation.w": math.nan})
+    assert node.commands == [SAFE_PWM] and node.core.counters.last_fault.startswith("non-finite observation")
+
+
 def test_each_fault_onset_is_counted_by_kind(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
     node = _active_crazyflie(policy_file, clock)
     nan_odom = {**HOVER_ODOM, "odom.twist.twist.angular.x": math.nan}
