@@ -34,7 +34,7 @@ def test_every_command_is_the_policys_answer_or_the_safe_command(result: dict[st
     # The referee (scenarios/soak_model.py) checked every command: finite, within the rate limit, and the policy's
     # answer (onnxruntime on the odometry) to a message the node had to answer, or the safe command.
     assert result["violations"] == 0, result["violation_examples"]
-    assert result["unanswered"] == 0 and result["sim_stalls"] == 0
+    assert result["unanswered"] == 0
     expected = result["expected"]
     assert expected["policy_answers"] > 2000 and expected["safe_answers"] == result["injected"]["non_finite"]
     assert result["diagnostics"]["estopped"] == "False"

@@ -60,8 +60,10 @@ ANSWER_WAIT_S = 1.0
 """Wall seconds to wait for a pending answer before the message is sent again (it may have been lost on the way:
 best effort); a copy the node did get is then a duplicate it skips."""
 RESENDS = 10
-SIM_WAIT_S = 30.0
-"""Wall seconds to wait for sim_bridge's odometry of a step before counting a stall and moving on."""
+SIM_WAIT_S = 2.0
+"""Wall seconds to wait for sim_bridge's odometry of a step before counting a stall and moving on: a lockstep tick
+that read the clock before the last command (not always delivered in the order sent) waits for the next one. The
+node and the referee then both see a gap in the stamps."""
 STOP_STEPS = 30
 STOP_WALL_S = 0.3
 DELAY_STEPS = 3
