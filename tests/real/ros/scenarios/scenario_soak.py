@@ -175,7 +175,7 @@ class Soak:
             odom = self.advance()
             if odom is None:
                 continue
-            self.relay_pub.publish(_message(odom))
+            self.relay_pub.publish(odometry_message(odom))
             answer = self.referee.answer(odom)
             if self.spin_until(lambda a=answer: self.last_command is not None and answers(self.last_command, a), 1.0):
                 self.referee.last_stamp, self.refereeing = odom.stamp, True  # earlier answers came before this one
@@ -198,13 +198,13 @@ class Soak:
             return None
         message = self.sim_odom.pop(self.now)
         self.sim_odom = {k: v for k, v in self.sim_odom.items() if k > self.now}
-        return Odom(self.now, _values(message))
+        return Odom(self.now, odom_values(message))
 
     def deliver(self, odoms: list[Odom]) -> None:
         """Hand messages to the node, then wait for the answers it owes (sent again when lost on the way)."""
         for odom in odoms:
             self.referee.deliver(odom, self.now)
-            self.relay_pub.publish(_message(odom))
+            self.relay_pub.publish(odometry_message(odom))
         for _ in range(RESENDS):
             if self.spin_until(lambda: not self.referee.pending, ANSWER_WAIT_S):
                 break
@@ -214,7 +214,7 @@ class Soak:
             stamps = {p.stamp for p in self.referee.pending}
             for odom in odoms:
                 if odom.stamp in stamps:
-                    self.relay_pub.publish(_message(odom))
+                    self.relay_pub.publish(odometry_message(odom))
         else:
             self.unanswered += len(self.referee.pending)
             self.referee.pending.clear()
@@ -235,7 +235,7 @@ class Soak:
             self.step = step
             step += self.fault_step(kind) if kind in MULTI_STEP else self.one_step(step, kind)
             if step >= next_sample:  # every simulated second
-                self.rss_kib.append((step * DT_NS / NS, _rss_kib(self.node_process.pid)))
+                self.rss_kib.append((step * DT_NS / NS, rss_kib(self.node_process.pid)))
                 next_sample += 100
 
     def one_step(self, step: int, kind: str) -> int:
@@ -323,13 +323,15 @@ class Soak:
 MULTI_STEP = ("drop", "reorder", "publisher_restart", "sigstop")
 
 
-def _values(message: Odometry) -> tuple[float, ...]:
+def odom_values(message: Odometry) -> tuple[float, ...]:
+    """An Odometry's values in `soak_model.ODOM_FIELDS` order."""
     pose, twist = message.pose.pose, message.twist.twist
     p, q, v, w = pose.position, pose.orientation, twist.linear, twist.angular
     return (p.x, p.y, p.z, q.w, q.x, q.y, q.z, v.x, v.y, v.z, w.x, w.y, w.z)
 
 
-def _message(odom: Odom) -> Odometry:
+def odometry_message(odom: Odom) -> Odometry:
+    """The Odometry the relay sends for `odom` (frame "world")."""
     message = Odometry()
     message.header.stamp.sec, message.header.stamp.nanosec = divmod(odom.stamp, NS)
     message.header.frame_id = "world"
@@ -343,7 +345,8 @@ def _message(odom: Odom) -> Odometry:
     return message
 
 
-def _rss_kib(pid: int) -> int:
+def rss_kib(pid: int) -> int:
+    """A process's resident set size (KiB, /proc/PID/status)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1])

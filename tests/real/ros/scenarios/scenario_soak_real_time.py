@@ -36,7 +36,7 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from nav_msgs.msg import Odometry
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from scenario_soak import NODE, NS, _message, _rss_kib, _values, rss_growth
+from scenario_soak import NODE, NS, odom_values, odometry_message, rss_growth, rss_kib
 from soak_model import FAULT_KINDS, PWM, Odom, Policy, Referee, answers, fault_schedule
 from std_msgs.msg import Float32MultiArray
 
@@ -76,7 +76,8 @@ class RealTimeSoak:
         self.probe = rclpy.create_node("soak")
         self.executor = make_executor()
         self.executor.add_node(self.probe)
-        self.referee = Referee(Policy(policy), round(profile.staleness_timeout * NS), 10_000_000, 0.0)
+        # The referee's answers and staleness only: the matching below is this class's own.
+        self.referee = Referee(Policy(policy), round(profile.staleness_timeout * NS), round(profile.dt * NS), 0.0)
         self.rate_limit = profile.actions[0].rate_limit * profile.dt
         self.rng = random.Random(seed + 1)
         rate = 1.0 / profile.dt
@@ -112,7 +113,7 @@ class RealTimeSoak:
 
     def _on_sim_odom(self, message: Odometry) -> None:
         stamp = message.header.stamp.sec * NS + message.header.stamp.nanosec
-        odom, index = Odom(stamp, _values(message)), self.step
+        odom, index = Odom(stamp, odom_values(message)), self.step
         self.step += 1
         kind = self.schedule.get(index, "")
         if kind:
@@ -167,7 +168,7 @@ class RealTimeSoak:
         if not skip:
             self.candidates.append(Candidate(odom.stamp, action))
         if self.relay_pub is not None:
-            self.relay_pub.publish(_message(odom))
+            self.relay_pub.publish(odometry_message(odom))
 
     # ---------------------------------------------------------------------------------------------- the referee
 
@@ -226,7 +227,7 @@ class RealTimeSoak:
             if self.relay_pub is None and self.step > self.silent_until:
                 self.relay_pub = self._relay_publisher()
             if now >= next_sample:
-                self.rss_kib.append((now - start, _rss_kib(self.node_process.pid)))
+                self.rss_kib.append((now - start, rss_kib(self.node_process.pid)))
                 next_sample += 1.0
             if self.diagnostics.get("estopped") == "True":
                 self._reactivate()
