@@ -45,11 +45,11 @@ def test_every_fault_is_named_in_diagnostics(result: dict[str, Any]) -> None:
     diagnostics, expected = result["diagnostics"], result["expected"]
     table = naming(result["injected"], diagnostics)
     assert all(row["named"] for row in table.values()), table
-    # The skips and gaps are what the referee counted, exactly (a copy sent again for a lost answer would be one
-    # more duplicate: none was).
-    assert result["resends"] == 0
+    # The skips and gaps are what the referee counted. A message sent again because its answer did not come within
+    # seconds (none was, in the runs so far) may add one skip: a copy, or one read on a clock that lagged.
+    resends = result["resends"]
     for key in ("future_stamps", "old_stamps", "duplicate_messages", "reordered_messages", "stamp_gaps"):
-        assert int(diagnostics[key]) == expected.get(key, 0), (key, diagnostics, expected)
+        assert expected.get(key, 0) <= int(diagnostics[key]) <= expected.get(key, 0) + resends, (key, diagnostics)
     assert int(diagnostics["faults.non-finite"]) == result["injected"]["non_finite"]
     # Missed deadlines: the held messages handed over late; one fewer per delay if a best-effort /clock were lost.
     delays = result["injected"]["delay"]

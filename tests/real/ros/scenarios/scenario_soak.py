@@ -56,7 +56,7 @@ DT_NS = 10_000_000
 START_NS = 10_000 * NS
 """Simulated time of the first step: far enough from 0 that a stamp 1 h in the past is still a valid time."""
 NODE = "/cf1/policy_node"
-ANSWER_WAIT_S = 1.0
+ANSWER_WAIT_S = 5.0
 """Wall seconds to wait for a pending answer before the message is sent again (it may have been lost on the way:
 best effort); a copy the node did get is then a duplicate it skips."""
 RESENDS = 10
