@@ -118,6 +118,17 @@ def read_compile(data: dict[str, Any]) -> Verdict:
     return text, all(ratio >= 1.5 for ratio in ratios.values())
 
 
+def read_soak(data: dict[str, Any]) -> Verdict:
+    """bench/soak.py: no invalid command, no answer lost, every fault named in /diagnostics, RSS growth under 1 %."""
+    summary = data["summary"]
+    named = all(row["named"] for row in summary["naming"].values())
+    growth = summary.get("rss_growth_percent")
+    text = f"{summary['violations']} violations in {summary['sim_seconds'] / 60:.1f} simulated min"
+    text += f", every fault named: {named}, RSS growth {growth if growth is None else round(growth, 2)} %"
+    holds = summary["violations"] == 0 and summary["unanswered"] == 0 and named
+    return text, holds and (growth is None or growth < 1.0)
+
+
 def read_kill(data: dict[str, Any]) -> Verdict:
     kills, lost = data["kills"], data["max_seconds_lost"]
     resumed = sum(kill.get("resumed_from") is not None for kill in kills)
@@ -220,6 +231,13 @@ CLAIMS = (
         "determinism.py --iterations 10 --output {out}",
         "determinism.py --iterations 50 --threads 1 1 2 2 --output {out}",
         read_determinism,
+    ),
+    Claim(
+        "soak",
+        "0 invalid commands in an hour of simulated flight",
+        "soak.py --sim-minutes 1 --every 100 --output {out}",
+        "soak.py --sim-minutes 60 --every 200 --output {out}",
+        read_soak,
     ),
     Claim(
         "test-suite",

@@ -21,8 +21,12 @@ def labelled_fields(spec: InputSpec, data: Sequence[float]) -> dict[str, float]:
 
 
 def rotation_matrix(w: float, x: float, y: float, z: float) -> np.ndarray:
-    """Body-to-world rotation `(3, 3)` of a quaternion (normalized first; the identity for a zero quaternion)."""
+    """Body-to-world rotation `(3, 3)` of a quaternion (normalized first; the identity for a zero quaternion, NaN for
+    a non-finite one, so that the observation is non-finite and the safe command goes out, never a made-up level
+    attitude)."""
     q = np.array([w, x, y, z], dtype=np.float64)
+    if not np.all(np.isfinite(q)):
+        return np.full((3, 3), np.nan)
     norm = np.linalg.norm(q)
     if not norm > 0:
         return np.eye(3)

@@ -110,6 +110,9 @@ class NodeCounters:
         self.withheld_commands = 0
         self.compute_latency = LatencyStats()
         self.stamp_latency = LatencyStats()
+        self.stamps = StampCounters()
+        self.fault_onsets: dict[str, int] = {}
+        """Per fault kind (its text, e.g. "stale observation"): how many times the commands turned to it."""
 
     def values(self, active: bool, extra_missed: int = 0) -> dict[str, object]:
         """The diagnostics key values; `extra_missed`: the timer loop's missed ticks, added to missed_deadlines."""
@@ -123,11 +126,43 @@ class NodeCounters:
             "skipped_messages": self.skipped_messages,
             "last_skipped": self.last_skipped,
             "withheld_commands": self.withheld_commands,
+            **self.stamps.values(),
+            **{f"faults.{kind}": count for kind, count in sorted(self.fault_onsets.items())},
             "compute_latency_p50_ms": self.compute_latency.percentile(50) * 1e3,
             "compute_latency_p99_ms": self.compute_latency.percentile(99) * 1e3,
             "stamp_latency_p50_ms": self.stamp_latency.percentile(50) * 1e3,
             "stamp_latency_p99_ms": self.stamp_latency.percentile(99) * 1e3,
             "stamp_latency_max_ms": self.stamp_latency.maximum() * 1e3,
+        }
+
+
+class StampCounters:
+    """The input messages judged by their header stamps (`PolicyNodeCore`'s stamp rule), as /diagnostics reports
+    them; all but `gaps` were skipped."""
+
+    def __init__(self) -> None:
+        self.future = 0
+        """Stamped later than now by more than the staleness timeout (a clock ahead, or a bogus stamp)."""
+        self.old = 0
+        """Stamped earlier than now by more than the staleness timeout: stale on arrival."""
+        self.duplicate = 0
+        """The same stamp as the input's last accepted message: a copy."""
+        self.reordered = 0
+        """An earlier stamp than the input's last accepted message: overtaken on the way."""
+        self.gaps = 0
+        """Trigger-input messages stamped more than 1.5 periods after the last accepted one: messages went missing
+        in between (dropped, or skipped by the rules above)."""
+        self.last = ""
+        """The last skipped message's input and why."""
+
+    def values(self) -> dict[str, object]:
+        return {
+            "future_stamps": self.future,
+            "old_stamps": self.old,
+            "duplicate_messages": self.duplicate,
+            "reordered_messages": self.reordered,
+            "stamp_gaps": self.gaps,
+            "last_stamp_skip": self.last,
         }
 
 
@@ -141,6 +176,12 @@ class PolicyNodeCore:
     called when the command's fault changes (level OK, WARN or ERROR of diagnostic_msgs). `now_monotonic` (s)
     times the computation, `now_ros_ns` (ns, the clock of the inputs' header stamps) the deadlines. `counters`
     may outlive this object (the node keeps reporting them after cleanup).
+
+    The stamp rule: a stamped message (a header with a non-zero stamp) is skipped and counted (`StampCounters`) when
+    its stamp is more than the staleness timeout away from `now_ros_ns` (either way), or not later than its input's
+    last accepted one (a copy, or overtaken by a newer message); it then feeds no watchdog and triggers nothing, as
+    an unreadable message. So an old observation never reaches the policy, and a message from the past cannot
+    replace a newer one. The clocks of the stamps and of the node must agree within the staleness timeout.
     """
 
     def __init__(
@@ -172,6 +213,8 @@ class PolicyNodeCore:
         self.deadline = settings.deadline or controller.profile.dt
         self.lock = threading.Lock()
         self.active = False
+        self.last_stamps: dict[str, int] = {}
+        """Per input: the header stamp (ns) of its last accepted message."""
         self.vehicle = vehicle
         if vehicle is not None:
             controller.vehicle_gate = vehicle.takeover_wait
@@ -190,6 +233,7 @@ class PolicyNodeCore:
         with self.lock:
             self.controller.restart()
             self.counters.reset()
+            self.last_stamps.clear()
         self.active = True
 
     def stop(self, reason: str, halt: Callable[[], None] = lambda: None) -> bool:
@@ -250,7 +294,10 @@ class PolicyNodeCore:
         except InputError as err:  # e.g. another publisher's JointState on the topic: skipped, feeds no watchdog
             self._skip(source, err)
             return
+        stamp = stamp_ns(message)
         with self.lock:
+            if stamp is not None and not self._stamp_accepted(source, stamp):
+                return
             if self.derives:
                 merged = {**self.controller.fields, **fields}
                 fields |= derived_fields(self.controller.profile, merged, self.settings.target)
@@ -258,7 +305,33 @@ class PolicyNodeCore:
             if not (source == self.trigger_input and self.active and self.settings.trigger == "observation"):
                 return
             output = self.controller.step()
-        self._send(output, received, stamp_ns(message))
+        self._send(output, received, stamp)
+
+    def _stamp_accepted(self, source: str, stamp: int) -> bool:
+        """The stamp rule (class docstring); counts what it skips and the trigger input's gaps (under the lock)."""
+        counts, now = self.counters.stamps, self.now_ros_ns()
+        window = round(self.controller.profile.staleness_timeout * 1e9)
+        last = self.last_stamps.get(source)
+        if last is not None and last - now > window:
+            last = None  # the node's clock went back (a simulation restarted): judge afresh
+        why = ""
+        if stamp - now > window:
+            counts.future += 1
+            why = f"stamped {(stamp - now) * 1e-9:.3f} s ahead of the node's clock"
+        elif now - stamp > window:
+            counts.old += 1
+            why = f"stamped {(now - stamp) * 1e-9:.3f} s ago"
+        elif last is not None and stamp <= last:
+            kind = "duplicate" if stamp == last else "reordered"
+            setattr(counts, kind, getattr(counts, kind) + 1)
+            why = f"{kind}: not later than the last accepted message"
+        if why:
+            counts.last = f"{source}: {why}"
+            return False
+        if last is not None and source == self.trigger_input and stamp - last > 1.5e9 * self.controller.profile.dt:
+            counts.gaps += 1
+        self.last_stamps[source] = stamp
+        return True
 
     def _on_frame(self, source: str, message: object) -> None:
         """A frame of image input `source`: decoded, cropped and resized here, outside the lock (the control step
@@ -367,11 +440,15 @@ class PolicyNodeCore:
         self._status(fault)
         if latched:  # reported last, so that the status of this command's own fault does not replace it
             counters.last_fault = "missed deadlines"
+            counters.fault_onsets["missed deadlines"] = counters.fault_onsets.get("missed deadlines", 0) + 1
             self.status_changed(*fault_status(latched))
 
     def _status(self, fault: str) -> None:
         if fault != self.counters.last_fault:
             self.counters.last_fault = fault
+            if fault:
+                kind = fault.kind.text if isinstance(fault, Fault) else fault
+                self.counters.fault_onsets[kind] = self.counters.fault_onsets.get(kind, 0) + 1
             self.status_changed(*fault_status(fault))
 
     def _deadline(self, latency: float) -> Fault | None:

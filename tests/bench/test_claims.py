@@ -45,6 +45,12 @@ def test_readers_hold_and_differ_on_the_benchmarks_own_json() -> None:
     assert claims.read_contention(contention)[1]
     contention["table"][0]["ratio"] = 0.5
     assert not claims.read_contention(contention)[1]
+    naming = {"stamp_gaps": {"named": True}, "old_stamps": {"named": True}}
+    soak = {"summary": {"violations": 0, "unanswered": 0, "sim_seconds": 3600.0, "rss_growth_percent": 0.2}}
+    soak["summary"]["naming"] = naming
+    assert claims.read_soak(soak)[1]
+    naming["old_stamps"]["named"] = False
+    assert not claims.read_soak(soak)[1]
     kill = {"kills": [{"resumed_from": 3}, {"resumed_from": 7}], "max_seconds_lost": 0.9, "save_every_s": 1.0}
     assert claims.read_kill(kill)[1]
     kill["kills"].append({"resumed_from": None})

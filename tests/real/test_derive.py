@@ -43,6 +43,13 @@ def test_quadrotor_state_waits_for_every_field_and_normalizes_the_quaternion() -
     np.testing.assert_allclose(rotation_matrix(np.sqrt(0.5), 0, 0, np.sqrt(0.5)) @ [1, 0, 0], [0, 1, 0], atol=1e-12)
 
 
+def test_a_non_finite_quaternion_gives_no_rotation() -> None:
+    # Found by the soak (bench/soak.py): a NaN orientation was read as level (the identity) and the policy flew on it.
+    for bad in (np.nan, np.inf, -np.inf):
+        assert np.isnan(rotation_matrix(1.0, 0.0, bad, 0.0)).all()
+        assert np.isnan(rotation_matrix(bad, 0.0, 0.0, 0.0)).all()
+
+
 def test_labelled_fields_name_array_elements_and_leave_missing_ones_out() -> None:
     spec = InputSpec(name="track", type="std_msgs/msg/Float32MultiArray", labels=("a", "b[1]", "c"))
     assert labelled_fields(spec, [1.0, 2.0]) == {"track.a": 1.0, "track.b[1]": 2.0}

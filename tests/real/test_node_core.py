@@ -446,4 +446,89 @@ def test_diagnostics_values(policy_file: Callable[[str], Path], clock: FakeClock
     assert after["commands"] == 3 and "command_type" not in after
     assert math.isnan(NodeCounters().values(active=False)["compute_latency_p50_ms"])
     controller_keys = ("command_type", "estopped", "stale_inputs", "input_age_ms.odom")
-    np.testing.assert_equal(sorted(after), sorted(k for k in values if k not in controller_keys))
+    assert values["faults.non-finite"] == 1 and after["faults.stopped"] == 1  # the fault kinds' onsets
+    plain = [k for k in values if k not in controller_keys and not k.startswith("faults.")]
+    np.testing.assert_equal(sorted(k for k in after if not k.startswith("faults.")), sorted(plain))
+
+
+# ------------------------------------------------------------------------------------------------ stamp rule
+
+
+def _stamped(node: Node, stamp: float, fields: dict[str, float] | None = None) -> None:
+    """An odometry message stamped `stamp` s on the node's clock."""
+    ns = round(stamp * NS)
+    header = SimpleNamespace(stamp=SimpleNamespace(sec=ns // NS, nanosec=ns % NS))
+    node.core.on_input("odom", SimpleNamespace(fields=fields or HOVER_ODOM, header=header))
+
+
+def test_copies_overtaken_and_far_stamps_are_skipped_and_counted(
+    policy_file: Callable[[str], Path], clock: FakeClock
+) -> None:
+    node = _active_crazyflie(policy_file, clock, max_missed_deadlines=0)
+    dt, timeout = node.profile.dt, node.profile.staleness_timeout
+    _stamped(node, clock.now)
+    first = clock.now
+    clock.advance(dt)
+    _stamped(node, first)  # a copy of the last accepted message
+    _stamped(node, first - dt)  # older than it: overtaken
+    _stamped(node, clock.now + timeout + 0.001)  # from the future beyond the timeout
+    _stamped(node, clock.now - timeout - 0.001)  # older than the timeout: stale on arrival
+    _stamped(node, clock.now - 3600.0)
+    assert len(node.commands) == 1  # only the first was answered
+    stamps = node.core.counters.stamps
+    assert (stamps.duplicate, stamps.reordered, stamps.future, stamps.old, stamps.gaps) == (1, 1, 1, 2, 0)
+    assert stamps.last.startswith("odom: stamped 3600.000 s ago")
+    _stamped(node, clock.now + timeout - 0.001)  # ahead, but within the timeout: accepted, 59 ms after the last
+    assert len(node.commands) == 2 and node.core.counters.last_fault == ""
+    values = node.core.diagnostics()
+    assert (values["duplicate_messages"], values["reordered_messages"]) == (1, 1)
+    assert (values["future_stamps"], values["old_stamps"], values["stamp_gaps"]) == (1, 2, 1)
+
+
+def test_skipped_stamps_feed_no_watchdog(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    _stamped(node, clock.now)
+    for _ in range(6):  # 60 ms of copies only: the input goes stale, the watchdog sends the safe command
+        clock.advance(node.profile.dt)
+        _stamped(node, clock.now - 1.0)
+        node.core.on_watchdog()
+    assert node.commands[-1] == SAFE_PWM and node.core.counters.last_fault == "stale observation"
+    assert node.core.counters.stamps.old == 6
+
+
+def test_a_gap_in_the_trigger_inputs_stamps_is_counted(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    start, dt = clock.now, node.profile.dt
+    for step in (0, 1, 2, 4, 5, 8):  # steps 3, 6 and 7 went missing: two gaps
+        clock.now = start + step * dt
+        _stamped(node, clock.now)
+    assert node.core.counters.stamps.gaps == 2 and len(node.commands) == 6
+
+
+def test_a_clock_that_went_back_is_judged_afresh(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    _stamped(node, clock.now)
+    clock.advance(-10.0)  # a simulation restarted its /clock
+    _stamped(node, clock.now)
+    assert len(node.commands) == 2 and node.core.counters.stamps.reordered == 0
+
+
+def test_a_nan_orientation_gives_the_safe_command(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    node.send("odom", {**HOVER_ODOM, "odom.pose.pose.orientation.w": math.nan})
+    assert node.commands == [SAFE_PWM] and node.core.counters.last_fault.startswith("non-finite observation")
+
+
+def test_each_fault_onset_is_counted_by_kind(policy_file: Callable[[str], Path], clock: FakeClock) -> None:
+    node = _active_crazyflie(policy_file, clock)
+    nan_odom = {**HOVER_ODOM, "odom.twist.twist.angular.x": math.nan}
+    for fields in (HOVER_ODOM, nan_odom, nan_odom, HOVER_ODOM, nan_odom, HOVER_ODOM):
+        node.send("odom", fields)
+        clock.advance(node.profile.dt)
+    clock.advance(node.profile.staleness_timeout)
+    node.core.on_watchdog()
+    node.core.on_watchdog()
+    values = node.core.diagnostics()
+    assert values["faults.non-finite"] == 2 and values["faults.stale observation"] == 1
+    node.core.activate()
+    assert not any(key.startswith("faults.") for key in node.core.diagnostics())

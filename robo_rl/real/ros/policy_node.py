@@ -68,6 +68,10 @@ the JointTrajectory point's time_from_start keeps every joint within its rate li
 profile cannot read (a JointState lacking the profile's joints, e.g. another publisher's) is skipped and counted
 (`skipped_messages`); it does not keep its input fresh.
 
+Simulated time: with ROS's `use_sim_time` parameter true, the node's clock is /clock (deadlines, the watchdog timer,
+diagnostics) and so are the staleness timeout and the operator's freshness (`trigger: observation` only): a stepped
+simulation faster than real time (bench/soak.py) sees the timeouts in simulated seconds.
+
 Timing: callbacks run in rclpy's EventsExecutor where this rclpy has it (real/ros/executor.py), in arrival order;
 the objects made up to activation are frozen out of the garbage collector's reach.
 
@@ -85,7 +89,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
@@ -193,9 +197,11 @@ class PolicyNode(LifecycleNode):
         runtime = PolicyRuntime(own.policy, profile, own.threads)
         inputs = topic_inputs(profile)
         cameras = image_inputs(profile, runtime.cameras)
+        clock = self._control_clock()
         controller = PolicyController(
             runtime,
             profile,
+            clock=clock,
             command_type=own.command_type,
             chunk_execution=settings.chunks(runtime.action_chunk),
         )
@@ -207,7 +213,7 @@ class PolicyNode(LifecycleNode):
             {item.spec.name: item.decode for item in inputs},
             self._publish,
             self._fault_status,
-            now_monotonic=time.monotonic,
+            now_monotonic=clock,
             now_ros_ns=lambda: self.get_clock().now().nanoseconds,
             counters=self.counters,
             frame_decoders={item.spec.name: item.decode for item in cameras},
@@ -223,6 +229,13 @@ class PolicyNode(LifecycleNode):
             f"{runtime.action_dim} actions{chunk}, onnxruntime {runtime.threads} thread(s)) on profile {profile.name}; "
             f"command {controller.command_spec.type} on '{controller.command_spec.topic}', trigger {settings.trigger}"
         )
+
+    def _control_clock(self) -> Callable[[], float]:
+        """The clock (s) of staleness and the operator's freshness: the monotonic clock, or with ROS's
+        `use_sim_time` the simulated time on /clock (a stepped simulation: the timeouts are in simulated seconds)."""
+        if not self.get_parameter("use_sim_time").value:
+            return time.monotonic
+        return lambda: self.get_clock().now().nanoseconds * 1e-9
 
     def _subscribe(self, inputs: Sequence[TopicInput | ImageInput]) -> None:
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
