@@ -1,10 +1,13 @@
-"""Ctrl-C during `robo-rl train`: stop at the end of the current iteration, not wherever the signal lands.
+"""Ctrl-C or SIGTERM during `robo-rl train`: stop soon at a safe point, not wherever the signal lands.
 
 A KeyboardInterrupt raised at an arbitrary point interrupts whatever runs (a metrics write, TensorBoard's event
-queue, a replay chunk) before the checkpoint is saved. The first Ctrl-C therefore only asks to stop: the runner
-checks `is_requested` before each iteration and ends there as at max_iterations (final checkpoint and learning
-curve). A second Ctrl-C raises KeyboardInterrupt at once. A process started with SIGINT ignored (an
-asynchronous command of a non-interactive shell) keeps ignoring it, as Python's own handling does.
+queue, a replay chunk) before the checkpoint is saved. The first SIGINT or SIGTERM therefore only asks to stop: the
+runner checks `is_requested` before each iteration, and an on-policy rollout before each of its steps, and ends
+there as at max_iterations (final checkpoint, learning curve, and the export that `--export` asks for). A launcher
+(`ros2 launch`, `robo-rl launch`, systemd) sends SIGINT then SIGTERM after a few seconds, and expects the process
+to be gone well before its SIGKILL. A second signal raises KeyboardInterrupt at once (the caller still saves the
+checkpoint). A process started with SIGINT ignored (an asynchronous command of a non-interactive shell) keeps
+ignoring it, as Python's own handling does; SIGTERM is handled all the same.
 """
 
 from __future__ import annotations
@@ -16,36 +19,49 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-NOTICE = b"robo-rl train: stopping after this iteration (Ctrl-C again to stop at once)\n"
+NOTICE = b"robo-rl train: stopping at the next safe point (Ctrl-C again to stop at once)\n"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class IterationBoundaryInterrupt:
-    """Installed by `stop_at_iteration_end`; `is_requested` is the runner's `stop_requested`."""
+    """Installed by `stop_at_iteration_end`; `is_requested` is the runner's `stop_requested`.
 
-    def __init__(self, previous: Any) -> None:
+    Attributes:
+        requested: a first stop signal arrived.
+        signum: the number of the first stop signal (0 while none arrived).
+        previous: each handled signal's handler before this one, restored on exit.
+    """
+
+    def __init__(self, previous: dict[int, Any]) -> None:
         self.requested = False
+        self.signum = 0
         self.previous = previous
 
-    def handle(self, _signum: int, _frame: FrameType | None) -> None:
+    def handle(self, signum: int, _frame: FrameType | None) -> None:
         if self.requested:
-            signal.signal(signal.SIGINT, self.previous)
+            self.restore()
             raise KeyboardInterrupt
-        self.requested = True
+        self.requested, self.signum = True, signum
         os.write(2, NOTICE)  # async-signal-safe, unlike print
 
     def is_requested(self) -> bool:
         return self.requested
 
+    def restore(self) -> None:
+        """Put back the handlers this one replaced."""
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+
 
 @contextlib.contextmanager
 def stop_at_iteration_end() -> Iterator[IterationBoundaryInterrupt]:
-    """SIGINT handled as described above while the block runs (main thread only); the previous handler after."""
-    interrupt = IterationBoundaryInterrupt(signal.getsignal(signal.SIGINT))
-    if interrupt.previous is signal.SIG_IGN:  # whoever started us asked for SIGINT to be ignored
-        yield interrupt
-        return
-    signal.signal(signal.SIGINT, interrupt.handle)
+    """SIGINT and SIGTERM handled as described above while the block runs (main thread only); the previous
+    handlers after. An ignored SIGINT stays ignored."""
+    handled = [s for s in STOP_SIGNALS if not (s == signal.SIGINT and signal.getsignal(s) is signal.SIG_IGN)]
+    interrupt = IterationBoundaryInterrupt({signum: signal.getsignal(signum) for signum in handled})
+    for signum in handled:
+        signal.signal(signum, interrupt.handle)
     try:
         yield interrupt
     finally:
-        signal.signal(signal.SIGINT, interrupt.previous)
+        interrupt.restore()

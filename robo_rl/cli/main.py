@@ -71,12 +71,13 @@ def _add_unavailable(sub: argparse._SubParsersAction, command: str, missing: str
 
 def main(argv: list[str] | None = None) -> int:
     prefer_passive_waiting(os.environ)  # before build_parser imports torch: libgomp reads it when it loads
+    from_command_line = argv is None
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     args.argv = argv  # recorded in each run's meta.json
     try:
         apply_threads(_requested_threads(args), os.environ)
-        return args.func(args)
+        code = args.func(args)
     except (ConfigError, ValueError) as err:
         # Bad input is the user's to fix: one line, no traceback.
         print(f"robo-rl {args.command}: error: {err}", file=sys.stderr)
@@ -84,6 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:  # a missing input, or a path the command cannot write (under a file, in /proc, ...)
         print(f"robo-rl {args.command}: error: {os_error_line(err)}", file=sys.stderr)
         return 2
+    if from_command_line and getattr(args, "stopped_by_signal", False):
+        # Asked to stop by a launcher, which kills what is still running a few seconds later; everything is saved and
+        # closed by now, and the interpreter's finalization (torch, the ONNX exporter) takes another 1-2 s.
+        from robo_rl.cli.distributed import exit_now
+
+        exit_now(code)
+    return code
 
 
 def _requested_threads(args: argparse.Namespace) -> int | None:

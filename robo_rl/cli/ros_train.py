@@ -22,4 +22,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The ROS arguments were this entry's. The trainer's rclpy.init() reads sys.argv, where `-r __node:=NAME`
         # would rename every node of the process (robot_env, ...) as it does not under `robo-rl launch`.
         sys.argv = [sys.argv[0], *arguments]
+        return cli()  # as the program: it may end the process at once once stopped by a signal
     return cli(arguments)
