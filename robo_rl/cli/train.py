@@ -168,7 +168,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         with _stop_signals(reducer.world.size) as interrupt:
             code = _train(args, reducer, interrupt)
-            args.stopped_by_signal = interrupt is not None and interrupt.requested
+            args.stopped_by_signal = interrupt is not None and interrupt.signum != 0
     finally:
         leave(reducer)
     if reducer.world.size > 1:
@@ -177,11 +177,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _stop_signals(world_size: int) -> contextlib.AbstractContextManager[IterationBoundaryInterrupt | None]:
-    """From before the runner is built: SIGINT and SIGTERM ask the run to stop at its next safe point
-    (robo_rl.api.interrupt), so that a signal during set-up still ends with a checkpoint and the export. Several
-    processes, which must stop at the same iteration, and a thread other than the main one keep Python's own."""
+    """SIGINT and SIGTERM for the whole command (robo_rl.api.interrupt): during set-up they stop it at once (a wait for
+    the robot too), from the run directory's creation on at the next safe point, with its checkpoint and export.
+    Several processes, which must stop at the same iteration, and a thread other than the main one keep Python's
+    own."""
     if world_size == 1 and threading.current_thread() is threading.main_thread():
-        return stop_at_iteration_end()
+        return stop_at_iteration_end(immediate=True)
     return contextlib.nullcontext()
 
 
@@ -189,10 +190,11 @@ def _train(args: argparse.Namespace, reducer: Reducer, interrupt: IterationBound
     main_rank = reducer.world.is_main
     console = terminal() if main_rank else Console(quiet=True)
     try:
-        runner, run = _resume(args, reducer) if args.resume is not None else _start(args, reducer)
-    except KeyboardInterrupt:  # a second stop signal before training started: nothing to save yet
-        console.print("interrupted before training started; nothing was saved")
+        runner, run = _resume(args, reducer) if args.resume is not None else _start(args, reducer, interrupt)
+    except KeyboardInterrupt:  # a stop signal during set-up (interrupt.immediate): nothing to save yet
+        console.print("robo-rl train: interrupted during set-up, before training started; no checkpoint was saved")
         return 130
+    _setup_done(interrupt)
     console.print(f"run directory: [bold]{run.path}[/bold]")
     if reducer.world.size > 1:
         console.print(f"{reducer.world.size} processes; rank 0 logs, evaluates and checkpoints")
@@ -216,6 +218,13 @@ def _train(args: argparse.Namespace, reducer: Reducer, interrupt: IterationBound
         _print_interrupted(console, runner, run)
         return 130
     return 0
+
+
+def _setup_done(interrupt: IterationBoundaryInterrupt | None) -> None:
+    """Set-up is over (right before the run directory is created): from now on a stop signal asks the run to stop at
+    its next safe point, with its checkpoint."""
+    if interrupt is not None:
+        interrupt.immediate = False
 
 
 def _warm_exporter() -> None:
@@ -254,9 +263,11 @@ def _without_nproc(argv: list[str]) -> list[str]:
     return out
 
 
-def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
+def _start(
+    args: argparse.Namespace, reducer: Reducer, interrupt: IterationBoundaryInterrupt | None = None
+) -> tuple[Runner, RunDirectory | RankRun]:
     if args.robot is not None:
-        return _start_on_robot(args, reducer)
+        return _start_on_robot(args, reducer, interrupt)
     source = args.config or _default_preset(args.algo or "ppo")
     cfg = resolve_config(source, args.overrides, values=_shorthands(args))
     if args.max_iterations is not None:
@@ -269,6 +280,7 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
         )
     run: RunDirectory | RankRun | None = None
     if reducer.world.is_main:
+        _setup_done(interrupt)
         run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
         (run.path / WORLD_SIZE_FILE).write_text(f"{reducer.world.size}\n")
     path = reducer.broadcast(None if run is None else str(run.path))
@@ -301,7 +313,9 @@ def robot_preset(profile: RobotProfile) -> str:
     return own if own in preset_names() else f"robot_{profile.kind}_sac"
 
 
-def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
+def _start_on_robot(
+    args: argparse.Namespace, reducer: Reducer, interrupt: IterationBoundaryInterrupt | None = None
+) -> tuple[Runner, RunDirectory | RankRun]:
     """`--robot PROFILE`: the robot as the one training env; no evaluation env, one process."""
     from robo_rl.real.profile import load_profile
 
@@ -330,6 +344,7 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
         runner = build_runner(
             cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer, make_teacher=load_teacher
         )
+    _setup_done(interrupt)
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
     return runner, runner.run
 

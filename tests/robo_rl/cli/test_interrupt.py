@@ -9,12 +9,12 @@ import time
 import pytest
 import torch
 
-from robo_rl.api.interrupt import stop_at_iteration_end
+from robo_rl.api.interrupt import REPEAT_WINDOW_S, stop_at_iteration_end
 
 
-def _sigint_and_wait() -> None:
+def _sigint_and_wait(pause_s: float = 0.05) -> None:
     os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(0.05)  # the handler runs at the next bytecode boundary of the main thread
+    time.sleep(pause_s)  # the handler runs at the next bytecode boundary of the main thread
 
 
 def test_the_first_ctrl_c_is_a_request_the_second_a_keyboard_interrupt(
@@ -23,7 +23,7 @@ def test_the_first_ctrl_c_is_a_request_the_second_a_keyboard_interrupt(
     before = signal.getsignal(signal.SIGINT)
     with stop_at_iteration_end() as interrupt:
         assert not interrupt.is_requested()
-        _sigint_and_wait()  # no exception here, mid-iteration
+        _sigint_and_wait(REPEAT_WINDOW_S)  # no exception here, mid-iteration
         assert interrupt.is_requested()
         with pytest.raises(KeyboardInterrupt):
             _sigint_and_wait()
@@ -70,6 +70,8 @@ def test_sigterm_asks_to_stop_as_the_first_ctrl_c_does() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.05)
         assert interrupt.is_requested() and interrupt.signum == signal.SIGTERM
+        _sigint_and_wait()  # the same request, passed on by a launcher: ignored
+        time.sleep(REPEAT_WINDOW_S)
         with pytest.raises(KeyboardInterrupt):
             _sigint_and_wait()
     assert signal.getsignal(signal.SIGTERM) is before
