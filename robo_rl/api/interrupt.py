@@ -5,9 +5,10 @@ queue, a replay chunk) before the checkpoint is saved. Once the run directory ex
 therefore only asks to stop: the runner checks `is_requested` before each iteration, and an on-policy rollout before
 each of its steps, and ends there as at max_iterations (final checkpoint, learning curve, and the export that
 `--export` asks for). A launcher (`ros2 launch`, `robo-rl launch`, systemd) sends SIGINT, then SIGTERM a few
-seconds later, and SIGKILL after that. A second signal raises KeyboardInterrupt at once (the caller still saves the
-checkpoint), unless it comes within `REPEAT_WINDOW_S` of the first: a terminal's Ctrl-C reaches every process of its
-foreground group, and a launcher in that group that passes the signal on delivers the same Ctrl-C twice. During
+seconds later, and SIGKILL after that: a SIGTERM after the first signal therefore changes nothing (the stop, and its
+export, go on). A second Ctrl-C raises KeyboardInterrupt at once (the caller still saves the checkpoint), unless it
+comes within `REPEAT_WINDOW_S` of the first: a terminal's Ctrl-C reaches every process of its foreground group, and a
+launcher in that group that passes the signal on delivers the same Ctrl-C twice. During
 set-up (building the simulator, waiting for a robot) a stop signal raises KeyboardInterrupt at once: there is nothing
 to save yet. A process started with SIGINT ignored (an asynchronous command of a non-interactive shell) keeps
 ignoring it, as Python's own handling does; SIGTERM is handled all the same.
@@ -52,8 +53,8 @@ class IterationBoundaryInterrupt:
             self.signum = signum
             raise KeyboardInterrupt
         if self.requested:
-            if time.monotonic() - self._first_at < REPEAT_WINDOW_S:
-                return
+            if signum != signal.SIGINT or time.monotonic() - self._first_at < REPEAT_WINDOW_S:
+                return  # a launcher's SIGTERM that follows its SIGINT, or the same Ctrl-C passed on: keep stopping
             self.restore()
             raise KeyboardInterrupt
         self.requested, self.signum, self._first_at = True, signum, time.monotonic()
