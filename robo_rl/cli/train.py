@@ -190,17 +190,18 @@ def _train(args: argparse.Namespace, reducer: Reducer, interrupt: IterationBound
     main_rank = reducer.world.is_main
     console = terminal() if main_rank else Console(quiet=True)
     try:
-        runner, run = _resume(args, reducer) if args.resume is not None else _start(args, reducer, interrupt)
+        if args.resume is None:
+            runner, run = _start(args, reducer, interrupt)
+        else:
+            runner, run = _resume(args, reducer)
+            _setup_done(interrupt, export=args.export and main_rank)
     except KeyboardInterrupt:  # a stop signal during set-up (interrupt.immediate): nothing to save yet
         console.print("robo-rl train: interrupted during set-up, before training started; no checkpoint was saved")
         return 130
-    _setup_done(interrupt)
     console.print(f"run directory: [bold]{run.path}[/bold]")
     if reducer.world.size > 1:
         console.print(f"{reducer.world.size} processes; rank 0 logs, evaluates and checkpoints")
     exports = args.export and main_rank
-    if exports and interrupt is not None:
-        _warm_exporter()
     quiet = args.quiet or not main_rank
     result = train(runner, run, console, quiet, at_iteration_end=reducer.world.size == 1, interrupt=interrupt)
     if result is None:
@@ -220,11 +221,15 @@ def _train(args: argparse.Namespace, reducer: Reducer, interrupt: IterationBound
     return 0
 
 
-def _setup_done(interrupt: IterationBoundaryInterrupt | None) -> None:
+def _setup_done(interrupt: IterationBoundaryInterrupt | None, export: bool = False) -> None:
     """Set-up is over (right before the run directory is created): from now on a stop signal asks the run to stop at
-    its next safe point, with its checkpoint."""
-    if interrupt is not None:
-        interrupt.immediate = False
+    its next safe point, with its checkpoint. A run that `export`s (a single process, stopped by signals: the
+    launchers') first warms the ONNX exporter, still in set-up, so that a stop in its first iteration is as quick."""
+    if interrupt is None:
+        return
+    if export:
+        _warm_exporter()
+    interrupt.immediate = False
 
 
 def _warm_exporter() -> None:
@@ -280,7 +285,7 @@ def _start(
         )
     run: RunDirectory | RankRun | None = None
     if reducer.world.is_main:
-        _setup_done(interrupt)
+        _setup_done(interrupt, export=args.export)
         run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
         (run.path / WORLD_SIZE_FILE).write_text(f"{reducer.world.size}\n")
     path = reducer.broadcast(None if run is None else str(run.path))
@@ -344,7 +349,7 @@ def _start_on_robot(
         runner = build_runner(
             cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer, make_teacher=load_teacher
         )
-    _setup_done(interrupt)
+    _setup_done(interrupt, export=args.export)
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
     return runner, runner.run
 
