@@ -50,6 +50,7 @@ def main() -> None:
         stdout=log,
         stderr=subprocess.STDOUT,
         env=_environment(launcher, log_dir),
+        cwd=log_dir,  # recorder writes its bags into the working directory
         start_new_session=True,
     )
     results: dict[str, Any] = {"ready": _ready(case, runs, log_dir, process), "load": os.getloadavg()[0]}
@@ -82,8 +83,8 @@ def _command(launcher: str, file: str, arguments: list[str]) -> list[str]:
 
 
 def _environment(launcher: str, log_dir: Path) -> dict[str, str]:
-    """This venv first on PATH (lib/robo_rl's `#!/usr/bin/env python3`), its prefix on AMENT_PREFIX_PATH, the ROS
-    logs of nodes without `output: screen` in LOG_DIR, and recorder's bags there too (its working directory)."""
+    """This venv first on PATH (lib/robo_rl's `#!/usr/bin/env python3`), its prefix on AMENT_PREFIX_PATH, and the
+    ROS logs of nodes without `output: screen` in LOG_DIR."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "ROS_LOG_DIR": str(log_dir / "ros")}
     if launcher == "ros2":
         env["AMENT_PREFIX_PATH"] = sys.prefix
