@@ -9,9 +9,9 @@ teleop_node and recorder run). SIGINT goes to the launcher, which passes it on; 
 every process gone within 2 s, inside the launchers' 5 s before SIGTERM, with the trainer's checkpoint and
 policy.onnx. The 1-minute load average is recorded with each run: the numbers grow with it.
 
-Usage: `python bench/launch_stop.py [--repeats 1] [--launchers robo-rl ros2] [--policy POLICY.onnx]` (a
-quadrotor_crazyflie policy for the `sim` case; without it one is trained and exported for 1 iteration: its
-flying does not matter here). Results go to bench/results/launch_stop.json.
+Usage: `python bench/launch_stop.py [--repeats 1] [--launchers robo-rl ros2] [--cases train ...] [--policy P.onnx]`
+(a quadrotor_crazyflie policy for the `sim` case; without it one is trained and exported for 1 iteration: its flying
+does not matter here). Results go to bench/results/launch_stop.json (`--out` elsewhere).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--launchers", nargs="+", default=["robo-rl", "ros2"], choices=["robo-rl", "ros2"])
     parser.add_argument("--policy", type=Path, help="a quadrotor_crazyflie policy.onnx for the sim case")
     parser.add_argument("--ros-python", type=Path, default=ROS_PYTHON)
+    parser.add_argument("--cases", nargs="+", default=sorted({case for case, _ in CASES}), help="a subset of the cases")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "launch_stop.json")
     args = parser.parse_args()
     load = warn_if_busy()
     with tempfile.TemporaryDirectory(prefix="launch_stop_") as folder:
@@ -50,11 +52,11 @@ def main() -> None:
             _run(args.ros_python, Path(folder), launcher, case, signame, policy)
             for launcher in args.launchers
             for case, signame in CASES
+            if case in args.cases
             for _ in range(args.repeats)
         ]
-    out = ROOT / "bench" / "results" / "launch_stop.json"
-    out.write_text(json.dumps({"machine": machine_info(), "load_at_start": load, "runs": runs}, indent=1) + "\n")
-    print(f"wrote {out}")
+    args.out.write_text(json.dumps({"machine": machine_info(), "load_at_start": load, "runs": runs}, indent=1) + "\n")
+    print(f"wrote {args.out}")
 
 
 def _policy(folder: Path) -> Path:
