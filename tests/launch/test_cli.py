@@ -104,8 +104,10 @@ def test_after_a_terminal_ctrl_c_the_children_get_no_second_sigint() -> None:
 
 
 def test_sigterm_stops_robo_rl_launch_and_its_children(tmp_path: Path) -> None:
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\ntime.sleep(60)\n")
     launch = tmp_path / "a.launch.yaml"
-    launch.write_text(f"launch:\n- executable: {{cmd: '{sys.executable} -c \"import time; time.sleep(60)\"'}}\n")
+    launch.write_text(f"launch:\n- executable: {{cmd: '{sys.executable} {script}'}}\n")
     robo_rl = str(Path(sys.executable).with_name("robo-rl"))
     launcher = subprocess.Popen([robo_rl, "launch", str(launch)], stdout=subprocess.PIPE, text=True)
     assert launcher.stdout is not None and launcher.stdout.readline().startswith("[1]")
