@@ -9,6 +9,7 @@ run here.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import shlex
 import shutil
@@ -16,7 +17,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,7 +213,8 @@ def run_commands(commands: Sequence[Command], stop_timeout_s: float = 5.0, termi
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:
         for command in commands:
-            children.append(_start(command, children, stop_timeout_s))
+            with _signals_held(main_thread):  # a stop signal lands once the child is in `children`, never between
+                children.append(_start(command, children, stop_timeout_s))
         codes = [child.wait() for child in children]
     except KeyboardInterrupt:
         stop_processes(children, stop_timeout_s, send_sigint=not terminal_sigint)
@@ -224,6 +226,26 @@ def run_commands(commands: Sequence[Command], stop_timeout_s: float = 5.0, termi
         if main_thread:
             signal.signal(signal.SIGTERM, previous)
     return next((code for code in codes if code != 0), 0)
+
+
+@contextlib.contextmanager
+def _signals_held(main_thread: bool) -> Iterator[None]:
+    """SIGINT and SIGTERM held back while the block runs (in the main thread, where their handlers run), delivered
+    after it. The children started meanwhile unblock them (`_release_stop_signals`)."""
+    if not main_thread:
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _release_stop_signals() -> None:
+    """In a child before it runs its program: unblock what `_signals_held` blocked (a signal mask is inherited)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 
 
 class Terminated(Exception):
@@ -238,7 +260,7 @@ def _raise_terminated(_signum: int, _frame: object) -> None:
 def _start(command: Command, started: Sequence[subprocess.Popen], stop_timeout_s: float) -> subprocess.Popen:
     """Start one command; if it cannot start, stop the ones already running and raise LaunchError."""
     try:
-        return subprocess.Popen(command.argv)
+        return subprocess.Popen(command.argv, preexec_fn=_release_stop_signals)  # the launcher runs no threads
     except OSError as err:
         stop_processes(started, stop_timeout_s)
         raise LaunchError(f"cannot start {command.argv[0]}: {err.strerror or err}", command.process.where) from None
