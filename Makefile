@@ -111,6 +111,25 @@ ros-msgs: $(ROS_MSGS_STAMP)
 
 ros-venv: $(ROS_STAMP) $(ROS_MSGS_STAMP)
 
+# The real `ros2 launch` in .venv-ros (docs/ROBOT.md, "The real ros2 launch without a ROS installation"): PyPI has
+# no wheels of ros2/launch, ros2/launch_ros or ros2cli, and CI cannot fetch them, so LAUNCH_SRC names a folder with
+# their checkouts (launch at tag 3.7.1, launch_ros at 0.28.0, ros2cli at 0.36.1, as LAUNCH_SRC/launch,
+# LAUNCH_SRC/launch_ros, LAUNCH_SRC/ros2cli). ros_msgs/ros_launch.sh pip-installs their Python packages into
+# .venv-ros and installs robo_rl as a ROS package (CMakeLists.txt) into .venv-ros's prefix; composition_interfaces,
+# which launch_ros imports, comes from `make ros-msgs`. Then: PATH=.venv-ros/bin:$$PATH AMENT_PREFIX_PATH=.venv-ros
+# ros2 launch robo_rl FILE. tests/real/ros/test_launch_stop.py runs its ros2 cases where this was done.
+LAUNCH_SRC ?=
+.PHONY: ros-launch
+ros-launch: $(ROS_STAMP) $(ROS_MSGS_STAMP)
+	@if [ -z "$(LAUNCH_SRC)" ]; then \
+		echo "make ros-launch: give LAUNCH_SRC=DIR, a folder holding checkouts of ros2/launch (tag 3.7.1)," >&2; \
+		echo "  ros2/launch_ros (0.28.0) and ros2/ros2cli (0.36.1) as DIR/launch, DIR/launch_ros, DIR/ros2cli," >&2; \
+		echo "  e.g. git clone -b 3.7.1 https://github.com/ros2/launch DIR/launch (nothing is fetched here)" >&2; \
+		exit 2; \
+	fi
+	@$(MAKE) --no-print-directory system-deps SYSTEM_PACKAGES="$(ROS_SYSTEM_PACKAGES)"
+	sh ros_msgs/ros_launch.sh $(VENV_ROS) $(LAUNCH_SRC)
+
 # .venv-mjlab: mjlab (Isaac Lab's manager-based API on MuJoCo Warp) for `robo_rl.sim.from_mjlab` and tests/sim/mjlab.
 # A venv of its own because mjlab pins mujoco~=3.11 where .venv has mujoco 4. The CPU torch goes in first and a
 # constraints file keeps it (an unpinned torch would pull the CUDA build); robo_rl then comes in with only the extras

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds the message packages in ros_msgs/ with CMake, ament_cmake and rosidl from the PyPI ros-* wheels, and installs
-# them into the ROS venv's own prefix (usage: ros_msgs/build.sh VENV; `make ros-msgs` runs it for .venv-ros).
+# them into the ROS venv's own prefix (usage: ros_msgs/build.sh VENV [PACKAGE...], all of them without PACKAGE;
+# `make ros-msgs` runs it for .venv-ros).
 # That prefix is where the ros-*-msgs wheels put their files: Python packages in lib/python3.X/site-packages, the
 # typesupport libraries in lib/, which the wheels' .pth (ros_wheels_bootstrapper) puts on LD_LIBRARY_PATH, and
 # share/<package> with the .msg, .idl and the type-description .json files.
@@ -10,8 +11,10 @@ venv=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 jobs=${ROS_MSGS_JOBS:-2}
 mkdir -p "$venv/msgs-build"
+shift
+packages=${*:-ackermann_msgs composition_interfaces crazyflie_interfaces px4_msgs}
 
-for package in ackermann_msgs crazyflie_interfaces px4_msgs; do
+for package in $packages; do
 	build="$venv/msgs-build/$package"
 	rm -rf "$build"
 	echo "ros_msgs: building $package into $venv"

@@ -72,4 +72,12 @@ def main(args: argparse.Namespace) -> int:
         missing = [command.missing for command in commands if command.missing]
         if missing:
             raise LaunchError(f"cannot run: {'; '.join(missing)} (--dry-run prints the plan only)")
-        return run_commands(commands)
+        return run_commands(commands, terminal_sigint=_in_terminal_foreground())
+
+
+def _in_terminal_foreground() -> bool:
+    """Whether this process runs in the foreground of a terminal, whose Ctrl-C then reaches the children too."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, ValueError):  # no terminal, or stdin closed
+        return False

@@ -70,14 +70,17 @@ def _add_unavailable(sub: argparse._SubParsersAction, command: str, missing: str
     parser.set_defaults(func=fail)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, stopped_code: int | None = None) -> int:
+    """The `robo-rl` command; its exit status. `stopped_code`: the status of a command that a stop signal ended
+    cleanly (everything saved), instead of its own (130 for `robo-rl train`): the ROS node entry's 0."""
     prefer_passive_waiting(os.environ)  # before build_parser imports torch: libgomp reads it when it loads
+    from_command_line = argv is None
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
     args.argv = argv  # recorded in each run's meta.json
     try:
         apply_threads(_requested_threads(args), os.environ)
-        return args.func(args)
+        code = args.func(args)
     except (ConfigError, ValueError) as err:
         # Bad input is the user's to fix: one line, no traceback.
         print(f"robo-rl {args.command}: error: {err}", file=sys.stderr)
@@ -85,6 +88,16 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as err:  # a missing input, or a path the command cannot write (under a file, in /proc, ...)
         print(f"robo-rl {args.command}: error: {os_error_line(err)}", file=sys.stderr)
         return 2
+    stopped = getattr(args, "stopped_by_signal", False)
+    if stopped and stopped_code is not None and code == 130:
+        code = stopped_code
+    if from_command_line and stopped:
+        # Asked to stop by a launcher, which kills what is still running a few seconds later; everything is saved and
+        # closed by now, and the interpreter's finalization (torch, the ONNX exporter) takes another 1-2 s.
+        from robo_rl.cli.distributed import exit_now
+
+        exit_now(code)
+    return code
 
 
 def _requested_threads(args: argparse.Namespace) -> int | None:

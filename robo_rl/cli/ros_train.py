@@ -11,6 +11,10 @@ from robo_rl.cli.main import main as cli
 from robo_rl.launch.errors import LaunchError
 from robo_rl.launch.train_node import train_argv
 
+STOPPED_CODE = 0
+"""Exit status after a launcher's SIGINT or SIGTERM stopped training with its checkpoint and export saved: 0, as the
+other nodes (robo_rl.real.ros.spin), so that ros2 launch reports "finished cleanly" (`robo-rl train`: 130)."""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
@@ -22,4 +26,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The ROS arguments were this entry's. The trainer's rclpy.init() reads sys.argv, where `-r __node:=NAME`
         # would rename every node of the process (robot_env, ...) as it does not under `robo-rl launch`.
         sys.argv = [sys.argv[0], *arguments]
-    return cli(arguments)
+        return cli(stopped_code=STOPPED_CODE)  # as the program: it ends the process at once when stopped by a signal
+    return cli(arguments, stopped_code=STOPPED_CODE)

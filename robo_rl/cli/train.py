@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shlex
+import signal
 import sys
 import threading
 from dataclasses import replace
@@ -19,7 +20,7 @@ from robo_rl.api.bad_file import BadFileError, check_output
 from robo_rl.api.checkpoint_file import checkpoint_errors
 from robo_rl.api.configs import override, preset, preset_names, resolve_config
 from robo_rl.api.envs import env_factory, robot_env_factory, task_record, teleop_factory
-from robo_rl.api.interrupt import stop_at_iteration_end
+from robo_rl.api.interrupt import IterationBoundaryInterrupt, stop_at_iteration_end
 from robo_rl.api.prior_buffer_file import prior_buffer_errors
 from robo_rl.api.runs import load_teacher, read_run_config
 from robo_rl.build import Runner, build_runner
@@ -46,7 +47,9 @@ DESCRIPTION = """\
 Train a policy. CONFIG is a preset name (default: pendulum_ppo) or a YAML file whose keys map onto the
 experiment config (robo_rl/configs/*.yaml: what each preset changes from the defaults). Each run gets a directory
 RUNS_ROOT/NAME/<time>-seed<N> with config.yaml, meta.json (git hash, seed, versions), metrics.jsonl, TensorBoard
-scalars in tb/, checkpoints/ and learning_curve.png. Ctrl-C saves a checkpoint; continue with --resume RUN_DIR.
+scalars in tb/, checkpoints/ and learning_curve.png. Ctrl-C or SIGTERM ends the run at the next safe point as
+max_iterations would (checkpoint, learning curve, policy.onnx with --export; exit status 130); a second one stops at
+once, after saving the checkpoint. Continue with --resume RUN_DIR.
 """
 
 
@@ -173,7 +176,9 @@ def main(args: argparse.Namespace) -> int:
         return relaunch(args.nproc, _without_nproc(args.argv))
     reducer = join(_device(args))
     try:
-        code = _train(args, reducer)
+        with _stop_signals(reducer.world.size) as interrupt:
+            code = _train(args, reducer, interrupt)
+            args.stopped_by_signal = interrupt is not None and interrupt.signum != 0
     finally:
         leave(reducer)
     if reducer.world.size > 1:
@@ -181,23 +186,76 @@ def main(args: argparse.Namespace) -> int:
     return code
 
 
-def _train(args: argparse.Namespace, reducer: Reducer) -> int:
+def _stop_signals(world_size: int) -> contextlib.AbstractContextManager[IterationBoundaryInterrupt | None]:
+    """SIGINT and SIGTERM for the whole command (robo_rl.api.interrupt): during set-up they stop it at once (a wait for
+    the robot too), from the run directory's creation on at the next safe point, with its checkpoint and export.
+    Several processes, which must stop at the same iteration, and a thread other than the main one keep Python's
+    own."""
+    if world_size == 1 and threading.current_thread() is threading.main_thread():
+        return stop_at_iteration_end(immediate=True)
+    return contextlib.nullcontext()
+
+
+def _train(args: argparse.Namespace, reducer: Reducer, interrupt: IterationBoundaryInterrupt | None = None) -> int:
     main_rank = reducer.world.is_main
     console = terminal() if main_rank else Console(quiet=True)
-    runner, run = _resume(args, reducer) if args.resume is not None else _start(args, reducer)
+    try:
+        if args.resume is None:
+            runner, run = _start(args, reducer, interrupt)
+        else:
+            runner, run = _resume(args, reducer)
+            _setup_done(interrupt, export=args.export and main_rank)
+    except KeyboardInterrupt:  # a stop signal during set-up (interrupt.immediate): nothing to save yet
+        console.print("robo-rl train: interrupted during set-up, before training started; no checkpoint was saved")
+        return 130
     console.print(f"run directory: [bold]{run.path}[/bold]")
     if reducer.world.size > 1:
         console.print(f"{reducer.world.size} processes; rank 0 logs, evaluates and checkpoints")
+    exports = args.export and main_rank
     quiet = args.quiet or not main_rank
-    result = train(runner, run, console, quiet, at_iteration_end=reducer.world.size == 1)
+    result = train(runner, run, console, quiet, at_iteration_end=reducer.world.size == 1, interrupt=interrupt)
     if result is None:
         return 130
-    print_summary(console, result, run)
-    if args.export and main_rank:
+    print_summary(console, result, run, _stopped_by(interrupt))
+    if exports:
         from robo_rl.cli.export import export_run
 
-        export_run(run.path, None, console)
+        try:
+            export_run(run.path, None, console)
+        except KeyboardInterrupt:
+            console.print("export interrupted; robo-rl export RUN_DIR writes policy.onnx from the saved checkpoint")
+            return 130
+    if interrupt is not None and interrupt.requested:
+        _print_interrupted(console, runner, run)
+        return 130
     return 0
+
+
+def _setup_done(interrupt: IterationBoundaryInterrupt | None, export: bool = False) -> None:
+    """Set-up is over (right before the run directory is created): from now on a stop signal asks the run to stop at
+    its next safe point, with its checkpoint. A run that `export`s (a single process, stopped by signals: the
+    launchers') first warms the ONNX exporter, still in set-up, so that a stop in its first iteration is as quick."""
+    if interrupt is None:
+        return
+    if export:
+        _warm_exporter()
+    interrupt.immediate = False
+
+
+def _warm_exporter() -> None:
+    """`robo_rl.export.onnx.warm_exporter` where the export extra is installed (export_run says why otherwise)."""
+    try:
+        from robo_rl.export.onnx import warm_exporter
+    except ImportError:
+        return
+    warm_exporter()
+
+
+def _stopped_by(interrupt: IterationBoundaryInterrupt | None) -> str | None:
+    """The name of the signal that asked the run to stop (SIGINT, SIGTERM), or None."""
+    if interrupt is None or not interrupt.requested:
+        return None
+    return signal.Signals(interrupt.signum).name
 
 
 def _device(args: argparse.Namespace) -> str:
@@ -220,9 +278,11 @@ def _without_nproc(argv: list[str]) -> list[str]:
     return out
 
 
-def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
+def _start(
+    args: argparse.Namespace, reducer: Reducer, interrupt: IterationBoundaryInterrupt | None = None
+) -> tuple[Runner, RunDirectory | RankRun]:
     if args.robot is not None:
-        return _start_on_robot(args, reducer)
+        return _start_on_robot(args, reducer, interrupt)
     source = args.config or _default_preset(args.algo or "ppo")
     cfg = resolve_config(source, args.overrides, values=_shorthands(args))
     if args.max_iterations is not None:
@@ -235,6 +295,7 @@ def _start(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirec
         )
     run: RunDirectory | RankRun | None = None
     if reducer.world.is_main:
+        _setup_done(interrupt, export=args.export)
         run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
         (run.path / WORLD_SIZE_FILE).write_text(f"{reducer.world.size}\n")
     path = reducer.broadcast(None if run is None else str(run.path))
@@ -281,7 +342,9 @@ def robot_preset(profile: RobotProfile) -> str:
     return own if own in preset_names() else f"robot_{profile.kind}_sac"
 
 
-def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner, RunDirectory | RankRun]:
+def _start_on_robot(
+    args: argparse.Namespace, reducer: Reducer, interrupt: IterationBoundaryInterrupt | None = None
+) -> tuple[Runner, RunDirectory | RankRun]:
     """`--robot PROFILE`: the robot as the one training env; no evaluation env, one process."""
     from robo_rl.real.profile import load_profile
 
@@ -310,6 +373,7 @@ def _start_on_robot(args: argparse.Namespace, reducer: Reducer) -> tuple[Runner,
         runner = build_runner(
             cfg, factory, evaluate=False, make_teleop=teleop_factory(), reducer=reducer, make_teacher=load_teacher
         )
+    _setup_done(interrupt, export=args.export)
     runner.run = create_run(args.runs_root, cfg, shlex.join(["robo-rl", *args.argv]), runner.env)
     return runner, runner.run
 
@@ -405,29 +469,41 @@ def _read_world_size(file: Path) -> int:
 
 
 def train(
-    runner: Runner, run: RunDirectory | RankRun, console: Console, quiet: bool = False, at_iteration_end: bool = True
+    runner: Runner,
+    run: RunDirectory | RankRun,
+    console: Console,
+    quiet: bool = False,
+    at_iteration_end: bool = True,
+    interrupt: IterationBoundaryInterrupt | None = None,
 ) -> TrainResult | None:
     """Run the training loop with a progress bar; on Ctrl-C save a checkpoint and return None.
 
-    With `at_iteration_end` the first Ctrl-C ends training before the next iteration (robo_rl.api.interrupt);
-    without it (several processes, which must stop at the same iteration) at once.
+    With `at_iteration_end` the first Ctrl-C ends training at the next safe point (robo_rl.api.interrupt); without
+    it (several processes, which must stop at the same iteration) at once. `interrupt`: the caller's own, already
+    installed (`robo-rl train`); training then ends as at max_iterations on the first signal and the result is
+    returned (the caller says it was interrupted), and None only after a second signal.
     """
     graceful = at_iteration_end and threading.current_thread() is threading.main_thread()  # signals: main only
+    own = interrupt is None
     try:
-        with stop_at_iteration_end() if graceful else contextlib.nullcontext() as interrupt:
-            if interrupt is not None:
-                runner.stop_requested = interrupt.is_requested
+        with stop_at_iteration_end() if graceful and own else contextlib.nullcontext(interrupt) as active:
+            if active is not None:
+                runner.stop_requested = active.is_requested
             result = _learn(runner, console, quiet)
-        if interrupt is None or not interrupt.requested:
+        if active is None or not active.requested or not own:
             return result
     except KeyboardInterrupt:
         runner.save(run.latest_checkpoint)
         run.plot_learning_curve()
+    _print_interrupted(console, runner, run)
+    return None
+
+
+def _print_interrupted(console: Console, runner: Runner, run: RunDirectory | RankRun) -> None:
     console.print(
         f"interrupted at iteration {runner.iteration}; checkpoint saved. "
         f"Continue with: robo-rl train --resume {run.path}"
     )
-    return None
 
 
 def _learn(runner: Runner, console: Console, quiet: bool) -> TrainResult:
@@ -437,8 +513,13 @@ def _learn(runner: Runner, console: Console, quiet: bool) -> TrainResult:
         return runner.learn(progress)
 
 
-def print_summary(console: Console, result: TrainResult, run: RunDirectory | RankRun) -> None:
+def print_summary(
+    console: Console, result: TrainResult, run: RunDirectory | RankRun, stopped_by: str | None = None
+) -> None:
+    """The run's summary; `stopped_by` names the signal that ended it (SIGINT, SIGTERM), if one did."""
     status = "reached the target" if result.reached_target else "stopped at max_iterations"
+    if stopped_by is not None:
+        status = f"stopped by {stopped_by}"
     if result.estop:
         status = f"stopped by the operator's e-stop (checkpoint saved; robo-rl train --resume {run.path} continues)"
     console.print(

@@ -18,6 +18,7 @@ import rclpy
 import torch
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Bool, Float32MultiArray
 
 from robo_rl.hil.device import TeleopCommand
@@ -32,8 +33,8 @@ class RosTeleop:
         if not 0 <= env_index < num_envs:
             raise ValueError(f"RosTeleop: env_index {env_index} outside 0..{num_envs - 1}")
         self.owns_context = not rclpy.ok()
-        if self.owns_context:
-            rclpy.init()
+        if self.owns_context:  # Ctrl-C and SIGTERM are robo-rl train's: rclpy's handlers would shut the context down
+            rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
         self.num_envs, self.action_dim, self.env_index, self.timeout = num_envs, action_dim, env_index, timeout
         self.lock = threading.Lock()
         self.action = torch.zeros(action_dim)

@@ -9,12 +9,15 @@ run here.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import shlex
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,39 +200,93 @@ def describe(commands: Sequence[Command]) -> str:
     return "\n".join(lines)
 
 
-def run_commands(commands: Sequence[Command], stop_timeout_s: float = 5.0) -> int:
-    """Start every command, wait for all; Ctrl-C stops the children (SIGINT, then SIGTERM, then SIGKILL).
+def run_commands(commands: Sequence[Command], stop_timeout_s: float = 5.0, terminal_sigint: bool = False) -> int:
+    """Start every command, wait for all; Ctrl-C or SIGTERM stops the children (SIGINT, then SIGTERM, then
+    SIGKILL, `stop_timeout_s` apart), as `ros2 launch` does.
 
-    Returns the first non-zero exit status (0 when all succeed; 130 after Ctrl-C).
+    `terminal_sigint`: the launcher runs in the foreground of a terminal, whose Ctrl-C reaches every child already;
+    the children then get no second SIGINT from here (a train node takes a second one as "stop at once"), only the
+    SIGTERM and SIGKILL that follow if they are still running (ros2 launch's `due_to_sigint`). Returns the first
+    non-zero exit status (0 when all succeed; 130 after Ctrl-C or SIGTERM).
     """
     children: list[subprocess.Popen] = []
+    main_thread = threading.current_thread() is threading.main_thread()  # only it may set signal handlers
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:
         for command in commands:
-            children.append(_start(command, children, stop_timeout_s))
+            with _signals_held(main_thread):  # a stop signal lands once the child is in `children`, never between
+                children.append(_start(command, children, stop_timeout_s))
         codes = [child.wait() for child in children]
     except KeyboardInterrupt:
+        stop_processes(children, stop_timeout_s, send_sigint=not terminal_sigint)
+        return 130
+    except Terminated:
         stop_processes(children, stop_timeout_s)
         return 130
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
     return next((code for code in codes if code != 0), 0)
+
+
+@contextlib.contextmanager
+def _signals_held(main_thread: bool) -> Iterator[None]:
+    """SIGINT and SIGTERM held back while the block runs (in the main thread, where their handlers run), delivered
+    after it. The children started meanwhile unblock them (`_release_stop_signals`)."""
+    if not main_thread:
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _release_stop_signals() -> None:
+    """In a child before it runs its program: unblock what `_signals_held` blocked (a signal mask is inherited)."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
+class Terminated(Exception):
+    """The launcher received SIGTERM (raised in the main thread by its handler)."""
+
+
+def _raise_terminated(_signum: int, _frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one stop sequence; a second SIGTERM must not cut it short
+    raise Terminated
 
 
 def _start(command: Command, started: Sequence[subprocess.Popen], stop_timeout_s: float) -> subprocess.Popen:
     """Start one command; if it cannot start, stop the ones already running and raise LaunchError."""
     try:
-        return subprocess.Popen(command.argv)
+        return subprocess.Popen(command.argv, preexec_fn=_release_stop_signals)  # the launcher runs no threads
     except OSError as err:
         stop_processes(started, stop_timeout_s)
         raise LaunchError(f"cannot start {command.argv[0]}: {err.strerror or err}", command.process.where) from None
 
 
-def stop_processes(children: Sequence[subprocess.Popen], timeout_s: float) -> None:
-    """Stop running children: SIGINT (as Ctrl-C would), then SIGTERM, then SIGKILL, each after `timeout_s`."""
-    for stop in (lambda c: c.send_signal(signal.SIGINT), lambda c: c.terminate(), lambda c: c.kill()):
+def stop_processes(children: Sequence[subprocess.Popen], timeout_s: float, send_sigint: bool = True) -> None:
+    """Stop running children: SIGINT (as Ctrl-C would; skipped without `send_sigint`, where they already got the
+    terminal's), then SIGTERM, then SIGKILL, each after `timeout_s`."""
+    steps: list[Callable[[subprocess.Popen], None]] = [lambda c: c.terminate(), lambda c: c.kill()]
+    if send_sigint:
+        steps.insert(0, lambda c: c.send_signal(signal.SIGINT))
+    else:
+        _wait_all(children, timeout_s)
+    for stop in steps:
         running = [child for child in children if child.poll() is None]
         for child in running:
             stop(child)
-        for child in running:
-            try:
-                child.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                pass
+        _wait_all(running, timeout_s)
+
+
+def _wait_all(children: Sequence[subprocess.Popen], timeout_s: float) -> None:
+    """Wait for each child for up to `timeout_s` (from the start of the wait for all)."""
+    deadline = time.monotonic() + timeout_s
+    for child in children:
+        try:
+            child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass

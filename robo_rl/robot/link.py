@@ -116,13 +116,17 @@ class RosLink:
     ) -> None:
         import rclpy
         from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+        from rclpy.signals import SignalHandlerOptions
         from std_msgs.msg import Bool, Float32MultiArray, String
 
         from robo_rl.real.ros.inputs import derived_fields, image_inputs, topic_inputs
         from robo_rl.real.ros.messages import message_class
 
         if not rclpy.ok():
-            rclpy.init()
+            # Without rclpy's signal handlers: Ctrl-C and SIGTERM are robo-rl train's to handle (robo_rl.api.interrupt),
+            # and rclpy's would shut the context down first, after which this link can no longer send the safe command
+            # (and its watchdog thread fails with an RCLError).
+            rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
         self.profile, self.target, self.clock = profile, tuple(target), clock
         self._derived = derived_fields
         self.node = rclpy.create_node("robot_env", namespace=namespace)

@@ -56,6 +56,12 @@ class TrainResult:
     """Success rate of that evaluation (tasks that define success)."""
 
 
+class IterationStopped(Exception):
+    """Raised by a runner's `_train_iteration` where `stop_requested` turned True before the iteration completed (an
+    on-policy rollout checks it before each step): `learn` then ends as before the iteration, which leaves no trace
+    beyond the env steps already taken."""
+
+
 def observation_to(obs: torch.Tensor | ImageObs, device: torch.device) -> Any:
     """`obs` (a tensor, or a camera env's dict of them) on `device`."""
     if isinstance(obs, dict):
@@ -157,7 +163,8 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         self.best = BestPolicy()
         """The best evaluation so far; its policy is checkpoints/best.pt."""
         self.stop_requested: Callable[[], bool] = _never
-        """Checked before every iteration: True ends training there, as max_iterations would (Ctrl-C)."""
+        """Checked before every iteration (and by an on-policy rollout before each step): True ends training there,
+        as max_iterations would (Ctrl-C, SIGTERM)."""
         self.capture_backend: CaptureBackend | None = None
         """Set by a runner whose `capture` setting is on: evaluations of a capturable eval env then run as one
         captured graph (`robo_rl.runners.captured_evaluation.CapturedEvaluation`)."""
@@ -202,7 +209,11 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         self.schedule.start()
         while not self._stops(reached):
             start = time.perf_counter()
-            losses = self._train_iteration()
+            try:
+                losses = self._train_iteration()
+            except IterationStopped:  # a stop request inside the iteration: it ends incomplete, nothing of it kept
+                self.wall_time += time.perf_counter() - start
+                break
             self.iteration += 1
             row = self.cadence.row_due(self.iteration, self.cfg.loop, on_iteration is not None, self.run is not None)
             stats = self.tracker.flush() if row else None

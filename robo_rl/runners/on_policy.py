@@ -24,7 +24,7 @@ from robo_rl.modules.distributions import ActionDistribution, StochasticPolicy
 from robo_rl.modules.recurrent import RecurrentActorCritic
 from robo_rl.runners.device_rollout import DeviceRollout, rollout_unsupported
 from robo_rl.runners.evaluate import evaluation_due
-from robo_rl.runners.loop import Losses, TrainingLoop, on_interval
+from robo_rl.runners.loop import IterationStopped, Losses, TrainingLoop, on_interval
 from robo_rl.runners.loop import TrainResult as TrainResult
 from robo_rl.runners.loop_config import LoopConfig
 from robo_rl.runners.rollout import Rollout, RolloutCursor, run_rollout
@@ -155,14 +155,22 @@ class OnPolicyRunner(TrainingLoop[RunnerConfig]):
         return not missing
 
     def collect(self) -> None:
-        """Fill the rollout storage with `num_steps` steps of every env: one captured block where capture is on."""
+        """Fill the rollout storage with `num_steps` steps of every env: one captured block where capture is on.
+
+        The eager loop checks `stop_requested` before each step; where it turns True the partial rollout is dropped
+        (the envs and the cursor stay where they are, so a checkpoint saved now resumes from there) and
+        `IterationStopped` is raised."""
         if self.capture_backend is not None:
             if self._device_rollout is None:
                 self._device_rollout = DeviceRollout(self.rollout, self.capture_backend)
             self._device_rollout()
+            steps = self.storage.num_steps
         else:
-            run_rollout(self.rollout, self._act, self._step_env)
-        self.env_steps += self.storage.num_steps * self.env.num_envs
+            steps = run_rollout(self.rollout, self._act, self._step_env, self.stop_requested)
+        self.env_steps += steps * self.env.num_envs
+        if steps < self.storage.num_steps:
+            self.storage.clear()
+            raise IterationStopped
 
     def _act(self, t: int, obs: Any) -> tuple[torch.Tensor, ActionDistribution]:
         """A sampled normalized action and its distribution at `obs`; a policy with memory also advances each env's

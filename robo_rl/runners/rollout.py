@@ -61,8 +61,9 @@ class Rollout:
 
 
 @torch.no_grad()
-def run_rollout(rollout: Rollout, act: Act, step_env: EnvStep) -> None:
-    """Fill `rollout.storage` from its current step with `storage.num_steps` steps of every env.
+def run_rollout(rollout: Rollout, act: Act, step_env: EnvStep, stop: Callable[[], bool] | None = None) -> int:
+    """Fill `rollout.storage` from its current step with `storage.num_steps` steps of every env; returns the steps
+    taken, fewer where `stop()` turned True before a step (a stop signal: the rollout is then incomplete).
 
     Each step stores V(obs) and, as `next_values`, V of the state it reached: the next observation's, or the final
     observation's where the episode ended (GAE bootstraps a time-out from it); both from one critic pass.
@@ -72,6 +73,8 @@ def run_rollout(rollout: Rollout, act: Act, step_env: EnvStep) -> None:
         storage.hidden_start.copy_(cursor.hidden)
     value, started = policy.value(cursor.critic_obs), torch.zeros_like(storage.starts[0])
     for t in range(storage.num_steps):
+        if stop is not None and stop():
+            return t
         action, distribution = act(t, cursor.obs)
         next_obs, reward, terminated, truncated, info = step_env(t, policy.scaler(action))
         done = terminated | truncated
@@ -95,3 +98,4 @@ def run_rollout(rollout: Rollout, act: Act, step_env: EnvStep) -> None:
         if cursor.hidden is not None:  # a new episode starts from the reset state
             cursor.hidden = torch.where(done.unsqueeze(-1), torch.zeros_like(cursor.hidden), cursor.hidden)
         cursor.obs, cursor.critic_obs, value, started = next_obs, next_critic, next_value, done
+    return storage.num_steps

@@ -86,6 +86,44 @@ def test_stop_processes_interrupts_then_terminates() -> None:
     assert time.monotonic() - start < 5.0
 
 
+def test_after_a_terminal_ctrl_c_the_children_get_no_second_sigint() -> None:
+    """The terminal's Ctrl-C reached the children already (a train node would take a second one as "stop at once"):
+    stop_processes then waits, and sends SIGTERM to those still running."""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, signal, time; signal.signal(signal.SIGINT, lambda *_: os._exit(7)); print(1, flush=True); "
+            "time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == b"1"
+    stop_processes([child], timeout_s=0.5, send_sigint=False)
+    assert child.returncode == -15  # SIGTERM, never SIGINT (which would have made it exit with 7)
+
+
+def test_sigterm_stops_robo_rl_launch_and_its_children(tmp_path: Path) -> None:
+    script = tmp_path / "sleeper.py"
+    script.write_text("import time\ntime.sleep(60)\n")
+    launch = tmp_path / "a.launch.yaml"
+    launch.write_text(f"launch:\n- executable: {{cmd: '{sys.executable} {script}'}}\n")
+    robo_rl = str(Path(sys.executable).with_name("robo-rl"))
+    launcher = subprocess.Popen([robo_rl, "launch", str(launch)], stdout=subprocess.PIPE, text=True)
+    assert launcher.stdout is not None and launcher.stdout.readline().startswith("[1]")
+    deadline = time.monotonic() + 60.0
+    while not _children(launcher.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (child,) = _children(launcher.pid)
+    launcher.terminate()
+    assert launcher.wait(timeout=60) == 130
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split(")")[-1][:3]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
 def test_executable_actions_run_and_their_exit_status_is_returned(tmp_path: Path) -> None:
     script = tmp_path / "child.py"
     script.write_text("import sys; open(sys.argv[1], 'w').write(sys.argv[2]); sys.exit(int(sys.argv[2]))\n")

@@ -1,7 +1,9 @@
 """Process entry for the robo_rl nodes: init rclpy, spin until SIGINT/SIGTERM, then let the node stop safely.
 
 rclpy's own signal handlers shut the context down first, after which a node can no longer publish; these nodes
-install their own, so `node.stop()` still runs (policy_node sends the safe command, recorder closes its bag).
+install their own, so `node.stop()` still runs (policy_node sends the safe command, recorder closes its bag). A node
+stopped by a signal then ends its process at once, without the interpreter's finalization (launchers escalate to
+SIGTERM and SIGKILL after a few seconds).
 Before rclpy.init, `run` gives Fast DDS the nodes' settings (real/ros/dds.py) unless the user configured it; the
 node spins in real/ros/executor.py's executor.
 """
@@ -55,7 +57,19 @@ def run(make_node: Callable[[], Any], argv: Sequence[str] | None = None, name: s
         if held is not None:
             held.release(show=True)
         raise
-    return _spin(make_node, mode, held)
+    stopping: list[int] = []
+    code = _spin(make_node, stopping, mode, held)
+    if stopping:  # stopped, closed and shut down; a launcher's SIGTERM and SIGKILL follow within seconds
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process without the interpreter's finalization, which takes most of a second once torch is loaded
+    (sim_bridge) and longer on a busy machine."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _secure_mode(args: list[str], name: str) -> SecureMode | None:
@@ -83,12 +97,14 @@ def _init(args: list[str]) -> None:
         raise StartupInputError(f"unknown ROS argument(s) {err}") from None
 
 
-def _spin(make_node: Callable[[], Any], mode: SecureMode | None = None, held: HeldStderr | None = None) -> int:
+def _spin(
+    make_node: Callable[[], Any], stopping: list[int], mode: SecureMode | None = None, held: HeldStderr | None = None
+) -> int:
+    """Spin until SIGINT or SIGTERM (appended to `stopping`) or rclpy's shutdown; the exit code."""
     import rclpy
     from rclpy.exceptions import ParameterException
     from rclpy.impl.implementation_singleton import rclpy_implementation
 
-    stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda number, _frame: stopping.append(number))
     node = None

@@ -56,15 +56,16 @@ def _metrics_rows(run: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def _wait_for_run_dir(root: Path, proc: subprocess.Popen, timeout: float) -> Path:
+def _wait_for_run_dir(root: Path, proc: subprocess.Popen, timeout: float, rows: int = 3) -> Path:
+    """The run directory once its config is written and `rows` iterations are logged."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         runs = list(root.glob("pendulum_ppo/*"))
-        if runs and len(_metrics_rows(runs[0])) >= 3:
+        if runs and (runs[0] / "config.yaml").is_file() and len(_metrics_rows(runs[0])) >= rows:
             return runs[0]
-        time.sleep(0.05)
+        time.sleep(0.01)
     proc.kill()
-    raise AssertionError(f"training did not log 3 iterations in {timeout} s: {proc.communicate()}")
+    raise AssertionError(f"training did not log {rows} iterations in {timeout} s: {proc.communicate()}")
 
 
 def test_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path: Path) -> None:
@@ -85,3 +86,23 @@ def test_ctrl_c_saves_a_checkpoint_and_resume_continues(tmp_path: Path) -> None:
     subprocess.run(resume, check=True, capture_output=True, timeout=120)
     iterations = [row["iteration"] for row in _metrics_rows(run)]
     assert iterations == list(range(1, saved["iteration"] + 3))
+
+
+@pytest.mark.parametrize(("stop", "logged"), [(signal.SIGTERM, 0), (signal.SIGINT, 3)])
+def test_a_stop_signal_ends_the_run_as_its_end_would(stop: signal.Signals, logged: int, tmp_path: Path) -> None:
+    """SIGTERM before the first iteration, or SIGINT mid-run (what ros2 launch and robo-rl launch send): the run ends
+    by itself with its checkpoint, learning curve and the policy.onnx that --export writes at a normal end. The
+    deadline is generous (a loaded 2-core machine); bench/launch_stop.py measures the time."""
+    root = tmp_path / "runs"
+    train = [ROBO_RL, "train", "--num-envs", "16", "--max-iterations", "100000", "--runs-root", str(root), "--export"]
+    train += ["--set", "runner.loop.target_return=null", "--set", "runner.loop.eval_interval=0", "--quiet"]
+    proc = subprocess.Popen(train, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = _wait_for_run_dir(root, proc, timeout=120, rows=logged)
+    proc.send_signal(stop)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"stopped by {stop.name}" in out and f"robo-rl train --resume {run}\n" in out
+    assert "Traceback" not in err, err
+    saved = torch.load(run / "checkpoints" / "latest.pt", weights_only=False)
+    assert saved["iteration"] >= len(_metrics_rows(run)) >= logged
+    assert (run / "policy.onnx").is_file() and (run / "learning_curve.png").is_file()
