@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import rclpy
+import yaml
 from harness import Processes, finish, spin_until
 
 NODES = ("policy_node", "teleop_node", "sim_bridge", "recorder")
@@ -22,9 +23,14 @@ def main() -> None:
     log_dir, policy = Path(sys.argv[1]), sys.argv[2]
     processes = Processes(log_dir)
     processes.start("launch", "robo-rl", "launch", "launch/sim_quadrotor.launch.yaml", f"policy:={policy}")
-    params = "launch/params/quadrotor.yaml"
-    recorder_args = ["--ros-args", "-r", "__node:=recorder", "-r", "__ns:=/cf1", "--params-file", params]
-    processes.start("recorder", "recorder", *recorder_args, "-p", f"output_dir:={log_dir / 'bags'}")
+    # launch/params/quadrotor.yaml with the bag in the log folder (its /**/recorder section's output_dir would win
+    # over a -p, which is a /** section, and put the bag in the checkout)
+    params = yaml.safe_load(Path("launch/params/quadrotor.yaml").read_text())
+    params["/**/recorder"]["ros__parameters"]["output_dir"] = str(log_dir / "bags")
+    params_file = log_dir / "quadrotor.yaml"
+    params_file.write_text(yaml.safe_dump(params))
+    recorder_args = ["--ros-args", "-r", "__node:=recorder", "-r", "__ns:=/cf1", "--params-file", str(params_file)]
+    processes.start("recorder", "recorder", *recorder_args)
     rclpy.init()
     probe = rclpy.create_node("probe")
 
