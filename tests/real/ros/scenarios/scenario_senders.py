@@ -72,8 +72,13 @@ def main() -> None:
     results: dict = {}
     results["active"] = until(lambda: latest.get("commands", "0") not in ("0", ""))
     release.publish(Bool(data=False))  # never acted on, from anyone
+    # "?" until the graph names the node, for the accepted ones and the intruder's refused ones alike (its refusal is
+    # logged at most once a second): wait until both name their node
     results["intervention_seen"] = until(
-        lambda: latest.get("from.intervention", "?").startswith("/cf1/"),  # "?" until the graph names the node
+        lambda: (
+            latest.get("from.intervention", "?").startswith("/cf1/")
+            and "intervention from /intruder" in processes.log("policy_node")
+        ),
         lambda: (interventions.publish(Float32MultiArray(data=[0.0] * 4)), bad.publish(Float32MultiArray(data=[1.0]))),
     )
     estop.publish(Bool(data=True))
