@@ -78,6 +78,12 @@ register(
     about="the cart seen by a tiny camera drawn in torch (velocity in the state, position only in the pixels): the "
     "smallest camera task, for learning from pixels without GL",
 )
+register(
+    "electric_motor/current",
+    "robo_rl.sim.electric_motor.current_control:PmsmCurrentControl",
+    about="a permanent-magnet synchronous motor on a two-level inverter (GEM's motor, dead time, sensor noise, one "
+    "period of delay) following random dq current references at 10 kHz; GEM judges it, PI/FOC is the baseline",
+)
 for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
     # Their Box observations make FromGymnasium a BatchedEnv (a Dict space of frames would make it a CameraEnv).

@@ -1,0 +1,56 @@
+"""Presets of the electric-motor tasks: PPO and SAC for PMSM current control at 10 kHz."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from robo_rl.algorithms.ppo import PPOConfig
+from robo_rl.experiment import ExperimentConfig, PolicyConfig, TaskConfig, with_networks
+from robo_rl.runners.loop_config import LoopConfig
+from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP, OffPolicyRunnerConfig
+from robo_rl.runners.on_policy import RunnerConfig
+
+CURRENT_GATE = 0.9
+"""The current presets stop at this evaluation success rate: 90 % of episodes without a trip and with a mean per-axis
+error below 5 % of the nominal current (`CurrentControlConfig.success_error`)."""
+
+
+def electric_motor_current_ppo() -> ExperimentConfig:
+    """PPO on PMSM current control (`electric_motor/current`), 1024 motors, stopping at the success gate."""
+    return ExperimentConfig(
+        name="electric_motor_current_ppo",
+        task=TaskConfig(name="electric_motor/current", num_envs=1024),
+        policy=PolicyConfig(init_log_std=-1.0),
+        ppo=PPOConfig(num_steps=32, gamma=0.97, lam=0.9, num_epochs=5, num_minibatches=8, desired_kl=0.01),
+        runner=RunnerConfig(
+            loop=LoopConfig(max_iterations=300, target_success_rate=CURRENT_GATE, eval_interval=5, eval_episodes=200)
+        ),
+    )
+
+
+def electric_motor_current_sac() -> ExperimentConfig:
+    """SAC on PMSM current control, 64 motors, one update per vector step, stopping at the success gate."""
+    cfg = ExperimentConfig(
+        name="electric_motor_current_sac",
+        algo="sac",
+        task=TaskConfig(name="electric_motor/current", num_envs=64),
+        off_policy=OffPolicyRunnerConfig(
+            loop=replace(
+                OFF_POLICY_LOOP,
+                max_iterations=20_000,
+                target_success_rate=CURRENT_GATE,
+                eval_interval=500,
+                eval_episodes=200,
+            ),
+            learning_starts=1_000,
+            batch_size=256,
+        ),
+    )
+    cfg = replace(cfg, sac=replace(cfg.sac, gamma=0.97))
+    return with_networks(cfg, actor_hidden=(64, 64), critic_hidden=(64, 64))
+
+
+PRESETS = {
+    "electric_motor_current_ppo": electric_motor_current_ppo,
+    "electric_motor_current_sac": electric_motor_current_sac,
+}
