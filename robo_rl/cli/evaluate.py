@@ -11,9 +11,10 @@ from robo_rl.cli.arguments import add_task_param_argument, add_threads_argument
 from robo_rl.cli.progress import describe_evaluation, terminal
 from robo_rl.runners.best_policy import BEST_CHECKPOINT
 
-SIMULATORS = ("robo_rl", "l2f")
+SIMULATORS = ("robo_rl", "l2f", "gem")
 DEFAULT_EPISODES = 100
 L2F_EPISODES = 500
+GEM_EPISODES = 64
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,11 +30,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "or RUN_DIR/policy.onnx) in L2F, the Crazyflie simulator of 'Learning to Fly in Seconds' (PyPI l2f 2.0.18), "
         "from robo_rl's evaluation initial states and judged by robo_rl's hover gate; it prints success %%, crash "
         "%%, steady-state error (cm), episodes and plant. A policy with memory (inputs obs and h_in) has its state "
-        "carried from step to step and set to the file's reset value at each episode's start.",
+        "carried from step to step and set to the file's reset value at each episode's start. --sim gem runs an "
+        "electric_motor/current policy in gym-electric-motor's own PMSM environment (Cont-CC-PMSM-v0 with the motor, "
+        "inverter and period from the file) on --episodes drawn episodes, beside the PI/FOC baseline on the same "
+        "episodes, in GEM and in robo_rl's simulator: mean tracking error (A), current-limit trips, settling time.",
     )
     p.add_argument("run_dir", type=Path, help="run directory made by robo-rl train, or a policy .onnx file")
     p.add_argument("--task", help="for a policy .onnx file: the registered task (default: the policy's own)")
-    p.add_argument("--episodes", type=int, help="episodes to run (default: 100; 500 with --sim l2f)")
+    p.add_argument("--episodes", type=int, help="episodes to run (default: 100; 500 with --sim l2f; 64 with --sim gem)")
     p.add_argument("--seed", type=int, default=12345, help="seed of the initial states (default: 12345)")
     p.add_argument(
         "--checkpoint",
@@ -46,7 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--sim",
         choices=SIMULATORS,
         default="robo_rl",
-        help="robo_rl: the policy's own task (default); l2f: fly it in L2F (hover policies with motor actions)",
+        help="robo_rl: the policy's own task (default); l2f: fly it in L2F (hover policies with motor actions); gem: run "
+        "it in gym-electric-motor (electric_motor/current policies)",
     )
     p.add_argument(
         "--plant",
@@ -61,6 +66,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     if args.sim == "l2f":
         return _main_l2f(args)
+    if args.sim == "gem":
+        return _main_gem(args)
     if args.plant is not None:
         raise ValueError("--plant is for --sim l2f")
     check_device(args.device, "--device")
@@ -83,9 +90,8 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _main_l2f(args: argparse.Namespace) -> int:
-    from robo_rl.api.l2f_transfer import evaluate_in_l2f
-
+def _file_only_flags(args: argparse.Namespace, sim: str) -> None:
+    """ValueError where flags that do not apply to a policy file flown in another simulator are given."""
     given = {
         "--onnx": args.onnx,
         "--checkpoint": args.checkpoint is not None,
@@ -94,12 +100,38 @@ def _main_l2f(args: argparse.Namespace) -> int:
     }
     used = [flag for flag, on in given.items() if on]
     if used:
-        raise ValueError(f"{', '.join(used)} cannot be used with --sim l2f (it flies the policy file as is)")
+        raise ValueError(f"{', '.join(used)} cannot be used with --sim {sim} (it runs the policy file as is)")
+
+
+def _main_l2f(args: argparse.Namespace) -> int:
+    from robo_rl.api.l2f_transfer import evaluate_in_l2f
+
+    _file_only_flags(args, "l2f")
     episodes = L2F_EPISODES if args.episodes is None else args.episodes
     result, notes = evaluate_in_l2f(args.run_dir, args.plant or "native", episodes, args.seed)
     for note in notes:
         terminal().print(f"note: {note}")
     terminal().print(f"{args.run_dir} in L2F: {result.describe()}")
+    return 0
+
+
+def _main_gem(args: argparse.Namespace) -> int:
+    from robo_rl.api.gem_transfer import compare_in_gem
+
+    _file_only_flags(args, "gem")
+    if args.plant is not None:
+        raise ValueError("--plant is for --sim l2f")
+    episodes = GEM_EPISODES if args.episodes is None else args.episodes
+    if episodes < 1:
+        raise ValueError(f"--episodes must be at least 1, got {episodes}")
+    comparison = compare_in_gem(args.run_dir, episodes, args.seed)
+    console = terminal()
+    console.print(f"{args.run_dir}: {episodes} episodes (seed {args.seed})")
+    for label, result in comparison.rows():
+        console.print(
+            f"{label:>18}: mean |i - ref| {result.mean_abs_error:6.2f} A, RMS {result.rms_error:6.2f} A, "
+            f"trips {result.trips}, settling {result.settling_ms:.2f} ms ({result.unsettled}/{result.holds} unsettled)"
+        )
     return 0
 
 

@@ -44,7 +44,9 @@ class CurrentControlConfig:
     max_episode_steps: int = 256
     """Steps per episode (25.6 ms)."""
     speed_range: float = 1.0
-    """Each episode's speed is drawn from +-this * omega_limit."""
+    """Each episode's speed is drawn with |speed| in [speed_min, speed_range] * omega_limit, either direction."""
+    speed_min: float = 0.0
+    """The low end of |speed| / omega_limit (e.g. 0.75: only near the voltage limit, where field weakening starts)."""
     hold_steps: tuple[int, int] = (32, 160)
     """A reference is held for a number of steps drawn from this range (inclusive), then redrawn."""
     voltage_margin: float = 0.9
@@ -59,8 +61,8 @@ class CurrentControlConfig:
     """Success: mean per-axis error over the episode below this fraction of i_nominal, without a trip."""
 
     def __post_init__(self) -> None:
-        if not (self.dt > 0 and self.max_episode_steps > 0 and 0 <= self.speed_range <= 1):
-            raise ValueError("CurrentControlConfig: dt and max_episode_steps must be positive, speed_range in [0, 1]")
+        if not (self.dt > 0 and self.max_episode_steps > 0 and 0 <= self.speed_min <= self.speed_range <= 1):
+            raise ValueError("CurrentControlConfig: dt, max_episode_steps > 0 and 0 <= speed_min <= speed_range <= 1")
         if self.delay_steps not in (0, 1):
             raise ValueError(f"CurrentControlConfig.delay_steps must be 0 or 1, got {self.delay_steps}")
         low, high = self.hold_steps
@@ -68,6 +70,14 @@ class CurrentControlConfig:
             raise ValueError(f"CurrentControlConfig.hold_steps must be 1 <= low <= high, got {self.hold_steps}")
         if not (0 < self.voltage_margin <= 1 and self.noise_std >= 0 and self.success_error > 0):
             raise ValueError("CurrentControlConfig: voltage_margin in (0, 1], noise_std >= 0, success_error > 0")
+
+
+def draw_speeds(unit: torch.Tensor, config: CurrentControlConfig) -> torch.Tensor:
+    """Speeds in rad/s from uniform draws `unit` in [0, 1): |speed| uniform in [speed_min, speed_range] * omega_limit,
+    the sign from which half of [0, 1) the draw fell in."""
+    half = 2 * unit - 1
+    magnitude = config.speed_min + (config.speed_range - config.speed_min) * half.abs()
+    return torch.sign(half) * magnitude * config.motor.omega_limit
 
 
 class PmsmCurrentControl(BatchedTask):
@@ -142,7 +152,7 @@ class PmsmCurrentControl(BatchedTask):
     def _reset_where(self, done: torch.Tensor) -> None:
         c, m = self.config, self.config.motor
         unit = torch.rand(self.num_envs, 2, generator=self._generator, device=self.device, dtype=self.dtype)
-        omega = (2 * unit[:, 0] - 1) * c.speed_range * m.omega_limit
+        omega = draw_speeds(unit[:, 0], c)
         eps = (2 * unit[:, 1] - 1) * math.pi
         ref_d, ref_q = draw_references(omega, m, c.voltage_margin, self._generator)
         zeros = torch.zeros_like(omega)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from robo_rl.sim.electric_motor.params import PmsmParams
+from robo_rl.sim.electric_motor.params import LoadParams, PmsmParams
 from robo_rl.sim.electric_motor.scenario import ControllerFactory, Scenario, Trace, observation
 
 GEM_ENV_ID = "Cont-CC-PMSM-v0"
@@ -32,10 +32,19 @@ def gem_missing_reason() -> str | None:
     return None
 
 
-def gem_env(params: PmsmParams, speed: float, start_angle: float, period: float, delay_steps: int = 1) -> Any:
-    """GEM's `Cont-CC-PMSM-v0` with `params`, the speed (rad/s) held, starting at rest at electrical `start_angle`."""
+def gem_env(
+    params: PmsmParams,
+    speed: float,
+    start_angle: float,
+    period: float,
+    delay_steps: int = 1,
+    load: LoadParams | None = None,
+) -> Any:
+    """GEM's `Cont-CC-PMSM-v0` with `params`, starting with zero currents at electrical `start_angle` and mechanical
+    `speed` (rad/s): held there (GEM's ConstantSpeedLoad) for `load` None, else free on GEM's PolynomialStaticLoad."""
     import gym_electric_motor as gem
     from gym_electric_motor.physical_system_wrappers import DeadTimeProcessor, DqToAbcActionProcessor
+    from gym_electric_motor.physical_systems import PolynomialStaticLoad
     from gym_electric_motor.reference_generators import ConstReferenceGenerator
 
     wrappers = [DqToAbcActionProcessor.make("PMSM")]
@@ -51,7 +60,10 @@ def gem_env(params: PmsmParams, speed: float, start_angle: float, period: float,
             psi_p=params.psi_p,
         ),
         limit_values=dict(i=params.i_limit, omega=params.omega_limit, u=params.u_dc),
-        nominal_values=dict(i=params.i_nominal, omega=params.omega_nominal, u=params.u_dc),
+        # GEM refuses a load speed outside its nominal range at reset; ours run up to the limit (above base speed,
+        # in field weakening), so GEM's nominal speed is the limit: it bounds initial values and scales GEM's own
+        # reference generators, neither used here
+        nominal_values=dict(i=params.i_nominal, omega=params.omega_limit, u=params.u_dc),
         motor_initializer={"states": {"i_sd": 0.0, "i_sq": 0.0, "epsilon": float(start_angle)}},
     )
     with warnings.catch_warnings():
@@ -61,7 +73,13 @@ def gem_env(params: PmsmParams, speed: float, start_angle: float, period: float,
             motor=motor,
             supply=dict(u_nominal=params.u_dc),
             converter=dict(interlocking_time=params.dead_time),
-            load=dict(omega_fixed=float(speed)),
+            load=dict(omega_fixed=float(speed))
+            if load is None
+            else PolynomialStaticLoad(
+                load_parameter=dict(a=load.a, b=load.b, c=load.c, j_load=load.j_load),
+                limits=dict(omega=params.omega_limit),
+                load_initializer={"states": {"omega": float(speed)}},
+            ),
             tau=period,
             physical_system_wrappers=tuple(wrappers),
             reference_generator=ConstReferenceGenerator("i_sq", 0.0),  # ours are fed to the controller, not GEM's

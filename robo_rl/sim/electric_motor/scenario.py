@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from robo_rl.sim.electric_motor.current_control import CurrentControlConfig
+from robo_rl.sim.electric_motor.current_control import CurrentControlConfig, draw_speeds
 from robo_rl.sim.electric_motor.pmsm import PmsmState, inverter_dq, pmsm_step
 from robo_rl.sim.electric_motor.references import draw_references
 
@@ -65,7 +65,7 @@ def draw_scenario(config: CurrentControlConfig, episodes: int, seed: int, steps:
     m, steps = config.motor, steps or config.max_episode_steps
     generator = torch.Generator().manual_seed(seed)
     unit = torch.rand(episodes, 2, generator=generator, dtype=torch.float64)
-    speeds = (2 * unit[:, 0] - 1) * config.speed_range * m.omega_limit
+    speeds = draw_speeds(unit[:, 0], config)
     angles = (2 * unit[:, 1] - 1) * math.pi
     references = torch.zeros(episodes, steps, 2, dtype=torch.float64)
     low, high = config.hold_steps
