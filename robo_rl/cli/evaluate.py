@@ -50,8 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--sim",
         choices=SIMULATORS,
         default="robo_rl",
-        help="robo_rl: the policy's own task (default); l2f: fly it in L2F (hover policies with motor actions); gem: run "
-        "it in gym-electric-motor (electric_motor/current policies)",
+        help="robo_rl: the policy's own task (default); l2f: fly it in L2F (hover policies with motor actions); "
+        "gem: run it in gym-electric-motor (electric_motor/current policies)",
     )
     p.add_argument(
         "--plant",
