@@ -84,6 +84,12 @@ register(
     about="a permanent-magnet synchronous motor on a two-level inverter (GEM's motor, dead time, sensor noise, one "
     "period of delay) following random dq current references at 10 kHz; GEM judges it, PI/FOC is the baseline",
 )
+register(
+    "electric_motor/speed",
+    "robo_rl.sim.electric_motor.speed_control:PmsmSpeedControl",
+    about="the PMSM on a shaft with inertia and friction, brought to random speeds at 1 kHz by a torque command above "
+    "the 10 kHz PI/FOC current loop",
+)
 for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
     # Gymnasium (MuJoCo) tasks stepped by Gymnasium itself, for training on them and for like-for-like benchmarks.
     # Their Box observations make FromGymnasium a BatchedEnv (a Dict space of frames would make it a CameraEnv).

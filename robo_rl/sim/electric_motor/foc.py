@@ -43,8 +43,39 @@ class PiGains:
         return cls(kp_d, kp_q, kp_d / (a * a * period), kp_q / (a * a * period))
 
 
+def pi_current_step(
+    integral: torch.Tensor,
+    measured: torch.Tensor,
+    reference: torch.Tensor,
+    omega: torch.Tensor,
+    params: PmsmParams,
+    gains: PiGains,
+    period: float,
+    clip: Literal["axis", "circle"] = "axis",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One period of the PI/FOC current controller: (normalized dq commands `(N, 2)`, 1 = u_dc/2; the new integrator
+    state `(N, 2)`) from the integrator state, measured and reference dq currents `(N, 2)` in A and speeds (rad/s)."""
+    p, u_max = params, params.u_max
+    error = reference - measured
+    kp = torch.tensor([gains.kp_d, gains.kp_q], device=error.device, dtype=error.dtype)
+    ki = torch.tensor([gains.ki_d, gains.ki_q], device=error.device, dtype=error.dtype)
+    raw = kp * error + ki * integral
+    pi_out = raw.clamp(-u_max, u_max)
+    integral = integral + error * period * (pi_out == raw)
+    omega_el = p.pole_pairs * omega
+    i_d, i_q = measured.unbind(-1)
+    feedforward = torch.stack((-omega_el * p.l_q * i_q, omega_el * (p.l_d * i_d + p.psi_p)), dim=-1)
+    voltage = pi_out + feedforward
+    if clip == "axis":
+        voltage = voltage.clamp(-u_max, u_max)
+    else:
+        norm = voltage.norm(dim=-1, keepdim=True)
+        voltage = voltage * torch.clamp(u_max / norm.clamp_min(1e-9), max=1.0)
+    return voltage / u_max, integral
+
+
 class FocCurrentController:
-    """`num_envs` PI current controllers with decoupling: (i_d, i_q, references, speed) → normalized dq voltage."""
+    """`num_envs` PI current controllers with decoupling (`pi_current_step`) and their integrators."""
 
     def __init__(
         self,
@@ -72,22 +103,14 @@ class FocCurrentController:
         self, i_d: torch.Tensor, i_q: torch.Tensor, ref_d: torch.Tensor, ref_q: torch.Tensor, omega: torch.Tensor
     ) -> torch.Tensor:
         """Normalized dq commands `(N, 2)` (1 = u_dc/2) from measured currents (A), references (A), speed (rad/s)."""
-        p, g, u_max = self.params, self.gains, self.params.u_max
-        error = torch.stack((ref_d - i_d, ref_q - i_q), dim=-1)
-        kp = torch.tensor([g.kp_d, g.kp_q], device=error.device)
-        ki = torch.tensor([g.ki_d, g.ki_q], device=error.device)
-        raw = kp * error + ki * self._integral
-        pi_out = raw.clamp(-u_max, u_max)
-        self._integral += error * self.period * (pi_out == raw)
-        omega_el = p.pole_pairs * omega
-        feedforward = torch.stack((-omega_el * p.l_q * i_q, omega_el * (p.l_d * i_d + p.psi_p)), dim=-1)
-        voltage = pi_out + feedforward
-        if self.clip == "axis":
-            voltage = voltage.clamp(-u_max, u_max)
-        else:
-            norm = voltage.norm(dim=-1, keepdim=True)
-            voltage = voltage * torch.clamp(u_max / norm.clamp_min(1e-9), max=1.0)
-        return voltage / u_max
+        measured = torch.stack((i_d, i_q), dim=-1)
+        reference = torch.stack((ref_d, ref_q), dim=-1)
+        integral = self._integral.to(measured.dtype)
+        command, integral = pi_current_step(
+            integral, measured, reference, omega, self.params, self.gains, self.period, self.clip
+        )
+        self._integral = integral.to(self._integral.dtype)
+        return command
 
 
 class SpeedPi:
