@@ -174,7 +174,38 @@ def robust_runs() -> list[Path]:
     return list(newest.values())
 
 
+MOTOR_PI_ERROR_RATIO = 1.1
+"""README's electric-motor figure: PPO to its target tracks within 10 % of the PI/FOC baseline, with zero trips..."""
+MOTOR_TARGET_SECONDS = 22.0
+"""...within the slowest quoted seed's seconds of training (seeds 0, 1, 2: 17, 22, 11 s)."""
+
+
+def read_motor(data: dict[str, Any]) -> Verdict:
+    rows = data["comparison"]["every speed"]
+    pi = rows["PI/FOC (axis clip, gem-control)"]["mean_abs_error"]
+    ppo = {name: row for name, row in rows.items() if name.endswith("(to target)")}
+    ratios = [row["mean_abs_error"] / pi for row in ppo.values()]
+    seconds = [run["training_s"] for run in data["training"] if not run["flags"]]
+    instructions = [row["instructions_per_step"] for row in data["cortex_m4"].values()]
+    trips = sum(row["trips"] for row in ppo.values())
+    text = (
+        f"PPO/PI tracking error {', '.join(f'{r:.2f}' for r in ratios)}, trips {trips}; "
+        f"{', '.join(f'{t:.0f}' for t in seconds)} s to the target; {max(instructions):.0f} Cortex-M4 instructions"
+    )
+    fits = all(r <= MOTOR_PI_ERROR_RATIO for r in ratios) and all(
+        t <= MOTOR_TARGET_SECONDS * TIME_SLACK for t in seconds
+    )
+    return text, fits and trips == 0 and max(instructions) <= 6720
+
+
 CLAIMS = (
+    Claim(
+        "electric-motor",
+        "| PPO to its target (seeds 0, 1, 2: 17, 22, 11 s) | 9.00, 8.99, 9.60 A |",
+        "electric_motor.py --seeds 0 --gem-episodes 4 --out {out}",
+        "electric_motor.py --seeds 0 1 2 --gem-episodes 32 --out {out}",
+        read_motor,
+    ),
     Claim(
         "hover-gate",
         "5 seeds in a median of 13.9 s of training",

@@ -63,7 +63,7 @@ def compare_in_gem(path: Path, episodes: int, seed: int) -> GemComparison:
     """Run the policy at `path` and the PI/FOC baseline on `episodes` drawn episodes, in GEM and in ours."""
     missing = gem_missing_reason()
     if missing is not None:
-        raise RuntimeError(missing)
+        raise ValueError(missing)
     path, config = read_current_policy(path)
     scenario = draw_scenario(config, episodes, seed)
     policy, pi = onnx_factory(path), pi_factory(config.motor, config.dt)

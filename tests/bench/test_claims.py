@@ -69,13 +69,22 @@ def test_readers_hold_and_differ_on_the_benchmarks_own_json() -> None:
     assert not holds and "1 of 2" in measured
 
 
-@pytest.mark.parametrize("name", ["contention", "kill_resume", "hover_gate"])
+def test_the_motor_reader_holds_on_the_committed_run_and_differs_when_a_policy_trips() -> None:
+    claims = _claims()
+    data = json.loads((BENCH / "results" / "electric_motor.json").read_text())
+    assert claims.read_motor(data)[1]
+    data["comparison"]["every speed"]["PPO seed 1 (to target)"]["trips"] = 1
+    assert not claims.read_motor(data)[1]
+
+
+@pytest.mark.parametrize("name", ["contention", "kill_resume", "hover_gate", "electric_motor"])
 def test_readers_parse_the_committed_results(name: str) -> None:
     claims = _claims()
     reader = {
         "contention": claims.read_contention,
         "kill_resume": claims.read_kill,
         "hover_gate": claims.read_hover_gate,
+        "electric_motor": claims.read_motor,
     }
     file = {"hover_gate": "hover_gate_46"}.get(name, name)  # the hover benchmark of issue 46, in its new format
     measured, holds = reader[name](json.loads((BENCH / "results" / f"{file}.json").read_text()))

@@ -659,6 +659,10 @@ BAD_ARGUMENTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("eval-device-unknown", ("eval", "RUN", "--device", "foo", *TINY_EVAL), "--device: 'foo' is not a torch device"),
     ("eval-device-meta", ("eval", "RUN", "--device", "meta", *TINY_EVAL), "--device: 'meta' cannot run"),
     ("eval-l2f-not-onnx", ("eval", "WORK/a-file.onnx", "--sim", "l2f"), "WORK/a-file.onnx: not a robo_rl policy"),
+    ("eval-gem-not-onnx", ("eval", "WORK/a-file.onnx", "--sim", "gem"), "WORK/a-file.onnx: not a robo_rl policy"),
+    ("eval-gem-other-task", ("eval", "ONNX", "--sim", "gem"), "--sim gem runs electric_motor/current policies"),
+    ("eval-gem-no-episodes", ("eval", "ONNX", "--sim", "gem", "--episodes", "0"), "--episodes must be at least 1"),
+    ("eval-gem-plant", ("eval", "ONNX", "--sim", "gem", "--plant", "native"), "--plant is for --sim l2f"),
 )
 
 
