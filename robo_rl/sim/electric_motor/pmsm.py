@@ -68,7 +68,7 @@ def inverter_dq(
         ((0.5 * (duty.clamp(-1.0, 1.0) + 1.0) - torch.sign(current) * lost).clamp(0.0, 1.0) - 0.5) * params.u_dc
         for duty, current in zip(duties, currents, strict=True)
     ]
-    u_d, u_q = abc_to_dq(*legs, state.eps)
+    u_d, u_q = abc_to_dq(legs[0], legs[1], legs[2], state.eps)
     return u_d, u_q
 
 

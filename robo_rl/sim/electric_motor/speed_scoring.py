@@ -31,17 +31,26 @@ class SpeedScore:
         return asdict(self)
 
 
-def pi_speed_controller(task: PmsmSpeedControl) -> SpeedController:
-    """`foc.SpeedPi` reading the measured speed and the reference from the observation; its integrators restart
-    with each episode (`reset`)."""
-    c = task.config
-    pi = SpeedPi(c.motor.j_rotor + c.load.j_load, c.torque_scale, c.dt, task.num_envs, task.device)
+class PiSpeedController:
+    """`foc.SpeedPi` as a `SpeedController`: it reads the measured speed and the reference from the observation;
+    `reset(done)` restarts the integrators of the envs whose episode ended."""
 
-    def control(obs: torch.Tensor) -> torch.Tensor:
-        return (pi(obs[:, 2] * c.omega_scale, obs[:, 1] * c.omega_scale) / c.torque_scale).unsqueeze(-1)
+    def __init__(self, task: PmsmSpeedControl) -> None:
+        c = task.config
+        self.config = c
+        self.pi = SpeedPi(c.motor.j_rotor + c.load.j_load, c.torque_scale, c.dt, task.num_envs, task.device)
 
-    control.reset = pi.reset  # type: ignore[attr-defined]
-    return control
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        c = self.config
+        return (self.pi(obs[:, 2] * c.omega_scale, obs[:, 1] * c.omega_scale) / c.torque_scale).unsqueeze(-1)
+
+    def reset(self, done: torch.Tensor) -> None:
+        self.pi.reset(done)
+
+
+def pi_speed_controller(task: PmsmSpeedControl) -> PiSpeedController:
+    """The PI speed controller for `task`'s motors."""
+    return PiSpeedController(task)
 
 
 def score_speed(
