@@ -32,28 +32,35 @@ def electric_motor_current_ppo() -> ExperimentConfig:
     )
 
 
-def electric_motor_current_sac() -> ExperimentConfig:
-    """SAC on PMSM current control, 64 motors, one update per vector step, stopping at the PPO preset's target.
-    Measured (seed 0, this 2-core VM): it does not reach the target in its 20,000 iterations (evaluation return -31
-    after 108 s, the target being -19.9; docs/BENCHMARKS.md has the variants tried). PPO is the preset to use."""
+def _sac(
+    name: str, task: str, num_envs: int, target: float, eval_interval: int, eval_episodes: int
+) -> ExperimentConfig:
+    """SAC on `task` with `num_envs` motors, one update per vector step, 64-64 networks, stopping at `target`."""
     cfg = ExperimentConfig(
-        name="electric_motor_current_sac",
+        name=name,
         algo="sac",
-        task=TaskConfig(name="electric_motor/current", num_envs=64),
+        task=TaskConfig(name=task, num_envs=num_envs),
         off_policy=OffPolicyRunnerConfig(
             loop=replace(
                 OFF_POLICY_LOOP,
                 max_iterations=20_000,
-                target_return=CURRENT_TARGET_RETURN,
-                eval_interval=500,
-                eval_episodes=200,
+                target_return=target,
+                eval_interval=eval_interval,
+                eval_episodes=eval_episodes,
             ),
             learning_starts=1_000,
             batch_size=256,
         ),
     )
-    cfg = replace(cfg, sac=replace(cfg.sac, gamma=0.97))
     return with_networks(cfg, actor_hidden=(64, 64), critic_hidden=(64, 64))
+
+
+def electric_motor_current_sac() -> ExperimentConfig:
+    """SAC on PMSM current control, 64 motors, gamma 0.97, stopping at the PPO preset's target. Measured (seed 0, this
+    2-core VM): it does not reach the target in its 20,000 iterations (evaluation return -31 after 108 s, the target
+    being -19.9; docs/BENCHMARKS.md has the variants tried). PPO is the preset to use."""
+    cfg = _sac("electric_motor_current_sac", "electric_motor/current", 64, CURRENT_TARGET_RETURN, 500, 200)
+    return replace(cfg, sac=replace(cfg.sac, gamma=0.97))
 
 
 SPEED_TARGET_RETURN = -115.0
@@ -76,24 +83,8 @@ def electric_motor_speed_ppo() -> ExperimentConfig:
 
 
 def electric_motor_speed_sac() -> ExperimentConfig:
-    """SAC on PMSM speed control: 16 motors, one update per vector step, stopping at the PPO preset's target."""
-    cfg = ExperimentConfig(
-        name="electric_motor_speed_sac",
-        algo="sac",
-        task=TaskConfig(name="electric_motor/speed", num_envs=16),
-        off_policy=OffPolicyRunnerConfig(
-            loop=replace(
-                OFF_POLICY_LOOP,
-                max_iterations=20_000,
-                target_return=SPEED_TARGET_RETURN,
-                eval_interval=1_000,
-                eval_episodes=128,
-            ),
-            learning_starts=1_000,
-            batch_size=256,
-        ),
-    )
-    return with_networks(cfg, actor_hidden=(64, 64), critic_hidden=(64, 64))
+    """SAC on PMSM speed control: 16 motors, stopping at the PPO preset's target."""
+    return _sac("electric_motor_speed_sac", "electric_motor/speed", 16, SPEED_TARGET_RETURN, 1_000, 128)
 
 
 PRESETS = {
