@@ -83,7 +83,8 @@ def electric_motor_speed_ppo() -> ExperimentConfig:
 
 
 def electric_motor_speed_sac() -> ExperimentConfig:
-    """SAC on PMSM speed control: 16 motors, stopping at the PPO preset's target."""
+    """SAC on PMSM speed control: 16 motors, stopping at the PPO preset's target. Measured (seed 0): 84 s and 80,000
+    env steps to it, 4.4 % behind the PI speed controller on 256 episodes (PPO's 409,600 steps, 12.6 % behind)."""
     return _sac("electric_motor_speed_sac", "electric_motor/speed", 16, SPEED_TARGET_RETURN, 1_000, 128)
 
 
