@@ -41,6 +41,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "memory_spec",
         "artifact",
         "actuator",
+        "cost_spec",
         "task_record",
         "config",
         "provenance",

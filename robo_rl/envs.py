@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from robo_rl.actuator import actuator_of
+from robo_rl.cost_spec import cost_spec_of
 from robo_rl.image_spec import STATE_KEY, ImageSpec, check_camera_names
 from robo_rl.spaces import SpaceSpec
 from robo_rl.task_record import TaskSpecs
@@ -35,6 +36,10 @@ succeeded; read it where `terminated | truncated`, its value elsewhere means not
 INFO_VALID = "valid"
 """info key, only from envs on real hardware: `(num_envs,)` bool, whether the step is a valid transition. A step whose
 inputs were stale or missing (or whose command was the safe one) is not: runners count it and do not store it."""
+INFO_COST = "cost"
+"""info key, only from tasks with a constraint (`robo_rl.cost_spec.CostSpec`, the env's `cost_spec`): `(num_envs,)`
+float >= 0, the step's cost (what the constraint bounds, in the spec's unit), at every step; an episode's cost is
+their sum, and a constrained algorithm keeps its expected value under a budget."""
 INFO_TRACKING_ERROR = "tracking_error"
 """info key, only from tasks with a reference to follow: `(num_envs,)` distance to the reference after the step
 (in the task's unit, m for the quadrotor), at every step; evaluation reports its RMS."""
@@ -167,9 +172,10 @@ def critic_obs_dim(env: BatchedEnv) -> int:
 def task_specs(env: BatchedEnv) -> TaskSpecs:
     """The env's observation and action specs, control period, critic input width, actuator model, if it has one
     (`robo_rl.actuator.actuator_of`: its `actuator` attribute, with its hover action), and cameras, as a run records
-    them."""
+    them, with the cost it declares (`robo_rl.cost_spec`) where it has a constraint."""
     dims = float(env.dt), critic_obs_dim(env)
-    return TaskSpecs(env.obs_spec, env.action_spec, *dims, actuator_of(env), cameras=image_specs_of(env))
+    cameras, cost = image_specs_of(env), cost_spec_of(env)
+    return TaskSpecs(env.obs_spec, env.action_spec, *dims, actuator_of(env), cameras=cameras, cost=cost)
 
 
 def check_step_result(env: BatchedEnv | CameraEnv, result: StepResult | ImageStepResult) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from robo_rl.actuator import Actuator, ActuatorError, actuator_from_json
+from robo_rl.cost_spec import CostSpec
 from robo_rl.image_spec import ImageSpec
 from robo_rl.spaces import SpaceSpec
 
@@ -46,6 +47,8 @@ class TaskSpecs:
     cameras: tuple[ImageSpec, ...] = ()
     """The task's cameras (name, frame size, channels, intrinsics) in observation order; () for a state-only task,
     or a run recorded before cameras were (its best.pt still holds them)."""
+    cost: CostSpec | None = None
+    """What the task's `info["cost"]` measures (`robo_rl.cost_spec`); None for a task without a constraint."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -60,6 +63,8 @@ class TaskSpecs:
             out["vehicle"] = self.vehicle
         if self.cameras:
             out["cameras"] = [camera.to_dict() for camera in self.cameras]
+        if self.cost is not None:
+            out["cost"] = self.cost.to_dict()
         return out
 
     @classmethod
@@ -75,7 +80,10 @@ class TaskSpecs:
         if not isinstance(cameras, list):
             raise ValueError(f"specs.cameras must be a list of image specs, got {type(cameras).__name__}")
         images = tuple(ImageSpec.from_dict(camera) for camera in cameras)
-        return cls(*specs, actuator=model, vehicle=None if vehicle is None else str(vehicle), cameras=images)
+        cost = data.get("cost")
+        vehicle_json = None if vehicle is None else str(vehicle)
+        spec = None if cost is None else CostSpec.from_dict(cost)
+        return cls(*specs, actuator=model, vehicle=vehicle_json, cameras=images, cost=spec)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ CORE = tuple(
         "memory_spec",
         "artifact",
         "actuator",
+        "cost_spec",
         "task_record",
         "sysid",
         "chunks",

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from robo_rl.envs import INFO_SUCCESS, INFO_TRACKING_ERROR, BatchedEnv, StepResult
+from robo_rl.envs import INFO_COST, INFO_SUCCESS, INFO_TRACKING_ERROR, BatchedEnv, StepResult
 from robo_rl.runners.gate_test import SequentialGate
 from robo_rl.runners.policy_stepper import Actor, PolicyStepper
 
@@ -56,6 +56,13 @@ class EvalResult:
     tracking_rms: float | None = None
     """Root mean square of `info["tracking_error"]` over every step of every episode, for tasks that report it
     (e.g. m from the quadrotor's reference); else None."""
+    costs: tuple[float, ...] | None = None
+    """Each episode's cost (the sum of `info["cost"]`), for tasks with a constraint; else None."""
+
+    @property
+    def mean_cost(self) -> float | None:
+        """Mean cost per episode, or None when the task reports no cost."""
+        return None if not self.costs else sum(self.costs) / len(self.costs)
 
     @property
     def mean_return(self) -> float:
@@ -86,12 +93,21 @@ def evaluate_held_out(
     return evaluate(eval_env, actor, seed=training_seed + EVAL_SEED_OFFSET, gate=gate)
 
 
-def targets_reached(evaluation: EvalResult, target_return: float | None, target_success_rate: float | None) -> bool:
+def targets_reached(
+    evaluation: EvalResult,
+    target_return: float | None,
+    target_success_rate: float | None,
+    max_cost: float | None = None,
+) -> bool:
     """Whether `evaluation` meets every target that is set; False when none is set (train all iterations).
 
-    A success target on a task that defines no success is never met.
+    A success target on a task that defines no success is never met. `max_cost` is a condition on the targets, not
+    a target of its own: they count only where the mean cost per episode is at most it (never on a task that
+    reports no cost).
     """
     if target_return is None and target_success_rate is None:
+        return False
+    if max_cost is not None and (evaluation.mean_cost is None or evaluation.mean_cost > max_cost):
         return False
     if target_return is not None and evaluation.mean_return < target_return:
         return False
@@ -106,12 +122,13 @@ def targets_reached(evaluation: EvalResult, target_return: float | None, target_
 def eval_metrics(evaluation: EvalResult | None) -> dict[str, float | None]:
     """The evaluation columns of a runner's metrics row (None where no evaluation ran this iteration)."""
     if evaluation is None:
-        return {"eval_return": None, "eval_success_rate": None, "eval_tracking_rms": None}
+        return {"eval_return": None, "eval_success_rate": None, "eval_tracking_rms": None, "eval_cost": None}
     gate = {} if evaluation.decision is None else {"eval_gate": float(evaluation.decision == "pass")}
     return {
         "eval_return": evaluation.mean_return,
         "eval_success_rate": evaluation.success_rate,
         "eval_tracking_rms": evaluation.tracking_rms,
+        "eval_cost": evaluation.mean_cost,
     } | gate
 
 
@@ -129,12 +146,14 @@ class EpisodeTally:
         self.succeeded = torch.zeros(num_envs, dtype=torch.bool, device=device)
         self.squared_error = torch.zeros((), device=device)
         """Sum of `info["tracking_error"]`² over every running step."""
-        self.defines_success = self.tracks = False
-        """Whether the env reports `info["success"]`, and `info["tracking_error"]`."""
+        self.costs = torch.zeros(num_envs, device=device)
+        """`(N,)` each env's episode cost so far (the sum of `info["cost"]`)."""
+        self.defines_success = self.tracks = self.has_cost = False
+        """Whether the env reports `info["success"]`, `info["tracking_error"]` and `info["cost"]`."""
 
     def restart(self) -> None:
         """Zero every sum: a new evaluation."""
-        for tensor in (self.returns, self.lengths, self.succeeded, self.squared_error):
+        for tensor in (self.returns, self.lengths, self.succeeded, self.squared_error, self.costs):
             tensor.zero_()
         self.running.fill_(True)
 
@@ -154,6 +173,9 @@ class EpisodeTally:
         if INFO_TRACKING_ERROR in info:
             self.tracks = True
             self.squared_error += (info[INFO_TRACKING_ERROR].square() * self.running).sum()
+        if INFO_COST in info:
+            self.has_cost = True
+            self.costs += info[INFO_COST] * self.running
         self.running &= ~ended
         return obs, ended
 
@@ -180,7 +202,9 @@ class EpisodeTally:
         if gate is not None and successes is not None:
             wins = sum(successes)
             decision = gate.certain(wins, len(successes) - wins, len(successes))
-        return EvalResult(tuple(self.returns.tolist()), tuple(self.lengths.tolist()), successes, decision, rms)
+        costs = tuple(self.costs.tolist()) if self.has_cost else None
+        returns, lengths = tuple(self.returns.tolist()), tuple(self.lengths.tolist())
+        return EvalResult(returns, lengths, successes, decision, rms, costs)
 
 
 @torch.no_grad()

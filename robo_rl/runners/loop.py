@@ -223,8 +223,9 @@ class TrainingLoop(ABC, Generic[ConfigT]):
             if stats is not None:
                 if evaluation is not None:
                     last_eval = evaluation
+                    loop = self.cfg.loop
                     reached = targets_reached(
-                        evaluation, self.cfg.loop.target_return, self.cfg.loop.target_success_rate
+                        evaluation, loop.target_return, loop.target_success_rate, loop.max_eval_cost
                     )
                     self.best.offer(evaluation, self.iteration, self._policy_state, self._checkpoints())
                 reached = self._agree(reached)
@@ -251,7 +252,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         gate = None
         loop = self.cfg.loop
         target = loop.target_success_rate
-        if loop.eval_sequential and target is not None and loop.target_return is None:
+        if loop.eval_sequential and target is not None and loop.target_return is None and loop.max_eval_cost is None:
             gate = SequentialGate(target=target)
         if self.eval_env is None:
             raise RuntimeError("no evaluation env was given to the runner")
@@ -327,6 +328,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
             "episodes": stats.episodes,
             "train_success_rate": stats.success_rate,
             "train_reward_per_step": stats.reward_per_step,
+            "train_cost": stats.mean_cost,
             **self._extra_metrics(),
             **eval_metrics(evaluation),
             **({} if self._precheck_rate is None else {"eval_precheck_success_rate": self._precheck_rate}),

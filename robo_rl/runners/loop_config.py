@@ -24,6 +24,9 @@ class LoopConfig:
     target_success_rate: float | None = None
     """Stop once an evaluation's success rate (tasks that define success) reaches this, e.g. 0.95; with
     target_return too, both must be reached. None: no success target."""
+    max_eval_cost: float | None = None
+    """A condition on the targets for tasks with a constraint (`info["cost"]`): they count as reached only where the
+    evaluation's mean cost per episode is at most this. None: costs do not gate."""
     eval_interval: int = 5
     """Iterations between deterministic evaluations (0: evaluate only at the end)."""
     eval_min_train_success: float | None = None
@@ -71,3 +74,5 @@ class LoopConfig:
             raise ValueError(f"eval_precheck_episodes must not be negative, got {self.eval_precheck_episodes}")
         if not 0.0 <= self.eval_precheck_margin < 1.0:
             raise ValueError(f"eval_precheck_margin must lie in [0, 1), got {self.eval_precheck_margin}")
+        if self.max_eval_cost is not None and not self.max_eval_cost >= 0:
+            raise ValueError(f"max_eval_cost must not be negative, got {self.max_eval_cost}")

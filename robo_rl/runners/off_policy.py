@@ -22,6 +22,7 @@ from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.capture import capture_backend
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.envs import (
+    INFO_COST,
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
     INFO_PRIVILEGED_OBS,
@@ -249,7 +250,7 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
         else:
             self._store(transitions, intervened)
         next_obs, reward, terminated, truncated, info = result
-        self.tracker.record(reward, terminated | truncated, info.get(INFO_SUCCESS))
+        self.tracker.record(reward, terminated | truncated, info.get(INFO_SUCCESS), info.get(INFO_COST))
         self.obs, self.critic_obs = next_obs, critic_observation(next_obs, info, INFO_PRIVILEGED_OBS)
         self.env_steps += self.env.num_envs
 

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from robo_rl.envs import (
+    INFO_COST,
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
     INFO_PRIVILEGED_OBS,
@@ -94,7 +95,7 @@ def run_rollout(rollout: Rollout, act: Act, step_env: EnvStep, stop: Callable[[]
             dones=done,
             starts=started,
         )
-        rollout.tracker.record(reward, done, info.get(INFO_SUCCESS))
+        rollout.tracker.record(reward, done, info.get(INFO_SUCCESS), info.get(INFO_COST))
         if cursor.hidden is not None:  # a new episode starts from the reset state
             cursor.hidden = torch.where(done.unsqueeze(-1), torch.zeros_like(cursor.hidden), cursor.hidden)
         cursor.obs, cursor.critic_obs, value, started = next_obs, next_critic, next_value, done

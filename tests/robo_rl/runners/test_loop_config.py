@@ -17,11 +17,12 @@ from robo_rl.runners.off_policy_config import OFF_POLICY_LOOP
 LOOP_FIELDS = {field.name for field in fields(LoopConfig)}
 
 
-def test_loop_fields_are_the_eleven_shared_settings() -> None:
+def test_loop_fields_are_the_twelve_shared_settings() -> None:
     assert LOOP_FIELDS == {
         "max_iterations",
         "target_return",
         "target_success_rate",
+        "max_eval_cost",
         "eval_interval",
         "eval_min_train_success",
         "eval_sequential",
