@@ -16,7 +16,9 @@ import torch
 
 import robo_rl.sim.rc_car.race_physics as physics
 from robo_rl.actuator import DriveActuator
+from robo_rl.cost_spec import CostSpec
 from robo_rl.envs import (
+    INFO_COST,
     SpaceSpec,
     StepResult,
 )
@@ -53,6 +55,12 @@ DEFAULT_CONFIG = RaceConfig()
 
 if TYPE_CHECKING:  # numba loads only for the numba step
     from robo_rl.sim.rc_car.race_numba import RaceKernel
+
+
+def speed_near_edge_spec(config: RaceConfig) -> CostSpec:
+    """The cost `RaceConfig.cost_speed_limit` declares."""
+    limit, distance = config.cost_speed_limit, config.cost_edge_distance
+    return CostSpec("speed_near_edge", "m/s", f"forward speed above {limit:g} m/s within {distance:g} m of the edge")
 
 
 class RCCarRace(BatchedTask):
@@ -118,6 +126,7 @@ class RCCarRace(BatchedTask):
         self.obs_spec = observation_spec(config, self._params)
         self.action_spec = SpaceSpec(("steering", "drive"), (-1.0, -1.0), (1.0, 1.0), ("1", "1"))
         self.privileged_obs_spec = self._sampler.spec
+        self.cost_spec = None if config.cost_speed_limit <= 0 else speed_near_edge_spec(config)
         self._lookahead = config.lookahead_spacing * torch.arange(
             1, config.lookahead_points + 1, device=self.device, dtype=self.dtype
         )
@@ -233,6 +242,7 @@ class RCCarRace(BatchedTask):
         progress = self._track.progress(self._s_before, self._projection.s).nan_to_num(0.0)
         lap_time = self._count_laps(progress)
         off_track, stalled = self._off_track(), self._stalled()
+        cost = self._speed_near_edge() if self.cost_spec is not None else None
         terminated = off_track | stalled
         reward = physics.reward(self.config, progress, action, previous_steering, off_track, stalled)
         truncated = self._truncated(terminated)
@@ -245,6 +255,8 @@ class RCCarRace(BatchedTask):
         self.privileged_obs = self._episode.T.contiguous()
         outcome = physics.StepOutcome(success, lap_time, laps, off_track, stalled, progress)
         info = physics.step_info(final_obs, self.privileged_obs, final_privileged, outcome)
+        if cost is not None:
+            info[INFO_COST] = cost
         return obs.T.contiguous(), reward, terminated, truncated, info
 
     @property
@@ -376,6 +388,14 @@ class RCCarRace(BatchedTask):
         self._lap_start = torch.where(completed, crossing, self._lap_start)
         self._laps += completed.long()
         return lap_time
+
+    def _speed_near_edge(self) -> torch.Tensor:
+        """`(N,)` this step's cost: forward speed above `cost_speed_limit` (m/s) within `cost_edge_distance` of an
+        edge (off the track counts as near it), 0 elsewhere."""
+        p, c = self._projection, self.config
+        near = (p.half_width - p.lateral_offset.abs() < c.cost_edge_distance).nan_to_num(True)
+        excess = (self._state[VX] - c.cost_speed_limit).clamp_min(0.0).nan_to_num(0.0)
+        return excess * near
 
     def _off_track(self) -> torch.Tensor:
         # Written as "not within bounds" so that non-finite states count as off track.

@@ -78,6 +78,12 @@ class RaceConfig:
     success_laps: int = 1
     """An episode succeeds when it runs to the time limit without leaving the track and has completed at least
     this many laps (a lap: one track length of progress, counted from the episode's start point)."""
+    cost_speed_limit: float = 0.0
+    """A constraint for safe RL (`info["cost"]`, issue 54): a step costs the car's forward speed above this (m/s)
+    while it is within `cost_edge_distance` of the track's edge, summed over the episode. 0: no cost (the task
+    declares none)."""
+    cost_edge_distance: float = 0.3
+    """Where the speed limit holds: within this many m of either edge of the track."""
     randomization: RandomizationConfig = field(default_factory=RandomizationConfig)
     """Domain randomization (friction, mass, latency), all off by default."""
     backend: Backend = "torch"
@@ -104,7 +110,7 @@ class RaceConfig:
         non_negative: tuple[str, ...] = ("progress_weight", "action_weight", "steering_rate_weight")
         non_negative += ("off_track_penalty",)
         non_negative += ("stall_speed", "stall_time", "stall_penalty")
-        non_negative += ("init_offset", "init_heading", "init_speed")
+        non_negative += ("init_offset", "init_heading", "init_speed", "cost_speed_limit", "cost_edge_distance")
         bad += [name for name in non_negative if not getattr(self, name) >= 0]
         if bad:
             raise ValueError(f"RaceConfig fields out of range (must be positive, or >= 0 for weights/ranges): {bad}")
@@ -124,7 +130,8 @@ class RaceConfig:
 
     def numba_unsupported(self) -> list[str]:
         """What this configuration would need for the numba step (empty: it applies, on the CPU)."""
-        return ["no domain randomization (friction, mass, latency)"] if self.randomized else []
+        unsupported = ["no domain randomization (friction, mass, latency)"] if self.randomized else []
+        return unsupported + (["no cost (cost_speed_limit 0)"] if self.cost_speed_limit > 0 else [])
 
     @property
     def randomized(self) -> bool:
