@@ -53,3 +53,23 @@ def test_the_cost_spec_travels_with_the_task_record() -> None:
     assert TaskSpecs.from_dict(specs.to_dict()) == specs
     with pytest.raises(ValueError, match="a name and a unit"):
         CostSpec("", "1", "nothing")
+
+
+def test_a_run_on_a_task_with_a_cost_reports_it_in_its_rows_and_records_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`robo-rl train` on the car with its speed limit near the edge: the rows carry the cost per episode of
+    training and evaluation, and task.yaml the task's CostSpec."""
+    import json
+
+    import yaml
+
+    from robo_rl.cli.main import main
+
+    flags = ["--set", "task.config.cost_speed_limit=1.0", "--set", "task.num_envs=16", "--max-iterations", "3"]
+    flags += ["--set", "runner.loop.eval_interval=3", "--set", "runner.loop.eval_episodes=4", "--quiet"]
+    assert main(["train", "rc_car_race_ppo", *flags, "--runs-root", str(tmp_path)]) == 0
+    run = next((tmp_path / "rc_car_race_ppo").iterdir())
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert all("train_cost" in row and "eval_cost" in row for row in rows)
+    assert rows[-1]["eval_cost"] is not None and rows[-1]["eval_cost"] >= 0.0
+    assert all((row["train_cost"] is not None) == (row["episodes"] > 0) for row in rows)
+    assert yaml.safe_load((run / "task.yaml").read_text())["specs"]["cost"]["name"] == "speed_near_edge"
