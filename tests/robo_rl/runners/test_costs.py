@@ -3,6 +3,8 @@ finished episode in training and evaluation, and a cost limit gates the targets.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -55,7 +57,7 @@ def test_the_cost_spec_travels_with_the_task_record() -> None:
         CostSpec("", "1", "nothing")
 
 
-def test_a_run_on_a_task_with_a_cost_reports_it_in_its_rows_and_records_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_on_a_task_with_a_cost_reports_it_in_its_rows_and_records_it(tmp_path: Path) -> None:
     """`robo-rl train` on the car with its speed limit near the edge: the rows carry the cost per episode of
     training and evaluation, and task.yaml the task's CostSpec."""
     import json
