@@ -110,6 +110,7 @@ class ExperimentConfig:
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     # algorithm-sections:begin (written from robo_rl/algorithms/registry.py by `make docs`; do not edit)
     ppo: registered.PPOConfig = field(default_factory=registered.PPOConfig)
+    ppo_lag: registered.PPOLagConfig = field(default_factory=registered.PPOLagConfig)
     sac: registered.SACConfig = field(default_factory=registered.SACConfig)
     td3: registered.TD3Config = field(default_factory=registered.TD3Config)
     fql: registered.FQLConfig = field(default_factory=registered.FQLConfig)

@@ -7,7 +7,7 @@ runs the minibatch epochs; collecting rollouts is the runner's job.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, overload
 
@@ -167,13 +167,21 @@ class PPO:
     the distribution that collected the rollout, so PPO assumes no family (Gaussian, a ReinFlow chain, ...)."""
 
     def __init__(
-        self, policy: StochasticPolicy, cfg: PPOConfig, *, capturable: bool = False, reducer: Reducer = LOCAL
+        self,
+        policy: StochasticPolicy,
+        cfg: PPOConfig,
+        *,
+        capturable: bool = False,
+        reducer: Reducer = LOCAL,
+        shape_advantages: Callable[[RolloutStorage], None] | None = None,
     ) -> None:
         """`capturable`: the learning rate lives in a device tensor that the optimizer (Adam, fused and
         capturable) reads at each step, so a captured update (`robo_rl.algorithms.ppo_capture`) can adapt it on the
         device; off, the classic float rate. `reducer`: several processes average gradients and update statistics
-        over ranks."""
+        over ranks. `shape_advantages(storage)`: runs after GAE and may change `storage.advantages` (PPO-Lagrangian
+        prices the cost advantages in, `robo_rl.algorithms.ppo_lag`)."""
         self.policy = policy
+        self.shape_advantages = shape_advantages
         self.cfg = cfg
         self.reducer = reducer
         self._learning_rate = cfg.learning_rate
@@ -233,6 +241,8 @@ class PPO:
             self.cfg.gamma,
             self.cfg.lam,
         )
+        if self.shape_advantages is not None:
+            self.shape_advantages(storage)
 
     @property
     def num_steps(self) -> int:

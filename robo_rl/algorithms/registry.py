@@ -23,6 +23,7 @@ from robo_rl.algorithms.drq import sac
 from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.algorithms.fql import FQL, FQLConfig
 from robo_rl.algorithms.ppo import PPO, PPOConfig
+from robo_rl.algorithms.ppo_lag import PPOLagConfig, ppo_lag
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.algorithms.td3 import TD3, TD3Config
@@ -109,6 +110,17 @@ def entries() -> tuple[AlgorithmEntry, ...]:
 register(
     AlgorithmEntry(
         "ppo", "on_policy", PPOConfig, "PPO on batched rollouts", PPO, ppo.build_policy, policy_section="policy"
+    )
+)
+register(
+    AlgorithmEntry(
+        "ppo_lag",
+        "on_policy",
+        PPOLagConfig,
+        "PPO-Lagrangian: PPO keeping the expected episode cost under ppo_lag.lagrange.cost_budget (tasks with costs)",
+        ppo_lag,
+        ppo.build_policy,
+        policy_section="policy",
     )
 )
 register(

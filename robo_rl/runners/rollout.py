@@ -94,9 +94,12 @@ def run_rollout(rollout: Rollout, act: Act, step_env: EnvStep, stop: Callable[[]
             terminated=terminated,
             dones=done,
             starts=started,
+            costs=info[INFO_COST] if INFO_COST in info else torch.zeros_like(reward),
+            final_critic_obs=final_critic,
         )
         rollout.tracker.record(reward, done, info.get(INFO_SUCCESS), info.get(INFO_COST))
         if cursor.hidden is not None:  # a new episode starts from the reset state
             cursor.hidden = torch.where(done.unsqueeze(-1), torch.zeros_like(cursor.hidden), cursor.hidden)
         cursor.obs, cursor.critic_obs, value, started = next_obs, next_critic, next_value, done
+    storage.last_critic_obs.copy_(cursor.critic_obs)
     return storage.num_steps

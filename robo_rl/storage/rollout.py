@@ -72,6 +72,13 @@ class RolloutStorage:
         self.dones = zeros(dtype=torch.bool)
         self.advantages = zeros()
         self.returns = zeros()
+        self.costs = zeros()
+        """Each step's cost (`info["cost"]`; zero for a task without a constraint): what a constrained update prices."""
+        self.final_critic_obs = zeros(critic_obs_dim)
+        """The critic's input at the final observation of an episode that ended at step t (where `dones`): a cost
+        critic bootstraps a time-out from it, as `next_values` does for the reward critic."""
+        self.last_critic_obs = torch.zeros(num_envs, critic_obs_dim, device=device)
+        """The critic's input after the rollout's last step (what the next rollout starts from)."""
         self.starts = zeros(dtype=torch.bool)
         """True where step t is an episode's first step after the rollout's first step (the state was zeroed)."""
         self.hidden_start = torch.zeros(num_envs, max(state_size, 1), device=device)
