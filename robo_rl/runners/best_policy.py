@@ -31,9 +31,11 @@ def _score(success_rate: float | None, mean_return: float) -> tuple[float, float
 
 class BestPolicy:
     """Remembers the best evaluation so far and writes best.pt when an evaluation beats it (ties keep the
-    earlier policy: it was reached with less training)."""
+    earlier policy: it was reached with less training). With `max_cost` (a constrained run's
+    `LoopConfig.max_eval_cost`), an evaluation whose mean cost per episode is above it is never the best."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_cost: float | None = None) -> None:
+        self.max_cost = max_cost
         self.iteration: int | None = None
         self.success_rate: float | None = None
         self.mean_return: float | None = None
@@ -53,6 +55,9 @@ class BestPolicy:
     ) -> bool:
         """Record `evaluation` of the policy at `iteration`; when it is the best so far, write
         `checkpoints/best.pt` from `policy_state()` (not called otherwise) and return True."""
+        cost = evaluation.mean_cost
+        if self.max_cost is not None and (cost is None or cost > self.max_cost):
+            return False  # over the cost limit: never the best
         score = evaluation_score(evaluation)
         best = self.score
         if best is not None and score <= best:

@@ -160,7 +160,7 @@ class TrainingLoop(ABC, Generic[ConfigT]):
         self.iteration = self.env_steps = 0
         self.wall_time = 0.0
         self.schedule = SaveSchedule(cfg.loop.save_every_s, reducer)
-        self.best = BestPolicy()
+        self.best = BestPolicy(self.cfg.loop.max_eval_cost)
         """The best evaluation so far; its policy is checkpoints/best.pt."""
         self.stop_requested: Callable[[], bool] = _never
         """Checked before every iteration (and by an on-policy rollout before each step): True ends training there,

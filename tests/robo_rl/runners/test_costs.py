@@ -75,3 +75,13 @@ def test_a_run_on_a_task_with_a_cost_reports_it_in_its_rows_and_records_it(tmp_p
     assert rows[-1]["eval_cost"] is not None and rows[-1]["eval_cost"] >= 0.0
     assert all((row["train_cost"] is not None) == (row["episodes"] > 0) for row in rows)
     assert yaml.safe_load((run / "task.yaml").read_text())["specs"]["cost"]["name"] == "speed_near_edge"
+
+
+def test_an_evaluation_over_the_cost_limit_is_never_the_best_policy() -> None:
+    from robo_rl.runners.best_policy import BestPolicy
+
+    best = BestPolicy(max_cost=10.0)
+    assert best.offer(EvalResult((5.0,), (5,), (True,), costs=(8.0,)), 1, dict, None)
+    assert not best.offer(EvalResult((50.0,), (5,), (True,), costs=(12.0,)), 2, dict, None), "more return, over"
+    assert best.offer(EvalResult((6.0,), (5,), (True,), costs=(10.0,)), 3, dict, None) and best.iteration == 3
+    assert BestPolicy().offer(EvalResult((1.0,), (5,), (True,), costs=(99.0,)), 1, dict, None), "no limit: any cost"
