@@ -17,6 +17,7 @@ from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.registry import algorithm, entries
 from robo_rl.chunks.env import ChunkEnv
 from robo_rl.config import ConfigError
+from robo_rl.cost_spec import cost_spec_of
 from robo_rl.distributed import LOCAL, Reducer, broadcast_module
 from robo_rl.envs import BatchedEnv, image_specs_of, task_specs
 from robo_rl.experiment import ExperimentConfig
@@ -168,6 +169,11 @@ def build_runner(
         if cfg.loop.eval_precheck_episodes > 0:
             precheck = cfg.loop.eval_precheck_episodes
             precheck_env = _evaluation_env(cfg, make_env, precheck, cfg.seed + PRECHECK_SEED_OFFSET)
+    if algorithm(cfg.algo).needs_costs and cost_spec_of(env) is None:
+        raise ValueError(
+            f"--algo {cfg.algo} keeps a cost under a budget, and task {task.name!r} declares no cost (with its "
+            "config as given); e.g. rc_car/race with --set task.config.cost_speed_limit=2.0"
+        )
     torch.manual_seed(cfg.seed)  # network initialization is part of what the seed reproduces
     if cfg.on_policy:
         policy = build_policy(cfg, env)

@@ -63,6 +63,8 @@ class AlgorithmEntry:
     need a layer above the core (`robo_rl.hil`); the composition root (`robo_rl.build`) imports it."""
     cameras: bool = False
     """Off-policy: learns from camera envs (`robo_rl.envs.CameraEnv`); `build` then also takes `image_specs=`."""
+    needs_costs: bool = False
+    """A constrained algorithm: it trains only on a task that declares a cost (`robo_rl.cost_spec`)."""
 
     def section(self, role: Literal["build", "policy"]) -> str:
         """The `ExperimentConfig` section that `build` ("build") or `build_policy` ("policy") reads."""
@@ -121,6 +123,7 @@ register(
         ppo_lag,
         ppo.build_policy,
         policy_section="policy",
+        needs_costs=True,
     )
 )
 register(

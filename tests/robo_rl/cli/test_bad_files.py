@@ -663,6 +663,11 @@ BAD_ARGUMENTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("eval-gem-other-task", ("eval", "ONNX", "--sim", "gem"), "--sim gem runs electric_motor/current policies"),
     ("eval-gem-no-episodes", ("eval", "ONNX", "--sim", "gem", "--episodes", "0"), "--episodes must be at least 1"),
     ("eval-gem-plant", ("eval", "ONNX", "--sim", "gem", "--plant", "native"), "--plant is for --sim l2f"),
+    (
+        "train-ppo-lag-no-cost",
+        ("train", "pendulum_ppo", "--algo", "ppo_lag", "--max-iterations", "1"),
+        "declares no cost",
+    ),
 )
 
 
