@@ -25,7 +25,7 @@ import torch
 
 from robo_rl.hil.actor_learner import LearnerStats
 from robo_rl.real.profile import RobotProfile
-from robo_rl.robot.link import TRANSITION_TOPIC
+from robo_rl.robot.link import TRANSITION_DEPTH, TRANSITION_TOPIC
 from robo_rl.storage.replay import ReplayBuffer, SymmetricSampler, Transitions, select_transitions
 
 WEIGHTS_TOPIC = "policy_weights"
@@ -127,7 +127,7 @@ class TopicLearner:
         self.generator = torch.Generator().manual_seed(0)
         self.received = self.updates = self.published = self.invalid = self.interventions = 0
         self.publisher = node.create_publisher(Float32MultiArray, WEIGHTS_TOPIC, 1)
-        node.create_subscription(Float32MultiArray, TRANSITION_TOPIC, self._on_transition, 1000)
+        node.create_subscription(Float32MultiArray, TRANSITION_TOPIC, self._on_transition, TRANSITION_DEPTH)
 
     def _on_transition(self, message: Any) -> None:
         n, a = self.dims
