@@ -61,6 +61,7 @@ def filled_buffer(seed: int) -> ReplayBuffer:
             critic_obs=obs,
             actions=torch.rand(FILL, ACT, generator=g) * 2 - 1,
             rewards=torch.randn(FILL, generator=g),
+            costs=torch.zeros(FILL),
             next_obs=next_obs,
             next_critic_obs=next_obs,
             terminated=torch.rand(FILL, generator=g) < 0.01,

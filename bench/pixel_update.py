@@ -87,6 +87,7 @@ def batch(case: Case, size: int, generator: torch.Generator) -> Transitions:
         critic_obs=obs,
         actions=torch.rand(size, ACTION_DIM, generator=generator) * 2 - 1,
         rewards=torch.randn(size, generator=generator),
+        costs=torch.zeros(size),
         next_obs=next_obs,
         next_critic_obs=next_obs,
         terminated=no,

@@ -46,6 +46,7 @@ def random_transitions(n: int, generator: torch.Generator) -> Transitions:
         critic_obs=floats(CRITIC_OBS_DIM),
         actions=floats(ACTION_DIM),
         rewards=floats(),
+        costs=floats(),
         next_obs=floats(OBS_DIM),
         next_critic_obs=floats(CRITIC_OBS_DIM),
         terminated=flags(),

@@ -180,7 +180,8 @@ def build_runner(
         prepare_policy(cfg, policy, env)
         broadcast_module(policy, reducer)
         entry = algorithm(cfg.algo)
-        update = entry.build(policy, getattr(cfg, entry.section("build")), reducer=reducer)
+        limits = {"time_limit": env.max_episode_steps} if entry.needs_costs else {}
+        update = entry.build(policy, getattr(cfg, entry.section("build")), reducer=reducer, **limits)
         evaluation = {"eval_env": eval_env, "precheck_env": precheck_env}
         return OnPolicyRunner(env, policy, update, cfg.runner, seed, run=run, reducer=reducer, **evaluation)
     learner = build_off_policy(cfg, env, reducer=reducer)
@@ -275,7 +276,9 @@ def build_off_policy(
     if cameras and not entry.cameras:
         able = ", ".join(e.name for e in entries() if e.cameras)
         raise ValueError(f"algo {cfg.algo!r} does not learn from cameras (task {cfg.task.name!r} has them); use {able}")
-    extra = {"image_specs": cameras} if cameras else {}
+    extra: dict[str, Any] = {"image_specs": cameras} if cameras else {}
+    if entry.needs_costs and not isinstance(task, TaskSpecs):
+        extra["time_limit"] = task.max_episode_steps
     section = getattr(cfg, entry.section("build"))
     learner: OffPolicyAlgorithm = entry.build(
         specs.obs.dim, specs.critic_obs_dim, *bounds, section, device=device, reducer=reducer, **extra

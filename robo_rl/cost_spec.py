@@ -36,6 +36,12 @@ class CostSpec:
         return cls(str(data["name"]), str(data["unit"]), str(data.get("about", "")))
 
 
+def speed_near_edge(limit: float, distance: float) -> CostSpec:
+    """The car's constraint (rc_car/race in simulation, `robo_rl.robot.costs` on the car): forward speed above
+    `limit` m/s within `distance` m of the track's edge."""
+    return CostSpec("speed_near_edge", "m/s", f"forward speed above {limit:g} m/s within {distance:g} m of the edge")
+
+
 def cost_spec_of(env: Any) -> CostSpec | None:
     """The cost an env declares (its `cost_spec` attribute), or None for a task without a constraint."""
     spec = getattr(env, "cost_spec", None)

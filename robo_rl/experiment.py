@@ -112,6 +112,7 @@ class ExperimentConfig:
     ppo: registered.PPOConfig = field(default_factory=registered.PPOConfig)
     ppo_lag: registered.PPOLagConfig = field(default_factory=registered.PPOLagConfig)
     sac: registered.SACConfig = field(default_factory=registered.SACConfig)
+    sac_lag: registered.SACLagConfig = field(default_factory=registered.SACLagConfig)
     td3: registered.TD3Config = field(default_factory=registered.TD3Config)
     fql: registered.FQLConfig = field(default_factory=registered.FQLConfig)
     dsrl: registered.DSRLConfig = field(default_factory=registered.DSRLConfig)

@@ -15,8 +15,9 @@ from robo_rl.algorithms.ppo import PPOConfig as PPOConfig
 from robo_rl.algorithms.ppo_lag import PPOLagConfig as PPOLagConfig
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig as ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SACConfig as SACConfig
+from robo_rl.algorithms.sac_lag import SACLagConfig as SACLagConfig
 from robo_rl.algorithms.td3 import TD3Config as TD3Config
 
-AlgorithmName = Literal["ppo", "ppo_lag", "sac", "td3", "fql", "dsrl", "reinflow"]
+AlgorithmName = Literal["ppo", "ppo_lag", "sac", "sac_lag", "td3", "fql", "dsrl", "reinflow"]
 """A registered algorithm's name: `--algo` and a config's `algo` are typed by it (a config file naming
 another is a ConfigError listing these)."""

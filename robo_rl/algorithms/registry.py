@@ -26,6 +26,7 @@ from robo_rl.algorithms.ppo import PPO, PPOConfig
 from robo_rl.algorithms.ppo_lag import PPOLagConfig, ppo_lag
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
 from robo_rl.algorithms.sac import SACConfig
+from robo_rl.algorithms.sac_lag import SACLagConfig, sac_lag
 from robo_rl.algorithms.td3 import TD3, TD3Config
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ class AlgorithmEntry:
     cameras: bool = False
     """Off-policy: learns from camera envs (`robo_rl.envs.CameraEnv`); `build` then also takes `image_specs=`."""
     needs_costs: bool = False
-    """A constrained algorithm: it trains only on a task that declares a cost (`robo_rl.cost_spec`)."""
+    """A constrained algorithm: it trains only on a task that declares a cost (`robo_rl.cost_spec`), and `build`
+    also takes `time_limit=`, the task's episode length in steps (its budget is per episode; off-policy builders
+    default it to 0, for a policy rebuilt from a run's recorded specs, which does not train)."""
 
     def section(self, role: Literal["build", "policy"]) -> str:
         """The `ExperimentConfig` section that `build` ("build") or `build_policy` ("policy") reads."""
@@ -134,6 +137,16 @@ register(
         "soft actor-critic (DrQ's shared camera encoder on camera tasks)",
         sac,
         cameras=True,
+    )
+)
+register(
+    AlgorithmEntry(
+        "sac_lag",
+        "off_policy",
+        SACLagConfig,
+        "SAC-Lagrangian: SAC keeping the expected episode cost under sac_lag.lagrange.cost_budget (tasks with costs)",
+        sac_lag,
+        needs_costs=True,
     )
 )
 register(AlgorithmEntry("td3", "off_policy", TD3Config, "twin delayed DDPG", TD3))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -26,6 +27,9 @@ from robo_rl.modules.normalizer import EmpiricalNormalizer
 from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.modules.squashed_actor import SquashedGaussianActor
 from robo_rl.storage.replay import Transitions
+
+ActorLossHook = Callable[[torch.Tensor, Transitions, torch.Tensor], torch.Tensor]
+"""`(SAC's actor loss, the batch, the actor's reparameterized actions) -> the actor loss to minimize`."""
 
 
 @dataclass(frozen=True)
@@ -92,13 +96,17 @@ class SAC(OffPolicyAlgorithm):
         device: torch.device | str = "cpu",
         actor: nn.Module | None = None,
         reducer: Reducer = LOCAL,
+        shape_actor_loss: ActorLossHook | None = None,
     ) -> None:
         """`actor` replaces the squashed-Gaussian actor: any module with `sample(obs) -> (normalized action,
         log-probability)`, `deterministic(obs)`, `scaler` and `deterministic_actor()` (e.g. DSRL's steered flow);
         its `trainable_parameters()`, when it has them, are what the actor optimizer moves. `reducer` averages the
-        gradients over processes (`robo_rl.distributed`; LOCAL: one process)."""
+        gradients over processes (`robo_rl.distributed`; LOCAL: one process). `shape_actor_loss(loss, batch,
+        action)` returns the actor loss to minimize in place of SAC's own `loss`, given the batch and the actor's
+        reparameterized `action` (SAC-Lagrangian prices the action's cost there, `robo_rl.algorithms.sac_lag`)."""
         self.cfg = cfg
         self.reducer = reducer
+        self.shape_actor_loss = shape_actor_loss
         action_dim = int(action_low.numel())
         self.action_dim = action_dim
         if actor is None:
@@ -247,6 +255,8 @@ class SAC(OffPolicyAlgorithm):
         actor_loss = sac_actor_loss(q, log_prob, self.alpha)
         if self.cfg.bc_weight > 0:
             actor_loss = actor_loss + self.cfg.bc_weight * q.abs().mean().detach() * self._bc_loss(batch, q)
+        if self.shape_actor_loss is not None:
+            actor_loss = self.shape_actor_loss(actor_loss, batch, action)
         self.actor_optimizer.zero_grad(set_to_none=True)
         actor_loss.backward()
         self.reducer.gradients(optimizer_parameters(self.actor_optimizer))

@@ -101,6 +101,7 @@ def robot_env_factory(
                 success=success,
                 success_reward=learned_reward,
                 cameras=cameras,
+                cost=robot_cost(profile, params, config),
             )
             return cast(BatchedEnv, env)  # a CameraEnv where the profile has cameras
         cameras = robot_cameras(profile, params, config)  # the world decides the rest
@@ -111,7 +112,8 @@ def robot_env_factory(
         except ModuleNotFoundError as err:
             raise ConfigError(f"--robot needs {err.name}: train from .venv-ros (make ros-venv)") from None
         reward = reward_for(profile)
-        env = RobotEnv(profile, ros, reward, success=success, success_reward=learned_reward, cameras=cameras)
+        cost = robot_cost(profile, params, config)
+        env = RobotEnv(profile, ros, reward, success=success, success_reward=learned_reward, cameras=cameras, cost=cost)
         return cast(BatchedEnv, env)  # a CameraEnv where the profile has cameras
 
     return make
@@ -120,6 +122,20 @@ def robot_env_factory(
 PEG_TASK = "mujoco/peg_insert"
 PEG_TASKS = (PEG_TASK, "mujoco/peg_insert_pixels")
 """The peg arm's tasks: without and with cameras (whose state task is the first's)."""
+
+
+def robot_cost(profile: Any, params: Sequence[str], config: Any) -> Any:
+    """The constraint the task's config (with `params`) declares, computed on the robot from the profile's fields
+    (`robo_rl.robot.costs.cost_for`); None where it declares none. ConfigError where the robot cannot compute it."""
+    from robo_rl.config import apply_overrides
+    from robo_rl.robot.costs import cost_for
+    from robo_rl.sim.registry import task_settings
+
+    settings = task_settings(profile.task, config)
+    try:
+        return cost_for(profile, apply_overrides(settings, params) if params else settings)
+    except ValueError as err:
+        raise ConfigError(f"--robot {profile.name}: {err}") from None
 
 
 def robot_cameras(profile: Any, params: Sequence[str], config: Any) -> tuple[ImageSpec, ...]:

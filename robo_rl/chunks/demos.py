@@ -86,6 +86,7 @@ def _macro(demos: Transitions, index: torch.Tensor, mask: torch.Tensor, actions:
         critic_obs=demos.critic_obs,
         actions=actions,
         rewards=rewards,
+        costs=(demos.costs[index] * mask).sum(dim=1),
         next_obs=demos.next_obs[last],
         next_critic_obs=demos.next_critic_obs[last],
         terminated=demos.terminated[last],

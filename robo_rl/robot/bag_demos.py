@@ -347,6 +347,7 @@ def save_bag_demos(path: Path, found: BagTransitions, profile: RobotProfile, sou
             critic_obs=torch.as_tensor(found.obs),
             actions=torch.as_tensor(found.actions),
             rewards=torch.as_tensor(found.rewards),
+            costs=torch.zeros(len(found.rewards)),
             next_obs=torch.as_tensor(found.next_obs),
             next_critic_obs=torch.as_tensor(found.next_obs),
             terminated=as_flag(found.terminated),

@@ -39,7 +39,8 @@ import numpy as np
 import torch
 
 from robo_rl.actuator import DriveActuator
-from robo_rl.envs import INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID
+from robo_rl.cost_spec import CostSpec
+from robo_rl.envs import INFO_COST, INFO_FINAL_OBS, INFO_SUCCESS, INFO_VALID
 from robo_rl.hil.device import TeleopDevice
 from robo_rl.hil.intervention import INFO_EXECUTED_ACTION, INFO_INTERVENED
 from robo_rl.image_spec import STATE_KEY, ImageSpec
@@ -51,6 +52,7 @@ from robo_rl.real.policy_fit import camera_mismatches, profile_drive
 from robo_rl.real.profile import HOLD_MEASURED, JOINT_TRAJECTORY, RobotProfile, held_joint_sources
 from robo_rl.real.safety import SafetyFilter, SafetyResult
 from robo_rl.real.safety_box import SafetyBox
+from robo_rl.robot.costs import Cost
 from robo_rl.robot.link import Frames, RobotLink
 from robo_rl.spaces import SpaceSpec
 
@@ -117,8 +119,13 @@ class RobotEnv:
         teleop: TeleopDevice | None = None,
         success_reward: bool = False,
         cameras: Sequence[ImageSpec] = (),
+        cost: tuple[CostSpec, Cost] | None = None,
     ) -> None:
         self.profile, self.link, self.reward_fn, self.cfg = profile, link, reward, cfg
+        self.cost_spec: CostSpec | None = None if cost is None else cost[0]
+        self.cost_fn: Cost | None = None if cost is None else cost[1]
+        """The task's constraint (`robo_rl.robot.costs`): `info["cost"]` every step from the link's fields, 0 on an
+        invalid step (as its reward); None: the task declares none."""
         self.clock = clock
         self.say = say or _to_stderr
         """Where the operator's prompts go (stderr by default)."""
@@ -271,6 +278,8 @@ class RobotEnv:
             INFO_EXECUTED_ACTION: torch.as_tensor(result.command, dtype=torch.float32).unsqueeze(0),
             INFO_SUCCESS: torch.tensor([bool(ended is not None and ended.success)]),
         }
+        if self.cost_fn is not None:
+            info[INFO_COST] = torch.tensor([self.cost_fn(fields, self.dt) if valid else 0.0], dtype=torch.float32)
         publish = getattr(self.link, "publish_transition", None)
         if publish is not None:
             flags = (terminated, truncated, operator is not None and not result.fault, valid and not discarded)

@@ -147,6 +147,7 @@ class TopicLearner:
             critic_obs=obs,
             actions=action,
             rewards=row[n + a].reshape(1),
+            costs=torch.zeros(1, device=row.device),
             next_obs=next_obs,
             next_critic_obs=next_obs,
             terminated=flag(terminated),

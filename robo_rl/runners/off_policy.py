@@ -63,6 +63,7 @@ def transitions_of_step(
 ) -> Transitions:
     """The replay transitions of one batched env step from `obs` with normalized `action` ([-1, 1]).
 
+    A task with a constraint has its step's `info["cost"]` stored (zeros without one).
     Finished episodes store the env's `final_obs` (and its privileged part) as the next observation, so that
     time-outs bootstrap from the state the episode was cut in. `intervened` `(N,)` flags the envs whose action
     came from an operator (None: none did). A camera env's dict observations give the state vectors and, as
@@ -70,11 +71,13 @@ def transitions_of_step(
     """
     _, reward, terminated, truncated, info = result
     final_obs = info[INFO_FINAL_OBS]
+    cost = info.get(INFO_COST)
     return Transitions(
         obs=state_of(obs),
         critic_obs=critic_obs,
         actions=action,
         rewards=reward,
+        costs=torch.zeros_like(reward) if cost is None else cost.to(reward.dtype),
         next_obs=state_of(final_obs),
         next_critic_obs=critic_observation(final_obs, info, INFO_FINAL_PRIVILEGED_OBS),
         terminated=terminated,

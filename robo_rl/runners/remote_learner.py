@@ -12,6 +12,7 @@ from functools import partial
 from typing import Protocol
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
+from robo_rl.cost_spec import cost_spec_of
 from robo_rl.envs import BatchedEnv, image_specs_of
 from robo_rl.hil.actor_learner import ActorLearner, LearnerConfig, LearnerStats
 from robo_rl.runners.loop import Losses
@@ -48,6 +49,11 @@ def start_learner(
         make = getattr(env, "topic_actor", None)  # a robot env's (RobotEnv); a simulator has none
         if make is None:
             raise ValueError("off_policy.learner_transport=ros needs the robot through ROS (robo-rl train --robot)")
+        if cost_spec_of(env) is not None:
+            raise ValueError(
+                "off_policy.learner_transport=ros: the transitions topic carries no cost yet, and this task has a "
+                "constraint; use learner_transport=process"
+            )
         remote: RemoteLearner = make(algorithm)
         return remote, algorithm
     if env.device.type != "cpu":

@@ -39,6 +39,8 @@ class Transitions:
         actions: `(B, action_dim)` action in the policy's output space, before the actor's scaler maps it onto
             the env's bounds: the space the critic is trained in. Human actions must be mapped back into it.
         rewards: `(B,)` float reward of the step.
+        costs: `(B,)` float cost of the step (`info["cost"]` of a task with a constraint, `robo_rl.cost_spec`);
+            zeros for a task without one.
         next_obs: `(B, obs_dim)` observation after the step. For a finished episode pass the env's
             `info["final_obs"]`, not the returned obs (which already belongs to the next episode): bootstrapping
             a time-out needs the value of the state the episode was cut in. `info["final_obs"]` equals the
@@ -57,6 +59,7 @@ class Transitions:
     critic_obs: torch.Tensor
     actions: torch.Tensor
     rewards: torch.Tensor
+    costs: torch.Tensor
     next_obs: torch.Tensor
     next_critic_obs: torch.Tensor
     terminated: torch.Tensor
@@ -100,6 +103,14 @@ def vector_transitions(
     """Transitions from every vector field by name (`FIELD_NAMES`) and, with cameras, the frames."""
     fields: dict[str, Any] = dict(vectors)
     return Transitions(**fields, images=images, next_images=next_images)
+
+
+def with_costs(vectors: dict[str, Any]) -> dict[str, Any]:
+    """Saved vector fields with `costs`: zeros (no constraint) for files written before transitions held costs."""
+    rewards = vectors.get("rewards")
+    if "costs" in vectors or not isinstance(rewards, torch.Tensor):
+        return vectors
+    return {**vectors, "costs": torch.zeros_like(rewards)}
 
 
 def _map_frames(frames: Frames | None, fn: Callable[[str, torch.Tensor], torch.Tensor]) -> Frames | None:
@@ -199,6 +210,7 @@ class ReplayBuffer:
             "critic_obs": (critic_obs_dim,),
             "actions": (action_dim,),
             "rewards": (),
+            "costs": (),
             "next_obs": (obs_dim,),
             "next_critic_obs": (critic_obs_dim,),
             **{name: () for name in _FLAG_NAMES},
@@ -357,6 +369,8 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a `state_dict`; ValueError naming the field if capacity or a dimension differs."""
+        if isinstance(state.get("transitions"), dict):
+            state = {**state, "transitions": with_costs(state["transitions"])}
         self._check_sizes(state)
         self._check_fill(state)
         size = state["size"]

@@ -22,7 +22,14 @@ from typing import Any
 import torch
 
 from robo_rl.storage import checkpoint
-from robo_rl.storage.replay import FIELD_NAMES, ReplayBuffer, ReplayHistory, Transitions, vector_transitions
+from robo_rl.storage.replay import (
+    FIELD_NAMES,
+    ReplayBuffer,
+    ReplayHistory,
+    Transitions,
+    vector_transitions,
+    with_costs,
+)
 
 CHUNKS_KEY = "replay_chunks"
 """Key that marks a manifest (and holds its chunks as (start, count) pairs)."""
@@ -128,7 +135,7 @@ class ReplayLog:
         if not path.is_file():
             raise checkpoint.CheckpointError(f"{path} is missing (the checkpoint's replay buffer needs it)")
         state = checkpoint.load(path, "cpu", required=("start", "transitions"))
-        fields = state["transitions"]
+        fields = with_costs(state["transitions"])
         counts = {len(fields[name]) if name in fields else -1 for name in FIELD_NAMES}
         if state["start"] != chunk.start or counts != {chunk.count}:
             raise checkpoint.CheckpointError(f"{path} does not hold transitions {chunk.start}..{chunk.end - 1}")

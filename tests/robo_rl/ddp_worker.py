@@ -86,7 +86,8 @@ def sac_batch(seed: int) -> Transitions:
     flags = torch.zeros(64, dtype=torch.bool)
     return Transitions(
         obs=obs, critic_obs=obs, actions=torch.rand(64, ACT, generator=generator) * 2 - 1,
-        rewards=torch.randn(64, generator=generator), next_obs=torch.randn(64, OBS, generator=generator),
+        rewards=torch.randn(64, generator=generator), costs=torch.zeros(64),
+        next_obs=torch.randn(64, OBS, generator=generator),
         next_critic_obs=obs, terminated=flags, truncated=flags, intervened=flags, is_demo=flags,
     )  # fmt: skip
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from robo_rl.envs import INFO_SUCCESS, SpaceSpec, StepResult
+from robo_rl.cost_spec import CostSpec
+from robo_rl.envs import INFO_COST, INFO_SUCCESS, SpaceSpec, StepResult
 from robo_rl.sim.batched_task import BatchedTask
 
 
@@ -49,11 +50,23 @@ class PointObstacleConfig:
     crash_penalty: float = 10.0
     """Subtracted on hitting the obstacle or leaving the arena."""
 
+    hazard_margin: float = 0.0
+    """A constraint for safe RL (`info["cost"]`, issue 54): a step costs 1 while the robot is within this distance
+    (m) of the obstacle's surface, as a Safety-Gymnasium hazard costs 1 per step inside it; an episode's cost counts
+    those steps. The reward does not change. 0: no cost (the task declares none)."""
+
     def __post_init__(self) -> None:
+        if not self.hazard_margin >= 0:
+            raise ValueError(f"PointObstacleConfig.hazard_margin must not be negative, got {self.hazard_margin}")
         positive = ("dt", "max_episode_steps", "max_speed", "obstacle_radius", "arena_half_size", "goal_radius")
         bad = [name for name in positive if not getattr(self, name) > 0]
         if bad:
             raise ValueError(f"PointObstacleConfig fields must be positive: {bad}")
+
+
+def hazard_spec(config: PointObstacleConfig) -> CostSpec:
+    """The cost `PointObstacleConfig.hazard_margin` declares."""
+    return CostSpec("near_obstacle", "1", f"1 per step within {config.hazard_margin:g} m of the obstacle's surface")
 
 
 class PointObstacle(BatchedTask):
@@ -89,6 +102,7 @@ class PointObstacle(BatchedTask):
         zeros2 = torch.zeros(num_envs, 2, dtype=self.dtype, device=self.device)
         self._position, self._velocity, self._goal, self._obstacle = (zeros2.clone() for _ in range(4))
         self._episodes = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.cost_spec = None if config.hazard_margin <= 0 else hazard_spec(config)
         self.reset(seed)
 
     @property
@@ -124,7 +138,11 @@ class PointObstacle(BatchedTask):
         reward = (
             c.progress_weight * (distance_before - distance) + c.success_bonus * success - c.crash_penalty * crashed
         )
-        return self._end_step(self._current_obs(), reward, {INFO_SUCCESS: success}, terminated=success | crashed)
+        info = {INFO_SUCCESS: success}
+        if self.cost_spec is not None:
+            clearance = (self._position - self._obstacle).norm(dim=-1) - c.obstacle_radius
+            info[INFO_COST] = (clearance < c.hazard_margin).to(self.dtype)
+        return self._end_step(self._current_obs(), reward, info, terminated=success | crashed)
 
     def _collided(self) -> torch.Tensor:
         return (self._position - self._obstacle).norm(dim=-1) < self.config.obstacle_radius

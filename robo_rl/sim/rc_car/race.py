@@ -16,7 +16,7 @@ import torch
 
 import robo_rl.sim.rc_car.race_physics as physics
 from robo_rl.actuator import DriveActuator
-from robo_rl.cost_spec import CostSpec
+from robo_rl.cost_spec import CostSpec, speed_near_edge
 from robo_rl.envs import (
     INFO_COST,
     SpaceSpec,
@@ -59,8 +59,7 @@ if TYPE_CHECKING:  # numba loads only for the numba step
 
 def speed_near_edge_spec(config: RaceConfig) -> CostSpec:
     """The cost `RaceConfig.cost_speed_limit` declares."""
-    limit, distance = config.cost_speed_limit, config.cost_edge_distance
-    return CostSpec("speed_near_edge", "m/s", f"forward speed above {limit:g} m/s within {distance:g} m of the edge")
+    return speed_near_edge(config.cost_speed_limit, config.cost_edge_distance)
 
 
 class RCCarRace(BatchedTask):

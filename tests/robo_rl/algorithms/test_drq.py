@@ -45,6 +45,7 @@ def batch(seed: int = 0, same_next_frames: bool = False) -> Transitions:
         critic_obs=torch.cat((state, privileged), -1),
         actions=torch.rand(BATCH, 1, generator=g) * 2 - 1,
         rewards=torch.randn(BATCH, generator=g),
+        costs=torch.zeros(BATCH),
         next_obs=next_state,
         next_critic_obs=torch.cat((next_state, privileged), -1),
         terminated=flags,

@@ -24,6 +24,7 @@ def _bandit(n: int, actions: torch.Tensor, is_demo: bool) -> Transitions:
         critic_obs=obs,
         actions=actions,
         rewards=actions[:, 0],
+        costs=torch.zeros_like(actions[:, 0]),
         next_obs=obs,
         next_critic_obs=obs,
         terminated=~flags,

@@ -26,6 +26,7 @@ def _batch(n: int, obs_dim: int, action: torch.Tensor, reward: torch.Tensor) -> 
         critic_obs=obs,
         actions=action,
         rewards=reward,
+        costs=torch.zeros_like(reward),
         next_obs=obs,
         next_critic_obs=obs,
         terminated=torch.ones(n, dtype=torch.bool),

@@ -27,6 +27,7 @@ def transitions(ids: torch.Tensor) -> Transitions:
         critic_obs=critic_obs,
         actions=col * 2 + torch.arange(ACTION_DIM, device=ids.device),
         rewards=ids,
+        costs=ids / 2,
         next_obs=obs + 0.5,
         next_critic_obs=critic_obs + 0.125,
         terminated=whole % 5 == 0,
@@ -228,6 +229,18 @@ def test_save_and_load_through_disk(tmp_path: Path) -> None:
     original.add(id_range(50, 51))
     assert_same(loaded.stored(), original.stored())
     assert [p.name for p in path.parent.iterdir()] == ["replay.pt"]
+
+
+def test_a_file_saved_before_transitions_held_costs_loads_with_zero_costs(tmp_path: Path) -> None:
+    """Buffers written before issue 54 have no `costs` rows: they load, every cost 0 (no constraint then)."""
+    original = buffer(8)
+    original.add(id_range(0, 5))
+    state = original.state_dict()
+    del state["transitions"]["costs"]
+    loaded = buffer(8)
+    loaded.load_state_dict(state)
+    assert loaded.stored().costs.tolist() == [0.0] * 5
+    torch.testing.assert_close(loaded.stored().rewards, original.stored().rewards)
 
 
 def test_load_state_dict_with_wrong_obs_dim_names_it() -> None:

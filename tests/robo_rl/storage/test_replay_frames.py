@@ -42,6 +42,7 @@ def transitions(ids: torch.Tensor, specs: tuple[ImageSpec, ...] = SPECS) -> Tran
         critic_obs=-col.expand(-1, CRITIC_OBS_DIM).clone(),
         actions=col * 0.5,
         rewards=values,
+        costs=values / 2,
         next_obs=col.expand(-1, OBS_DIM) + 0.5,
         next_critic_obs=-col.expand(-1, CRITIC_OBS_DIM) - 0.5,
         terminated=whole % 5 == 0,

@@ -26,7 +26,8 @@ def _add(buffer: ReplayBuffer, start: int, stop: int) -> None:
     fields = {name: torch.zeros(n, dim) for name, dim in zeros.items()}
     fields |= {"next_obs": torch.zeros(n, OBS_DIM), "next_critic_obs": torch.zeros(n, CRITIC_OBS_DIM)}
     flags = {name: torch.zeros(n, dtype=torch.bool) for name in ("terminated", "truncated", "intervened", "is_demo")}
-    buffer.add(Transitions(**fields, **flags, rewards=torch.arange(start, stop, dtype=torch.float32)))
+    rewards = torch.arange(start, stop, dtype=torch.float32)
+    buffer.add(Transitions(**fields, **flags, rewards=rewards, costs=torch.zeros(n)))
 
 
 def _same_ring(a: ReplayBuffer, b: ReplayBuffer) -> None:
