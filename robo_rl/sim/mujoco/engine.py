@@ -162,6 +162,14 @@ class RolloutEngine:
         if self._sensor_trajectory is not None:
             self._sensordata[:] = self._sensor_trajectory[:, -1]
 
+    def sensor_peak(self, column: int) -> np.ndarray:
+        """`(N,)` the largest value of sensor data column `column` over the physics steps of the last control step (a
+        contact force's peak, which the last step's value alone can miss)."""
+        if self._sensor_trajectory is None:
+            raise ValueError("the model has no sensors")
+        peak: np.ndarray = self._sensor_trajectory[:, :, column].max(axis=1)
+        return peak
+
     def reset(self, index: np.ndarray, qpos: np.ndarray, qvel: np.ndarray) -> None:
         self._state[index] = self._initial
         self._state[index, self.layout.qpos] = qpos

@@ -44,10 +44,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import mujoco
 import numpy as np
 import torch
 
-from robo_rl.envs import INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, SpaceSpec, StepResult
+from robo_rl.cost_spec import CostSpec
+from robo_rl.envs import INFO_COST, INFO_FINAL_PRIVILEGED_OBS, INFO_PRIVILEGED_OBS, SpaceSpec, StepResult
 from robo_rl.sim.mujoco.arm_reach import JOINTS, use_position_servos
 from robo_rl.sim.mujoco.engine import RolloutEngine, snapshot
 from robo_rl.sim.mujoco.episodes import controls, to_torch
@@ -129,13 +131,18 @@ class PegInsertConfig:
     offset (success and reward depend on it alone; the estimate's error is noise to a critic) while the actor reads
     it from the frames."""
 
+    cost_force_limit: float = 0.0
+    """A constraint for safe RL (`info["cost"]`, issue 54): a step costs the contact force on the peg above this many
+    N (MuJoCo's touch sensor: the normal forces of the hand's contacts around the peg), at its peak over the step's
+    physics steps; an episode's cost sums those excesses. The reward does not change. 0: no cost."""
+
     def __post_init__(self) -> None:
         if self.reward not in PEG_REWARDS:
             raise ValueError(f"PegInsertConfig.reward must be one of {PEG_REWARDS}, got {self.reward!r}")
         positive = ("position_kp", "max_joint_step", "episode_length", "success_depth")
         bad = [name for name in positive if not getattr(self, name) > 0]
         non_negative = ("position_kd", "hole_xy_range", "hole_yaw_range", "hole_estimate_noise", "start_xy_range")
-        bad += [name for name in (*non_negative, "distance_weight") if not getattr(self, name) >= 0]
+        bad += [name for name in (*non_negative, "distance_weight", "cost_force_limit") if not getattr(self, name) >= 0]
         low, high = self.start_height_range
         if not 0 <= low <= high:
             bad.append("start_height_range")
@@ -150,6 +157,12 @@ class PegInsertConfig:
         unknown = [name for name in self.cameras if name not in PEG_CAMERAS]
         if unknown or len(set(self.cameras)) != len(self.cameras):
             raise ValueError(f"PegInsertConfig.cameras must be distinct names of {PEG_CAMERAS}, got {self.cameras!r}")
+
+
+def contact_force_spec(config: PegInsertConfig) -> CostSpec:
+    """The cost `PegInsertConfig.cost_force_limit` declares."""
+    about = f"the peak contact force on the peg above {config.cost_force_limit:g} N"
+    return CostSpec("contact_force", "N", about)
 
 
 def peg_down_ik(tip: np.ndarray) -> np.ndarray:
@@ -236,6 +249,8 @@ class PegInsert(MujocoTask):
         self.obs_spec = self._obs_spec()
         self.action_spec = self._action_spec()
         self.privileged_obs_spec = _privileged_spec() if config.privileged_hole else None
+        self.cost_spec = None if config.cost_force_limit <= 0 else contact_force_spec(config)
+        self._touch = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SENSOR, "peg_touch")
         self.reset(seed)
 
     # ----------------------------------------------------------------------------------------------- public API
@@ -272,6 +287,7 @@ class PegInsert(MujocoTask):
         """Step the servo targets by `action` `(num_envs, 4)` rad from the measured angles for `dt`; auto-resets."""
         step = controls(action, -self._step_limit(), self._step_limit())
         self.engine.step(np.clip(self.engine.qpos + step, self._joint_low, self._joint_high))
+        cost = self._contact_cost()
         tip = self._tip(self.engine.qpos)
         final_obs = self._observe(tip)
         final_privileged = tip - self._hole[:, :3]  # before the finished envs draw new holes
@@ -281,6 +297,8 @@ class PegInsert(MujocoTask):
             reward -= self.config.distance_weight * np.linalg.norm(tip - self._goal(), axis=1)
         truncated = self._episodes.tick() & ~success
         result = self._end_step(final_obs, reward, truncated, success, terminated=success)
+        if cost is not None:
+            result[4][INFO_COST] = to_torch(cost, self.device)
         privileged = self.privileged_obs
         if privileged is not None:
             result[4][INFO_PRIVILEGED_OBS] = privileged
@@ -306,6 +324,16 @@ class PegInsert(MujocoTask):
         self._hole = state_dict["hole"].cpu().numpy().astype(np.float64).reshape(self.num_envs, 4)
         self._estimate_error = state_dict["estimate_error"].cpu().numpy().astype(np.float64).reshape(self.num_envs, 3)
         self._place_blocks(np.arange(self.num_envs))
+
+    def contact_force(self) -> np.ndarray:
+        """`(num_envs,)` the peak contact force on the peg in N over the last control step (the touch sensor)."""
+        return self.engine.sensor_peak(int(self.model.sensor_adr[self._touch]))
+
+    def _contact_cost(self) -> np.ndarray | None:
+        if self.cost_spec is None:
+            return None
+        excess: np.ndarray = np.maximum(self.contact_force() - self.config.cost_force_limit, 0.0)
+        return excess
 
     def _step_limit(self) -> np.ndarray:
         return np.full(len(JOINTS), self.config.max_joint_step)

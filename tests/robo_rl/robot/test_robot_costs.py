@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from robo_rl.api.envs import robot_env_factory
+from robo_rl.config import ConfigError
 from robo_rl.cost_spec import cost_spec_of
 from robo_rl.envs import INFO_COST
 from robo_rl.real.profile import load_profile
@@ -49,8 +50,9 @@ def test_the_simulated_car_reports_the_cost_its_fields_imply() -> None:
 
 
 def test_a_cost_the_robot_cannot_compute_is_refused() -> None:
-    """A task config declaring a constraint on a robot without its on-robot cost (a config shaped like point/obstacle's
-    on the arm) must not train unconstrained."""
-    with pytest.raises(ValueError, match="no on-robot cost for 'arm' robots with hazard_margin set"):
-        cost_for(load_profile("arm"), SimpleNamespace(hazard_margin=0.2))
+    """The peg's contact-force constraint needs a force the arm's topics do not carry yet: the robot must refuse it,
+    not train unconstrained."""
+    make = robot_env_factory("arm_peg", link="sim")
+    with pytest.raises(ConfigError, match="no on-robot cost for 'arm' robots with cost_force_limit set"):
+        make("mujoco/peg_insert", 1, params=["cost_force_limit=5.0"])
     assert cost_for(load_profile("rc_car"), SimpleNamespace(cost_speed_limit=0.0)) is None
