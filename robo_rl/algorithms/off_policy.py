@@ -68,6 +68,12 @@ class OffPolicyAlgorithm(Protocol):
     def fit_normalizers(self, data: Transitions) -> None:
         """Fit the observation normalizers to `data`, once (called while `needs_normalizers`); default: none."""
 
+    def observe(self, transitions: Transitions) -> None:
+        """The transitions of one env step of every env, in env order, as they are collected (before replay; not the
+        prior buffer's): what an algorithm that watches the data as it comes reads (SAC-Lagrangian's cost rate).
+        Default: nothing."""
+        return None
+
     def capture_problem(self) -> str | None:
         """Why the updates cannot run as one captured graph (`robo_rl.runners.captured_updates`), or None: they can,
         and the algorithm is then a `CapturableAlgorithm` too. Default: they cannot."""

@@ -9,12 +9,8 @@ update itself is `robo_rl.algorithms.ppo.PPO`, given the priced advantages throu
 (composition: PPO does not know about costs). Eager updates only (no captured graph).
 
 One departure, the default (`cost_estimate="rate"`): the multiplier steps on the rollout's cost per step times the
-mean episode length, not on the episodes that ended in it. By the renewal-reward theorem the long-run cost per step
-of envs running episode after episode is E[episode cost] / E[episode length], so the product estimates the expected
-episode cost from every step collected, and reacts in the first rollout. OmniSafe's estimate waits for episodes to
-end: with 32-step rollouts and a car whose good episodes last 1500 steps to their time limit, the price stayed 0 while
-the evaluation's cost per episode went 16 -> 94 -> 435 (docs/BENCHMARKS.md, "Safe RL on the car").
-`cost_estimate="episodes"` keeps OmniSafe's.
+mean episode length, not on the episodes that ended in it (`robo_rl.algorithms.episode_cost`), so that it reacts in
+the first rollout; `cost_estimate="episodes"` keeps OmniSafe's.
 """
 
 from __future__ import annotations
@@ -26,6 +22,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from robo_rl.algorithms.episode_cost import EpisodeCostEstimator
 from robo_rl.algorithms.lagrange import LagrangeConfig, LagrangeMultiplier
 from robo_rl.algorithms.ppo import PPO, PPOConfig, gae
 from robo_rl.capture import CaptureBackend
@@ -58,62 +55,6 @@ class PPOLagConfig:
             raise ValueError(f"PPOLagConfig.cost_estimate: expected 'rate' or 'episodes', got {self.cost_estimate!r}")
 
 
-@dataclass(frozen=True)
-class RolloutCosts:
-    """A rollout's costs as the multiplier may read them (sums over its envs, 0-d tensors)."""
-
-    ended_cost: torch.Tensor
-    """The summed costs of the episodes that ended in the rollout (including their steps in earlier rollouts)."""
-    ended_count: torch.Tensor
-    """How many episodes ended in it."""
-    ended_steps: torch.Tensor
-    """Their summed lengths in steps."""
-    step_cost: torch.Tensor
-    """The sum of every step's cost in the rollout."""
-    steps: torch.Tensor
-    """The number of env steps in the rollout (T x N)."""
-
-
-class EpisodeCosts:
-    """Each env's cost and length so far in its episode, carried across rollouts."""
-
-    def __init__(self, num_envs: int, device: torch.device | str) -> None:
-        self.running = torch.zeros(num_envs, device=device)
-        self.lengths = torch.zeros(num_envs, device=device)
-
-    def ended(self, costs: torch.Tensor, dones: torch.Tensor) -> RolloutCosts:
-        """The sums of a rollout's `(T, N)` costs and episode ends."""
-        total = torch.zeros((), device=costs.device)
-        count = torch.zeros((), device=costs.device)
-        steps = torch.zeros((), device=costs.device)
-        for t in range(costs.shape[0]):
-            self.running += costs[t]
-            self.lengths += 1.0
-            done = dones[t].to(costs.dtype)
-            total += (self.running * done).sum()
-            count += done.sum()
-            steps += (self.lengths * done).sum()
-            self.running *= 1.0 - done
-            self.lengths *= 1.0 - done
-        size = torch.tensor(float(costs.numel()), device=costs.device)
-        return RolloutCosts(total, count, steps, costs.sum(), size)
-
-
-class EpisodeLength:
-    """The mean episode length the rate estimate multiplies by: it starts at the task's time limit, and each rollout
-    pools the lengths of the episodes that ended in it with the estimate so far, weighted as `weight` episodes."""
-
-    def __init__(self, time_limit: int, weight: float) -> None:
-        if time_limit < 1 or not weight > 0:
-            raise ValueError("EpisodeLength: a time limit of at least 1 step and a positive weight")
-        self.value = float(time_limit)
-        self.weight = weight
-
-    def update(self, ended_steps: float, ended_count: float) -> float:
-        self.value = (ended_steps + self.weight * self.value) / (ended_count + self.weight)
-        return self.value
-
-
 class PPOLag:
     """PPO-Lagrangian on a policy with a reward critic (`robo_rl.modules.actor_critic.ActorCritic`); an
     `robo_rl.algorithms.on_policy_update.OnPolicyUpdate`."""
@@ -125,9 +66,7 @@ class PPOLag:
     cost_optimizer: torch.optim.Adam
     _cost_returns: torch.Tensor | None
     lagrange: LagrangeMultiplier
-    time_limit: int
-    episode_costs: EpisodeCosts | None
-    episode_length: EpisodeLength | None
+    estimator: EpisodeCostEstimator
     last_episode_cost: float
     priced_cost: float
 
@@ -138,20 +77,16 @@ class PPOLag:
         self.cfg = cfg
         if not isinstance(policy, ActorCritic):
             raise ValueError("PPO-Lagrangian trains a policy without memory (policy.memory none)")
-        if time_limit < 1:
-            raise ValueError(f"PPO-Lagrangian: the task's time limit must be at least 1 step, got {time_limit}")
         self.policy = policy
         self.reducer = reducer
-        self.time_limit = time_limit
+        self.estimator = EpisodeCostEstimator(time_limit, reducer)
         self.ppo = PPO(policy, cfg.ppo, reducer=reducer, shape_advantages=self._price_costs)
         device = next(iter(policy.parameters())).device
         self.cost_critic = mlp(policy.critic_obs_dim, cfg.cost_critic_hidden, 1, "elu").to(device)
         self.cost_optimizer = torch.optim.Adam(self.cost_critic.parameters(), lr=cfg.cost_critic_learning_rate)
         self.lagrange = LagrangeMultiplier(cfg.lagrange, device)
-        self.episode_costs = None
-        self.episode_length = None
         self.last_episode_cost = math.nan
-        """The mean cost of the episodes that ended in the last rollout (NaN before any ended)."""
+        """The mean cost of the episodes that ended in the last rollout (NaN where none did)."""
         self.priced_cost = math.nan
         """J_c, the episode cost the multiplier last stepped on (`cfg.cost_estimate`)."""
         self._cost_returns: torch.Tensor | None = None
@@ -162,8 +97,11 @@ class PPOLag:
 
     def update(self, storage: RolloutStorage) -> dict[str, float]:
         """The multiplier's step on the rollout's episode cost, PPO on the priced advantages, the cost critic's fit."""
-        cost = self._estimate_episode_cost(storage)
-        if cost is not None:
+        self.estimator.add(storage.costs, storage.dones)
+        estimate = self.estimator.take()
+        self.last_episode_cost = estimate.ended_mean
+        cost = estimate.rate_estimate if self.cfg.cost_estimate == "rate" else estimate.ended_mean
+        if cost is not None and not math.isnan(cost):
             self.priced_cost = cost
             self.lagrange.update(cost)
         metrics = {key: float(value) for key, value in self.ppo.update(storage).items()}
@@ -171,29 +109,11 @@ class PPOLag:
         metrics["lagrange_multiplier"] = self.lagrange.value
         metrics["rollout_episode_cost"] = self.last_episode_cost
         metrics["priced_episode_cost"] = self.priced_cost
-        if self.episode_length is not None:
-            metrics["mean_episode_length"] = self.episode_length.value
+        metrics["mean_episode_length"] = estimate.mean_length
         return metrics
 
     def captured_update(self, storage: RolloutStorage, backend: CaptureBackend = "eager") -> Any:
         raise ValueError("PPO-Lagrangian runs eager updates only: train without runner.capture")
-
-    def _estimate_episode_cost(self, storage: RolloutStorage) -> float | None:
-        """J_c by `cfg.cost_estimate` (over every rank); None where it has none yet (episodes: none ended)."""
-        if self.episode_costs is None:
-            self.episode_costs = EpisodeCosts(storage.num_envs, storage.costs.device)
-            self.episode_length = EpisodeLength(self.time_limit, float(storage.num_envs))
-        assert self.episode_length is not None
-        sums = self.episode_costs.ended(storage.costs, storage.dones)
-        values = torch.stack([sums.ended_cost, sums.ended_count, sums.ended_steps, sums.step_cost, sums.steps])
-        if self.reducer.world.size > 1:
-            values = self.reducer.mean(values)
-        ended_cost, ended_count, ended_steps, step_cost, steps = (float(value) for value in values)
-        self.last_episode_cost = ended_cost / ended_count if ended_count > 0 else math.nan
-        if self.cfg.cost_estimate == "episodes":
-            return None if ended_count == 0 else self.last_episode_cost
-        length = self.episode_length.update(ended_steps, ended_count)
-        return step_cost / steps * length
 
     def _cost_values(self, critic_obs: torch.Tensor) -> torch.Tensor:
         normalizer: nn.Module = self.policy.critic_normalizer
@@ -239,15 +159,12 @@ class PPOLag:
         return float(torch.stack(losses).mean())
 
     def state_dict(self) -> dict[str, Any]:
-        tracked = self.episode_costs
         return {
             "ppo": self.ppo.state_dict(),
             "cost_critic": self.cost_critic.state_dict(),
             "cost_optimizer": self.cost_optimizer.state_dict(),
             "lagrange": self.lagrange.state_dict(),
-            "episode_costs": None if tracked is None else tracked.running.clone(),
-            "episode_lengths": None if tracked is None else tracked.lengths.clone(),
-            "episode_length": None if self.episode_length is None else self.episode_length.value,
+            "estimator": self.estimator.state_dict(),
             "last_episode_cost": self.last_episode_cost,
             "priced_cost": self.priced_cost,
         }
@@ -257,13 +174,7 @@ class PPOLag:
         self.cost_critic.load_state_dict(state["cost_critic"])
         self.cost_optimizer.load_state_dict(state["cost_optimizer"])
         self.lagrange.load_state_dict(state["lagrange"])
-        running = state["episode_costs"]
-        if running is not None:
-            self.episode_costs = EpisodeCosts(len(running), running.device)
-            self.episode_costs.running.copy_(running)
-            self.episode_costs.lengths.copy_(state["episode_lengths"])
-            self.episode_length = EpisodeLength(self.time_limit, float(len(running)))
-            self.episode_length.value = float(state["episode_length"])
+        self.estimator.load_state_dict(state["estimator"])
         self.last_episode_cost = float(state["last_episode_cost"])
         self.priced_cost = float(state["priced_cost"])
 

@@ -7,12 +7,12 @@ drawn from the policy (no entropy term: entropy is a reward bonus, not a cost); 
 (alpha log pi - Q_r + lambda Q_c) / (1 + lambda). SAC itself is `robo_rl.algorithms.sac.SAC`, given the priced loss
 through its `shape_actor_loss` hook (composition: SAC does not know about costs).
 
-What the multiplier steps on differs from OmniSafe's (which waits for logged episodes, which the replay learner here
-never sees): the cost critic's value of the policy's actions at the batch's states, converted to an episode's cost.
-Under a cost rate r per step, Q_c = r (1 - gamma^T) / (1 - gamma) over the T steps of an episode and the episode
-costs r T, so J_c = mean Q_c(s, pi(s)) T (1 - gamma) / (1 - gamma^T), T being the task's time limit. The
-multiplier takes one step every `lagrange_interval` updates on the mean of those estimates, so that its learning rate
-means per-interval what PPO-Lagrangian's means per rollout.
+What the multiplier steps on differs from OmniSafe's, which waits for logged episodes: the cost per step of the env
+steps collected since its last step times the mean episode length (`robo_rl.algorithms.episode_cost`, the same rate
+estimate as PPO-Lagrangian's), seen through `observe` as the runner collects them. It steps once every
+`lagrange_interval` actor updates, so that its learning rate means per interval what PPO-Lagrangian's means per
+rollout. (An estimate from the cost critic's values, converted to an episode's cost under a constant rate, lagged
+far behind on the car: 2-48 while the evaluation's cost per episode rose to 715-1375.)
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from robo_rl.algorithms.capturable import adam, load_optimizer_state
+from robo_rl.algorithms.episode_cost import EpisodeCostEstimator
 from robo_rl.algorithms.lagrange import LagrangeConfig, LagrangeMultiplier
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update
@@ -45,21 +46,14 @@ class SACLagConfig:
     """`lagrange.cost_budget`: the expected cost per episode the policy may spend. The learning rate is per
     `lagrange_interval` updates."""
     lagrange_interval: int = 100
-    """Updates between two steps of the multiplier, each on the mean episode-cost estimate of those updates."""
+    """Actor updates between two steps of the multiplier, each on the episode-cost estimate of the env steps
+    collected meanwhile."""
     num_cost_critics: int = 2
     """Members of the cost critic ensemble; the target and the actor read their mean."""
 
     def __post_init__(self) -> None:
         if self.lagrange_interval < 1 or self.num_cost_critics < 1:
             raise ValueError("SACLagConfig: lagrange_interval and num_cost_critics must be at least 1")
-
-
-def episode_cost_of_value(value: torch.Tensor, gamma: float, time_limit: int) -> torch.Tensor:
-    """The episode cost a discounted cost value means under a constant cost rate over `time_limit` steps:
-    value * T (1 - gamma) / (1 - gamma^T) (gamma 1: value)."""
-    if gamma >= 1.0:
-        return value
-    return value * time_limit * (1.0 - gamma) / (1.0 - gamma**time_limit)
 
 
 class SACLag(OffPolicyAlgorithm):
@@ -76,11 +70,12 @@ class SACLag(OffPolicyAlgorithm):
         reducer: Reducer = LOCAL,
         time_limit: int = 0,
     ) -> None:
-        """`time_limit`: the task's episode length in steps (`max_episode_steps`), which converts the cost value to
-        an episode's cost; 0 (a policy rebuilt for deployment) refuses to train."""
+        """`time_limit`: the task's episode length in steps (`max_episode_steps`), where the rate estimate's mean
+        episode length starts; 0 (a policy rebuilt for deployment from recorded specs) refuses to train."""
         self.cfg = cfg
         self.reducer = reducer
         self.time_limit = time_limit
+        self.estimator = EpisodeCostEstimator(max(time_limit, 1), reducer)
         bounds = (action_low, action_high)
         self.sac = SAC(
             obs_dim, critic_obs_dim, *bounds, cfg.sac, device, reducer=reducer, shape_actor_loss=self._price_cost
@@ -99,9 +94,20 @@ class SACLag(OffPolicyAlgorithm):
         self.target_cost_critic = copy.deepcopy(self.cost_critic).requires_grad_(False)
         self.cost_optimizer = adam(self.cost_critic.parameters(), sac.critic_learning_rate)
         self.lagrange = LagrangeMultiplier(cfg.lagrange, device)
-        self._estimates: list[torch.Tensor] = []
+        self._actor_updates = 0
+        self._num_envs: int | None = None
         self.priced_cost = math.nan
         """The episode cost the multiplier last stepped on."""
+
+    def observe(self, transitions: Transitions) -> None:
+        """The transitions of one env step of every env, in env order, as collected: their costs and episode ends go
+        to the estimate (a batch of another size, a robot's step without its invalid rows, is left out)."""
+        if self._num_envs is None:
+            self._num_envs = len(transitions)
+        if len(transitions) != self._num_envs or len(transitions) == 0:
+            return
+        ended = transitions.terminated | transitions.truncated
+        self.estimator.add(transitions.costs.unsqueeze(0), ended.unsqueeze(0))
 
     def act(self, obs: Any, deterministic: bool = False) -> torch.Tensor:
         return self.sac.act(obs, deterministic)
@@ -130,10 +136,12 @@ class SACLag(OffPolicyAlgorithm):
             raise ValueError("SAC-Lagrangian trains only with the task's time limit (built from an env)")
         metrics = self.sac.update(batch, update_actor)
         metrics["cost_critic_loss"] = self._update_cost_critic(batch)
-        if len(self._estimates) >= self.cfg.lagrange_interval:
-            self.priced_cost = float(torch.stack(self._estimates).mean())
-            self._estimates.clear()
-            self.lagrange.update(self.priced_cost)
+        self._actor_updates += int(update_actor)
+        if update_actor and self._actor_updates % self.cfg.lagrange_interval == 0:
+            estimate = self.estimator.take().rate_estimate
+            if estimate is not None:
+                self.priced_cost = estimate
+                self.lagrange.update(estimate)
         metrics["lagrange_multiplier"] = torch.tensor(self.lagrange.value)
         metrics["priced_episode_cost"] = torch.tensor(self.priced_cost)
         return metrics
@@ -158,11 +166,9 @@ class SACLag(OffPolicyAlgorithm):
         return loss.detach()
 
     def _price_cost(self, loss: torch.Tensor, batch: Transitions, action: torch.Tensor) -> torch.Tensor:
-        """(SAC's loss + lambda mean Q_c(s, a)) / (1 + lambda); records the batch's episode-cost estimate."""
+        """(SAC's loss + lambda mean Q_c(s, a)) / (1 + lambda)."""
         with frozen(self.cost_critic):
             cost_value = self._cost_value(batch.critic_obs, action)
-        estimate = episode_cost_of_value(cost_value.detach().mean(), self.cfg.sac.gamma, self.time_limit)
-        self._estimates.append(estimate)
         price = self.lagrange.value
         return (loss + price * cost_value.mean()) / (1.0 + price)
 
@@ -173,7 +179,9 @@ class SACLag(OffPolicyAlgorithm):
             "target_cost_critic": self.target_cost_critic.state_dict(),
             "cost_optimizer": self.cost_optimizer.state_dict(),
             "lagrange": self.lagrange.state_dict(),
-            "estimates": [float(value) for value in self._estimates],
+            "estimator": self.estimator.state_dict(),
+            "actor_updates": self._actor_updates,
+            "num_envs": self._num_envs,
             "priced_cost": self.priced_cost,
         }
 
@@ -183,8 +191,9 @@ class SACLag(OffPolicyAlgorithm):
         self.target_cost_critic.load_state_dict(state["target_cost_critic"])
         load_optimizer_state(self.cost_optimizer, state["cost_optimizer"])
         self.lagrange.load_state_dict(state["lagrange"])
-        device = self.lagrange.multiplier.device
-        self._estimates = [torch.tensor(value, device=device) for value in state["estimates"]]
+        self.estimator.load_state_dict(state["estimator"])
+        self._actor_updates = int(state["actor_updates"])
+        self._num_envs = state["num_envs"]
         self.priced_cost = float(state["priced_cost"])
 
 

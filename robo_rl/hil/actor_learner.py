@@ -108,6 +108,7 @@ def _learner(
         if skip.is_set():  # closing without draining: drop what is still queued
             continue
         transitions = unpack(message)
+        algorithm.observe(transitions)
         buffer.add(transitions)
         if bool(transitions.intervened.any()):
             intervened = select_transitions(transitions, transitions.intervened.bool())

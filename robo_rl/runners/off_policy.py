@@ -243,6 +243,8 @@ class OffPolicyRunner(TrainingLoop[OffPolicyRunnerConfig]):
             action = torch.where(intervened.unsqueeze(-1), executed, action)
         stored = action if self._labels is None else self._labels  # DAgger stores the teacher's labels
         transitions = transitions_of_step(self.obs, self.critic_obs, stored, result, False, intervened)
+        if self.remote is None:
+            self.algorithm.observe(transitions)  # a learner process observes what it is sent (actor_learner)
         valid = info.get(INFO_VALID)
         if valid is not None:  # hardware: stale or missing inputs are no transition (RobotEnv)
             self.invalid_steps += int((~valid).sum())

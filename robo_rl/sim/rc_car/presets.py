@@ -89,8 +89,10 @@ unconstrained `rc_car_race_ppo` spends about 120 (docs/BENCHMARKS.md, "Safe RL o
 
 def rc_car_race_ppo_lag() -> ExperimentConfig:
     """`rc_car_race_ppo` under a constraint (issue 54): PPO-Lagrangian keeps the cost of speeding near the track's
-    edges (`with_edge_speed_limit`) within `EDGE_SPEED_BUDGET` per episode. Stops when all 100 evaluation episodes
-    succeed (4 laps in 30 s, no off-track event) at a mean cost within the budget plus 10 %."""
+    edges (`with_edge_speed_limit`) within `EDGE_SPEED_BUDGET` per episode. 100 iterations (about 2.5 minutes on one
+    core), an evaluation every 10; best.pt is the evaluation with the most successes (4 laps in 30 s, no off-track
+    event), then the highest return, among those whose mean cost is within the budget plus 10 %. (Stopping at the
+    first evaluation that met the gate left 83 % of the unconstrained return on seed 1.)"""
     base = rc_car_race_ppo()
     task = base.task
     assert task.eval_config is not None
@@ -104,7 +106,12 @@ def rc_car_race_ppo_lag() -> ExperimentConfig:
             eval_config=with_edge_speed_limit(RC_CAR_RACE_EVALUATION),
         ),
         ppo_lag=PPOLagConfig(ppo=base.ppo, lagrange=LagrangeConfig(cost_budget=EDGE_SPEED_BUDGET)),
-        runner=replace(base.runner, loop=replace(base.runner.loop, max_eval_cost=1.1 * EDGE_SPEED_BUDGET)),
+        runner=replace(
+            base.runner,
+            loop=replace(
+                base.runner.loop, max_eval_cost=1.1 * EDGE_SPEED_BUDGET, max_iterations=100, target_success_rate=None
+            ),
+        ),
     )
 
 

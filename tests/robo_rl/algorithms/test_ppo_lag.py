@@ -1,6 +1,6 @@
-"""PPO-Lagrangian (issue 54, item 2): the episode cost it prices (OmniSafe's ended episodes, and the rate estimate),
-its priced advantages on a hand-worked rollout, and a short run on the car whose edge speed limit it is asked to keep
-(budget 0: the price must rise, from the first rollout)."""
+"""PPO-Lagrangian (issue 54, item 2): its priced advantages on a hand-worked rollout, and a short run on the car whose
+edge speed limit it is asked to keep (budget 0: the price must rise, from the first rollout). The episode cost it
+prices: tests/robo_rl/algorithms/test_episode_cost.py."""
 
 from __future__ import annotations
 
@@ -12,35 +12,9 @@ import torch
 
 from robo_rl.algorithms.lagrange import LagrangeConfig
 from robo_rl.algorithms.ppo import PPOConfig
-from robo_rl.algorithms.ppo_lag import EpisodeCosts, EpisodeLength, PPOLag, PPOLagConfig
+from robo_rl.algorithms.ppo_lag import PPOLag, PPOLagConfig
 from robo_rl.modules.actor_critic import ActorCritic, PolicyConfig
 from robo_rl.storage.rollout import RolloutStorage
-
-
-def test_episode_costs_are_summed_across_rollouts_and_counted_where_episodes_end() -> None:
-    costs = EpisodeCosts(2, "cpu")
-    sums = costs.ended(torch.tensor([[1.0, 2.0], [0.5, 2.0]]), torch.tensor([[False, False], [False, True]]))
-    assert (float(sums.ended_cost), float(sums.ended_count), float(sums.ended_steps)) == (4.0, 1.0, 2.0)  # env 1
-    assert (float(sums.step_cost), float(sums.steps)) == (5.5, 4.0)
-    sums = costs.ended(torch.tensor([[0.5, 1.0]]), torch.tensor([[True, False]]))
-    # env 0 carried 1.5 and 2 steps from the last rollout: its episode cost 2.0 over 3 steps
-    assert (float(sums.ended_cost), float(sums.ended_count), float(sums.ended_steps)) == (2.0, 1.0, 3.0)
-
-
-def test_the_rate_estimate_prices_cost_before_any_episode_ends() -> None:
-    """Hand-worked: 2 envs, a time limit of 10 steps. A rollout of 2 steps costing 1 and 0 per step in env 0 and 1:
-    0.5 per step times the 10-step prior length = 5, though no episode ended. Then env 1 ends a 4-step episode:
-    the length pools 4 with the prior weighted as 2 episodes, (4 + 2 x 10) / 3 = 8."""
-    length = EpisodeLength(10, weight=2.0)
-    assert length.update(0.0, 0.0) == 10.0
-    assert length.update(4.0, 1.0) == 8.0
-    policy = ActorCritic(3, -torch.ones(1), torch.ones(1), PolicyConfig(), 3)
-    lag = PPOLag(policy, PPOLagConfig(ppo=PPOConfig(num_steps=2)), time_limit=10)
-    storage = RolloutStorage(2, 2, 3, 3, 1, "cpu")
-    storage.costs.copy_(torch.tensor([[1.0, 0.0], [1.0, 0.0]]))
-    assert lag._estimate_episode_cost(storage) == 5.0
-    omnisafe = PPOLag(policy, PPOLagConfig(ppo=PPOConfig(num_steps=2), cost_estimate="episodes"), time_limit=10)
-    assert omnisafe._estimate_episode_cost(storage) is None  # no episode ended: no step for the multiplier
 
 
 def test_the_advantages_are_priced_as_omnisafe_prices_them() -> None:

@@ -1,7 +1,6 @@
-"""SAC-Lagrangian (issue 54, item 2): the episode cost a discounted cost value means (hand-worked), the priced actor
-loss (OmniSafe's SACLag: (alpha log pi - Q_r + lambda Q_c) / (1 + lambda)), the cost critic's Bellman target, the
-multiplier's cadence, and a short run on point/obstacle whose hazard it is asked to avoid (budget 0: the price
-rises)."""
+"""SAC-Lagrangian (issue 54, item 2): the priced actor loss (OmniSafe's SACLag: (alpha log pi - Q_r + lambda Q_c) /
+(1 + lambda)), the cost critic's Bellman target, the multiplier stepping on the observed cost rate at its cadence
+(hand-worked), and a short run on point/obstacle whose hazard it is asked to avoid (budget 0: the price rises)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ import torch
 
 from robo_rl.algorithms.lagrange import LagrangeConfig
 from robo_rl.algorithms.sac import SACConfig
-from robo_rl.algorithms.sac_lag import SACLag, SACLagConfig, episode_cost_of_value
+from robo_rl.algorithms.sac_lag import SACLag, SACLagConfig
 from robo_rl.storage.replay import Transitions
 
 
@@ -41,16 +40,8 @@ def _learner(config: SACLagConfig | None = None, time_limit: int = 10) -> SACLag
     return SACLag(3, 3, -torch.ones(1), torch.ones(1), config or SACLagConfig(), time_limit=time_limit)
 
 
-def test_a_cost_value_converts_to_an_episode_cost_by_hand() -> None:
-    """A cost of 1 every step for T = 2 steps, gamma 0.5: Q_c = 1 + 0.5 = 1.5 at the first step, the episode
-    costs 2 = 1.5 x 2 x 0.5 / (1 - 0.25). gamma 1: the value is the episode's cost."""
-    assert float(episode_cost_of_value(torch.tensor(1.5), 0.5, 2)) == pytest.approx(2.0)
-    assert float(episode_cost_of_value(torch.tensor(7.0), 1.0, 30)) == 7.0
-
-
 def test_the_actor_loss_is_priced_as_omnisafe_prices_it() -> None:
-    """lambda = 1, the cost critic zeroed but for its last bias (Q_c = 3 everywhere): loss -> (loss + 3) / 2, and
-    the estimate recorded for the multiplier is 3 converted over the 10-step time limit."""
+    """lambda = 1, the cost critic zeroed but for its last bias (Q_c = 3 everywhere): loss -> (loss + 3) / 2."""
     learner = _learner(SACLagConfig(lagrange=LagrangeConfig(init_multiplier=1.0)))
     with torch.no_grad():
         for parameter in learner.cost_critic.parameters():
@@ -59,8 +50,6 @@ def test_the_actor_loss_is_priced_as_omnisafe_prices_it() -> None:
     batch = _batch(4, torch.zeros(4))
     priced = learner._price_cost(torch.tensor(5.0), batch, batch.actions)
     assert float(priced) == pytest.approx((5.0 + 3.0) / 2.0)
-    gamma = SACConfig().gamma
-    assert float(learner._estimates[-1]) == pytest.approx(3.0 * 10 * (1 - gamma) / (1 - gamma**10), rel=1e-5)
 
 
 def test_the_cost_critic_learns_a_constant_cost_rate() -> None:
@@ -78,18 +67,29 @@ def test_the_cost_critic_learns_a_constant_cost_rate() -> None:
     assert learner._cost_value(terminal.critic_obs, terminal.actions).mean().item() == pytest.approx(1.0, abs=0.1)
 
 
-def test_the_multiplier_steps_every_interval_and_resumes() -> None:
-    config = SACLagConfig(lagrange=LagrangeConfig(cost_budget=0.0, init_multiplier=0.0), lagrange_interval=3)
+def test_the_multiplier_steps_on_the_observed_cost_rate_every_interval_and_resumes() -> None:
+    """Hand-worked, SGD at rate 0.1, budget 0, time limit 10, 2 envs observed for 3 steps costing 1 and 0 per step,
+    no episode ending: the rate estimate is 0.5 x 10 = 5, and the third actor update steps lambda to 0 + 0.1 x 5."""
+    lagrange = LagrangeConfig(cost_budget=0.0, init_multiplier=0.0, learning_rate=0.1, optimizer="sgd")
+    config = SACLagConfig(lagrange=lagrange, lagrange_interval=3)
     learner = _learner(config)
     batch = _batch(8, torch.ones(8))
+    step = _batch(2, torch.tensor([1.0, 0.0]))
     for _ in range(2):
+        learner.observe(step)
         learner.update(batch)
     assert learner.lagrange.value == 0.0 and math.isnan(learner.priced_cost)
-    learner.update(batch)  # the third actor update's estimate completes an interval: one step on their mean
-    assert learner.lagrange.value > 0.0 and learner.priced_cost == learner.priced_cost
+    learner.observe(step)
+    learner.update(batch, update_actor=False)  # critic-only updates do not count
+    learner.update(batch)
+    assert learner.priced_cost == pytest.approx(5.0) and learner.lagrange.value == pytest.approx(0.5)
+    learner.observe(_batch(3, torch.ones(3)))  # a batch of another size (a robot's invalid rows left out): ignored
     resumed = _learner(config)
     resumed.load_state_dict(learner.state_dict())
-    assert resumed.lagrange.value == learner.lagrange.value and len(resumed._estimates) == len(learner._estimates)
+    assert resumed.lagrange.value == learner.lagrange.value
+    for each in (learner, resumed):
+        each.observe(step)
+    assert learner.estimator.take() == resumed.estimator.take()
     with pytest.raises(ValueError, match="time limit"):
         _learner(config, time_limit=0).update(batch)
 

@@ -158,7 +158,8 @@ def test_a_step_message_holds_numpy_copies_of_its_transitions_and_frames() -> No
     assert step.images is not None and message["images"].keys() == step.images.keys()
     arrays = [value for value in message.values() if not isinstance(value, dict)]
     arrays += [frames for key in ("images", "next_images") for frames in message[key].values()]
-    assert len(arrays) == 12 and all(isinstance(array, np.ndarray) for array in arrays)
+    # the 11 vector fields (costs included) and the camera's frame before and after the step
+    assert len(arrays) == 13 and all(isinstance(array, np.ndarray) for array in arrays)
     step.obs.add_(1.0)  # the env reuses its tensors after the send
     step.images["rail"].zero_()
     received = unpack(pickle.loads(pickle.dumps(message)))
