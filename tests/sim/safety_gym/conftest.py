@@ -2,8 +2,7 @@
 mujoco 2.3.3; the main venv has gymnasium 1.x and mujoco 4).
 
 Each scenario (scenarios/*.py) prints its measurements as one JSON line; the tests assert on them. They skip, saying
-why, when .venv-safety is missing (`make safety-venv` did not build it) or cannot import Safety-Gymnasium; the
-OmniSafe ones also when `make safety-venv` could not install OmniSafe.
+why, when .venv-safety is missing (`make safety-venv` did not build it) or cannot import Safety-Gymnasium.
 """
 
 from __future__ import annotations
@@ -23,17 +22,16 @@ SAFETY_PYTHON = SAFETY_VENV / "bin" / "python"
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 
 
-def unavailable(module: str = "safety_gymnasium", stamp: str = ".installed") -> str:
-    """Why `module` cannot be used from .venv-safety ("" where it can)."""
+def _unavailable() -> str:
     if not SAFETY_PYTHON.is_file():
         return f"{SAFETY_PYTHON} is missing: `make safety-venv` did not build the Safety-Gymnasium venv"
-    if not (SAFETY_VENV / stamp).is_file():
-        return f"`make safety-venv` did not finish installing {module} into .venv-safety (no {stamp} stamp)"
+    if not (SAFETY_VENV / ".installed").is_file():
+        return "`make safety-venv` did not finish building .venv-safety (no .installed stamp)"
     probe = subprocess.run(
-        [str(SAFETY_PYTHON), "-c", f"import {module}, robo_rl.sim"], capture_output=True, text=True, cwd=ROOT
+        [str(SAFETY_PYTHON), "-c", "import safety_gymnasium, robo_rl.sim"], capture_output=True, text=True, cwd=ROOT
     )
     if probe.returncode != 0:
-        return f".venv-safety cannot import {module} and robo_rl.sim: {probe.stderr.strip()[-300:]}"
+        return f".venv-safety cannot import safety_gymnasium and robo_rl.sim: {probe.stderr.strip()[-300:]}"
     return ""
 
 
@@ -54,16 +52,16 @@ def _runner(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str,
 @pytest.fixture(scope="session")
 def safety_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
     """`safety_scenario(script, *args, timeout=...)` → the scenario's JSON result (skips without .venv-safety)."""
-    reason = unavailable()
+    reason = _unavailable()
     if reason:
         pytest.skip(reason)
     return _runner(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
-def omnisafe_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
-    """As `safety_scenario`, for scenarios that also need OmniSafe (skips where `make safety-venv` had none)."""
-    reason = unavailable("omnisafe", ".installed-omnisafe")
+def safety_bin() -> Path:
+    """.venv-safety's bin/ (its python and robo-rl); skips without the venv."""
+    reason = _unavailable()
     if reason:
         pytest.skip(reason)
-    return _runner(tmp_path_factory)
+    return SAFETY_VENV / "bin"
