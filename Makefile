@@ -188,7 +188,7 @@ $(SAFETY_STAMP): pyproject.toml
 	$(PY_SAFETY) -m pip install -c $(VENV_SAFETY)/constraints.txt $(SAFETY_REQUIREMENTS) -e ".[train,export]" \
 		"pytest>=8.0"
 	grep -rlE "^    color: np\.array = COLOR\['\w+'\]$$" $$($(PY_SAFETY) -c \
-		"import sysconfig; print(sysconfig.get_paths()['purelib'])")/safety_gymnasium | xargs sed -i -E \
+		"import sysconfig; print(sysconfig.get_paths()['purelib'])")/safety_gymnasium | xargs -r sed -i -E \
 		"s/^(    color: np\.array = )(COLOR\['\w+'\])$$/\1__import__('dataclasses').field(default_factory=lambda: \2)/"
 	$(PY_SAFETY) -m pip freeze | grep -i "^\(torch\|gymnasium\|mujoco\|numpy\)==" > $(VENV_SAFETY)/constraints.txt
 	$(PY_SAFETY) -c "import safety_gymnasium, mujoco, torch; safety_gymnasium.make('SafetyPointGoal1-v0').reset(seed=0); \
