@@ -13,7 +13,7 @@ L2F_VERSION := 2.0.18
 L2F := l2f==$(L2F_VERSION)
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench claims install system-deps ros-venv mjlab-venv lint docs clean
+.PHONY: demo test bench claims install system-deps ros-venv mjlab-venv safety-venv lint docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -153,6 +153,56 @@ $(MJLAB_STAMP): pyproject.toml
 
 mjlab-venv: $(MJLAB_STAMP)
 
+# .venv-safety: Safety-Gymnasium (the safe-RL benchmark's MuJoCo tasks, `robo_rl.sim.safety_gym`) and OmniSafe (its
+# authors' safe-RL algorithms, the outside reference for --algo ppo_lag), for tests/sim/safety_gym. A venv of its own:
+# safety-gymnasium 1.0.0 pins gymnasium 0.28.1 and mujoco 2.3.3, where .venv has gymnasium 1.x and mujoco 4.
+# It also pins pygame 2.1.0, which nothing imports (only its keyboard viewer would) and whose sdist does not build
+# on Python 3.11 without SDL's headers, and gymnasium-robotics 1.2.2 (imported for its multi-agent tasks), which pins
+# numpy<1.24 where robo_rl needs 1.24; so safety-gymnasium, gymnasium-robotics and omnisafe go in with --no-deps and
+# their other requirements are listed here (omnisafe's: those of its package metadata, safety-gymnasium aside).
+# numpy stays below 2: gymnasium 0.28 uses np.bool8, and mujoco 2.3.3 was built against numpy 1.
+# On Python 3.11, dataclasses refuse safety-gymnasium's np.array field defaults (`color: np.array = COLOR['goal']`:
+# "mutable default"); the sed makes each a default_factory returning that same array, which is what Python 3.10
+# shared between instances, so the tasks are unchanged. The CPU torch goes in first and a constraints file keeps it,
+# then gymnasium, mujoco and numpy as the simulator's requirements chose them.
+# OmniSafe has a stamp of its own: where it cannot be installed, the rest of .venv-safety stays (its tests skip).
+VENV_SAFETY := .venv-safety
+PY_SAFETY := $(VENV_SAFETY)/bin/python
+SAFETY_GYMNASIUM := safety-gymnasium==1.0.0
+SAFETY_NO_DEPS := $(SAFETY_GYMNASIUM) gymnasium-robotics==1.2.2
+SAFETY_REQUIREMENTS := gymnasium==0.28.1 mujoco==2.3.3 "numpy<2" "xmltodict>=0.13.0" "pyyaml>=6.0" "imageio>=2.27.0" \
+	"PettingZoo>=1.23.0" "Jinja2>=3.0.3"
+OMNISAFE := omnisafe==0.5.0
+OMNISAFE_REQUIREMENTS := "numpy>=1.20.0" "tensorboard>=2.8.0" "wandb>=0.13.0" "pyyaml>=6.0" "moviepy>=1.0.0" \
+	"typing-extensions>=4.0.0" "typer>=0.7.0" "seaborn>=0.12.2" pandas==2.0.3 "matplotlib>=3.7.1" "gdown>=4.6.0"
+SAFETY_STAMP := $(VENV_SAFETY)/.installed
+OMNISAFE_STAMP := $(VENV_SAFETY)/.installed-omnisafe
+
+$(SAFETY_STAMP): pyproject.toml
+	rm -rf $(VENV_SAFETY)
+	$(PYTHON) -m venv $(VENV_SAFETY)
+	$(PY_SAFETY) -m pip install --upgrade pip setuptools wheel
+	$(PY_SAFETY) -m pip install $(TORCH)
+	$(PY_SAFETY) -m pip freeze | grep -i "^torch==" > $(VENV_SAFETY)/constraints.txt
+	$(PY_SAFETY) -m pip install --no-deps $(SAFETY_NO_DEPS)
+	$(PY_SAFETY) -m pip install -c $(VENV_SAFETY)/constraints.txt $(SAFETY_REQUIREMENTS) -e ".[train,export]" \
+		"pytest>=8.0"
+	grep -rlE "^    color: np\.array = COLOR\['\w+'\]$$" $$($(PY_SAFETY) -c \
+		"import sysconfig; print(sysconfig.get_paths()['purelib'])")/safety_gymnasium | xargs -r sed -i -E \
+		"s/^(    color: np\.array = )(COLOR\['\w+'\])$$/\1__import__('dataclasses').field(default_factory=lambda: \2)/"
+	$(PY_SAFETY) -m pip freeze | grep -i "^\(torch\|gymnasium\|mujoco\|numpy\)==" > $(VENV_SAFETY)/constraints.txt
+	$(PY_SAFETY) -c "import safety_gymnasium, mujoco, torch; safety_gymnasium.make('SafetyPointGoal1-v0').reset(seed=0); \
+		print('safety venv: safety-gymnasium', safety_gymnasium.__version__, 'mujoco', mujoco.__version__)"
+	touch $(SAFETY_STAMP)
+
+$(OMNISAFE_STAMP): $(SAFETY_STAMP)
+	$(PY_SAFETY) -m pip install --no-deps $(OMNISAFE) && \
+		$(PY_SAFETY) -m pip install -c $(VENV_SAFETY)/constraints.txt $(OMNISAFE_REQUIREMENTS) && \
+		$(PY_SAFETY) -c "import omnisafe; print('safety venv: omnisafe', omnisafe.__version__)" && \
+		touch $(OMNISAFE_STAMP) || echo "warning: $(OMNISAFE) did not install; its tests skip" >&2
+
+safety-venv: $(SAFETY_STAMP) $(OMNISAFE_STAMP)
+
 # Installs SYSTEM_PACKAGES with apt-get where they are missing (needs root); otherwise says what to install.
 system-deps:
 	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -178,6 +228,8 @@ LINTED := robo_rl tests bench docs/package_map.py docs/readme_lists.py docs/algo
 test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2
+	@$(MAKE) --no-print-directory safety-venv || \
+		echo "make test: .venv-safety could not be built; the Safety-Gymnasium tests skip" >&2
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy
@@ -220,4 +272,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINTED)
 
 clean:
-	rm -rf $(VENV) $(VENV_ROS) $(VENV_MJLAB) runs build *.egg-info
+	rm -rf $(VENV) $(VENV_ROS) $(VENV_MJLAB) $(VENV_SAFETY) runs build *.egg-info

@@ -1,6 +1,7 @@
 """Batched simulators implementing `robo_rl.envs.BatchedEnv`; build them by name with `make`."""
 
 from functools import partial
+from importlib.util import find_spec
 from typing import cast
 
 from robo_rl.sim.experts import make_expert
@@ -8,6 +9,7 @@ from robo_rl.sim.from_gymnasium import FromGymnasium, GymnasiumTaskConfig
 from robo_rl.sim.manager_based import IsaacLabConfig, from_isaaclab
 from robo_rl.sim.mjlab_env import from_mjlab
 from robo_rl.sim.registry import EnvFactory, about, default_config, make, names, register, task_settings, vehicle_card
+from robo_rl.sim.safety_gym import from_safety_gymnasium
 
 # By import path: each backend (MuJoCo, PyBullet, matplotlib renderers) loads when its task is first built. The backend
 # and the description are README's task table (docs/readme_lists.py writes it; tasks with the same pair share a row).
@@ -99,6 +101,17 @@ for _gym_id in ("InvertedPendulum-v5", "HalfCheetah-v5"):
         "Gymnasium",
         "Gymnasium tasks stepped by Gymnasium, as batched envs",
     )
+if find_spec("safety_gymnasium") is not None:
+    # Only where Safety-Gymnasium is installed (.venv-safety, `make safety-venv`): it cannot share a venv with the
+    # main one's gymnasium and mujoco, and a task that fails to build would break `robo-rl tasks` there. Other ids:
+    # its env_id field, or `from_safety_gymnasium`.
+    register(
+        "safety_gym/SafetyPointGoal1-v0",
+        "robo_rl.sim.safety_gym:SafetyGymnasiumEnv",
+        "Safety-Gymnasium (its own venv: `make safety-venv`)",
+        "Safety-Gymnasium's navigation tasks with their cost (a point robot reaching goals past hazards), for "
+        "comparing --algo ppo_lag with OmniSafe",
+    )
 
 __all__ = [
     "IsaacLabConfig",
@@ -106,6 +119,7 @@ __all__ = [
     "default_config",
     "from_isaaclab",
     "from_mjlab",
+    "from_safety_gymnasium",
     "make",
     "make_expert",
     "names",
