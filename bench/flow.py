@@ -8,7 +8,9 @@ Per task and seed, 10 demonstrations of the task's scripted expert (`robo-rl rec
   sac-rlpd     Gaussian SAC fine-tuned from bc-gaussian with the demos as RLPD prior buffer only (the
                preset's SAC settings: no BC term, so RL may leave the averaged demonstrations);
   fql          flow Q-learning fine-tuned from the cloned flow (one-step policy distilled from it);
-  dsrl         SAC steering the noise of the frozen cloned flow.
+  dsrl         SAC steering the noise of the frozen cloned flow;
+  pa_rl        PA-RL: the cloned flow trained by flow matching on critic-optimized actions (its critic first learns
+               for 2,000 updates with the flow fixed: PA-RL's offline phase).
   bc-flow-k    the cloned flow sampled with K = --reinflow-steps Euler steps (ReinFlow's starting point);
   reinflow     the cloned flow fine-tuned by PPO with ReinFlow's learned step noise, K = --reinflow-steps
                (robo_rl.modules.reinflow), the actor frozen for the first --reinflow-warmup iterations while the
@@ -55,13 +57,15 @@ from robo_rl.sim import make
 RESULTS = Path(__file__).parent / "results" / "flow.json"
 TASKS = ("point/obstacle", "quadrotor/hover")
 GAUSSIAN_RECIPE = ["off_policy.critic_warmup_steps=2000", "sac.init_alpha=0.01", "sac.bc_weight=1.0"]
-LEARNERS = ("bc-gaussian", "bc-flow", "sac", "sac-rlpd", "fql", "dsrl", "bc-flow-k", "reinflow", "ppo")
+LEARNERS = ("bc-gaussian", "bc-flow", "sac", "sac-rlpd", "fql", "dsrl", "pa_rl", "bc-flow-k", "reinflow", "ppo")
+PA_RL_RECIPE = ["off_policy.critic_warmup_steps=2000"]
+"""PA-RL's offline phase: the critic learns from the demonstrations and the first data before the flow moves."""
 ON_POLICY = {"point/obstacle": (64, 32), "quadrotor/hover": (1024, 16)}
 """(envs, rollout steps) of the PPO-based learners per task."""
 
 
 def learner_config(task: str, learner: str, demos: Path, args: argparse.Namespace, seed: int) -> Any:
-    algo = {"bc-gaussian": "sac", "sac": "sac", "sac-rlpd": "sac", "dsrl": "dsrl"}.get(learner, "fql")
+    algo = {"bc-gaussian": "sac", "sac": "sac", "sac-rlpd": "sac", "dsrl": "dsrl", "pa_rl": "pa_rl"}.get(learner, "fql")
     overrides = [
         f"algo={algo}",
         f"seed={seed}",
@@ -73,10 +77,12 @@ def learner_config(task: str, learner: str, demos: Path, args: argparse.Namespac
         "off_policy.loop.eval_min_train_success=null",
         "off_policy.loop.target_success_rate=null",
         *(GAUSSIAN_RECIPE if learner in ("sac", "bc-gaussian") else []),
+        *(PA_RL_RECIPE if learner == "pa_rl" else []),
     ]
     if task == "point/obstacle":
         return resolve_config(f"point_obstacle_{algo}", overrides)
-    networks = [] if algo == "sac" else [f"{algo}.{n}_hidden=[64,64]" for n in ("actor", "flow")]
+    parts = ("flow",) if algo == "pa_rl" else ("actor", "flow")  # critics: the section's default, as FQL's
+    networks = [] if algo == "sac" else [f"{algo}.{n}_hidden=[64,64]" for n in parts]
     return resolve_config("quadrotor_hover_sac", [*overrides, *networks])  # the hover preset's sizes for all
 
 

@@ -11,6 +11,12 @@ PPOLag on it: env-steps per second. Run with .venv-safety's Python (`make safety
   steps (so both pay the same resets): robo_rl's `ppo_lag` with 4 envs x 1000 steps, one iteration (its update
   included, no evaluation: the runner's wall time), and OmniSafe's `PPOLag` (one env, one epoch of 4000 steps: the
   wall time of `Agent.learn`). OmniSafe is skipped where it is not installed.
+- with `--compare STEPS`: both PPO-Lagrangians trained for the same STEPS env steps at cost limit 25, each with its
+  own defaults but for the data per update (robo_rl: `--envs` envs x 1000 steps per iteration; OmniSafe: its one env,
+  epochs of the same size), and the mean return and cost of the training episodes of the last iteration/epoch
+  (stochastic policies, the measure OmniSafe's logs and benchmark tables give), plus robo_rl's deterministic
+  evaluation on 10 episodes. OmniSafe's published PPOLag on SafetyPointGoal1-v0 after 1e7 steps (its
+  benchmarks/on-policy/README.md, Table 2): return 12.96 +- 6.95, cost 25.80 +- 34.99.
 """
 
 from __future__ import annotations
@@ -109,12 +115,91 @@ def omnisafe_ppo_lag(root: Path) -> dict[str, Any] | None:
     }
 
 
+def robo_rl_compare(root: Path, steps: int, envs: int, seed: int) -> dict[str, Any]:
+    """robo_rl's `ppo_lag` for `steps` env steps, `envs` x 1000 steps per iteration: the last iteration's training
+    episodes (return, cost) and a deterministic evaluation on 10 episodes."""
+    config = {
+        "name": "safety_point_goal_ppo_lag_compare",
+        "algo": "ppo_lag",
+        "seed": seed,
+        "task": {"name": f"safety_gym/{TASK}", "num_envs": envs},
+        "ppo_lag": {"ppo": {"num_steps": EPISODE}, "lagrange": {"cost_budget": 25.0}},
+        "runner": {
+            "loop": {"max_iterations": max(1, steps // (envs * EPISODE)), "eval_interval": 0, "eval_episodes": 10}
+        },
+    }
+    path = root / "compare.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    rows: list[dict[str, Any]] = []
+    result = build_runner(resolve_config(str(path)), make).learn(rows.append)
+    last = rows[-1]
+    return {
+        "env_steps": result.env_steps,
+        "seconds": result.wall_time,
+        "last_train_return": last["mean_return"],
+        "last_train_cost": last["train_cost"],
+        "eval_return": last["eval_return"],
+        "eval_cost": last["eval_cost"],
+        "lagrange_multiplier": last["lagrange_multiplier"],
+        "curve": [
+            {"env_steps": row["env_steps"], "return": row["mean_return"], "cost": row["train_cost"]} for row in rows
+        ],
+    }
+
+
+def omnisafe_compare(root: Path, steps: int, epoch: int, seed: int) -> dict[str, Any]:
+    """OmniSafe's PPOLag (its defaults, cost limit 25) for `steps` env steps in epochs of `epoch`: the last epoch's
+    training episodes (`Agent.learn`'s return, cost, length)."""
+    try:
+        import omnisafe
+    except ImportError as err:
+        return {"skipped": str(err)}
+    config = {
+        "seed": seed,
+        "train_cfgs": {"total_steps": steps, "vector_env_nums": 1, "device": "cpu", "torch_threads": 1},
+        "algo_cfgs": {"steps_per_epoch": epoch},
+        "lagrange_cfgs": {"cost_limit": 25.0},
+        "logger_cfgs": {"use_wandb": False, "use_tensorboard": False, "log_dir": str(root / "omnisafe")},
+    }
+    agent = omnisafe.Agent("PPOLag", TASK, custom_cfgs=config)
+    start = time.perf_counter()
+    episode_return, episode_cost, episode_length = agent.learn()
+    return {
+        "version": omnisafe.__version__,
+        "env_steps": steps,
+        "seconds": time.perf_counter() - start,
+        "last_train_return": float(episode_return),
+        "last_train_cost": float(episode_cost),
+        "last_episode_length": float(episode_length),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    parser.add_argument("--compare", type=int, default=0, metavar="STEPS", help="train both for STEPS env steps")
+    parser.add_argument("--envs", type=int, default=8, help="--compare: robo_rl's envs (x 1000 steps per iteration)")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     torch.set_num_threads(1)
     load = warn_if_busy()
+    if args.compare:
+        with tempfile.TemporaryDirectory(prefix="safety_gym_compare_") as tmp:
+            epoch = args.envs * EPISODE
+            result = {
+                "machine": machine_info(),
+                "load_average": load,
+                "task": TASK,
+                "env_steps": args.compare,
+                "seed": args.seed,
+                "robo_rl_ppo_lag": robo_rl_compare(Path(tmp), args.compare, args.envs, args.seed),
+                "omnisafe_ppo_lag": omnisafe_compare(Path(tmp), args.compare, epoch, args.seed),
+            }
+        text = json.dumps(result, indent=2)
+        print(text)
+        if args.out is not None:
+            args.out.write_text(text + "\n", encoding="utf-8")
+        return
     with tempfile.TemporaryDirectory(prefix="safety_gym_bench_") as tmp:
         result = {
             "machine": machine_info(),

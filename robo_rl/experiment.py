@@ -117,6 +117,7 @@ class ExperimentConfig:
     fql: registered.FQLConfig = field(default_factory=registered.FQLConfig)
     dsrl: registered.DSRLConfig = field(default_factory=registered.DSRLConfig)
     reinflow: registered.ReinFlowTrainConfig = field(default_factory=registered.ReinFlowTrainConfig)
+    pa_rl: registered.PARLConfig = field(default_factory=registered.PARLConfig)
     # algorithm-sections:end
     runner: RunnerConfig = field(default_factory=RunnerConfig)
     off_policy: OffPolicyRunnerConfig = field(default_factory=OffPolicyRunnerConfig)

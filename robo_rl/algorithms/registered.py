@@ -11,6 +11,7 @@ from typing import Literal
 
 from robo_rl.algorithms.dsrl import DSRLConfig as DSRLConfig
 from robo_rl.algorithms.fql import FQLConfig as FQLConfig
+from robo_rl.algorithms.pa_rl import PARLConfig as PARLConfig
 from robo_rl.algorithms.ppo import PPOConfig as PPOConfig
 from robo_rl.algorithms.ppo_lag import PPOLagConfig as PPOLagConfig
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig as ReinFlowTrainConfig
@@ -18,6 +19,6 @@ from robo_rl.algorithms.sac import SACConfig as SACConfig
 from robo_rl.algorithms.sac_lag import SACLagConfig as SACLagConfig
 from robo_rl.algorithms.td3 import TD3Config as TD3Config
 
-AlgorithmName = Literal["ppo", "ppo_lag", "sac", "sac_lag", "td3", "fql", "dsrl", "reinflow"]
+AlgorithmName = Literal["ppo", "ppo_lag", "sac", "sac_lag", "td3", "fql", "dsrl", "reinflow", "pa_rl"]
 """A registered algorithm's name: `--algo` and a config's `algo` are typed by it (a config file naming
 another is a ConfigError listing these)."""

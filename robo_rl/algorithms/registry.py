@@ -22,6 +22,7 @@ from robo_rl.algorithms import ppo, reinflow
 from robo_rl.algorithms.drq import sac
 from robo_rl.algorithms.dsrl import DSRLConfig, dsrl
 from robo_rl.algorithms.fql import FQL, FQLConfig
+from robo_rl.algorithms.pa_rl import PARL, PARLConfig
 from robo_rl.algorithms.ppo import PPO, PPOConfig
 from robo_rl.algorithms.ppo_lag import PPOLagConfig, ppo_lag
 from robo_rl.algorithms.reinflow import ReinFlowTrainConfig
@@ -174,5 +175,14 @@ register(
         reinflow.build_policy,
         build_section="ppo",
         prepare="robo_rl.hil.reinflow_clone:clone_flow",
+    )
+)
+register(
+    AlgorithmEntry(
+        "pa_rl",
+        "off_policy",
+        PARLConfig,
+        "policy-agnostic RL: a flow policy trained by its own flow matching on critic-optimized actions (PA-RL)",
+        PARL,
     )
 )

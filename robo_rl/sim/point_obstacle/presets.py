@@ -30,6 +30,9 @@ def _point_obstacle_off_policy(algo: Algorithm) -> ExperimentConfig:
             batch_size=256,
         ),
     )
+    if algo == "pa_rl":  # its one policy is the flow; its critic learns 2,000 updates first (PA-RL's offline phase)
+        pa_rl = replace(cfg.pa_rl, flow_hidden=(128, 128), critic_hidden=(128, 128))
+        return replace(cfg, pa_rl=pa_rl, off_policy=replace(cfg.off_policy, critic_warmup_steps=2000))
     return with_networks(cfg, actor_hidden=(128, 128), critic_hidden=(128, 128))
 
 
@@ -43,6 +46,13 @@ def point_obstacle_fql() -> ExperimentConfig:
 
 def point_obstacle_dsrl() -> ExperimentConfig:
     return _point_obstacle_off_policy("dsrl")
+
+
+def point_obstacle_pa_rl() -> ExperimentConfig:
+    """PA-RL on point/obstacle: the flow (128-128) and critics (128-128) of the other flow presets, the critic trained
+    2,000 updates before the flow learns (PA-RL's offline phase); demonstrations as for FQL (`--set
+    off_policy.prior_buffer=FILE`, with `off_policy.bc_pretrain_steps` to clone first)."""
+    return _point_obstacle_off_policy("pa_rl")
 
 
 def point_obstacle_reinflow() -> ExperimentConfig:
@@ -68,4 +78,5 @@ PRESETS = {
     "point_obstacle_fql": point_obstacle_fql,
     "point_obstacle_dsrl": point_obstacle_dsrl,
     "point_obstacle_reinflow": point_obstacle_reinflow,
+    "point_obstacle_pa_rl": point_obstacle_pa_rl,
 }
