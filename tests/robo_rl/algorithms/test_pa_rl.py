@@ -72,10 +72,13 @@ def test_a_privileged_critic_is_refused_in_one_line() -> None:
         PARL(3, 5, -torch.ones(2), torch.ones(2), PARLConfig())
 
 
-def test_a_run_trains_and_exports_the_distilled_flow(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunk", [1, 4])
+def test_a_run_trains_and_exports_the_distilled_flow(tmp_path: Path, chunk: int) -> None:
+    """Single actions and action chunks of 4 (the flow and the critic over the whole chunk)."""
     from robo_rl.cli.main import main
 
     flags = ["--set", "off_policy.learning_starts=64", "--set", "off_policy.loop.eval_interval=0"]
+    flags += ["--set", f"task.action_chunk={chunk}"]
     flags += ["--set", "off_policy.critic_warmup_steps=0"]  # the flow learns from the start here
     flags += ["--set", "off_policy.loop.eval_episodes=4", "--max-iterations", "40", "--quiet"]
     assert main(["train", "point_obstacle_pa_rl", *flags, "--runs-root", str(tmp_path), "--export"]) == 0
