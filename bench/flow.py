@@ -7,6 +7,8 @@ Per task and seed, 10 demonstrations of the task's scripted expert (`robo-rl rec
                small temperature and the Q-filtered BC term (the best Gaussian recipe of bench/hil.py);
   sac-rlpd     Gaussian SAC fine-tuned from bc-gaussian with the demos as RLPD prior buffer only (the
                preset's SAC settings: no BC term, so RL may leave the averaged demonstrations);
+  wsrl         WSRL: Gaussian SAC from bc-gaussian that keeps no demonstrations in its batches (warm-up rollouts
+               of the cloned actor, critic warm-up, then online data only);
   fql          flow Q-learning fine-tuned from the cloned flow (one-step policy distilled from it);
   dsrl         SAC steering the noise of the frozen cloned flow;
   pa_rl        PA-RL: the cloned flow trained by flow matching on critic-optimized actions (its critic first learns
@@ -57,7 +59,16 @@ from robo_rl.sim import make
 RESULTS = Path(__file__).parent / "results" / "flow.json"
 TASKS = ("point/obstacle", "quadrotor/hover")
 GAUSSIAN_RECIPE = ["off_policy.critic_warmup_steps=2000", "sac.init_alpha=0.01", "sac.bc_weight=1.0"]
-LEARNERS = ("bc-gaussian", "bc-flow", "sac", "sac-rlpd", "fql", "dsrl", "pa_rl", "bc-flow-k", "reinflow", "ppo")
+LEARNERS = ("bc-gaussian", "bc-flow", "sac", "sac-rlpd", "wsrl", "fql", "dsrl", "pa_rl", "bc-flow-k", "reinflow", "ppo")
+WSRL_RECIPE = [
+    "off_policy.keep_prior=false",
+    "off_policy.warmup=policy",
+    "off_policy.critic_warmup_steps=2000",
+    "sac.init_alpha=0.01",
+]
+"""WSRL (Zhou et al. 2024): the cloned actor warms up its critic on its own rollouts, then learns online without the
+demonstrations in its batches (`keep_prior=false`); a small temperature so that the cloned actor is not drowned in
+entropy (as the Gaussian recipe)."""
 PA_RL_RECIPE = ["off_policy.critic_warmup_steps=2000"]
 """PA-RL's offline phase: the critic learns from the demonstrations and the first data before the flow moves."""
 ON_POLICY = {"point/obstacle": (64, 32), "quadrotor/hover": (1024, 16)}
@@ -65,7 +76,9 @@ ON_POLICY = {"point/obstacle": (64, 32), "quadrotor/hover": (1024, 16)}
 
 
 def learner_config(task: str, learner: str, demos: Path, args: argparse.Namespace, seed: int) -> Any:
-    algo = {"bc-gaussian": "sac", "sac": "sac", "sac-rlpd": "sac", "dsrl": "dsrl", "pa_rl": "pa_rl"}.get(learner, "fql")
+    algo = {"bc-gaussian": "sac", "sac": "sac", "sac-rlpd": "sac", "wsrl": "sac", "dsrl": "dsrl", "pa_rl": "pa_rl"}.get(
+        learner, "fql"
+    )
     overrides = [
         f"algo={algo}",
         f"seed={seed}",
@@ -78,6 +91,7 @@ def learner_config(task: str, learner: str, demos: Path, args: argparse.Namespac
         "off_policy.loop.target_success_rate=null",
         *(GAUSSIAN_RECIPE if learner in ("sac", "bc-gaussian") else []),
         *(PA_RL_RECIPE if learner == "pa_rl" else []),
+        *(WSRL_RECIPE if learner == "wsrl" else []),
     ]
     if task == "point/obstacle":
         return resolve_config(f"point_obstacle_{algo}", overrides)

@@ -20,6 +20,7 @@ from torch import nn
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update, reduce_ensemble
+from robo_rl.algorithms.part_state import load_parts_state, parts_state
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.modules.flow import FlowPolicy
@@ -145,6 +146,10 @@ class _ExportableOneStep(nn.Module):
         return self.scaler(torch.tanh(self.net(obs)))
 
 
+PARTS = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer")
+"""What a checkpoint holds."""
+
+
 class FQL(OffPolicyAlgorithm):
     def __init__(
         self,
@@ -217,17 +222,7 @@ class FQL(OffPolicyAlgorithm):
         return self.actor.flow.bc_loss(obs, actions)
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-        }
+        return parts_state(self, PARTS)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.target_critic.load_state_dict(state["target_critic"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        load_parts_state(self, state, PARTS)

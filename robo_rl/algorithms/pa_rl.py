@@ -28,6 +28,7 @@ from torch import nn
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update, reduce_ensemble
+from robo_rl.algorithms.part_state import load_parts_state, parts_state
 from robo_rl.distributed import LOCAL, Reducer
 from robo_rl.modules.flow import FlowPolicy
 from robo_rl.modules.mlp import Activation
@@ -87,6 +88,10 @@ class PARLConfig:
             raise ValueError(f"pa_rl: need 1 <= num_kept <= num_samples, got {self.num_kept} and {self.num_samples}")
         if self.gradient_steps < 0 or not self.action_step_size >= 0 or self.flow_steps < 1 or self.num_critics < 1:
             raise ValueError("pa_rl: need gradient_steps >= 0, action_step_size >= 0, flow_steps and num_critics >= 1")
+
+
+PARTS = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer")
+"""What a checkpoint holds."""
 
 
 class PARL(OffPolicyAlgorithm):
@@ -203,17 +208,7 @@ class PARL(OffPolicyAlgorithm):
         return {"flow_loss": loss.detach(), "optimization_gain": gain.mean()}
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "target_critic": self.target_critic.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-        }
+        return parts_state(self, PARTS)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.target_critic.load_state_dict(state["target_critic"])
-        self.actor_optimizer.load_state_dict(state["actor_optimizer"])
-        self.critic_optimizer.load_state_dict(state["critic_optimizer"])
+        load_parts_state(self, state, PARTS)
