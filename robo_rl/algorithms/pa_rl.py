@@ -53,8 +53,9 @@ class PARLConfig:
     gradient_steps: int = 0
     """Gradient-ascent steps on the critic per kept action (local optimization). 0 by default: on point/obstacle
     with 10 demonstrations (bench/flow.py's setting, seed 0) the distilled flow held 96-100 % success without them,
-    and fell from 100 % to 0-15 % with 2 steps of 0.02 and to 47 % with 2 steps of 0.005, as soon as the flow began
-    to learn after the critic's warm-up: the critic's action gradients lead off the demonstrations' support."""
+    and fell from 100 % to 0-15 % with 2 steps of 0.02 and to 47 % with 2 steps of 0.005 as soon as the flow began
+    to learn after the critic's warm-up. Without them seed 1 still fell from 99 % to 0 % there (docs/BENCHMARKS.md,
+    "PA-RL")."""
     action_step_size: float = 0.02
     """Length of one local step in normalized action units ([-1, 1]): the step follows the critic's gradient
     direction, so its size does not depend on the reward scale."""
