@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,31 @@ def _unavailable() -> str:
     return ""
 
 
+def run_as_group(argv: list[str], timeout: float) -> subprocess.CompletedProcess[str] | None:
+    """Run `argv` in a process group of its own; None if it overran `timeout`. Either way, whatever it started and
+    left behind (a node a scenario launched) is killed with the group, so no node outlives its test. Its output goes
+    through files, so a process it leaves behind holding them cannot keep the test waiting."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(argv, stdout=stdout, stderr=stderr, text=True, cwd=ROOT, start_new_session=True)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            _kill_group(process.pid)
+            process.wait()
+        stdout.seek(0)
+        stderr.seek(0)
+        return subprocess.CompletedProcess(argv, process.returncode, stdout.read(), stderr.read())
+
+
+def _kill_group(group: int) -> None:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:  # nothing of it is left
+        pass
+
+
 @pytest.fixture(scope="session")
 def ros_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
     """`ros_scenario(script, *args, timeout=...)` → the scenario's JSON result (skips when ROS is unavailable)."""
@@ -47,7 +74,9 @@ def ros_scenario(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict
     def run(script: str, *args: str, timeout: float = 120.0) -> dict[str, Any]:
         log_dir = tmp_path_factory.mktemp(Path(script).stem)
         argv = [*LOOPBACK_NETNS, str(ROS_PYTHON), str(SCENARIOS / script), str(log_dir), *args]
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        done = run_as_group(argv, timeout)
+        if done is None:
+            pytest.fail(f"{script} did not finish within {timeout:.0f} s; it and every process it started were killed")
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines or not lines[-1].startswith("{"):
             pytest.fail(f"{script} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
