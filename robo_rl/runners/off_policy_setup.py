@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import cast
 
 import torch
 
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.capture import capture_backend, capture_enabled
+from robo_rl.chunks.demos import chunk_demos
+from robo_rl.chunks.env import ChunkEnv, action_chunking
 from robo_rl.envs import BatchedEnv, critic_obs_dim, image_specs_of
 from robo_rl.hil.demos import load_demo_frames, load_demos
 from robo_rl.image_spec import ImageSpec
@@ -29,13 +32,16 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
 
     The copy has the run's capacity, so interventions can be added to it during training; its dimensions (and,
     for demo files, its observation and action names) must match the task's (ValueError naming the mismatch).
+    On a task that acts in chunks (`task.action_chunk` > 1), a demo file of single steps (what `robo-rl
+    record-demos` writes) is read against one step's actions and becomes chunks of the episode's next actions and
+    their macro transitions (`robo_rl.chunks.demos.chunk_demos`); a replay buffer file must hold chunks already.
     """
     if not path.is_file():
         raise FileNotFoundError(f"off_policy.prior_buffer: {path} does not exist")
     dims = (env.obs_spec.dim, critic_obs_dim(env), env.action_spec.dim)
     cameras = image_specs_of(env)
     if path.suffix == ".npz":
-        stored = with_demo_frames(load_demos(path, env), path, cameras, env.device)
+        stored = _demo_transitions(path, env, cameras)
     else:
         saved = ReplayBuffer.load(path, "cpu")
         names = ("obs_dim", "critic_obs_dim", "action_dim", "image_specs")
@@ -49,6 +55,26 @@ def load_prior_buffer(path: Path, capacity: int, env: BatchedEnv) -> ReplayBuffe
     prior = ReplayBuffer(capacity, *dims, env.device, cameras)
     prior.add(transitions_to(stored, prior.device))
     return prior
+
+
+def _demo_transitions(path: Path, env: BatchedEnv, cameras: tuple[ImageSpec, ...]) -> Transitions:
+    """The demo file's transitions on `env`: as recorded, or as chunks when `env` acts in chunks."""
+    chunking = action_chunking(env)
+    if chunking.horizon == 1:
+        return with_demo_frames(load_demos(path, env), path, cameras, env.device)
+    if cameras:
+        raise ValueError(
+            f"off_policy.prior_buffer: {path}: demonstrations with camera frames cannot be chunked yet "
+            f"(task.action_chunk={chunking.horizon} on a task with cameras)"
+        )
+    step_env = SimpleNamespace(  # what load_demos reads of an env, with one step's actions
+        obs_spec=env.obs_spec,
+        privileged_obs_spec=env.privileged_obs_spec,
+        action_spec=chunking.step_action,
+        device=env.device,
+    )
+    steps = load_demos(path, cast(BatchedEnv, step_env))
+    return chunk_demos(steps, chunking.horizon, int(cast(ChunkEnv, env).execute)).transitions
 
 
 def with_demo_frames(
