@@ -18,6 +18,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from robo_rl.algorithms.fixed_normalizers import fit_once, unfitted
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update, reduce_ensemble
 from robo_rl.algorithms.part_state import load_parts_state, parts_state
@@ -26,6 +27,7 @@ from robo_rl.modules.actor_critic import ActionScaler
 from robo_rl.modules.flow import FlowPolicy
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation, mlp
+from robo_rl.modules.normalizer import make_normalizer
 from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.storage.replay import Transitions
 
@@ -55,6 +57,10 @@ class FQLConfig:
     """How the one-step policy's objective reduces the ensemble (FQL: mean)."""
     target_q: Literal["min", "mean"] = "min"
     """How the Bellman target reduces the target ensemble."""
+    normalize_obs: bool = False
+    """Observation normalizers (mean and variance fitted once to the first data: the demonstrations when given,
+    then fixed; `robo_rl.algorithms.fixed_normalizers`) before the flow, the one-step policy and the critics; the
+    exported policy carries the one-step policy's. For observations of very different scales (the peg's)."""
     layer_norm: bool = True
     """LayerNorm after each critic hidden layer."""
     actor_hidden: tuple[int, ...] = (256, 256)
@@ -76,14 +82,23 @@ class FQLConfig:
 
 
 class OneStepPolicy(nn.Module):
-    """mu(obs, z) = tanh(MLP(obs, z)): a normalized action `(B, A)` from noise `z` `(B, A)` in one call."""
+    """mu(obs, z) = tanh(MLP(obs, z)): a normalized action `(B, A)` from noise `z` `(B, A)` in one call (the
+    observation normalized first with `normalize_obs`)."""
 
-    def __init__(self, obs_dim: int, action_dim: int, hidden: tuple[int, ...], activation: Activation) -> None:
+    def __init__(
+        self,
+        obs_dim: int,
+        action_dim: int,
+        hidden: tuple[int, ...],
+        activation: Activation,
+        normalize_obs: bool = False,
+    ) -> None:
         super().__init__()
+        self.obs_normalizer = make_normalizer(obs_dim, normalize_obs)
         self.net = mlp(obs_dim + action_dim, hidden, action_dim, activation)
 
     def forward(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.net(torch.cat([obs, z], dim=-1)))
+        return torch.tanh(self.net(torch.cat([self.obs_normalizer(obs), z], dim=-1)))
 
 
 class FQLActor(nn.Module):
@@ -93,9 +108,16 @@ class FQLActor(nn.Module):
         super().__init__()
         self.action_dim = int(action_low.numel())
         self.flow = FlowPolicy(
-            obs_dim, action_low, action_high, cfg.flow_hidden, cfg.activation, cfg.flow_steps, noise_seed=cfg.noise_seed
+            obs_dim,
+            action_low,
+            action_high,
+            cfg.flow_hidden,
+            cfg.activation,
+            cfg.flow_steps,
+            normalize_obs=cfg.normalize_obs,
+            noise_seed=cfg.noise_seed,
         )
-        self.one_step = OneStepPolicy(obs_dim, self.action_dim, cfg.actor_hidden, cfg.activation)
+        self.one_step = OneStepPolicy(obs_dim, self.action_dim, cfg.actor_hidden, cfg.activation, cfg.normalize_obs)
         self.scaler = ActionScaler(action_low.float(), action_high.float())
 
     def sample(self, obs: torch.Tensor) -> torch.Tensor:
@@ -140,10 +162,11 @@ class _ExportableOneStep(nn.Module):
             folded.weight.copy_(first.weight[:, :obs_dim])
             folded.bias.copy_(first.bias + first.weight[:, obs_dim:] @ noise.reshape(-1))
         self.net = nn.Sequential(folded, *layers[1:])
+        self.normalizer = copy.deepcopy(one_step.obs_normalizer)
         self.scaler = scaler
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.scaler(torch.tanh(self.net(obs)))
+        return self.scaler(torch.tanh(self.net(self.normalizer(obs))))
 
 
 PARTS = ("actor", "critic", "target_critic", "actor_optimizer", "critic_optimizer")
@@ -166,7 +189,13 @@ class FQL(OffPolicyAlgorithm):
         self.reducer = reducer
         self.actor: FQLActor = FQLActor(obs_dim, action_low, action_high, cfg).to(device)
         self.critic = QEnsemble(
-            critic_obs_dim, self.actor.action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
+            critic_obs_dim,
+            self.actor.action_dim,
+            cfg.critic_hidden,
+            cfg.num_critics,
+            cfg.activation,
+            cfg.layer_norm,
+            cfg.normalize_obs,
         ).to(device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate, fused=True)
@@ -220,6 +249,19 @@ class FQL(OffPolicyAlgorithm):
                 return torch.zeros((), device=obs.device)
             obs, actions = obs[keep], actions[keep]
         return self.actor.flow.bc_loss(obs, actions)
+
+    @property
+    def needs_normalizers(self) -> bool:
+        """True while `normalize_obs` is on and the normalizers have not been fitted (nor loaded)."""
+        return unfitted(self.critic.obs_normalizer)
+
+    @torch.no_grad()
+    def fit_normalizers(self, data: Transitions) -> None:
+        """Fit the flow's, the one-step policy's and the critics' observation normalizers, once, to `data`."""
+        actor = (self.actor.flow.obs_normalizer, self.actor.one_step.obs_normalizer)
+        pairs = [(normalizer, data.obs) for normalizer in actor]
+        pairs += [(critic.obs_normalizer, data.critic_obs) for critic in (self.critic, self.target_critic)]
+        fit_once(pairs, self.reducer)
 
     def state_dict(self) -> dict[str, Any]:
         return parts_state(self, PARTS)

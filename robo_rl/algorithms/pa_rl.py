@@ -26,6 +26,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from robo_rl.algorithms.fixed_normalizers import fit_once, unfitted
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update, reduce_ensemble
 from robo_rl.algorithms.part_state import load_parts_state, parts_state
@@ -71,6 +72,10 @@ class PARLConfig:
     """How the action optimization reduces the ensemble."""
     target_q: Literal["min", "mean"] = "min"
     """How the Bellman target reduces the target ensemble."""
+    normalize_obs: bool = False
+    """Observation normalizers (fitted once to the first data: the demonstrations when given, then fixed;
+    `robo_rl.algorithms.fixed_normalizers`) before the flow and the critics; the exported flow carries its own. For
+    observations of very different scales (the peg's)."""
     layer_norm: bool = True
     """LayerNorm after each critic hidden layer."""
     flow_hidden: tuple[int, ...] = (256, 256)
@@ -116,11 +121,24 @@ class PARL(OffPolicyAlgorithm):
         self.cfg = cfg
         self.reducer = reducer
         self.actor: FlowPolicy = FlowPolicy(
-            obs_dim, action_low, action_high, cfg.flow_hidden, cfg.activation, cfg.flow_steps, noise_seed=cfg.noise_seed
+            obs_dim,
+            action_low,
+            action_high,
+            cfg.flow_hidden,
+            cfg.activation,
+            cfg.flow_steps,
+            normalize_obs=cfg.normalize_obs,
+            noise_seed=cfg.noise_seed,
         ).to(device)
         action_dim = int(action_low.numel())
         self.critic = QEnsemble(
-            critic_obs_dim, action_dim, cfg.critic_hidden, cfg.num_critics, cfg.activation, cfg.layer_norm
+            critic_obs_dim,
+            action_dim,
+            cfg.critic_hidden,
+            cfg.num_critics,
+            cfg.activation,
+            cfg.layer_norm,
+            cfg.normalize_obs,
         ).to(device)
         self.target_critic = copy.deepcopy(self.critic).requires_grad_(False)
         self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_learning_rate)
@@ -207,6 +225,18 @@ class PARL(OffPolicyAlgorithm):
                 self.critic, batch.obs, self.actor.deterministic(batch.obs)
             )
         return {"flow_loss": loss.detach(), "optimization_gain": gain.mean()}
+
+    @property
+    def needs_normalizers(self) -> bool:
+        """True while `normalize_obs` is on and the normalizers have not been fitted (nor loaded)."""
+        return unfitted(self.critic.obs_normalizer)
+
+    @torch.no_grad()
+    def fit_normalizers(self, data: Transitions) -> None:
+        """Fit the flow's and the critics' observation normalizers, once, to `data`."""
+        pairs = [(self.actor.obs_normalizer, data.obs)]
+        pairs += [(critic.obs_normalizer, data.critic_obs) for critic in (self.critic, self.target_critic)]
+        fit_once(pairs, self.reducer)
 
     def state_dict(self) -> dict[str, Any]:
         return parts_state(self, PARTS)

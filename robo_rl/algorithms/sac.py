@@ -17,13 +17,13 @@ from torch import nn
 
 from robo_rl.algorithms.capturable import UpdateNoise, adam, load_optimizer_state
 from robo_rl.algorithms.encoder_config import EncoderConfig
+from robo_rl.algorithms.fixed_normalizers import fit_once, unfitted
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import ensemble_mse, polyak_update, reduce_ensemble, subset_min
 from robo_rl.algorithms.sac_losses import filtered_bc_loss, sac_actor_loss, soft_target, temperature_loss
-from robo_rl.distributed import LOCAL, Reducer, optimizer_parameters, update_normalizer
+from robo_rl.distributed import LOCAL, Reducer, optimizer_parameters
 from robo_rl.modules.freeze import frozen
 from robo_rl.modules.mlp import Activation
-from robo_rl.modules.normalizer import EmpiricalNormalizer
 from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.modules.squashed_actor import SquashedGaussianActor
 from robo_rl.storage.replay import Transitions
@@ -175,21 +175,18 @@ class SAC(OffPolicyAlgorithm):
     @property
     def needs_normalizers(self) -> bool:
         """True while `normalize_obs` is on and the normalizers have not been fitted (nor loaded)."""
-        normalizer = getattr(self.critic, "obs_normalizer", None)
-        return isinstance(normalizer, EmpiricalNormalizer) and float(normalizer.count) == 0.0
+        return unfitted(getattr(self.critic, "obs_normalizer", None))
 
     @torch.no_grad()
     def fit_normalizers(self, data: Transitions) -> None:
         """Fit the actor's and the critics' observation normalizers, once, to `data`'s observations (with
         `normalize_obs`; a no-op otherwise or when fitted); under several processes to every rank's data merged, so
         that every rank normalizes alike (`reducer`; ranks hold equally many transitions)."""
-        if not self.needs_normalizers or len(data.obs) == 0:
+        if not self.needs_normalizers:
             return
         pairs = [(getattr(self.actor, "obs_normalizer", None), data.obs)]
         pairs += [(critic.obs_normalizer, data.critic_obs) for critic in (self.critic, self.target_critic)]
-        for normalizer, obs in pairs:
-            if isinstance(normalizer, EmpiricalNormalizer):
-                update_normalizer(normalizer, obs, self.reducer)
+        fit_once(pairs, self.reducer)
 
     @torch.no_grad()
     def act(self, obs: torch.Tensor, deterministic: bool = False) -> torch.Tensor:

@@ -26,13 +26,13 @@ import torch
 
 from robo_rl.algorithms.capturable import adam, load_optimizer_state
 from robo_rl.algorithms.episode_cost import EpisodeCostEstimator
+from robo_rl.algorithms.fixed_normalizers import fit_once
 from robo_rl.algorithms.lagrange import LagrangeConfig, LagrangeMultiplier
 from robo_rl.algorithms.off_policy import OffPolicyAlgorithm
 from robo_rl.algorithms.off_policy_targets import bootstrapped_target, ensemble_mse, polyak_update
 from robo_rl.algorithms.sac import SAC, SACConfig
-from robo_rl.distributed import LOCAL, Reducer, optimizer_parameters, update_normalizer
+from robo_rl.distributed import LOCAL, Reducer, optimizer_parameters
 from robo_rl.modules.freeze import frozen
-from robo_rl.modules.normalizer import EmpiricalNormalizer
 from robo_rl.modules.q_ensemble import QEnsemble
 from robo_rl.storage.replay import Transitions
 
@@ -119,12 +119,9 @@ class SACLag(OffPolicyAlgorithm):
     @torch.no_grad()
     def fit_normalizers(self, data: Transitions) -> None:
         """SAC's normalizers and the cost critics' (with `normalize_obs`), once, to `data`."""
-        if not self.sac.needs_normalizers or len(data.obs) == 0:
-            return
         self.sac.fit_normalizers(data)
-        for critic in (self.cost_critic, self.target_cost_critic):
-            if isinstance(critic.obs_normalizer, EmpiricalNormalizer):
-                update_normalizer(critic.obs_normalizer, data.critic_obs, self.reducer)
+        cost_critics = (self.cost_critic, self.target_cost_critic)
+        fit_once([(critic.obs_normalizer, data.critic_obs) for critic in cost_critics], self.reducer)
 
     def capture_problem(self) -> str | None:
         return "SAC-Lagrangian's updates are not captured (its multiplier steps on the host)"
