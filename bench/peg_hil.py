@@ -12,7 +12,10 @@ from 0.01):
   1,000 steps, under 2 robot minutes, not counted in the runs' robot time);
 - c: `robo-rl train peg_insert_hil` with the same demonstrations: the simulated operator
   (robo_rl.sim.mujoco.peg_expert) takes over when the policy heads wrong, at most 20 % of the steps; its steps
-  are stored in the online and the demonstration buffer.
+  are stored in the online and the demonstration buffer;
+- d, e (issue 54, not run by default: `--setups d_fql_demos e_pa_rl_demos`): the flow policies with the same
+  demonstrations, `robo-rl train peg_insert_fql` (flow Q-learning) and `peg_insert_pa_rl` (PA-RL), the flow cloned
+  on them for 4,000 steps first.
 Success: the deterministic policy on 32 random holes every 10 robot minutes (in simulation, not robot time), and
 the training episodes' own success (the robot's view, with the operator's help in c). Also the operator's share of
 the steps per 10 robot minutes and over the run, and the first robot minute at which the evaluation reached 90 %.
@@ -47,7 +50,16 @@ from machine import machine_info
 
 RESULTS = Path(__file__).parent / "results" / "peg_hil.json"
 ROBO_RL = str(Path(sys.executable).parent / "robo-rl")
-SETUPS = {"a_sac": "peg_insert_sac", "b_rlpd_demos": "peg_insert_rlpd", "c_rlpd_demos_operator": "peg_insert_hil"}
+SETUPS = {
+    "a_sac": "peg_insert_sac",
+    "b_rlpd_demos": "peg_insert_rlpd",
+    "c_rlpd_demos_operator": "peg_insert_hil",
+    "d_fql_demos": "peg_insert_fql",
+    "e_pa_rl_demos": "peg_insert_pa_rl",
+}
+FLOW_SETUPS = ("d_fql_demos", "e_pa_rl_demos")
+"""The flow-policy learners: their flow is cloned on the demonstrations first (BC_STEPS steps)."""
+BC_STEPS = 4000
 DEMO_EPISODES = 20
 STEPS_PER_MINUTE = 600
 STATE_TASK, PIXELS_TASK = "mujoco/peg_insert", "mujoco/peg_insert_pixels"
@@ -94,6 +106,8 @@ def run(
     cmd += ["--runs-root", str(root / name), "--set", f"off_policy.loop.eval_interval={every}"]
     if name != "a_sac":
         cmd += ["--set", f"off_policy.prior_buffer={demo}"]
+    if name in FLOW_SETUPS:
+        cmd += ["--set", f"off_policy.bc_pretrain_steps={BC_STEPS}"]
     subprocess.run(cmd, check=True, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
     (metrics,) = (root / name).glob("*/*/metrics.jsonl")
     return score(name, seed, [json.loads(line) for line in metrics.read_text().splitlines()])
@@ -193,7 +207,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--minutes", type=float, default=60.0, help="robot minutes per run (default 60)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--setups", nargs="+", default=list(SETUPS), choices=list(SETUPS))
+    parser.add_argument("--setups", nargs="+", default=list(SETUPS)[:3], choices=list(SETUPS))
     parser.add_argument("--parallel", type=int, default=2, help="runs at once (default 2)")
     parser.add_argument("--merge", action="store_true", help="keep the results file's other runs")
     parser.add_argument("--pixels", type=int, metavar="SIZE", help="learn from the cameras' SIZE x SIZE frames")

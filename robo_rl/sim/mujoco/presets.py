@@ -1,12 +1,15 @@
 """Presets of the MuJoCo arm: PPO reaching in simulation, SAC on the arm itself (joint-position commands, and
 joint-angle steps for the peg insertion), and peg insertion learned in robot time (SAC alone, RLPD with
-demonstrations, and RLPD with an operator's corrections; bench/peg_hil.py runs them)."""
+demonstrations, and RLPD with an operator's corrections; bench/peg_hil.py runs them), and the flow policies FQL and
+PA-RL on the peg with demonstrations."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from robo_rl.algorithms.encoder_config import EncoderConfig
+from robo_rl.algorithms.fql import FQLConfig
+from robo_rl.algorithms.pa_rl import PARLConfig
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.sac import SACConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
@@ -158,6 +161,31 @@ def peg_insert_hil() -> ExperimentConfig:
     return replace(cfg, name="peg_insert_hil", hil=HilConfig(teleop="simulated", human=PEG_OPERATOR))
 
 
+def _peg_flow(name: str, cfg: ExperimentConfig) -> ExperimentConfig:
+    """`peg_insert_rlpd`'s task, budget, evaluations, batches and demonstration share for a flow-policy learner.
+    Its demonstrations: `--set off_policy.prior_buffer=DEMOS.npz --set off_policy.bc_pretrain_steps=4000` (the flow
+    cloned on them first, as bench/peg_hil.py runs it)."""
+    rlpd = peg_insert_rlpd()
+    return replace(cfg, name=name, task=rlpd.task, off_policy=rlpd.off_policy)
+
+
+def peg_insert_fql() -> ExperimentConfig:
+    """Flow Q-learning on the peg with demonstrations (issue 54's comparison with PA-RL): the flow, the one-step
+    policy and two LayerNorm critics of 128 x 128 on normalized observations (the peg's millimetres), half of each
+    batch from the demonstrations; `peg_insert_rlpd`'s task and robot-time budget."""
+    fql = FQLConfig(actor_hidden=(128, 128), flow_hidden=(128, 128), critic_hidden=(128, 128), normalize_obs=True)
+    return _peg_flow("peg_insert_fql", ExperimentConfig(name="peg_insert_fql", algo="fql", fql=fql))
+
+
+def peg_insert_pa_rl() -> ExperimentConfig:
+    """PA-RL on the peg with demonstrations: the flow (128 x 128) trained by flow
+    matching on the best of 8 of its samples by two LayerNorm critics of 128 x 128, observations normalized, the
+    critics alone for the first 2,000 updates (PA-RL's offline phase); `peg_insert_rlpd`'s task and budget."""
+    pa_rl = PARLConfig(flow_hidden=(128, 128), critic_hidden=(128, 128), normalize_obs=True)
+    cfg = _peg_flow("peg_insert_pa_rl", ExperimentConfig(name="peg_insert_pa_rl", algo="pa_rl", pa_rl=pa_rl))
+    return replace(cfg, off_policy=replace(cfg.off_policy, critic_warmup_steps=2000))
+
+
 PRESETS = {
     "mujoco_arm_reach_ppo": mujoco_arm_reach_ppo,
     "robot_arm_sac": robot_arm_sac,
@@ -167,4 +195,6 @@ PRESETS = {
     "peg_insert_rlpd": peg_insert_rlpd,
     "peg_insert_hil": peg_insert_hil,
     "peg_insert_pixels_rlpd": peg_insert_pixels_rlpd,
+    "peg_insert_fql": peg_insert_fql,
+    "peg_insert_pa_rl": peg_insert_pa_rl,
 }
