@@ -94,8 +94,8 @@ def describe_targets(loop: LoopConfig) -> str:
 
 
 def describe_evaluation(result: EvalResult) -> str:
-    """'return M ± S over N episodes (min, max), success rate R% (k/N), RMS tracking error E'; the success and
-    tracking parts only for tasks that report them."""
+    """'return M ± S over N episodes (min, max), success rate R% (k/N), RMS tracking error E, cost C per episode
+    (max X)'; the success, tracking and cost parts only for tasks that report them."""
     text = (
         f"return {result.mean_return:.1f} ± {result.std_return:.1f} over {len(result.returns)} episodes "
         f"(min {min(result.returns):.1f}, max {max(result.returns):.1f})"
@@ -105,4 +105,6 @@ def describe_evaluation(result: EvalResult) -> str:
         text += f", success rate {result.success_rate:.1%} ({successes}/{len(result.returns)})"
     if result.tracking_rms is not None:
         text += f", RMS tracking error {result.tracking_rms:.3f}"
+    if result.costs:
+        text += f", cost {result.mean_cost:.4g} per episode (max {max(result.costs):.4g})"
     return text
