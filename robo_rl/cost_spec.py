@@ -42,6 +42,11 @@ def speed_near_edge(limit: float, distance: float) -> CostSpec:
     return CostSpec("speed_near_edge", "m/s", f"forward speed above {limit:g} m/s within {distance:g} m of the edge")
 
 
+def tilt_above(limit: float) -> CostSpec:
+    """The drone's constraint (quadrotor/hover): the tilt of the body z axis from world up above `limit` rad."""
+    return CostSpec("tilt", "rad", f"tilt of the body z axis from world up above {limit:g} rad")
+
+
 def cost_spec_of(env: Any) -> CostSpec | None:
     """The cost an env declares (its `cost_spec` attribute), or None for a task without a constraint."""
     spec = getattr(env, "cost_spec", None)

@@ -38,7 +38,7 @@ def cost_for(profile: RobotProfile, config: Any) -> tuple[CostSpec, Cost] | None
     if profile.kind == "rc_car" and getattr(config, "cost_speed_limit", 0.0) > 0:
         limit, distance = config.cost_speed_limit, config.cost_edge_distance
         return speed_near_edge(limit, distance), rc_car_speed_near_edge(limit, distance)
-    constraints = ("cost_speed_limit", "hazard_margin", "cost_force_limit")
+    constraints = ("cost_speed_limit", "hazard_margin", "cost_force_limit", "cost_tilt_limit")
     declared = [name for name in constraints if getattr(config, name, 0.0)]
     if declared:
         raise ValueError(f"no on-robot cost for {profile.kind!r} robots with {declared[0]} set (have: rc_car)")

@@ -17,7 +17,9 @@ import torch
 
 import robo_rl.sim.quadrotor.hover_physics as physics
 from robo_rl.actuator import MotorActuator
+from robo_rl.cost_spec import tilt_above
 from robo_rl.envs import (
+    INFO_COST,
     INFO_FINAL_OBS,
     INFO_FINAL_PRIVILEGED_OBS,
     INFO_PRIVILEGED_OBS,
@@ -137,6 +139,7 @@ class QuadrotorHover(BatchedTask):
         self._transition_fn = torch.compile(self._transition, dynamic=False) if config.compile else self._transition
         self._fused: HoverKernel | None = None
         self._fused_seed = 0
+        self.cost_spec = None if config.cost_tilt_limit <= 0 else tilt_above(config.cost_tilt_limit)
         applies = self.device.type == "cpu" and isinstance(reference, FixedPoint) and not config.numba_unsupported()
         if uses_numba(config.backend, applies):
             self._fused = self._numba_kernel()
@@ -256,6 +259,9 @@ class QuadrotorHover(BatchedTask):
             INFO_SUCCESS: success,
             INFO_TRACKING_ERROR: distance,
         }
+        if self.cost_spec is not None:  # the tilt after the step (before any reset), above the limit
+            tilt = torch.acos(rotation[8].clamp(-1.0, 1.0))
+            info[INFO_COST] = (tilt - self.config.cost_tilt_limit).clamp_(min=0.0)
         return obs.T.contiguous(), reward, terminated, truncated, info
 
     @property

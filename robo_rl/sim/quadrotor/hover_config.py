@@ -55,6 +55,10 @@ class HoverConfig:
     """Crash (terminate) when farther than this many m from the reference."""
     max_tilt: float = math.pi / 2
     """Crash when the body z axis is tilted more than this many rad from world up (pi/2: lying on its side)."""
+    cost_tilt_limit: float = 0.0
+    """A constraint for safe RL (`info["cost"]`, issue 54): a step costs the tilt of the body z axis from world up
+    above this many rad, after the step (an episode's cost sums those excesses); the reward does not change. 0: no
+    cost. The torch step only (`backend='torch'`)."""
     max_angular_speed: float = 35.0
     """Crash when the body rate norm exceeds this many rad/s (35 rad/s = 2000 deg/s, a usual gyro range)."""
     floor_height: float | None = None
@@ -134,6 +138,7 @@ class HoverConfig:
         non_negative += ("init_angular_velocity_range", "alive_reward", "position_weight", "attitude_weight")
         non_negative += ("distance_weight", "position_integral_limit", "integral_weight")
         non_negative += ("velocity_weight", "angular_velocity_weight", "action_weight", "crash_penalty")
+        non_negative += ("cost_tilt_limit",)
         bad += [name for name in non_negative if not getattr(self, name) >= 0]
         if bad:
             raise ValueError(f"HoverConfig fields out of range (must be positive, or >= 0 for ranges/weights): {bad}")
@@ -164,6 +169,7 @@ class HoverConfig:
             ("no observation noise", any(self.randomization.observation_noise)),  # the kernel adds none
             ("compile=false (numba is the other way to fuse the step)", self.compile),
             ("no flight event", self.event is not None),
+            ("no cost (cost_tilt_limit 0)", self.cost_tilt_limit > 0),
         )
         return [what for what, bad in needs if bad]
 
