@@ -12,6 +12,7 @@ from robo_rl.algorithms.fql import FQLConfig
 from robo_rl.algorithms.pa_rl import PARLConfig
 from robo_rl.algorithms.ppo import PPOConfig
 from robo_rl.algorithms.sac import SACConfig
+from robo_rl.algorithms.sac_lag import SACLagConfig
 from robo_rl.experiment import ExperimentConfig, TaskConfig, robot_off_policy
 from robo_rl.hil.config import HilConfig, SimulatedHumanConfig
 from robo_rl.runners.loop_config import LoopConfig
@@ -161,6 +162,37 @@ def peg_insert_hil() -> ExperimentConfig:
     return replace(cfg, name="peg_insert_hil", hil=HilConfig(teleop="simulated", human=PEG_OPERATOR))
 
 
+PEG_FORCE_LIMIT = 10.0
+"""N: `peg_insert_sac_lag`'s force limit: a step costs the peak contact force on the peg above it."""
+PEG_FORCE_BUDGET = 30.0
+"""N x steps per episode `peg_insert_sac_lag` may spend above the limit (RLPD's policy at 30 robot minutes spent
+101 on 32 holes, the simulated operator's demonstrations 0.15)."""
+
+
+def peg_insert_sac_lag() -> ExperimentConfig:
+    """`peg_insert_rlpd` under a force limit (issue 54): SAC-Lagrangian with RLPD's SAC settings keeps the contact
+    force on the peg above `PEG_FORCE_LIMIT` within `PEG_FORCE_BUDGET` per episode; best.pt is the best evaluation
+    whose mean cost is within the budget plus 10 %. Measured (docs/BENCHMARKS.md, 60 robot minutes, 64 holes): 100 %
+    and 85.9 % success at a cost of 24.6 and 19.7 on seeds 0 and 1, where RLPD's 95.3 % and 100 % cost 110.2 and
+    84.3. Record its demonstrations with the cost, so that the cost critic
+    sees what they spend: `robo-rl record-demos mujoco/peg_insert --episodes 20 --whole-episodes --param
+    hole_estimate_noise=0.0005 --param cost_force_limit=10 -o demos.npz`, then `--set
+    off_policy.prior_buffer=demos.npz`."""
+    rlpd = peg_insert_rlpd()
+    costed = replace(PEG_BENCHMARK_TASK, cost_force_limit=PEG_FORCE_LIMIT)
+    sac_lag = SACLagConfig(sac=rlpd.sac, lagrange=replace(SACLagConfig().lagrange, cost_budget=PEG_FORCE_BUDGET))
+    loop = replace(rlpd.off_policy.loop, max_eval_cost=1.1 * PEG_FORCE_BUDGET)
+    return replace(
+        rlpd,
+        name="peg_insert_sac_lag",
+        algo="sac_lag",
+        task=replace(rlpd.task, config=costed),
+        sac=SACConfig(),  # its SAC settings are sac_lag.sac's
+        sac_lag=sac_lag,
+        off_policy=replace(rlpd.off_policy, loop=loop),
+    )
+
+
 def _peg_flow(name: str, cfg: ExperimentConfig) -> ExperimentConfig:
     """`peg_insert_rlpd`'s task, budget, evaluations, batches and demonstration share for a flow-policy learner.
     Its demonstrations: `--set off_policy.prior_buffer=DEMOS.npz --set off_policy.bc_pretrain_steps=4000` (the flow
@@ -195,6 +227,7 @@ PRESETS = {
     "peg_insert_rlpd": peg_insert_rlpd,
     "peg_insert_hil": peg_insert_hil,
     "peg_insert_pixels_rlpd": peg_insert_pixels_rlpd,
+    "peg_insert_sac_lag": peg_insert_sac_lag,
     "peg_insert_fql": peg_insert_fql,
     "peg_insert_pa_rl": peg_insert_pa_rl,
 }
