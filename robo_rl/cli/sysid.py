@@ -30,7 +30,10 @@ velocity's derivative. Prints each value with a rough standard error and the fit
 header says what was fitted from which log.
 Refuses (one line, exit 2, nothing written) a log that cannot identify a parameter: commands that never vary
 (thrust_curve), no fast rising or falling command steps (the time constants), too little rotation about an axis
-(its inertia), a standard error over 10 %, too short (< 10 s), non-finite values, missing columns or topics.
+(its inertia), a standard error over 10 %, too short (< 10 s), non-finite values, missing columns or topics, and a
+column whose unit the physics contradicts, naming the unit its values look like (the accelerometer must average
+about 1 g up, the gyro must match the attitude's turning, the velocity's derivative the accelerometer, the
+position's derivative the velocity; samples 0.5 ms to 2 s apart; commands reaching a good part of full PWM).
 A log that identifies everything: hover, and on top fly collective steps (~0.15 of full command, up and down, held
 0.4 s), roll and pitch doublets and yaw doublets (robo_rl.sysid.excitation flies this in simulation).
 """

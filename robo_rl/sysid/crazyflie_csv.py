@@ -31,6 +31,16 @@ VELOCITY = ("stateEstimate.vx", "stateEstimate.vy", "stateEstimate.vz")
 QUATERNION = ("stateEstimate.qx", "stateEstimate.qy", "stateEstimate.qz", "stateEstimate.qw")
 COLUMNS = (TIME, *GYRO, *ACC, *MOTORS, *POSITION, *VELOCITY, *QUATERNION)
 """Every column, in the order `write_crazyflie_csv` writes them; the acc.* columns are optional when reading."""
+CSV_COLUMNS = {
+    "time": (TIME, "ms"),
+    "body_rates": ("gyro.x/y/z", "deg/s"),
+    "specific_force": ("acc.x/y/z", "g"),
+    "commands": ("motor.m1..m4", "PWM 0..65535"),
+    "position": ("stateEstimate.x/y/z", "m"),
+    "velocity": ("stateEstimate.vx/vy/vz", "m/s"),
+    "quaternion": ("stateEstimate.qx/qy/qz/qw", "unit quaternion"),
+}
+"""FlightLog field -> (the columns, the unit the firmware logs them in), for the unit checks' messages."""
 
 
 def read_crazyflie_csv(path: Path) -> FlightLog:
@@ -68,6 +78,7 @@ def read_crazyflie_csv(path: Path) -> FlightLog:
         commands=stack(MOTORS) / PWM_FULL,
         specific_force=stack(ACC) * STANDARD_GRAVITY if has_acc else None,
         source=f"{Path(path).name} (Crazyflie CSV)",
+        columns=CSV_COLUMNS,
     )
 
 

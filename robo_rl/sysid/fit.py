@@ -28,6 +28,7 @@ import numpy as np
 
 from robo_rl.sysid.airframe import Airframe, motor_response, quaternion_matrices
 from robo_rl.sysid.flight_log import FlightLog, NotIdentifiable, check_flight, interval_mask
+from robo_rl.sysid.units import check_units
 
 MIN_COMMAND_SPAN = 0.1
 """The motor commands' 5th to 95th percentile must span this much of [0, 1] to fit the thrust curve's shape."""
@@ -105,6 +106,7 @@ def identify(log: FlightLog, airframe: Airframe, thrust_signal: str = "auto") ->
     """Fit `log` (see the module docstring). `thrust_signal`: "accelerometer", "velocity" or "auto" (the
     accelerometer when the log has one). NotIdentifiable when a parameter cannot be identified."""
     check_flight(log)
+    check_units(log, airframe)
     signal = _thrust_signal(log, thrust_signal)
     data = _intervals(log, airframe, signal)
     kept = data.commands[:-1][data.keep]

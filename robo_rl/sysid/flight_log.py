@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from robo_rl.sysid.unit_scales import likely_unit
 
 MIN_SECONDS = 10.0
 """A shorter log is refused: too few command steps to tell the motor constants from noise (a minute is the aim)."""
 GAP_PERIODS = 5.0
 """An interval longer than this many median sample periods is a gap (the logger dropped samples): not differenced."""
+
+
+SI_UNITS = {
+    "time": "s",
+    "position": "m",
+    "velocity": "m/s",
+    "body_rates": "rad/s",
+    "specific_force": "m/s^2",
+    "commands": "fraction 0..1",
+    "quaternion": "unit quaternion",
+}
 
 
 class NotIdentifiable(ValueError):
@@ -36,6 +50,13 @@ class FlightLog:
     """(N, 3) m/s^2, body frame (accelerometer); None: thrust is measured from the velocity's derivative."""
     source: str
     """What the log is, for the frame file's header (e.g. "flight.csv (Crazyflie CSV)")."""
+    columns: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    """Where each field came from, for the unit checks' messages: field name -> (the log's column names, the unit
+    they were read in), e.g. "body_rates" -> ("gyro.x/y/z", "deg/s"). A field not named here is SI by its own name."""
+
+    def column(self, name: str) -> tuple[str, str]:
+        """(the log's column names, the unit read) of field `name`."""
+        return self.columns.get(name, (name, SI_UNITS[name]))
 
     def __len__(self) -> int:
         return len(self.time)
@@ -63,6 +84,7 @@ def check_flight(log: FlightLog) -> None:
         bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
         if bad.any():
             raise NotIdentifiable(f"{log.source}: {name} is not finite at sample {int(np.flatnonzero(bad)[0])}")
+    _check_time_unit(log)
     if len(log.time) < 3 or log.seconds < MIN_SECONDS:
         raise NotIdentifiable(
             f"{log.source}: {log.seconds:.1f} s of flight ({len(log.time)} samples) is too short; "
@@ -77,6 +99,25 @@ def check_flight(log: FlightLog) -> None:
         raise NotIdentifiable(f"{log.source}: motor commands outside [0, 1] (PWM outside 0..65535)")
     if (np.linalg.norm(log.quaternion, axis=1) < 0.5).any():
         raise NotIdentifiable(f"{log.source}: the attitude quaternion is not a rotation (norm far from 1)")
+
+
+SAMPLE_PERIODS = (5e-4, 2.0)
+"""s: a median sample period outside this range means the time column is in another unit than it was read in."""
+
+
+def _check_time_unit(log: FlightLog) -> None:
+    steps = np.diff(log.time)
+    if len(steps) == 0 or not (steps > 0).any():
+        return
+    period = float(np.median(steps[steps > 0]))
+    if SAMPLE_PERIODS[0] <= period <= SAMPLE_PERIODS[1]:
+        return
+    name, unit = log.column("time")
+    likely = likely_unit("time", unit, 0.01 / period, tolerance=20.0)
+    guess = f"; the values look like {likely}, not {unit}" if likely and likely != unit else ""
+    raise NotIdentifiable(
+        f"{log.source}: {name} read as {unit} puts samples {period:.3g} s apart (a log runs at 1 Hz to 2 kHz){guess}"
+    )
 
 
 def interval_mask(time: np.ndarray) -> np.ndarray:

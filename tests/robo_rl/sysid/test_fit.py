@@ -99,7 +99,7 @@ def test_no_yaw_excitation_cannot_identify_izz(reference: ModuleType) -> None:
 
 
 def test_short_and_non_finite_logs_are_refused(excited_log: FlightLog, reference: ModuleType) -> None:
-    short = FlightLog(*(a[:500] for a in _arrays(excited_log)), excited_log.source)
+    short = FlightLog(*(a[:500] for a in _arrays(excited_log)), source=excited_log.source)
     with pytest.raises(NotIdentifiable, match="too short"):
         identify(short, _base(reference))
     rates = excited_log.body_rates.copy()
