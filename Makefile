@@ -11,6 +11,10 @@ TORCH := torch==2.13.0
 # Only .venv gets it (not .venv-ros or .venv-mjlab). Pinned: the gate reads its parameter JSON and vector interface.
 L2F_VERSION := 2.0.18
 L2F := l2f==$(L2F_VERSION)
+# RotorPy, a second outside quadrotor simulator (motors first order in rotor speed, rotor drag, its own IMU): the
+# sysid tests fit its Crazyflie (tests/robo_rl/sysid/test_uncertainty.py). Pure Python; pinned like L2F.
+ROTORPY_VERSION := 3.0.0
+ROTORPY := rotorpy==$(ROTORPY_VERSION)
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench claims install system-deps ros-venv mjlab-venv safety-venv lint docs clean
@@ -48,6 +52,11 @@ $(CORE_STAMP): $(PY) pyproject.toml
 # A stamp of its own, so that an existing .venv gets l2f at its next make, and a machine that cannot build it keeps
 # the rest of .venv (the gate's tests, `robo-rl eval --sim l2f` and the demo's L2F step then say why they skip).
 L2F_STAMP := $(VENV)/.installed-l2f-$(L2F_VERSION)
+ROTORPY_STAMP := $(VENV)/.installed-rotorpy-$(ROTORPY_VERSION)
+$(ROTORPY_STAMP): $(STAMP)
+	$(PIP) install $(ROTORPY) && touch $(ROTORPY_STAMP) || \
+		echo "warning: $(ROTORPY) did not install; the RotorPy sysid test skips" >&2
+
 $(L2F_STAMP): $(STAMP)
 	$(PIP) install $(L2F) && touch $(L2F_STAMP) || \
 		echo "warning: $(L2F) did not build (needs g++ and the Python headers); the L2F gate skips" >&2
@@ -61,7 +70,7 @@ $(NUMBA_STAMP): $(STAMP) $(NUMBA_SOURCES)
 	$(PY) -c "from robo_rl.sim.numba_warm import warm_caches; warm_caches()"
 	touch $(NUMBA_STAMP)
 
-install: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
+install: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP) $(ROTORPY_STAMP)
 
 # .venv-ros: real rclpy from PyPI's ros-* wheels (Kilted; ROS_DISTRO=jazzy for the ros-jazzy-* wheels), the
 # messages the nodes use, Fast DDS as the RMW, and the project with the deploy extra (onnxruntime, rosbags), the
@@ -225,7 +234,7 @@ demo: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
 # then the tests.
 TEST_WORKERS ?= 2
 LINTED := robo_rl tests bench docs/package_map.py docs/readme_lists.py docs/algorithm_sections.py
-test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP)
+test: $(STAMP) $(NUMBA_STAMP) $(L2F_STAMP) $(ROTORPY_STAMP)
 	@$(MAKE) --no-print-directory ros-venv || echo "make test: .venv-ros could not be built; the ROS tests skip" >&2
 	@$(MAKE) --no-print-directory mjlab-venv || echo "make test: .venv-mjlab could not be built; the mjlab tests skip" >&2
 	@$(MAKE) --no-print-directory safety-venv || \

@@ -96,6 +96,95 @@ def l2f_flight(seconds: float = 60.0, seed: int = 0) -> tuple[Any, dict[str, Any
     return log, truth
 
 
+ROTORPY_ORDER = (3, 0, 1, 2)
+"""RotorPy's rotors r1..r4 (r1 front-left, r2 front-right, r3 back-right, r4 back-left) as robo_rl's rotor indices
+(0 front-right, 1 back-right, 2 back-left, 3 front-left). RotorPy's rotor_directions (+1, -1, +1, -1) are the sign of
+each rotor's yaw moment, so its r2 and r4 turn the body -z: robo_rl's ccw rotors 0 and 2."""
+
+
+def rotorpy_base(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A wrong starting frame for RotorPy's Crazyflie: its mass, arm and yaw torque ratio (what sysid keeps), wrong
+    values for everything it fits."""
+    if params is None:
+        from rotorpy.vehicles.crazyflie_params import quad_params as params
+    assert params is not None
+    arm = float(np.linalg.norm(params["rotor_pos"]["r1"][:2]))
+    return {
+        **BASE,
+        "name": "wrong_start_rotorpy",
+        "mass": float(params["mass"]),
+        "arm_length": arm,
+        "torque_to_thrust": float(params["k_m"]) / float(params["k_eta"]),
+        "source": "bench/sysid_l2f.py: a wrong start for RotorPy's Crazyflie (mass, arm and torque ratio as its)",
+    }
+
+
+def rotorpy_flight(
+    seconds: float = 60.0, seed: int = 0, aero: bool = True
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """(FlightLog, true parameters as frame fields, the base frame) of the excitation flight on RotorPy's Crazyflie
+    (PyPI rotorpy): motors first order in rotor speed (one time constant, tau_m), thrust k_eta w^2, and with `aero`
+    its rotor drag and induced inflow, which robo_rl's model does not have. The command u in [0, 1] is the rotor
+    speed command u * rotor_speed_max (RotorPy's cmd_motor_speeds), so the true curve is k_eta w_max^2 u^2. The
+    accelerometer and gyro are RotorPy's IMU (its default noise)."""
+    from rotorpy.sensors.imu import Imu
+    from rotorpy.vehicles.crazyflie_params import quad_params
+    from rotorpy.vehicles.multirotor import Multirotor
+
+    from robo_rl.sysid.excitation import ExcitationPlan, HoverController, fly_excitation
+
+    np.random.seed(seed)  # RotorPy's IMU draws its noise from numpy's global generator
+    params = dict(quad_params)
+    base = rotorpy_base(params)
+    top = float(params["rotor_speed_max"])
+    truth = {
+        "mass": float(params["mass"]),
+        "thrust_curve": [0.0, 0.0, float(params["k_eta"]) * top * top],
+        "motor_rise_time_constant": float(params["tau_m"]),
+        "motor_fall_time_constant": float(params["tau_m"]),
+        "inertia": [float(params[k]) for k in ("Ixx", "Iyy", "Izz")],
+        "torque_to_thrust": base["torque_to_thrust"],
+    }
+    start = np.concatenate([[0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0], np.zeros(6)])
+    hover = HoverController(base)(start)
+    order = list(ROTORPY_ORDER)
+    state = {
+        "x": np.array([0.0, 0.0, 1.0]),
+        "v": np.zeros(3),
+        "q": np.array([0.0, 0.0, 0.0, 1.0]),
+        "w": np.zeros(3),
+        "wind": np.zeros(3),
+        "rotor_speeds": hover[order] * top,
+    }
+    vehicle = Multirotor(params, initial_state=state, aero=aero)
+    imu = Imu(sampling_rate=100)
+    readings: list[np.ndarray] = []
+    rates: list[np.ndarray] = []
+
+    def sense(control: dict[str, np.ndarray]) -> np.ndarray:
+        measured = imu.measurement(state, vehicle.statedot(state, control, 0.01), with_noise=True)
+        readings.append(measured["accel"])
+        rates.append(measured["gyro"])
+        x, y, z, w = state["q"]
+        return np.concatenate([state["x"], [w, x, y, z], state["v"], state["w"]])
+
+    def step(commands: np.ndarray) -> np.ndarray:
+        nonlocal state
+        control = {"cmd_motor_speeds": np.asarray(commands)[order] * top}
+        if not readings:
+            sense(control)  # the first sample's reading, under the first command
+        state = vehicle.step(state, control, 0.01)
+        return sense(control)
+
+    log = fly_excitation(step, start, base, ExcitationPlan(seconds=seconds, seed=seed), source="RotorPy crazyflie")
+    if len(readings) < len(log):  # the last sample: no step after it
+        sense({"cmd_motor_speeds": np.asarray(log.commands[-1])[order] * top})
+    from dataclasses import replace
+
+    log = replace(log, specific_force=np.array(readings), body_rates=np.array(rates))
+    return log, truth, base
+
+
 def robo_rl_flight(seconds: float = 60.0, seed: int = 0, frame: str = "crazyflie_2_1") -> tuple[Any, dict[str, Any]]:
     """(FlightLog of the excitation flight on robo_rl's own quadrotor simulator flying `frame`, its fields)."""
     import dataclasses
@@ -138,7 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, default=Path("/tmp/sysid_l2f"))
     parser.add_argument("--json", type=Path, help="write the fitted and true values here")
     parser.add_argument(
-        "--simulator", choices=("l2f", "robo_rl"), default="l2f", help="fly L2F (default) or robo_rl's sim"
+        "--simulator",
+        choices=("l2f", "robo_rl", "rotorpy"),
+        default="l2f",
+        help="fly L2F (default), robo_rl's sim or RotorPy's Crazyflie (first-order rotor speed, rotor drag)",
     )
     args = parser.parse_args(argv)
 
@@ -148,11 +240,14 @@ def main(argv: list[str] | None = None) -> int:
     from robo_rl.sysid.crazyflie_csv import write_crazyflie_csv
 
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    flight = l2f_flight if args.simulator == "l2f" else robo_rl_flight
-    log, truth = flight(args.seconds, args.seed)
+    base = BASE
+    if args.simulator == "rotorpy":
+        log, truth, base = rotorpy_flight(args.seconds, args.seed)
+    else:
+        log, truth = (l2f_flight if args.simulator == "l2f" else robo_rl_flight)(args.seconds, args.seed)
     csv_path, base_path, frame_path = (args.out_dir / n for n in ("l2f.csv", "base.yaml", "l2f_identified.yaml"))
     write_crazyflie_csv(csv_path, log)
-    base_path.write_text(yaml.safe_dump(BASE, sort_keys=False))
+    base_path.write_text(yaml.safe_dump(base, sort_keys=False))
     code = robo_rl(["sysid", str(csv_path), "--frame", str(base_path), "-o", str(frame_path)])
     if code:
         return code

@@ -73,8 +73,18 @@ class MotorActuator:
     the policy's action history from); None: not recorded."""
     kind: str = MOTOR_COMMAND
     """Always `MOTOR_COMMAND`; a reader that meets another kind refuses it."""
+    motor_model: str = "command"
+    """The training frame's motor model (`robo_rl.sim.quadrotor.params`): "command" (first order in the command's
+    units, constant time constants) or "rotor_speed" (first order in rotor speed, falling at a rate proportional to
+    the speed, thrust quadratic in the speed)."""
+    motor_idle_speed: float = 1.0
+    """rotor_speed: the rotor speed at command 0 as a fraction of full speed (1.0 for the command model)."""
 
     def __post_init__(self) -> None:
+        if self.motor_model not in ("command", "rotor_speed"):
+            raise ActuatorError(f"motor_model {self.motor_model!r}: expected 'command' or 'rotor_speed'")
+        if not (_finite(self.motor_idle_speed) and 0.0 <= self.motor_idle_speed <= 1.0):
+            raise ActuatorError(f"motor_idle_speed {self.motor_idle_speed!r} must be in [0, 1]")
         if self.kind != MOTOR_COMMAND:
             raise ActuatorError(f"actuator kind {self.kind!r} is not known here (expected {MOTOR_COMMAND!r})")
         if len(self.thrust_curve) != 3:
@@ -128,7 +138,12 @@ class MotorActuator:
         return c0 + command * (c1 + command * c2)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """The fields as JSON; the motor model's only for the rotor-speed model, so that a command-model artifact
+        reads in a robo_rl from before the rotor-speed model."""
+        data = asdict(self)
+        if self.motor_model == "command":
+            del data["motor_model"], data["motor_idle_speed"]
+        return json.dumps(data, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> MotorActuator:

@@ -23,14 +23,20 @@ Inputs (LOG; --format picks the reader, else the extension does: .csv, or .mcap 
   mcap  a robo_rl recorder bag of the quadrotor_crazyflie profile: `odom` (nav_msgs/Odometry, twist in the body
         frame) and `cmd_motors` (std_msgs/Float32MultiArray, PWM in data[0..3]) under --namespace; needs rosbags.
 Fitted: thrust_curve (c0 + c1 u + c2 u^2 N per rotor, u = PWM / 65535), motor_rise_time_constant and
-motor_fall_time_constant (first-order motors), inertia (Ixx, Iyy, Izz). Kept from BASE: the mass (motion only tells
-thrust / mass, so the curve is in N for BASE's mass), the rotor geometry and torque_to_thrust (the torques are
-computed from them), drag and gravity. Thrust is measured by the accelerometer when the log has one, else by the
-velocity's derivative. Prints each value with a rough standard error and the fit's residuals; the frame file's
-header says what was fitted from which log.
+motor_fall_time_constant, inertia (Ixx, Iyy, Izz), and the motor model, chosen by the log's evidence: "command"
+(first order in the command, constant rise and fall constants) or "rotor_speed" (first order in rotor speed, spinning
+down at a rate proportional to the speed, with motor_idle_speed), each tried with and without rotor aerodynamics
+(thrust lost to climbing, rotor drag; fitted, not kept). Kept from BASE: the mass (motion only tells thrust / mass, so
+the curve is in N for BASE's mass), the rotor geometry and torque_to_thrust (the torques are computed from them),
+drag and gravity. Thrust is measured by the accelerometer when the log has one, else by the velocity's derivative.
+Each value is printed with a standard error that holds up on real logs: the residuals' (widened for their
+correlation) and, in quadrature, half the difference between the log's two halves, the change at half the sample
+rate, the spread over the models the log cannot tell apart and the thrust the model misses for stretches of the
+flight; the frame file's header says what was fitted from which log, with which model.
 Refuses (one line, exit 2, nothing written) a log that cannot identify a parameter: commands that never vary
 (thrust_curve), no fast rising or falling command steps (the time constants), too little rotation about an axis
-(its inertia), a standard error over 10 %, too short (< 10 s), non-finite values, missing columns or topics, and a
+(its inertia), a standard error over 10 % (naming what widened it: too little excitation, or a model that does not
+hold on this log, e.g. a sagging battery), too short (< 10 s), non-finite values, missing columns or topics, and a
 column whose unit the physics contradicts, naming the unit its values look like (the accelerometer must average
 about 1 g up, the gyro must match the attitude's turning, the velocity's derivative the accelerometer, the
 position's derivative the velocity; samples 0.5 ms to 2 s apart; commands reaching a good part of full PWM).

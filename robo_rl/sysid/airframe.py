@@ -66,33 +66,6 @@ class Airframe:
         return np.stack([y, -x, -self.spin * self.torque_to_thrust])
 
 
-def motor_response(
-    commands: np.ndarray, dt: np.ndarray, tau_rise: np.ndarray, tau_fall: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Interval means of the motor state u and of u^2 under the commands, for several time-constant pairs at once.
-
-    `commands` (N, R): the command of each rotor, held from sample k to sample k+1 (the first sample's motors are
-    taken to have settled on it); `dt` (N-1,) s; `tau_rise`, `tau_fall` (C,) s. Returns two (C, N-1, R) arrays.
-    Exact for the first-order model: within an interval the state moves monotonically toward the held command, so
-    one constant applies throughout it.
-    """
-    rise, fall = tau_rise[:, None], tau_fall[:, None]
-    count = len(dt)
-    mean_u = np.empty((len(rise), count, commands.shape[1]))
-    mean_u2 = np.empty_like(mean_u)
-    u = np.broadcast_to(commands[0], (len(rise), commands.shape[1])).astype(np.float64)
-    for k in range(count):
-        c = commands[k]
-        tau = np.where(c >= u, rise, fall)
-        ratio = tau / dt[k]
-        decay = np.exp(-1.0 / ratio)
-        d = u - c
-        mean_u[:, k] = c + d * ratio * (1.0 - decay)
-        mean_u2[:, k] = c * c + 2.0 * c * d * ratio * (1.0 - decay) + d * d * 0.5 * ratio * (1.0 - decay * decay)
-        u = c + d * decay
-    return mean_u, mean_u2
-
-
 def quaternion_matrices(quaternion: np.ndarray) -> np.ndarray:
     """(N, 3, 3) body-to-world rotations of (N, 4) unit quaternions w, x, y, z."""
     q = quaternion / np.linalg.norm(quaternion, axis=1, keepdims=True)

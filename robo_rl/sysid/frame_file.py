@@ -12,7 +12,7 @@ import yaml
 
 from robo_rl.sysid.fit import Estimate, Identification
 
-FITTED = ("thrust_curve", "motor_rise_time_constant", "motor_fall_time_constant", "inertia")
+FITTED = ("thrust_curve", "motor_rise_time_constant", "motor_fall_time_constant", "inertia", "motor_model")
 
 
 def _rounded(value: Any) -> Any:
@@ -35,9 +35,11 @@ def identified_fields(base: Mapping[str, Any], fit: Identification, name: str, l
 def report_lines(fit: Identification, base: Mapping[str, Any]) -> list[str]:
     """The fit, parameter by parameter (value, standard error, the base's value), then the residuals."""
 
-    def line(label: str, estimate: Estimate, was: float, unit: str) -> str:
+    def line(label: str, estimate: Estimate, was: float | None, unit: str) -> str:
         error = f"± {estimate.standard_error:.2g}" if math.isfinite(estimate.standard_error) else "± ?"
-        return f"  {label:<26} {estimate.value:.5g} {error} {unit}   (base {was:.5g})"
+        widened = "" if estimate.widened_by == "statistics" else f"  [mostly {estimate.widened_by}]"
+        base_text = "" if was is None else f"   (base {was:.5g})"
+        return f"  {label:<26} {estimate.value:.5g} {error} {unit}{base_text}{widened}"
 
     curve, inertia = base["thrust_curve"], base["inertia"]
     out = [
@@ -47,17 +49,39 @@ def report_lines(fit: Identification, base: Mapping[str, Any]) -> list[str]:
         line("motor_rise_time_constant", fit.motor_rise_time_constant, base["motor_rise_time_constant"], "s"),
         line("motor_fall_time_constant", fit.motor_fall_time_constant, base["motor_fall_time_constant"], "s"),
         *(line(f"inertia I{a}{a}", fit.inertia[i], inertia[i], "kg m^2") for i, a in enumerate("xyz")),
-        *residual_lines(fit),
     ]
+    if fit.motor_idle_speed is not None:
+        out.append(line("motor_idle_speed", fit.motor_idle_speed, None, "of full speed"))
+    out += [*model_lines(fit), *residual_lines(fit)]
     return out
+
+
+def model_lines(fit: Identification) -> list[str]:
+    """Which model the fit chose and why, and what the standard errors hold."""
+    others = [name for name in fit.candidates if name != _chosen_name(fit)]
+    alike = f"; as good on this log: {', '.join(others)} (their values are in the errors)" if others else ""
+    return [
+        f"model: {_chosen_name(fit)} motors (the simplest of those the log cannot tell apart){alike}",
+        "errors: the residuals' (widened for their correlation) with, in quadrature, half the difference of the "
+        "log's halves, the change at half the sample rate and the spread over the models; [mostly X] names the "
+        "largest where it is not the residuals'",
+    ]
+
+
+def _chosen_name(fit: Identification) -> str:
+    return f"{fit.motor_model}{' with rotor aerodynamics' if fit.aerodynamics else ''}"
 
 
 def residual_lines(fit: Identification) -> list[str]:
     x, y, z = fit.angular_acceleration_rms
     low, high = fit.command_range
+    shares = ", ".join(
+        f"{name} {100 * share:.0f} %" for name, share in zip(("collective", "x", "y", "z"), fit.slow_share, strict=True)
+    )
     return [
         f"residuals: collective acceleration RMS {fit.acceleration_rms:.3g} m/s^2 (of {fit.acceleration_spread:.3g} "
         f"m/s^2 RMS variation); angular acceleration RMS x {x:.3g}, y {y:.3g}, z {z:.3g} rad/s^2",
+        f"slow share of the residuals (0 when only sensor noise is left; what the model misses): {shares}",
         f"thrust curve measured over commands {low:.2f}..{high:.2f} (5th-95th percentile); extrapolated beyond",
     ]
 
@@ -68,6 +92,7 @@ def frame_text(fields: Mapping[str, Any], fit: Identification, base_name: str, l
     header = [
         f"Identified by `robo-rl sysid` from {log_source} ({fit.seconds:.1f} s), starting from frame {base_name}.",
         f"Fitted: {', '.join(FITTED)} (thrust measured by the {fit.thrust_signal}).",
+        *model_lines(fit)[:1],
         f"Kept from {base_name}: everything else. The mass is not identifiable from motion (only thrust / mass is):",
         "the thrust curve is in N for this mass; weigh the vehicle and scale the curve with it if the mass is off.",
         *residual_lines(fit),

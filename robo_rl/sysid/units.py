@@ -30,6 +30,8 @@ MIN_ACCELERATION = 0.5
 """m/s^2 RMS: less change of velocity than this cannot judge the velocity against the accelerometer."""
 MIN_SPEED = 0.05
 """m/s RMS: less motion than this cannot judge the position against the velocity."""
+WINDOW = 0.1
+"""s: the velocity and position checks compare changes over windows this long."""
 MIN_CORRELATION = 0.5
 """Below this a column does not follow what it should (wrong axis, frame or sign) whatever its scale."""
 
@@ -124,22 +126,44 @@ def _check_gyroscope(log: FlightLog) -> None:
         _refuse(log, "body_rates", f"the attitude turns {k:.3g} times as fast as the rates say", k)
 
 
+def _windows(log: FlightLog) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) sample indices of windows of about WINDOW s that span no gap: differences over them carry
+    little of the sensors' sample-to-sample noise."""
+    steps = np.diff(log.time)
+    width = max(1, round(WINDOW / float(np.median(steps))))
+    gaps = np.concatenate([[0], np.cumsum(~interval_mask(log.time))])
+    start = np.arange(0, len(log.time) - width, width)
+    end = start + width
+    clean = gaps[end] == gaps[start]
+    return start[clean], end[clean]
+
+
+def _integral(values: np.ndarray, time: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The trapezoid integral of (N, 3) `values` from sample `start` to `end` (arrays of windows)."""
+    pieces = 0.5 * (values[:-1] + values[1:]) * np.diff(time)[:, None]
+    total = np.concatenate([np.zeros((1, values.shape[1])), np.cumsum(pieces, axis=0)])
+    return total[end] - total[start]
+
+
 def _check_velocity_against_accelerometer(log: FlightLog, airframe: Airframe) -> None:
+    """The velocity's change over each window against the integral of the accelerometer's world acceleration."""
     assert log.specific_force is not None
-    keep = interval_mask(log.time)
-    acceleration = (np.diff(log.velocity, axis=0) / np.diff(log.time)[:, None])[keep]
-    force = np.einsum("kij,kj->ki", quaternion_matrices(log.quaternion), log.specific_force)
-    measured = 0.5 * (force[:-1] + force[1:])[keep] - np.array([0.0, 0.0, airframe.gravity])
-    measured = measured - airframe.linear_drag * 0.5 * (log.velocity[:-1] + log.velocity[1:])[keep] / airframe.mass
-    if len(measured) == 0 or float(np.sqrt(np.mean(measured**2))) < MIN_ACCELERATION:
+    start, end = _windows(log)
+    if len(start) < 3:
         return
-    k, correlation = _scale(acceleration, measured)
+    world = np.einsum("kij,kj->ki", quaternion_matrices(log.quaternion), log.specific_force)
+    acceleration = world - np.array([0.0, 0.0, airframe.gravity]) - airframe.linear_drag * log.velocity / airframe.mass
+    expected = _integral(acceleration, log.time, start, end)
+    changed = log.velocity[end] - log.velocity[start]
+    seconds = (log.time[end] - log.time[start])[:, None]
+    if float(np.sqrt(np.mean((expected / seconds) ** 2))) < MIN_ACCELERATION:
+        return
+    k, correlation = _scale(changed, expected)
     if correlation < MIN_CORRELATION or _off(k):
         _refuse(
             log,
             "velocity",
-            f"its derivative is {1 / k:.3g} times the acceleration the accelerometer measures "
-            f"(correlation {correlation:.2f})",
+            f"it changes {1 / k:.3g} times as much as the accelerometer says (correlation {correlation:.2f})",
             k,
         )
 
@@ -172,16 +196,20 @@ def _check_velocity_against_thrust(log: FlightLog, airframe: Airframe) -> None:
 
 
 def _check_position(log: FlightLog) -> None:
-    keep = interval_mask(log.time)
-    moved = (np.diff(log.position, axis=0) / np.diff(log.time)[:, None])[keep]
-    velocity = 0.5 * (log.velocity[:-1] + log.velocity[1:])[keep]
-    if len(velocity) == 0 or float(np.sqrt(np.mean(velocity**2))) < MIN_SPEED:
+    """The position's change over each window against the integral of the velocity."""
+    start, end = _windows(log)
+    if len(start) < 3:
         return
-    k, correlation = _scale(moved, velocity)
+    expected = _integral(log.velocity, log.time, start, end)
+    moved = log.position[end] - log.position[start]
+    seconds = (log.time[end] - log.time[start])[:, None]
+    if float(np.sqrt(np.mean((expected / seconds) ** 2))) < MIN_SPEED:
+        return
+    k, correlation = _scale(moved, expected)
     if correlation < MIN_CORRELATION or _off(k):
         _refuse(
             log,
             "position",
-            f"it changes {1 / k:.3g} times as fast as the velocity says (correlation {correlation:.2f})",
+            f"it changes {1 / k:.3g} times as much as the velocity says (correlation {correlation:.2f})",
             k,
         )

@@ -354,7 +354,17 @@ def _actuator_text(actuator: MotorActuator) -> str:
         f"action [{actuator.action_low:g}, {actuator.action_high:g}] → motor command u in "
         f"[{actuator.command_low:g}, {actuator.command_high:g}], linear (trained on frame "
         f"`{actuator.frame or 'unnamed'}`: thrust {_thrust_curve_text(actuator)} N per rotor, motor time constants "
-        f"{actuator.motor_rise_time_constant:g} s rising, {actuator.motor_fall_time_constant:g} s falling)"
+        f"{actuator.motor_rise_time_constant:g} s rising, {actuator.motor_fall_time_constant:g} s falling"
+        f"{_motor_model_text(actuator)})"
+    )
+
+
+def _motor_model_text(actuator: MotorActuator) -> str:
+    if actuator.motor_model != "rotor_speed":
+        return ""
+    return (
+        f"; rotor-speed motors: first order in rotor speed, idle at {actuator.motor_idle_speed:.3g} of full speed, "
+        "falling at a rate proportional to the speed, the fall constant being the one at full speed"
     )
 
 

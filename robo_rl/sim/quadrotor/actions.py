@@ -86,6 +86,8 @@ class MotorActionMap:
             command_low=p.min_command,
             command_high=p.max_command,
             frame=p.name,
+            motor_model=p.motor_model,
+            motor_idle_speed=p.fall_idle_fraction,
         )
 
     def __call__(self, action: torch.Tensor, angular_velocity: torch.Tensor) -> torch.Tensor:

@@ -89,6 +89,9 @@ class DynamicsParams:
     """Gravitational acceleration in m/s^2 (along world -z)."""
     geometry: Geometry
     """The frame's rotor layout (constants), see `equations.Geometry`."""
+    motor_idle_speed: float = 1.0
+    """The rotor-speed motor model's speed at command 0 as a fraction of full speed (its fall rate is
+    (idle + (1 - idle) u) / the fall constant); 1.0: the command model (a constant fall rate)."""
     inv_mass: torch.Tensor = field(init=False)
     """`(N,)` 1 / mass."""
     inv_inertia: torch.Tensor = field(init=False)
@@ -96,7 +99,9 @@ class DynamicsParams:
     rise_rate: torch.Tensor = field(init=False)
     """`(N,)` 1 / motor rise time constant in 1/s."""
     fall_rate: torch.Tensor = field(init=False)
-    """`(N,)` 1 / motor fall time constant in 1/s."""
+    """`(N,)` the motor fall rate at state 0 in 1/s (`equations.Body.fall_rate`)."""
+    fall_slope: torch.Tensor = field(init=False)
+    """`(N,)` its growth per unit of motor state in 1/s (`equations.Body.fall_slope`)."""
     drag_rate: torch.Tensor = field(init=False)
     """`(3, N)` linear drag / mass in 1/s."""
     gravity_vector: torch.Tensor = field(init=False)
@@ -111,7 +116,8 @@ class DynamicsParams:
             "inv_mass": inv_mass,
             "inv_inertia": self.inertia.reciprocal(),
             "rise_rate": self.motor_rise_time_constant.reciprocal(),
-            "fall_rate": self.motor_fall_time_constant.reciprocal(),
+            "fall_rate": self.motor_fall_time_constant.reciprocal() * self.motor_idle_speed,
+            "fall_slope": self.motor_fall_time_constant.reciprocal() * (1.0 - self.motor_idle_speed),
             "drag_rate": self.linear_drag * inv_mass,
             "gravity_vector": gravity_vector,
         }
@@ -145,6 +151,7 @@ class DynamicsParams:
             linear_drag=torch.tensor(params.linear_drag, device=device, dtype=dtype).unsqueeze(-1),
             gravity=params.gravity,
             geometry=frame_geometry(params),
+            motor_idle_speed=params.fall_idle_fraction,
         )
 
     def scaled(self, scales: torch.Tensor, thrust_curve: torch.Tensor | None = None) -> DynamicsParams:
@@ -245,8 +252,8 @@ def body_rows(
     c0, c1, c2 = params.thrust_curve.unbind(0)
     dx, dy, dz = params.drag_rate.unbind(0)
     return Body(
-        params.inv_mass, ix, iy, iz, c0, c1, c2, params.torque_to_thrust, params.rise_rate, params.fall_rate, dx, dy,
-        dz, ax, ay, az, tx, ty, tz,
+        params.inv_mass, ix, iy, iz, c0, c1, c2, params.torque_to_thrust, params.rise_rate, params.fall_rate,
+        params.fall_slope, dx, dy, dz, ax, ay, az, tx, ty, tz,
     )  # fmt: skip
 
 

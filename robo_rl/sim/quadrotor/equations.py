@@ -42,7 +42,11 @@ class Body(NamedTuple):
     rise_rate: Scalar
     """1 / motor rise time constant, 1/s (command at or above the motor state)."""
     fall_rate: Scalar
-    """1 / motor fall time constant, 1/s (command below the motor state)."""
+    """Motor fall rate at state 0, 1/s (command below the motor state): 1 / the fall time constant for the command
+    motor model, idle / the constant for the rotor-speed model."""
+    fall_slope: Scalar
+    """Growth of the fall rate per unit of motor state, 1/s: 0 for the command model, (1 - idle) / the fall constant
+    for the rotor-speed model, whose rotors spin down at a rate proportional to their speed."""
     drag_x: Scalar
     """Linear drag / mass along the world axes, 1/s (acceleration = -drag * velocity)."""
     drag_y: Scalar
@@ -87,8 +91,10 @@ def rotation(w: Scalar, x: Scalar, y: Scalar, z: Scalar) -> State:
 
 
 def motor_rate(command: Scalar, motor: Scalar, body: Body) -> Scalar:
-    """d(motor state)/dt: first order toward the command, faster rising than falling (`(c >= u)` is 1 or 0)."""
-    rate = body.fall_rate + (body.rise_rate - body.fall_rate) * (command >= motor)
+    """d(motor state)/dt: first order toward the command, faster rising than falling (`(c >= u)` is 1 or 0); the
+    fall rate grows with the motor state by `fall_slope` (the rotor-speed model)."""
+    fall = body.fall_rate + body.fall_slope * motor
+    rate = fall + (body.rise_rate - fall) * (command >= motor)
     return (command - motor) * rate
 
 

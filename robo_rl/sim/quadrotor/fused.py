@@ -54,8 +54,11 @@ _EQUATIONS += ("motor_command", "within_bounds", "reward")
  THRUST_RANGE, GEOMETRY) = range(52)  # fmt: skip
 # Airframes: the nominal mass and motor time constants, whether airframes are drawn, the latency's range (whole
 # steps) and the curriculum fraction that shrinks it, then the airframe constants (`airframes.NUM_CONSTANTS`).
-MASS, RISE_TIME, FALL_TIME, AIRFRAMES, LATENCY_LOW, LATENCY_HIGH, FRACTION = range(GEOMETRY + 12, GEOMETRY + 19)
-AIRFRAME = GEOMETRY + 19
+# FALL_SLOPE: the frame's fall-rate growth per unit motor state (`equations.Body.fall_slope`; airframes have none).
+MASS, RISE_TIME, FALL_TIME, AIRFRAMES, LATENCY_LOW, LATENCY_HIGH, FRACTION, FALL_SLOPE = range(
+    GEOMETRY + 12, GEOMETRY + 20
+)
+AIRFRAME = GEOMETRY + 20
 NUM_CONSTANTS = AIRFRAME + airframes.NUM_CONSTANTS
 FEATURES = len(EPISODE_NAMES)
 """First row of the airframe features in the episode parameters (`airframes.FEATURE_NAMES`)."""
@@ -142,8 +145,8 @@ def body_of(c: Any, episode: Any, i: int) -> Any:
     return Body(
         c[INV_MASS], c[INERTIA_X], c[INERTIA_Y], c[INERTIA_Z], c[THRUST_0] * thrust_scale,
         c[THRUST_1] * thrust_scale, c[THRUST_2] * thrust_scale,
-        c[TORQUE_TO_THRUST], c[RISE_RATE], c[FALL_RATE], c[DRAG_X], c[DRAG_Y], c[DRAG_Z], 0.0, 0.0, -c[GRAVITY],
-        0.0, 0.0, 0.0,
+        c[TORQUE_TO_THRUST], c[RISE_RATE], c[FALL_RATE], c[FALL_SLOPE], c[DRAG_X], c[DRAG_Y], c[DRAG_Z], 0.0, 0.0,
+        -c[GRAVITY], 0.0, 0.0, 0.0,
     )  # fmt: skip
 
 
@@ -157,7 +160,7 @@ def airframe_body(c: Any, episode: Any, i: int) -> Any:
     return Body(
         inv_mass, c[INERTIA_X] * episode[1, i], c[INERTIA_Y] * episode[2, i], c[INERTIA_Z] * episode[3, i], 0.0,
         k * (1.0 - share) * scale, k * share * scale, c[TORQUE_TO_THRUST] * episode[5, i],
-        1.0 / (c[RISE_TIME] * episode[6, i]), 1.0 / (c[FALL_TIME] * episode[7, i]), c[DRAG_X] * drag,
+        1.0 / (c[RISE_TIME] * episode[6, i]), 1.0 / (c[FALL_TIME] * episode[7, i]), 0.0, c[DRAG_X] * drag,
         c[DRAG_Y] * drag, c[DRAG_Z] * drag, 0.0, 0.0, -c[GRAVITY], 0.0, 0.0, 0.0,
     )  # fmt: skip
 
@@ -356,7 +359,9 @@ def constants(
     c = np.zeros(NUM_CONSTANTS)
     c[INV_MASS], c[INERTIA_X : INERTIA_Z + 1] = 1.0 / params.mass, params.inertia
     c[THRUST_0 : THRUST_2 + 1], c[TORQUE_TO_THRUST] = params.thrust_curve, params.torque_to_thrust
-    c[RISE_RATE], c[FALL_RATE] = 1.0 / params.motor_rise_time_constant, 1.0 / params.motor_fall_time_constant
+    idle = params.fall_idle_fraction
+    c[RISE_RATE], c[FALL_RATE] = 1.0 / params.motor_rise_time_constant, idle / params.motor_fall_time_constant
+    c[FALL_SLOPE] = (1.0 - idle) / params.motor_fall_time_constant
     c[DRAG_X : DRAG_Z + 1] = [d / params.mass for d in params.linear_drag]
     c[GRAVITY] = params.gravity
     c[SLOPE], c[OFFSET], c[HOVER_0 : HOVER_3 + 1] = action_map.slope, action_map.offset, action_map.hover_action

@@ -155,6 +155,14 @@ def _spin_of(torque_direction: Sequence[float]) -> str:
     return next(name for name, sign in SPIN_SIGN.items() if sign == -z)
 
 
+def l2f_fall_time_constant(params: QuadrotorParams) -> float:
+    """L2F's motors fall with one constant. A rotor-speed frame's fall rate grows with the speed, so it is given as
+    its constant at the hover command (where a hovering policy's motors spend their time)."""
+    return params.motor_fall_time_constant / (
+        params.fall_idle_fraction + (1.0 - params.fall_idle_fraction) * params.hover_command
+    )
+
+
 def l2f_parameters_json(params: QuadrotorParams, dt: float = 0.01) -> str:
     """L2F parameters (its full JSON, for `parameters_from_json`) holding robo_rl's model of `params`: mass,
     inertia, rotor positions, thrust curve, yaw torque per thrust and spin, rise and fall time constants, gravity,
@@ -177,7 +185,7 @@ def l2f_parameters_json(params: QuadrotorParams, dt: float = 0.01) -> str:
         rotor_thrust_coefficients=[list(params.thrust_curve) for _ in range(n)],
         rotor_torque_constants=[params.torque_to_thrust] * n,
         rotor_time_constants_rising=[params.motor_rise_time_constant] * n,
-        rotor_time_constants_falling=[params.motor_fall_time_constant] * n,
+        rotor_time_constants_falling=[l2f_fall_time_constant(params)] * n,
         mass=params.mass,
         gravity=[0.0, 0.0, -params.gravity],
         J=[[inertia[i] if i == j else 0.0 for j in range(3)] for i in range(3)],

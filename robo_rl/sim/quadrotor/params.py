@@ -10,6 +10,12 @@ Conventions used throughout `robo_rl.sim.quadrotor`:
   follows the command with a first-order lag whose time constant is `motor_rise_time_constant` while the command is
   at or above the state and `motor_fall_time_constant` below it (propellers spin down slower than they spin up).
   Rotor i pushes with `thrust_curve[0] + thrust_curve[1] u + thrust_curve[2] u^2` N along body +z.
+  `motor_model: rotor_speed` is the other common identified form: first order in rotor speed, with the thrust
+  quadratic in the speed. The state u is the rotor speed in command units (speed / full speed = idle + (1 - idle) u,
+  idle = `motor_idle_speed`), so the curve above is quadratic in the speed too; it rises with the rise constant and
+  falls at a rate proportional to the speed, (idle + (1 - idle) u) / `motor_fall_time_constant` (an unbraked rotor
+  spins down against its own drag, slower at low speed), the fall constant being the one at full speed.
+  `robo-rl sysid` chooses between the two by the log's evidence.
 - `rotor_spin[i]` is "ccw" or "cw" seen from above. A ccw rotor (angular velocity along +z body) pushes the body
   with a yaw reaction torque of `-torque_to_thrust * thrust` (clockwise), a cw one `+...`. Diagonal rotors spin
   the same way so that the reaction torques cancel at equal commands.
@@ -32,6 +38,8 @@ FRAMES_FOLDER = "frames"
 """The bundled frame YAML files are package data in `FRAMES_PACKAGE`/`FRAMES_FOLDER`."""
 ROTOR_SIGNS_XY = ((1.0, -1.0), (-1.0, -1.0), (-1.0, 1.0), (1.0, 1.0))
 """Signs of each rotor's (x, y) offset in the rotor order above."""
+MOTOR_MODELS = ("command", "rotor_speed")
+"""`QuadrotorParams.motor_model` values (see the module docstring)."""
 SPIN_SIGN = {"ccw": 1, "cw": -1}
 """Rotor spin name to the sign of its angular velocity along body +z."""
 """Keys of the earlier rotor-speed model, converted on load (see the module docstring)."""
@@ -69,6 +77,10 @@ class QuadrotorParams:
     """Spin direction of rotors 0..3 seen from above, "ccw" or "cw"; diagonal rotors must match."""
     source: str = ""
     """Where the numbers come from (free text; the frame files say it in full in their comments)."""
+    motor_model: str = "command"
+    """"command" (a constant fall time constant) or "rotor_speed" (see the module docstring)."""
+    motor_idle_speed: float = 1.0
+    """rotor_speed only: the rotor speed at command 0 as a fraction of full speed, in [0, 1]."""
 
     def __post_init__(self) -> None:
         if len(self.inertia) != 3 or len(self.thrust_curve) != 3 or len(self.linear_drag) != 3:
@@ -90,6 +102,24 @@ class QuadrotorParams:
             raise ValueError(f"QuadrotorParams {self.name!r}: need 0 <= min_command < max_command <= 1")
         self._check_spin()
         self._check_thrust_curve()
+        self._check_motor_model()
+
+    def _check_motor_model(self) -> None:
+        if self.motor_model not in MOTOR_MODELS:
+            raise ValueError(f"QuadrotorParams {self.name!r}: motor_model {self.motor_model!r}: use {MOTOR_MODELS}")
+        if not (math.isfinite(self.motor_idle_speed) and 0.0 <= self.motor_idle_speed <= 1.0):
+            raise ValueError(f"QuadrotorParams {self.name!r}: motor_idle_speed must be in [0, 1]")
+        if self.motor_model == "command" and self.motor_idle_speed != 1.0:
+            raise ValueError(
+                f"QuadrotorParams {self.name!r}: motor_idle_speed is the rotor_speed model's; set motor_model: "
+                "rotor_speed or drop it"
+            )
+
+    @property
+    def fall_idle_fraction(self) -> float:
+        """The fall rate at motor state 0 over the one at full speed: motor_idle_speed for the rotor-speed model,
+        1 for the command model (a constant fall rate)."""
+        return self.motor_idle_speed if self.motor_model == "rotor_speed" else 1.0
 
     def _check_spin(self) -> None:
         if len(self.rotor_spin) != 4 or any(spin not in SPIN_SIGN for spin in self.rotor_spin):
@@ -102,10 +132,12 @@ class QuadrotorParams:
             )
 
     def _check_thrust_curve(self) -> None:
-        if not all(math.isfinite(c) for c in self.thrust_curve) or min(self.thrust_curve) < 0:
+        c0, c1, c2 = self.thrust_curve
+        lowest = c0 - c1 * c1 / (4.0 * c2) if c2 > 0 and -c1 / (2.0 * c2) > 0 else c0  # the minimum over u >= 0
+        if not all(math.isfinite(c) for c in self.thrust_curve) or c2 < 0 or lowest < 0 or c1 + 2.0 * c2 <= 0:
             raise ValueError(
-                f"QuadrotorParams {self.name!r}: thrust_curve {self.thrust_curve} must be finite with c0, c1, c2 >= 0 "
-                "(thrust >= 0 and rising with the command)"
+                f"QuadrotorParams {self.name!r}: thrust_curve {self.thrust_curve} must be finite with c2 >= 0, no "
+                "negative thrust and thrust rising with the command (an identified curve may dip by a hair near 0)"
             )
         if not self.min_rotor_thrust < self.weight / 4 < self.max_rotor_thrust:
             raise ValueError(

@@ -53,6 +53,8 @@ class ReferenceQuadrotor:
         self.curve = np.asarray(fields["thrust_curve"])
         self.rise = float(fields["motor_rise_time_constant"])
         self.fall = float(fields["motor_fall_time_constant"])
+        # "rotor_speed": falling at a rate proportional to the rotor speed, idle + (1 - idle) u of full speed
+        self.idle = float(fields["motor_idle_speed"]) if fields.get("motor_model") == "rotor_speed" else 1.0
         self.dt, self.substeps = dt, substeps
         hover = self.frame.mass * self.frame.gravity / 4
         c0, c1, c2 = self.curve
@@ -78,8 +80,9 @@ class ReferenceQuadrotor:
                 qw * wz + qx * wy - qy * wx,
             ]
         )
-        tau = np.where(commands >= u, self.rise, self.fall)
-        return np.concatenate([v, dq, acceleration, angular, (commands - u) / tau])
+        fall_rate = (self.idle + (1.0 - self.idle) * u) / self.fall
+        rate = np.where(commands >= u, 1.0 / self.rise, fall_rate)
+        return np.concatenate([v, dq, acceleration, angular, (commands - u) * rate])
 
     def step(self, commands: np.ndarray) -> np.ndarray:
         h = self.dt / self.substeps
@@ -103,11 +106,13 @@ class ReferenceQuadrotor:
         return np.array([0.0, 0.0, thrusts.sum()]) / self.frame.mass - drag / self.frame.mass
 
 
-def reference_flight(plan: ExcitationPlan, noise: float = 0.0, seed: int = 0) -> FlightLog:
+def reference_flight(
+    plan: ExcitationPlan, noise: float = 0.0, seed: int = 0, fields: dict[str, Any] | None = None
+) -> FlightLog:
     """The reference quadrotor flown through `plan` by the excitation controller (nominal frame BASE_FIELDS), with
     an ideal accelerometer; `noise` scales white sensor noise (gyro 0.01 rad/s, accelerometer 0.05 m/s^2,
     velocity 0.005 m/s, per unit)."""
-    sim = ReferenceQuadrotor(TRUE_FIELDS)
+    sim = ReferenceQuadrotor(fields or TRUE_FIELDS)
     forces = [sim.specific_force()]
 
     def step(commands: np.ndarray) -> np.ndarray:

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from robo_rl.sysid import Airframe, FlightLog, NotIdentifiable, identify
-from robo_rl.sysid.airframe import ROTOR_SIGNS_XY, motor_response
+from robo_rl.sysid.airframe import ROTOR_SIGNS_XY
 from robo_rl.sysid.excitation import ExcitationPlan
+from robo_rl.sysid.motor_response import motor_response
 
 
 def _base(reference: ModuleType) -> Airframe:

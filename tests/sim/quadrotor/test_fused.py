@@ -72,6 +72,12 @@ def test_numba_steps_match_torch_steps_with_drag_and_idle(tmp_path: Path) -> Non
     _check_numba_matches_torch(HoverConfig(frame=str(path)))
 
 
+def test_numba_steps_match_torch_steps_with_rotor_speed_motors(tmp_path: Path) -> None:
+    path = tmp_path / "speed.yaml"
+    path.write_text(DRAG_FRAME + "motor_model: rotor_speed\nmotor_idle_speed: 0.3\n")
+    _check_numba_matches_torch(HoverConfig(frame=str(path)))
+
+
 def _check_numba_matches_torch(config: HoverConfig) -> None:
     torch_env, numba_env = _pair(config)
     assert torch_env.privileged_obs_spec.dim == numba_env.privileged_obs_spec.dim == 22
