@@ -58,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=main)
 
 
-def describe_l2f_transfer(onnx_path: Path, task: str) -> str:
+def describe_l2f_transfer(onnx_path: Path, task: str, episodes: int = L2F_EPISODES) -> str:
     """One line: the exported hover policy flown in L2F's own Crazyflie (`robo-rl eval --sim l2f`), or why not."""
     from robo_rl.api.l2f_transfer import HOVER_TASK, evaluate_in_l2f
     from robo_rl.sim.quadrotor.l2f_gate import l2f_missing_reason
@@ -69,7 +69,7 @@ def describe_l2f_transfer(onnx_path: Path, task: str) -> str:
     if missing is not None:
         return f"L2F transfer: skipped: {missing}"
     try:
-        result, notes = evaluate_in_l2f(onnx_path, "native", L2F_EPISODES, seed=12345)
+        result, notes = evaluate_in_l2f(onnx_path, "native", episodes, seed=12345)
     except ValueError as error:
         return f"L2F transfer: not flown: {error}"
     return "; ".join((f"L2F transfer: {result.describe()}", *notes))

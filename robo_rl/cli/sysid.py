@@ -8,13 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from robo_rl.api.bad_file import check_output
+from robo_rl.cli.sysid_chain import add_chain_arguments, check_chain_arguments, run_chain
 
 DESCRIPTION = """\
 Identify a quadrotor's thrust curve, motor time constants and inertia from a flight log, and write them as a frame
 file (BASE's fields with the fitted ones replaced) for training:
   robo-rl sysid flight.csv --frame crazyflie_2_1 -o my_crazyflie.yaml
   robo-rl train quadrotor_hover_ppo --set task.frame=my_crazyflie.yaml
-This is the path from a real drone: log a minute of flight, identify, train, fly.
+This is the path from a real drone: log a minute of flight, identify, train, fly. In one command:
+  robo-rl sysid flight.csv --frame crazyflie_2_1 -o my_crazyflie.yaml --train quadrotor_hover_ppo
+identifies, trains on the fitted frame, exports policy.onnx only if it passes the hover gate there (--gate, 95 % of
+fresh flights), flies it on the fitted frame in onnxruntime and in L2F's own Crazyflie, and writes one report
+(sysid_report.txt and .json in the run directory, with a copy of the frame).
 
 Inputs (LOG; --format picks the reader, else the extension does: .csv, or .mcap / a bag folder):
   csv   a Crazyflie log in cflib's variable names: timestamp (ms), gyro.x/y/z (deg/s), acc.x/y/z (g, optional),
@@ -63,6 +68,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="auto",
         help="what measures thrust (default: the accelerometer when the log has one)",
     )
+    add_chain_arguments(p)
     p.set_defaults(func=main)
 
 
@@ -95,14 +101,21 @@ def main(args: argparse.Namespace) -> int:
     check_output(args.output, "--output")
     if not args.log.exists():
         raise FileNotFoundError(f"{args.log}: no such log")
+    if args.train:
+        check_chain_arguments(args)
     base = base_fields(args.frame)
+    if args.train:
+        terminal().print(f"1/5 identify the frame from {args.log}", markup=False, highlight=False)
     kind = log_format(args.log, args.format)
     log = read_crazyflie_csv(args.log) if kind == "csv" else read_recorder_bag(args.log, args.namespace)
     fit = identify(log, Airframe.from_fields(base), args.thrust_from)
     fields = identified_fields(base, fit, args.output.stem, log.source)
     write_frame(args.output, frame_text(fields, fit, str(base["name"]), log.source))
     out = terminal()
-    for line in report_lines(fit, base):
+    lines = report_lines(fit, base)
+    for line in lines:
         out.print(line, markup=False, highlight=False)
     out.print(f"wrote {args.output}")
-    return 0
+    if not args.train:
+        return 0
+    return run_chain(args, args.output, fit, lines, lambda line: out.print(line, markup=False, highlight=False))
