@@ -88,9 +88,7 @@ def run_chain(
     from robo_rl.cli.train import create_run, train
 
     console = terminal()
-    cfg = resolve_config(
-        args.train, [*args.overrides, f"seed={args.seed}", f"task.config.frame={frame.resolve()}"]
-    )
+    cfg = resolve_config(args.train, [*args.overrides, f"seed={args.seed}", f"task.config.frame={frame.resolve()}"])
     if args.max_iterations is not None:
         cfg = override(cfg, values={f"{cfg.loop_section}.loop.max_iterations": args.max_iterations})
     runner = build_runner(cfg, env_factory())

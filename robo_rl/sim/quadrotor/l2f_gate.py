@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import numpy as np
 
@@ -47,7 +47,29 @@ PolicyFn = Callable[[np.ndarray], np.ndarray]
 EpisodesStart = Callable[[int], None]
 """Called with n before the first step of n episodes flown side by side: where a policy with memory sets each of
 their states to its reset value (`robo_rl.memory_spec.RESET_RULE`)."""
-Plant: TypeAlias = Literal["native"] | QuadrotorParams
+
+
+class Engine(Protocol):
+    """What `fly` flies: n quadrotors with `L2FEngine`'s state and kinematics layout."""
+
+    def set_state(self, state: np.ndarray) -> None: ...
+
+    def step(self, command: np.ndarray) -> None: ...
+
+    def kinematics(self) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class EnginePlant:
+    """Another simulator flown through `fly`'s hover gate: `make(n, seed)` builds n quadrotors (an `Engine`), which
+    hover at motor command `hover_command`."""
+
+    name: str
+    hover_command: float
+    make: Callable[[int, int], Engine]
+
+
+Plant: TypeAlias = Literal["native"] | QuadrotorParams | EnginePlant
 
 
 class L2FUnavailableError(RuntimeError):
@@ -372,14 +394,20 @@ def fly(
     config = HoverConfig() if config is None else config
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
-    if plant == "native":
+    make: Callable[[int, int], Engine]
+    if isinstance(plant, EnginePlant):
+        make, plant_name, hover_command = plant.make, plant.name, plant.hover_command
+    elif plant == "native":
         parameters, plant_name = native_plant_json(dt), f"L2F {L2F_VERSION} Crazyflie (its own parameters)"
         hover_command = native_params().hover_command
+        make = lambda n, seed: L2FEngine(parameters, n, seed)  # noqa: E731
     elif isinstance(plant, QuadrotorParams):
-        parameters, plant_name = l2f_parameters_json(plant, dt), f"L2F {L2F_VERSION} engine, frame {plant.name}"
+        frame_parameters = l2f_parameters_json(plant, dt)
+        plant_name = f"L2F {L2F_VERSION} engine, frame {plant.name}"
         hover_command = plant.hover_command
+        make = lambda n, seed: L2FEngine(frame_parameters, n, seed)  # noqa: E731
     else:
-        raise ValueError(f"plant must be 'native' or a QuadrotorParams, got {plant!r}")
+        raise ValueError(f"plant must be 'native', a QuadrotorParams or an EnginePlant, got {plant!r}")
     limit = getattr(config, "position_integral_limit", 0.0) if integral_limit is None else integral_limit
     states, hover_action = initial_states(config, episodes, seed)
     states[:, 13:17] = hover_command
@@ -387,7 +415,7 @@ def fly(
     command = np.vectorize(actuator.command, otypes=[np.float64])
     batches = [states[start : start + L2F_MAX_BATCH] for start in range(0, episodes, L2F_MAX_BATCH)]
     outcomes = [
-        _fly_batch(policy_fn, observer, command, parameters, batch, config, seed, start_episodes) for batch in batches
+        _fly_batch(policy_fn, observer, command, make, batch, config, seed, start_episodes) for batch in batches
     ]
     crashed = np.concatenate([o[0] for o in outcomes])
     window_error = np.concatenate([o[1] for o in outcomes])
@@ -400,7 +428,7 @@ def _fly_batch(
     policy_fn: PolicyFn,
     observer: _Observer,
     command: Callable[[np.ndarray], np.ndarray],
-    parameters: str,
+    make: Callable[[int, int], Engine],
     states: np.ndarray,
     config: HoverConfig,
     seed: int,
@@ -408,7 +436,7 @@ def _fly_batch(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(crashed `(n,)`, mean position error over the last window `(n,)` m) of one batch of episodes."""
     n = len(states)
-    engine = L2FEngine(parameters, n, seed)
+    engine = make(n, seed)
     engine.set_state(states)
     observer.reset(n)
     if start_episodes is not None:
