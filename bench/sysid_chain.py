@@ -3,7 +3,8 @@ quadrotor: `robo-rl sysid LOG --frame BASE --train quadrotor_hover_ppo`, then po
 simulator the log came from by robo_rl's hover gate (flights of the task's length from its random initial states;
 success: no crash and within 0.10 m of the target over the last second).
 
-    .venv/bin/python bench/sysid_chain.py --simulator rotorpy [--seconds 60] [--episodes 200] [--out-dir DIR]
+    .venv/bin/python bench/sysid_chain.py --simulator rotorpy [--vehicle crazyfliebrushless] [--seconds 60]
+        [--episodes 200] [--out-dir DIR] [--also OTHER/policy.onnx]
 
 - rotorpy: RotorPy's Crazyflie (PyPI rotorpy): motors first order in rotor speed, thrust k_eta w^2, rotor drag and
   induced inflow, its IMU. The policy's motor command u is its rotor speed command u * rotor_speed_max.
@@ -32,12 +33,11 @@ class RotorPyEngine:
     quaternion w x y z, world velocity, body rates, motor commands reached; kinematics (n, 18): position, rotation
     body-to-world row-major, velocity, body rates), stepping dt s with commands held."""
 
-    def __init__(self, n: int, seed: int, dt: float, aero: bool = True) -> None:
-        from rotorpy.vehicles.crazyflie_params import quad_params
+    def __init__(self, n: int, seed: int, dt: float, params: dict[str, Any], aero: bool = True) -> None:
         from rotorpy.vehicles.multirotor import Multirotor
 
         np.random.seed(seed)
-        self.params = dict(quad_params)
+        self.params = params
         self.top = float(self.params["rotor_speed_max"])
         self.dt = dt
         self.order = [3, 0, 1, 2]  # RotorPy's r1..r4 as robo_rl's rotors (bench/sysid_l2f.py ROTOR_ORDER)
@@ -107,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=200, help="flights in the log's simulator")
     parser.add_argument("--out-dir", type=Path, default=Path("/tmp/sysid_chain"))
     parser.add_argument("--max-iterations", type=int)
+    parser.add_argument("--vehicle", default="crazyflie", help="RotorPy's crazyflie or crazyfliebrushless")
+    parser.add_argument("--also", type=Path, action="append", default=[], help="another policy.onnx to fly there")
     args = parser.parse_args(argv)
 
     import importlib.util
@@ -122,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     spec.loader.exec_module(flights)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     if args.simulator == "rotorpy":
-        log, truth, base = flights.rotorpy_flight(args.seconds, args.seed)
+        log, truth, base = flights.rotorpy_flight(args.seconds, args.seed, vehicle=args.vehicle)
     else:
         (log, truth), base = flights.l2f_flight(args.seconds, args.seed), flights.BASE
     csv, base_path, frame = (args.out_dir / n for n in ("flight.csv", "base.yaml", "fitted.yaml"))
@@ -140,9 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads((run / "sysid_report.json").read_text())
     result: dict[str, Any] = {"command": "robo-rl " + " ".join(command), "exit": code, "truth": truth}
     result |= {"chain_seconds": round(chain_seconds, 1), "report": report}
-    if code == 0 and args.simulator == "rotorpy":
-        result["rotorpy"] = fly_rotorpy(run / "policy.onnx", args.episodes)
-        print(f"policy.onnx in RotorPy's Crazyflie: {result['rotorpy']}")
+    if args.simulator == "rotorpy":
+        params = flights.rotorpy_params(args.vehicle)
+        flown = ([run / "policy.onnx"] if code == 0 else []) + list(args.also)
+        result["rotorpy"] = {str(p): fly_rotorpy(p, args.episodes, params, args.vehicle) for p in flown}
+        print(f"in RotorPy's {args.vehicle}: {result['rotorpy']}")
     (args.out_dir / "result.json").write_text(json.dumps(result, indent=1, default=str))
     return code
 

@@ -102,39 +102,50 @@ ROTORPY_ORDER = (3, 0, 1, 2)
 each rotor's yaw moment, so its r2 and r4 turn the body -z: robo_rl's ccw rotors 0 and 2."""
 
 
-def rotorpy_base(params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """A wrong starting frame for RotorPy's Crazyflie: its mass, arm and yaw torque ratio (what sysid keeps), wrong
-    values for everything it fits."""
-    if params is None:
-        from rotorpy.vehicles.crazyflie_params import quad_params as params
-    assert params is not None
+ROTORPY_VEHICLES = ("crazyflie", "crazyfliebrushless")
+"""RotorPy's Crazyflie 2.x and Crazyflie 2.1 Brushless (44 g, 3.6 times its weight in thrust, 2.3 times the
+inertia, ten times the rotor drag): `rotorpy.vehicles.<name>_params`."""
+
+
+def rotorpy_params(vehicle: str = "crazyflie") -> dict[str, Any]:
+    import importlib
+
+    if vehicle not in ROTORPY_VEHICLES:
+        raise ValueError(f"RotorPy vehicle {vehicle!r}: use one of {ROTORPY_VEHICLES}")
+    return dict(importlib.import_module(f"rotorpy.vehicles.{vehicle}_params").quad_params)
+
+
+def rotorpy_base(params: dict[str, Any]) -> dict[str, Any]:
+    """A wrong starting frame for a RotorPy vehicle: its mass, arm and yaw torque ratio (what sysid keeps), wrong
+    values for everything it fits (a quadratic curve at 80 % of its full thrust, motor and inertia as BASE's)."""
     arm = float(np.linalg.norm(params["rotor_pos"]["r1"][:2]))
+    top = float(params["rotor_speed_max"])
     return {
         **BASE,
         "name": "wrong_start_rotorpy",
         "mass": float(params["mass"]),
         "arm_length": arm,
+        "thrust_curve": [0.0, 0.0, 0.8 * float(params["k_eta"]) * top * top],
         "torque_to_thrust": float(params["k_m"]) / float(params["k_eta"]),
-        "source": "bench/sysid_l2f.py: a wrong start for RotorPy's Crazyflie (mass, arm and torque ratio as its)",
+        "source": "bench/sysid_l2f.py: a wrong start for a RotorPy vehicle (mass, arm and torque ratio as its)",
     }
 
 
 def rotorpy_flight(
-    seconds: float = 60.0, seed: int = 0, aero: bool = True
+    seconds: float = 60.0, seed: int = 0, aero: bool = True, vehicle: str = "crazyflie"
 ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """(FlightLog, true parameters as frame fields, the base frame) of the excitation flight on RotorPy's Crazyflie
+    """(FlightLog, true parameters as frame fields, the base frame) of the excitation flight on RotorPy's `vehicle`
     (PyPI rotorpy): motors first order in rotor speed (one time constant, tau_m), thrust k_eta w^2, and with `aero`
     its rotor drag and induced inflow, which robo_rl's model does not have. The command u in [0, 1] is the rotor
     speed command u * rotor_speed_max (RotorPy's cmd_motor_speeds), so the true curve is k_eta w_max^2 u^2. The
     accelerometer and gyro are RotorPy's IMU (its default noise)."""
     from rotorpy.sensors.imu import Imu
-    from rotorpy.vehicles.crazyflie_params import quad_params
     from rotorpy.vehicles.multirotor import Multirotor
 
     from robo_rl.sysid.excitation import ExcitationPlan, HoverController, fly_excitation
 
     np.random.seed(seed)  # RotorPy's IMU draws its noise from numpy's global generator
-    params = dict(quad_params)
+    params = rotorpy_params(vehicle)
     base = rotorpy_base(params)
     top = float(params["rotor_speed_max"])
     truth = {
@@ -176,7 +187,7 @@ def rotorpy_flight(
         state = vehicle.step(state, control, 0.01)
         return sense(control)
 
-    log = fly_excitation(step, start, base, ExcitationPlan(seconds=seconds, seed=seed), source="RotorPy crazyflie")
+    log = fly_excitation(step, start, base, ExcitationPlan(seconds=seconds, seed=seed), source=f"RotorPy {vehicle}")
     if len(readings) < len(log):  # the last sample: no step after it
         sense({"cmd_motor_speeds": np.asarray(log.commands[-1])[order] * top})
     from dataclasses import replace

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from robo_rl.api.bad_file import check_output
+
+if TYPE_CHECKING:
+    from robo_rl.sysid.flight_log import FlightLog
 from robo_rl.cli.sysid_chain import add_chain_arguments, check_chain_arguments, run_chain
 
 DESCRIPTION = """\
@@ -21,7 +24,14 @@ identifies, trains on the fitted frame, exports policy.onnx only if it passes th
 fresh flights), flies it on the fitted frame in onnxruntime and in L2F's own Crazyflie, and writes one report
 (sysid_report.txt and .json in the run directory, with a copy of the frame).
 
-Inputs (LOG; --format picks the reader, else the extension does: .csv, or .mcap / a bag folder):
+Inputs (LOG; --format picks the reader, else the name and header do):
+  cfclient  a Crazyflie's own log as cfclient's "log to file" writes it: a folder with one CSV per log block
+        (Timestamp in ms, then the block's variables), or one such file. Blocks: motor.m1..m4; gyro.x/y/z and
+        optionally acc.x/y/z; the state in full (stateEstimate.x/y/z, vx/vy/vz, qx/qy/qz/qw) or compressed as
+        crazyswarm2 logs it (stateEstimateZ.x/y/z mm, vx/vy/vz mm/s, quat, rateRoll/ratePitch/rateYaw mrad/s).
+        Merged on the motor block's samples. The firmware low-pass filters the accelerometer (30 Hz) and gyro
+        (80 Hz) at 1 kHz (sensors_bmi088_bmp388.c, filter.c): a 7.5 and a 2.8 ms delay, undone by default
+        (--sensor-filters); left in, they make the motors look 15 % slower.
   csv   a Crazyflie log in cflib's variable names: timestamp (ms), gyro.x/y/z (deg/s), acc.x/y/z (g, optional),
         motor.m1..m4 (PWM 0..65535; M1 front-right, M2 back-right, M3 back-left, M4 front-left = rotors 0..3),
         stateEstimate.x/y/z (m), stateEstimate.vx/vy/vz (m/s, world), stateEstimate.qx/qy/qz/qw.
@@ -60,7 +70,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("log", type=Path, help="the flight log: a Crazyflie CSV, or a recorder bag (.mcap or its folder)")
     p.add_argument("--frame", required=True, help="the base frame: a bundled frame name or a frame YAML file")
     p.add_argument("-o", "--output", type=Path, default=Path("frame.yaml"), help="frame file (default frame.yaml)")
-    p.add_argument("--format", choices=("mcap", "csv"), help="the log's format (default: from its extension)")
+    p.add_argument(
+        "--format",
+        choices=("mcap", "csv", "cfclient"),
+        help="the log's format (default: from its name and header; see above)",
+    )
+    p.add_argument(
+        "--sensor-filters",
+        choices=("auto", "firmware", "none"),
+        default="auto",
+        help="undo the Crazyflie firmware's accelerometer and gyro low-pass delays (7.5 and 2.8 ms): firmware "
+        "(a real Crazyflie's log, whatever its format), none (a simulator's), or auto: firmware for a cfclient log",
+    )
     p.add_argument("--namespace", default="/", help="the robot's ROS namespace in a bag (default /)")
     p.add_argument(
         "--thrust-from",
@@ -75,11 +96,44 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def log_format(path: Path, given: str | None) -> str:
     if given:
         return given
+    if path.is_dir():
+        if (path / "metadata.yaml").exists() or any(p.suffix == ".mcap" for p in path.iterdir()):
+            return "mcap"
+        if any(p.suffix.lower() == ".csv" for p in path.iterdir()):
+            return "cfclient"
+        raise ValueError(f"{path}: a folder with neither a bag (metadata.yaml, .mcap) nor cfclient's .csv files")
     if path.suffix.lower() == ".csv":
-        return "csv"
-    if path.suffix.lower() == ".mcap" or path.is_dir():
+        return "cfclient" if _cfclient_header(path) else "csv"
+    if path.suffix.lower() == ".mcap":
         return "mcap"
-    raise ValueError(f"{path}: cannot tell the log's format from its name; give --format mcap or --format csv")
+    raise ValueError(f"{path}: cannot tell the log's format from its name; give --format mcap, csv or cfclient")
+
+
+def _cfclient_header(path: Path) -> bool:
+    """cfclient writes `Timestamp` (cflib scripts and robo_rl's layout `timestamp`); stateEstimateZ is its too."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            header = handle.readline()
+    except OSError:
+        return False
+    names = [n.strip().lstrip("\ufeff") for n in header.split(",")]
+    return "Timestamp" in names or any(n.startswith("stateEstimateZ.") for n in names)
+
+
+def read_log(args: argparse.Namespace) -> FlightLog:
+    from robo_rl.sysid.cfclient_log import read_cfclient_log
+    from robo_rl.sysid.crazyflie_csv import read_crazyflie_csv
+    from robo_rl.sysid.crazyflie_filters import without_firmware_filters
+    from robo_rl.sysid.recorder_bag import read_recorder_bag
+
+    kind = log_format(args.log, args.format)
+    if kind == "cfclient":
+        log = read_cfclient_log(args.log)
+    else:
+        log = read_crazyflie_csv(args.log) if kind == "csv" else read_recorder_bag(args.log, args.namespace)
+    if args.sensor_filters == "firmware" or (args.sensor_filters == "auto" and kind == "cfclient"):
+        return without_firmware_filters(log)
+    return log
 
 
 def base_fields(frame: str) -> dict[str, Any]:
@@ -92,9 +146,7 @@ def base_fields(frame: str) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     from robo_rl.cli.progress import terminal
     from robo_rl.sysid import Airframe, identify
-    from robo_rl.sysid.crazyflie_csv import read_crazyflie_csv
     from robo_rl.sysid.frame_file import frame_text, identified_fields, report_lines, write_frame
-    from robo_rl.sysid.recorder_bag import read_recorder_bag
 
     if args.output.suffix.lower() not in (".yaml", ".yml"):
         raise ValueError(f"--output {args.output}: frame files are .yaml")
@@ -106,8 +158,7 @@ def main(args: argparse.Namespace) -> int:
     base = base_fields(args.frame)
     if args.train:
         terminal().print(f"1/5 identify the frame from {args.log}", markup=False, highlight=False)
-    kind = log_format(args.log, args.format)
-    log = read_crazyflie_csv(args.log) if kind == "csv" else read_recorder_bag(args.log, args.namespace)
+    log = read_log(args)
     fit = identify(log, Airframe.from_fields(base), args.thrust_from)
     fields = identified_fields(base, fit, args.output.stem, log.source)
     write_frame(args.output, frame_text(fields, fit, str(base["name"]), log.source))

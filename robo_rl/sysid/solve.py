@@ -1,15 +1,17 @@
 """One least-squares fit of the quadrotor model (`robo_rl.sysid.airframe`) to one view of a log
 (`robo_rl.sysid.views`), with the standard errors its residuals give.
 
-1. Collective thrust: the measured thrust against 4 c0 + c1 sum_i mean(u_i) + c2 sum_i mean(u_i^2) (+ a climb term
-   with `aero`), motor states u_i following the commands with the rise/fall time constants. For given constants the
-   curve is linear least squares; the constants are found by a grid search in log space refined by zooming in
-   (or only zooming in, around a starting pair).
-2. Inertia, per axis: the measured angular acceleration against (tau_i - (w x J w)_i) / J_i (+ a rate damping term
-   with `aero`), tau from the fitted rotor thrusts and the frame's geometry; three passes for the gyroscopic term.
+1. Collective thrust: the measured thrust against 4 c0 + c1 sum_i mean(u_i) + c2 sum_i mean(u_i^2) (+ the
+   aerodynamic terms with `aero`), motor states u_i following the commands with the rise/fall time constants. For
+   given constants the curve is linear least squares; the constants come from a grid search in log space, zoomed
+   in, then Gauss-Newton (`refine`), or from Gauss-Newton alone from a starting point.
+2. Inertia, per axis: the measured angular acceleration against (tau_i - (w x J w)_i) / J_i (+ the rotor drag's
+   moment with `aero`), tau from the fitted rotor thrusts and the frame's geometry; three passes for the gyroscopic
+   term.
 
-`aero` adds what rotors do in moving air and robo_rl's model leaves out: thrust lost to climbing (induced inflow)
-and rotor drag damping the rotation. Their coefficients are nuisance parameters, fitted and not reported.
+`aero` adds what rotors do in moving air and robo_rl's model leaves out (`aero_columns`, `aero_torque_columns`):
+rotor drag proportional to the rotor speed times the air's speed at the rotor, which takes thrust when climbing and
+damps the rotation, and translational lift. Their coefficients are nuisance parameters, fitted and not reported.
 
 The standard errors are Gauss-Newton's, widened for the residuals' correlation: with lag-1 autocorrelation rho the
 effective number of samples is n (1 - rho) / (1 + rho).
@@ -84,14 +86,33 @@ def _rows(values: np.ndarray, view: View) -> np.ndarray:
 def regressors(
     data: Series, view: View, rise: np.ndarray, fall: np.ndarray, aero: bool, idle: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(C, K, P) collective regressors [4, sum mean u, sum mean u^2 (, climb)] and the (2, C, K, 4) row means;
-    `idle` (C,): the rotor-speed motor model (`motor_response`)."""
+    """(C, K, P) collective regressors [4, sum mean u, sum mean u^2 (, the aerodynamic two: `aero_columns`)] and
+    the (2, C, K, 4) row means; `idle` (C,): the rotor-speed motor model (`motor_response`)."""
     mean_u, mean_u2 = motor_response(data.commands, data.dt, rise, fall, idle)
     mean_u, mean_u2 = _rows(mean_u, view), _rows(mean_u2, view)
     columns = [np.full(mean_u.shape[:2], 4.0), mean_u.sum(axis=2), mean_u2.sum(axis=2)]
     if aero:
-        columns.append(np.broadcast_to(view.climb, mean_u.shape[:2]))
+        columns += aero_columns(view, mean_u)
     return np.stack(columns, axis=-1), np.stack([mean_u, mean_u2])
+
+
+def aero_columns(view: View, speed: np.ndarray) -> list[np.ndarray]:
+    """The collective's aerodynamic regressors for motor states `speed` (C, K, 4), taken as the rotor speeds:
+    sum_i u_i a_z,i (rotor drag along the shaft and induced inflow: thrust lost to the air a_z through the rotor)
+    and a_x^2 + a_y^2 of the body (translational lift). The standard rotor-drag model (drag proportional to the
+    rotor speed times the air's speed at the rotor), as RotorPy and the drone-racing literature write it."""
+    axial = (speed * view.air[None, :, :, 2]).sum(axis=2)
+    lift = np.broadcast_to(view.air[:, 0, 0] ** 2 + view.air[:, 0, 1] ** 2, speed.shape[:2])
+    return [axial, lift]
+
+
+def aero_torque_columns(view: View, speed: np.ndarray, airframe: Airframe) -> np.ndarray:
+    """(K, 3) the rotor-drag moments' regressors per body axis for motor states `speed` (K, 4): y_i and -x_i times
+    the shaft drag u_i a_z,i about x and y, x_i a_y,i - y_i a_x,i times u_i (the in-plane drag) about z."""
+    x, y = airframe.rotor_xy[:, 0], airframe.rotor_xy[:, 1]
+    axial = speed * view.air[:, :, 2]
+    in_plane = speed * (x * view.air[:, :, 1] - y * view.air[:, :, 0])
+    return np.column_stack([axial @ y, axial @ -x, in_plane.sum(axis=1)])
 
 
 def residual_sums(
@@ -265,10 +286,11 @@ def _inertia(
     gains, errors = np.zeros(3), np.full(3, np.inf)
     residual = np.array(measured, dtype=np.float64)
     net = torque
+    drag = aero_torque_columns(view, means[0], airframe) if aero else None
     for _ in range(INERTIA_PASSES):
         net = torque - np.cross(rates, rates * inertia)
         for axis in range(3):
-            columns = [net[:, axis]] + ([rates[:, axis]] if aero else [])
+            columns = [net[:, axis]] + ([drag[:, axis]] if drag is not None else [])
             x = np.column_stack(columns)
             gram = x.T @ x
             if np.linalg.cond(gram) > 1e12:
@@ -323,7 +345,7 @@ def solve(
         means=means,
         net_torque=net,
         gains=gains,
-        parameters=5 + 3 + (4 if aero else 0) + (1 if motor == "rotor_speed" else 0),
+        parameters=5 + 3 + (5 if aero else 0) + (1 if motor == "rotor_speed" else 0),
         motor=motor,
         aero=aero,
     )

@@ -1,5 +1,5 @@
 """A flight log as the fit sees it: per interval (sample k to k+1, commands held) the measured collective thrust,
-angular acceleration, body rates and climb rate, and views of them that the fit is run on again to check itself
+angular acceleration, body rates and velocity, and views of them that the fit is run on again to check itself
 (the log's two halves, the log at half its sample rate)."""
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ class View:
     """(K, 3) rad/s^2"""
     rates: np.ndarray
     """(K, 3) rad/s: mid-row body rates."""
-    climb: np.ndarray
-    """(K,) m/s: the velocity along body z (the air through the rotors), for the aerodynamic check."""
+    air: np.ndarray
+    """(K, 4, 3) m/s: the air each rotor meets in still air (the body velocity plus the rotation's w x r_i at the
+    rotor, in the body frame), mid-row, for the aerodynamic terms."""
 
     def __len__(self) -> int:
         return len(self.first)
@@ -52,7 +53,7 @@ class View:
             self.thrust[rows],
             self.angular_acceleration[rows],
             self.rates[rows],
-            self.climb[rows],
+            self.air[rows],
         )
 
 
@@ -61,12 +62,15 @@ def series(log: FlightLog) -> Series:
 
 
 def measured(log: FlightLog, airframe: Airframe, signal: str) -> tuple[np.ndarray, ...]:
-    """Per interval of `log`: thrust (N-1,), angular acceleration (N-1, 3), mid rates (N-1, 3), climb (N-1,)."""
+    """Per interval of `log`: thrust (N-1,), angular acceleration (N-1, 3), mid rates (N-1, 3), mid body velocity
+    (N-1, 3)."""
     dt = np.diff(log.time)
-    body_z = quaternion_matrices(log.quaternion)[:, :, 2]
+    rotations = quaternion_matrices(log.quaternion)
+    body_z = rotations[:, :, 2]
     mid_z = body_z[:-1] + body_z[1:]
     mid_z /= np.linalg.norm(mid_z, axis=1, keepdims=True)
     mid_velocity = 0.5 * (log.velocity[:-1] + log.velocity[1:])
+    body_velocity = np.einsum("kji,kj->ki", rotations, log.velocity)
     drag = np.einsum("ki,ki->k", mid_z, airframe.linear_drag * mid_velocity)
     if signal == "accelerometer":
         assert log.specific_force is not None
@@ -79,14 +83,23 @@ def measured(log: FlightLog, airframe: Airframe, signal: str) -> tuple[np.ndarra
         airframe.mass * specific + drag,
         np.diff(log.body_rates, axis=0) / dt[:, None],
         0.5 * (log.body_rates[:-1] + log.body_rates[1:]),
-        np.einsum("ki,ki->k", mid_z, mid_velocity),
+        _rotor_air(
+            0.5 * (body_velocity[:-1] + body_velocity[1:]), 0.5 * (log.body_rates[:-1] + log.body_rates[1:]), airframe
+        ),
     )
+
+
+def _rotor_air(velocity: np.ndarray, rates: np.ndarray, airframe: Airframe) -> np.ndarray:
+    """(K, 4, 3): v + w x r_i for the rotors at r_i = (x_i, y_i, 0)."""
+    x, y = airframe.rotor_xy[:, 0], airframe.rotor_xy[:, 1]
+    p, q, r = (rates[:, i : i + 1] for i in range(3))
+    return np.stack([velocity[:, 0:1] - r * y, velocity[:, 1:2] + r * x, velocity[:, 2:3] + p * y - q * x], axis=-1)
 
 
 def full_view(log: FlightLog, airframe: Airframe, signal: str, data: Series) -> View:
     rows = np.flatnonzero(data.keep)
-    thrust, angular, rates, climb = measured(log, airframe, signal)
-    return View("the whole log", rows, rows, thrust[rows], angular[rows], rates[rows], climb[rows])
+    thrust, angular, rates, air = measured(log, airframe, signal)
+    return View("the whole log", rows, rows, thrust[rows], angular[rows], rates[rows], air[rows])
 
 
 def halves(view: View) -> tuple[View, View]:
@@ -113,7 +126,7 @@ def half_rate_view(log: FlightLog, airframe: Airframe, signal: str, data: Series
         specific_force=None if log.specific_force is None else log.specific_force[::2],
         source=log.source,
     )
-    thrust, angular, rates, climb = (a[: len(pairs)] for a in measured(coarse, airframe, signal))
+    thrust, angular, rates, air = (a[: len(pairs)] for a in measured(coarse, airframe, signal))
     return View(
-        "the log at half its rate", first[rows], second[rows], thrust[rows], angular[rows], rates[rows], climb[rows]
+        "the log at half its rate", first[rows], second[rows], thrust[rows], angular[rows], rates[rows], air[rows]
     )

@@ -48,6 +48,6 @@ def test_an_unknown_format_or_a_missing_log_is_one_line(tmp_path: Path, capsys: 
     odd = tmp_path / "flight.txt"
     odd.write_text("x")
     assert main(["sysid", str(odd), "--frame", "crazyflie_2_1"]) == 2
-    assert "give --format mcap or --format csv" in capsys.readouterr().err
+    assert "give --format mcap, csv or cfclient" in capsys.readouterr().err
     assert main(["sysid", str(tmp_path / "none.csv"), "--frame", "crazyflie_2_1"]) == 2
     assert "no such log" in capsys.readouterr().err
