@@ -38,6 +38,9 @@ FRAMES_FOLDER = "frames"
 """The bundled frame YAML files are package data in `FRAMES_PACKAGE`/`FRAMES_FOLDER`."""
 ROTOR_SIGNS_XY = ((1.0, -1.0), (-1.0, -1.0), (-1.0, 1.0), (1.0, 1.0))
 """Signs of each rotor's (x, y) offset in the rotor order above."""
+THRUST_DIP = 0.02
+"""How far below 0 (as a share of full thrust) a thrust curve may reach near command 0: an identified curve is
+measured over the commands flown and extrapolated below them."""
 MOTOR_MODELS = ("command", "rotor_speed")
 """`QuadrotorParams.motor_model` values (see the module docstring)."""
 SPIN_SIGN = {"ccw": 1, "cw": -1}
@@ -134,10 +137,12 @@ class QuadrotorParams:
     def _check_thrust_curve(self) -> None:
         c0, c1, c2 = self.thrust_curve
         lowest = c0 - c1 * c1 / (4.0 * c2) if c2 > 0 and -c1 / (2.0 * c2) > 0 else c0  # the minimum over u >= 0
-        if not all(math.isfinite(c) for c in self.thrust_curve) or c2 < 0 or lowest < 0 or c1 + 2.0 * c2 <= 0:
+        dip = THRUST_DIP * (c0 + c1 + c2)
+        if not all(math.isfinite(c) for c in self.thrust_curve) or c2 < 0 or lowest < -dip or c1 + 2.0 * c2 <= 0:
             raise ValueError(
-                f"QuadrotorParams {self.name!r}: thrust_curve {self.thrust_curve} must be finite with c2 >= 0, no "
-                "negative thrust and thrust rising with the command (an identified curve may dip by a hair near 0)"
+                f"QuadrotorParams {self.name!r}: thrust_curve {self.thrust_curve} must be finite with c2 >= 0, thrust "
+                f"rising with the command and not below -{THRUST_DIP:.0%} of full thrust (an identified curve, "
+                "extrapolated below the commands flown, may dip a little under 0)"
             )
         if not self.min_rotor_thrust < self.weight / 4 < self.max_rotor_thrust:
             raise ValueError(
