@@ -138,10 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     code = robo_rl(command)
     chain_seconds = time.perf_counter() - start
-    run = sorted(runs.glob("*/*"))[-1]
-    report = json.loads((run / "sysid_report.json").read_text())
     result: dict[str, Any] = {"command": "robo-rl " + " ".join(command), "exit": code, "truth": truth}
-    result |= {"chain_seconds": round(chain_seconds, 1), "report": report}
+    result["chain_seconds"] = round(chain_seconds, 1)
+    made = sorted(runs.glob("*/*"))
+    if not made:  # refused before training (the fit, or the frame)
+        (args.out_dir / "result.json").write_text(json.dumps(result, indent=1, default=str))
+        return code
+    run = made[-1]
+    result["report"] = json.loads((run / "sysid_report.json").read_text())
     if args.simulator == "rotorpy":
         params = flights.rotorpy_params(args.vehicle)
         flown = ([run / "policy.onnx"] if code == 0 else []) + list(args.also)

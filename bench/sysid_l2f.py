@@ -241,7 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         "--simulator",
         choices=("l2f", "robo_rl", "rotorpy"),
         default="l2f",
-        help="fly L2F (default), robo_rl's sim or RotorPy's Crazyflie (first-order rotor speed, rotor drag)",
+        help="fly L2F (default), robo_rl's sim or RotorPy's Crazyflie (first-order rotor speed, rotor drag; "
+        "bench/sysid_chain.py --vehicle takes its Brushless too)",
     )
     args = parser.parse_args(argv)
 

@@ -68,6 +68,17 @@ MODEL = {
     "force": "m dv/dt = R (0, 0, sum_i T_i) - (0, 0, m gravity) - linear_drag * v, in the world frame",
     "rotation": "inertia * dw/dt = torque - w x (inertia * w), w the body rates; rotor inertia neglected",
 }
+ROTOR_SPEED_MOTOR = (
+    "du_i/dt = (command_i - u_i) / motor_rise_time_constant while command_i >= u_i, else (command_i - u_i) (idle + "
+    "(1 - idle) u_i) / motor_fall_time_constant, idle = {idle:g}: u_i is the rotor speed in command units (speed / "
+    "full speed = idle + (1 - idle) u_i), spinning down at a rate proportional to the speed (motor_model rotor_speed)"
+)
+
+
+def _model(params: QuadrotorParams) -> dict[str, str]:
+    if params.motor_model != "rotor_speed":
+        return dict(MODEL)
+    return MODEL | {"motor": ROTOR_SPEED_MOTOR.format(idle=params.motor_idle_speed)}
 FACTOR_MEANINGS = {
     "mass_scale": "mass = the frame's mass x this",
     "inertia_x_scale": "Ixx = the frame's Ixx x this",
@@ -135,7 +146,7 @@ def vehicle(params: QuadrotorParams) -> dict[str, Any]:
         "max_command": params.max_command,
         "hover_command": params.hover_command,
         "rotors": rotors,
-        "model": dict(MODEL),
+        "model": _model(params),
     }
 
 

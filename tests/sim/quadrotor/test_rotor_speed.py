@@ -69,3 +69,11 @@ def test_the_artifact_states_the_motor_model_and_a_command_artifact_is_unchanged
     command = MotorActuator((0.01, 0.04, 0.05), 0.005, 0.04, 0.06)
     assert "motor_model" not in json.loads(command.to_json())  # readable by a robo_rl from before the model
     assert actuator_from_json(command.to_json()) == command
+
+
+def test_the_vehicle_card_states_the_rotor_speed_model() -> None:
+    from robo_rl.sim.quadrotor.vehicle_card import vehicle
+
+    card = vehicle(_frame(0.3))
+    assert "motor_model rotor_speed" in card["model"]["motor"] and "idle = 0.3" in card["model"]["motor"]
+    assert "rotor_speed" not in vehicle(load_frame("crazyflie_2_1"))["model"]["motor"]
