@@ -76,14 +76,16 @@ class RotorPyEngine:
         return out
 
 
-def fly_rotorpy(onnx: Path, episodes: int, seed: int = 12345) -> dict[str, Any]:
-    """policy.onnx flown in RotorPy's Crazyflie by robo_rl's hover gate."""
+def fly_rotorpy(onnx: Path, episodes: int, params: dict[str, Any], name: str, seed: int = 12345) -> dict[str, Any]:
+    """policy.onnx flown in the RotorPy vehicle `params` (`name`) by robo_rl's hover gate."""
     from robo_rl.api.l2f_transfer import read_l2f_policy
     from robo_rl.sim.quadrotor.l2f_gate import EnginePlant, fly
 
     policy = read_l2f_policy(onnx)
-    hover = RotorPyEngine(1, 0, policy.dt).hover_command
-    plant = EnginePlant("RotorPy 3.0.0 Crazyflie (rotor drag on)", hover, lambda n, s: RotorPyEngine(n, s, policy.dt))
+    hover = RotorPyEngine(1, 0, policy.dt, params).hover_command
+    plant = EnginePlant(
+        f"RotorPy 3.0.0 {name} (rotor drag on)", hover, lambda n, s: RotorPyEngine(n, s, policy.dt, params)
+    )
     result = fly(
         policy.act,
         policy.obs_names,
