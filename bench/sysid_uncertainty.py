@@ -100,9 +100,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{simulator} seed {seed}: {covered}/{len(scores)} within 2 SE, worst |z| {worst:.2f}, {relative}")
     total = sum(r.get("covered", 0) for r in rows)
     count = sum(r.get("parameters", 0) for r in rows)
-    print(
-        f"all: {total}/{count} parameters within 2 standard errors, {np.mean([r.get('worst_z', np.nan) for r in rows]):.2f} mean worst |z|"
-    )
+    worst = float(np.mean([r.get("worst_z", np.nan) for r in rows]))
+    print(f"all: {total}/{count} parameters within 2 standard errors, mean worst |z| {worst:.2f}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "covered": total, "parameters": count}, indent=1))
     return 0
