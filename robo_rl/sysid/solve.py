@@ -99,20 +99,27 @@ def regressors(
 def aero_columns(view: View, speed: np.ndarray) -> list[np.ndarray]:
     """The collective's aerodynamic regressors for motor states `speed` (C, K, 4), taken as the rotor speeds:
     sum_i u_i a_z,i (rotor drag along the shaft and induced inflow: thrust lost to the air a_z through the rotor)
-    and a_x^2 + a_y^2 of the body (translational lift). The standard rotor-drag model (drag proportional to the
-    rotor speed times the air's speed at the rotor), as RotorPy and the drone-racing literature write it."""
+    and sum_i (a_x,i^2 + a_y,i^2) (translational lift), a_i the air at rotor i. The standard rotor-drag model (drag
+    proportional to the rotor speed times the air's speed at the rotor), as RotorPy and the drone-racing literature
+    write it."""
     axial = (speed * view.air[None, :, :, 2]).sum(axis=2)
-    lift = np.broadcast_to(view.air[:, 0, 0] ** 2 + view.air[:, 0, 1] ** 2, speed.shape[:2])
+    lift = np.broadcast_to((view.air[:, :, 0] ** 2 + view.air[:, :, 1] ** 2).sum(axis=1), speed.shape[:2])
     return [axial, lift]
 
 
-def aero_torque_columns(view: View, speed: np.ndarray, airframe: Airframe) -> np.ndarray:
-    """(K, 3) the rotor-drag moments' regressors per body axis for motor states `speed` (K, 4): y_i and -x_i times
-    the shaft drag u_i a_z,i about x and y, x_i a_y,i - y_i a_x,i times u_i (the in-plane drag) about z."""
+def aero_torque_columns(view: View, speed: np.ndarray, airframe: Airframe) -> list[np.ndarray]:
+    """Per body axis, the (K, n) regressors of the aerodynamic moments for motor states `speed` (K, 4): about x and
+    y the shaft drag u_i a_z,i and the translational lift a_x,i^2 + a_y,i^2 at the rotors' arms (y_i, -x_i), about z
+    the in-plane drag u_i (x_i a_y,i - y_i a_x,i)."""
     x, y = airframe.rotor_xy[:, 0], airframe.rotor_xy[:, 1]
     axial = speed * view.air[:, :, 2]
+    lift = view.air[:, :, 0] ** 2 + view.air[:, :, 1] ** 2
     in_plane = speed * (x * view.air[:, :, 1] - y * view.air[:, :, 0])
-    return np.column_stack([axial @ y, axial @ -x, in_plane.sum(axis=1)])
+    return [
+        np.column_stack([axial @ y, lift @ y]),
+        np.column_stack([axial @ -x, lift @ -x]),
+        in_plane.sum(axis=1, keepdims=True),
+    ]
 
 
 def residual_sums(
@@ -290,8 +297,7 @@ def _inertia(
     for _ in range(INERTIA_PASSES):
         net = torque - np.cross(rates, rates * inertia)
         for axis in range(3):
-            columns = [net[:, axis]] + ([drag[:, axis]] if drag is not None else [])
-            x = np.column_stack(columns)
+            x = np.column_stack([net[:, axis], drag[axis]]) if drag is not None else net[:, axis : axis + 1]
             gram = x.T @ x
             if np.linalg.cond(gram) > 1e12:
                 gains[axis] = 0.0
@@ -345,7 +351,7 @@ def solve(
         means=means,
         net_torque=net,
         gains=gains,
-        parameters=5 + 3 + (5 if aero else 0) + (1 if motor == "rotor_speed" else 0),
+        parameters=5 + 3 + (7 if aero else 0) + (1 if motor == "rotor_speed" else 0),
         motor=motor,
         aero=aero,
     )
