@@ -79,6 +79,8 @@ def _model(params: QuadrotorParams) -> dict[str, str]:
     if params.motor_model != "rotor_speed":
         return dict(MODEL)
     return MODEL | {"motor": ROTOR_SPEED_MOTOR.format(idle=params.motor_idle_speed)}
+
+
 FACTOR_MEANINGS = {
     "mass_scale": "mass = the frame's mass x this",
     "inertia_x_scale": "Ixx = the frame's Ixx x this",
