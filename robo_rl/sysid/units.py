@@ -148,24 +148,9 @@ def _integral(values: np.ndarray, time: np.ndarray, start: np.ndarray, end: np.n
 def _check_velocity_against_accelerometer(log: FlightLog, airframe: Airframe) -> None:
     """The velocity's change over each window against the integral of the accelerometer's world acceleration."""
     assert log.specific_force is not None
-    start, end = _windows(log)
-    if len(start) < 3:
-        return
     world = np.einsum("kij,kj->ki", quaternion_matrices(log.quaternion), log.specific_force)
     acceleration = world - np.array([0.0, 0.0, airframe.gravity]) - airframe.linear_drag * log.velocity / airframe.mass
-    expected = _integral(acceleration, log.time, start, end)
-    changed = log.velocity[end] - log.velocity[start]
-    seconds = (log.time[end] - log.time[start])[:, None]
-    if float(np.sqrt(np.mean((expected / seconds) ** 2))) < MIN_ACCELERATION:
-        return
-    k, correlation = _scale(changed, expected)
-    if correlation < MIN_CORRELATION or _off(k):
-        _refuse(
-            log,
-            "velocity",
-            f"it changes {1 / k:.3g} times as much as the accelerometer says (correlation {correlation:.2f})",
-            k,
-        )
+    _check_windowed(log, "velocity", log.velocity, acceleration, MIN_ACCELERATION, "the accelerometer")
 
 
 def _check_velocity_against_thrust(log: FlightLog, airframe: Airframe) -> None:
@@ -197,19 +182,22 @@ def _check_velocity_against_thrust(log: FlightLog, airframe: Airframe) -> None:
 
 def _check_position(log: FlightLog) -> None:
     """The position's change over each window against the integral of the velocity."""
+    _check_windowed(log, "position", log.position, log.velocity, MIN_SPEED, "the velocity")
+
+
+def _check_windowed(
+    log: FlightLog, field: str, values: np.ndarray, rate: np.ndarray, floor: float, source: str
+) -> None:
+    """`values`' change over each window (`_windows`) against the integral of its `rate` (both (N, 3)); skipped
+    when the rate's RMS is below `floor`."""
     start, end = _windows(log)
     if len(start) < 3:
         return
-    expected = _integral(log.velocity, log.time, start, end)
-    moved = log.position[end] - log.position[start]
+    expected = _integral(rate, log.time, start, end)
     seconds = (log.time[end] - log.time[start])[:, None]
-    if float(np.sqrt(np.mean((expected / seconds) ** 2))) < MIN_SPEED:
+    if float(np.sqrt(np.mean((expected / seconds) ** 2))) < floor:
         return
-    k, correlation = _scale(moved, expected)
+    k, correlation = _scale(values[end] - values[start], expected)
     if correlation < MIN_CORRELATION or _off(k):
-        _refuse(
-            log,
-            "position",
-            f"it changes {1 / k:.3g} times as much as the velocity says (correlation {correlation:.2f})",
-            k,
-        )
+        finding = f"it changes {1 / k:.3g} times as much as {source} says (correlation {correlation:.2f})"
+        _refuse(log, field, finding, k)

@@ -32,6 +32,16 @@ def reference() -> ModuleType:
 
 
 @pytest.fixture(scope="session")
+def flights() -> ModuleType:
+    """bench/sysid_l2f.py: the excitation flights on L2F and RotorPy, and their base frames."""
+    spec = importlib.util.spec_from_file_location("sysid_l2f", Path(__file__).parents[3] / "bench" / "sysid_l2f.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
 def excited_log() -> FlightLog:
     """60 s of the full excitation plan, with sensor noise."""
     return _load().reference_flight(ExcitationPlan(), noise=1.0)

@@ -10,9 +10,7 @@ The motor model's interval means are checked against SciPy's solve_ivp.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -23,14 +21,6 @@ from scipy.integrate import solve_ivp
 from robo_rl.sysid import Airframe, FlightLog, Identification, NotIdentifiable, identify
 from robo_rl.sysid.excitation import ExcitationPlan, fly_excitation
 from robo_rl.sysid.motor_response import motor_response, motor_response_numpy
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sysid_l2f", Path(__file__).parents[3] / "bench" / "sysid_l2f.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _z_scores(fit: Identification, truth: dict[str, Any]) -> dict[str, float]:
@@ -54,24 +44,31 @@ def _thrust_within(fit: Identification, truth: dict[str, Any], errors: float) ->
     return bool(np.max(np.abs(fitted / true - 1)) <= errors * fit.thrust_uncertainty)
 
 
-def test_l2f_s_crazyflie_every_parameter_within_two_standard_errors() -> None:
+def test_l2f_s_crazyflie_every_parameter_within_two_standard_errors(flights: ModuleType) -> None:
     pytest.importorskip("l2f", reason="L2F (PyPI l2f) is not installed")
-    bench = _bench()
-    log, truth = bench.l2f_flight(seconds=40.0)
-    fit = identify(log, Airframe.from_fields(bench.BASE))
+    log, truth = flights.l2f_flight(seconds=40.0)
+    fit = identify(log, Airframe.from_fields(flights.BASE))
     assert fit.motor_model == "command"
     z = _z_scores(fit, truth)
     assert max(abs(v) for v in z.values()) <= 2.0, z
     assert _thrust_within(fit, truth, 2.0)
+    # and within a few percent: the thrust over the commands flown, the motor constants and the inertia
+    u = np.linspace(*fit.command_range, 11)
+    fitted = np.polynomial.polynomial.polyval(u, [e.value for e in fit.thrust_curve])
+    assert np.max(np.abs(fitted / np.polynomial.polynomial.polyval(u, truth["thrust_curve"]) - 1)) < 0.03
+    assert fit.motor_rise_time_constant.value == pytest.approx(truth["motor_rise_time_constant"], rel=0.05)
+    assert fit.motor_fall_time_constant.value == pytest.approx(truth["motor_fall_time_constant"], rel=0.05)
+    assert [e.value for e in fit.inertia] == pytest.approx(truth["inertia"], rel=0.05)
 
 
 @pytest.mark.parametrize("vehicle", ["crazyflie", "crazyfliebrushless"])
-def test_rotorpy_s_crazyflies_with_rotor_drag_every_parameter_within_two_standard_errors(vehicle: str) -> None:
+def test_rotorpy_s_crazyflies_with_rotor_drag_every_parameter_within_two_standard_errors(
+    vehicle: str, flights: ModuleType
+) -> None:
     """RotorPy's Crazyflie 2.x and its Crazyflie 2.1 Brushless (44 g, 3.6 times its weight in thrust, ten times
     the rotor drag)."""
     pytest.importorskip("rotorpy", reason="RotorPy (PyPI rotorpy) is not installed")
-    bench = _bench()
-    log, truth, base = bench.rotorpy_flight(seconds=40.0, aero=True, vehicle=vehicle)
+    log, truth, base = flights.rotorpy_flight(seconds=40.0, aero=True, vehicle=vehicle)
     fit = identify(log, Airframe.from_fields(base))
     # RotorPy's motors have one constant: robo_rl's command model (idle 1) is the simplest the log cannot tell
     # from the best, with the aerodynamic terms (RotorPy's rotor drag and induced inflow)
