@@ -634,8 +634,13 @@ BAD_ARGUMENTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("compare-output-under-a-file", ("compare", "RUN", "-o", "WORK/a-file/c.png"), "WORK/a-file is a file"),
     ("compare-output-a-folder", ("compare", "RUN", "-o", "WORK/a-folder"), "is a folder"),
     ("sysid-output-a-folder", ("sysid", "WORK/a-file.csv", *SYSID_FRAME[:2], "-o", "WORK/a-folder.yaml"), "a folder"),
-    ("sysid-log-a-folder", ("sysid", "WORK/a-folder.csv", *SYSID_FRAME), "WORK/a-folder.csv: cannot read"),
-    ("sysid-bag-without-metadata", ("sysid", "WORK/empty-bag", *SYSID_FRAME), "WORK/empty-bag: not a readable"),
+    ("sysid-log-a-folder", ("sysid", "WORK/a-folder.csv", *SYSID_FRAME), "WORK/a-folder.csv: a folder with neither"),
+    ("sysid-bag-without-metadata", ("sysid", "WORK/empty-bag", *SYSID_FRAME), "WORK/empty-bag: a folder with neither"),
+    (
+        "sysid-bag-without-metadata-as-mcap",
+        ("sysid", "WORK/empty-bag", "--format", "mcap", *SYSID_FRAME),
+        "WORK/empty-bag: not a readable",
+    ),
     ("sysid-bag-bad-metadata", ("sysid", "WORK/bad-bag", *SYSID_FRAME), "WORK/bad-bag: not a readable rosbag2"),
     ("bag-demos-bad-metadata", ("demos-from-bag", "WORK/bad-bag", "--profile", "rc_car"), "WORK/bad-bag: not a"),
     (
